@@ -1,0 +1,71 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "flagship-swift-linux",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "Flagship", targets: ["Flagship"]),
+        .executable(name: "flagship", targets: ["flagship"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // The system SQLite (Debian: libsqlite3-dev).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Turns Migrations/*.sql into Swift source for FlagshipStore at build time.
+        .executableTarget(
+            name: "EmbedMigrationsTool",
+            path: "Plugins/EmbedMigrationsTool"
+        ),
+        .plugin(
+            name: "EmbedMigrations",
+            capability: .buildTool(),
+            dependencies: ["EmbedMigrationsTool"],
+            path: "Plugins/EmbedMigrations"
+        ),
+        .target(
+            name: "FlagshipStore",
+            dependencies: ["CSQLite"],
+            plugins: ["EmbedMigrations"]
+        ),
+        .target(
+            name: "Flagship",
+            dependencies: [
+                "FlagshipStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "flagship",
+            dependencies: [
+                "Flagship",
+                "FlagshipStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "FlagshipStoreTests",
+            dependencies: ["FlagshipStore"]
+        ),
+        .testTarget(
+            name: "FlagshipTests",
+            dependencies: [
+                "Flagship",
+                "FlagshipStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "flagshipTests",
+            dependencies: ["flagship", "FlagshipStore"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

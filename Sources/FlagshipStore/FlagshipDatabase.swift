@@ -1,0 +1,190 @@
+import CSQLite
+import Foundation
+
+/// An open Flagship store: one SQLite file (or an in-memory database), migrated to the latest
+/// schema, and the record stores over its tables.
+package final class FlagshipDatabase: Sendable {
+    package let database: Database
+    /// The schema version of the file once opened.
+    package let schemaVersion: Int
+    /// What opening did: created, upgraded, or replaced a damaged file.
+    package let opening: Opening
+
+    package let visitors: VisitorRecordStore
+    package let hits: HitRecordStore
+    package let bucketing: BucketingRecordStore
+    package let state: StateRecordStore
+
+    package struct Opening: Sendable, Equatable {
+        /// The schema version found in the file (0 for a new file).
+        package var fromVersion: Int
+        /// Where a damaged file was moved, with why it was judged damaged.
+        package var movedAside: MovedAside?
+    }
+
+    package struct MovedAside: Sendable, Equatable {
+        package let url: URL
+        package let reason: String
+    }
+
+    private init(database: Database, schemaVersion: Int, opening: Opening) {
+        self.database = database
+        self.schemaVersion = schemaVersion
+        self.opening = opening
+        visitors = VisitorRecordStore(database: database)
+        hits = HitRecordStore(database: database)
+        bucketing = BucketingRecordStore(database: database)
+        state = StateRecordStore(database: database)
+    }
+
+    /// Opens (creating it if needed) the database at `url` and applies the missing migrations.
+    ///
+    /// The directory is created 0700 and the file 0600: visitor data is personal data.
+    /// A file that is not a database or fails `PRAGMA quick_check` is moved aside to
+    /// `<name>.corrupt-<timestamp>` (never deleted) and replaced by a fresh one. A file whose
+    /// schema is newer than this build throws `StoreError.schemaTooNew` and is left untouched.
+    package static func open(
+        at url: URL,
+        options: DatabaseOptions = DatabaseOptions(),
+        migrator: Migrator = Migrator(),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) throws -> FlagshipDatabase {
+        try prepareFile(at: url)
+        do {
+            return try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
+        } catch let damage as Damage {
+            let destination = try moveAside(url, reason: damage.reason, now: now())
+            try prepareFile(at: url)
+            var opened = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
+            opened = FlagshipDatabase(
+                database: opened.database, schemaVersion: opened.schemaVersion,
+                opening: Opening(fromVersion: 0, movedAside: MovedAside(url: destination, reason: damage.reason))
+            )
+            return opened
+        }
+    }
+
+    /// A database that lives in memory only: the fallback when no file can be used.
+    package static func inMemory(migrator: Migrator = Migrator(), now: @escaping @Sendable () -> Date = Date.init) throws -> FlagshipDatabase {
+        try openAndMigrate(path: ":memory:", options: DatabaseOptions(), migrator: migrator, now: now)
+    }
+
+    /// Opens an existing store for reading only: nothing in the file is ever changed, and a file
+    /// that is not a Flagship database (or is newer than this build) is refused.
+    package static func openForInspection(at url: URL, migrator: Migrator = Migrator()) throws -> FlagshipDatabase {
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw StoreError.fileSystem(path: url.path, reason: "no such file")
+        }
+        let database: Database
+        do {
+            database = try Database(path: url.path, options: DatabaseOptions(readOnly: true))
+        } catch {
+            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
+        }
+        do {
+            let version = try database.withConnection { connection -> Int in
+                guard try connection.tableExists("schema_migrations") else {
+                    throw StoreError.notAFlagshipDatabase(path: url.path, reason: "it has no schema_migrations table")
+                }
+                return try Migrator.appliedVersion(connection)
+            }
+            guard version <= migrator.latestVersion else {
+                throw StoreError.schemaTooNew(path: url.path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
+            }
+            return FlagshipDatabase(database: database, schemaVersion: version, opening: Opening(fromVersion: version, movedAside: nil))
+        } catch {
+            database.close()
+            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
+        }
+    }
+
+    /// Closes the connection. Safe to call more than once.
+    package func close() {
+        database.close()
+    }
+
+    // MARK: - Opening
+
+    /// A file judged damaged: what `open` moves aside.
+    private struct Damage: Error {
+        let reason: String
+
+        init(reason: String) {
+            self.reason = reason
+        }
+
+        /// The damage an error reveals, if it is SQLite saying the file is not a database or is corrupt.
+        init?(_ error: any Error) {
+            guard case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged else { return nil }
+            reason = sqliteError.message
+        }
+    }
+
+    private static func openAndMigrate(
+        path: String, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date
+    ) throws -> FlagshipDatabase {
+        let database: Database
+        do {
+            database = try Database(path: path, options: options)
+        } catch {
+            throw Damage(error) ?? error
+        }
+        do {
+            let check = try database.withConnection { try $0.query("PRAGMA quick_check").compactMap { $0[0].text } }
+            guard check == ["ok"] else {
+                throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
+            }
+            let outcome = try migrator.migrate(database, now: now)
+            return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
+                                    opening: Opening(fromVersion: outcome.fromVersion, movedAside: nil))
+        } catch {
+            database.close()
+            throw Damage(error) ?? error
+        }
+    }
+
+    /// Creates the directory (0700) and an empty file (0600) when they do not exist yet.
+    private static func prepareFile(at url: URL) throws {
+        let directory = url.deletingLastPathComponent()
+        let fileManager = FileManager.default
+        if !fileManager.fileExists(atPath: directory.path) {
+            do {
+                try fileManager.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError.fileSystem(path: directory.path, reason: "cannot create the directory: \(error.localizedDescription)")
+            }
+        }
+        // O_EXCL: never truncate or re-mode a file that appeared meanwhile.
+        let descriptor = Foundation.open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            _ = Foundation.close(descriptor)
+        } else if errno != EEXIST {
+            throw StoreError.fileSystem(path: url.path, reason: "cannot create the file: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Moves a damaged file, and its `-wal` and `-shm` companions, to `<name>.corrupt-<timestamp>`.
+    private static func moveAside(_ url: URL, reason: String, now: Date) throws -> URL {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
+        let stamp = formatter.string(from: now)
+        var destination = URL(fileURLWithPath: url.path + ".corrupt-" + stamp)
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: destination.path) {
+            attempt += 1
+            destination = URL(fileURLWithPath: url.path + ".corrupt-" + stamp + "-\(attempt)")
+        }
+        do {
+            try FileManager.default.moveItem(at: url, to: destination)
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.moveItem(atPath: url.path + suffix, toPath: destination.path + suffix)
+            }
+        } catch {
+            throw StoreError.fileSystem(path: url.path, reason: "damaged (\(reason)) and could not be moved aside: \(error.localizedDescription)")
+        }
+        return destination
+    }
+}

@@ -1,0 +1,72 @@
+/// One row of `bucketing`: the last bucketing file downloaded for an environment.
+package struct BucketingRecord: Sendable, Equatable {
+    package var envId: String
+    /// The bucketing file, as JSON text.
+    package var document: String
+    /// The `Last-Modified` header of the download, sent back as `If-Modified-Since`.
+    package var lastModified: String?
+    /// Unix milliseconds.
+    package var downloadedAt: Int64
+
+    package init(envId: String, document: String, lastModified: String?, downloadedAt: Int64) {
+        self.envId = envId
+        self.document = document
+        self.lastModified = lastModified
+        self.downloadedAt = downloadedAt
+    }
+}
+
+/// The `bucketing` table.
+package struct BucketingRecordStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// Stores the file for its environment, replacing the previous one.
+    package func save(_ record: BucketingRecord) throws {
+        try database.write { connection in
+            try connection.execute(
+                """
+                INSERT INTO bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (env_id) DO UPDATE SET document = excluded.document,
+                    last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
+                """,
+                [.text(record.envId), .text(record.document), SQLiteValue(record.lastModified), .integer(record.downloadedAt)]
+            )
+        }
+    }
+
+    package func file(envId: String) throws -> BucketingRecord? {
+        try database.read { connection in
+            try connection.query(
+                "SELECT env_id, document, last_modified, downloaded_at FROM bucketing WHERE env_id = ?", [.text(envId)]
+            ).first.map(Self.record)
+        }
+    }
+
+    /// A summary of each stored file, without its document.
+    package struct Summary: Sendable, Equatable {
+        package let envId: String
+        package let lastModified: String?
+        package let downloadedAt: Int64
+        package let bytes: Int
+    }
+
+    package func summaries() throws -> [Summary] {
+        try database.read { connection in
+            try connection.query(
+                "SELECT env_id, last_modified, downloaded_at, length(CAST(document AS BLOB)) FROM bucketing ORDER BY env_id"
+            ).map { row in
+                Summary(envId: try row.text(0), lastModified: try row.optionalText(1),
+                        downloadedAt: try row.int64(2), bytes: try row.int(3))
+            }
+        }
+    }
+
+    private static func record(_ row: Row) throws -> BucketingRecord {
+        BucketingRecord(envId: try row.text(0), document: try row.text(1),
+                        lastModified: try row.optionalText(2), downloadedAt: try row.int64(3))
+    }
+}

@@ -1,0 +1,93 @@
+import CSQLite
+
+/// A SQLite connection, handed out by `Database` for the length of one closure.
+///
+/// It is deliberately not `Sendable`: only `Database` may hold it, so every use is serialised.
+/// Data always travels as bound `SQLiteValue`s; SQL text is constant.
+package final class Connection {
+    let handle: OpaquePointer
+    private var statements: [String: Statement] = [:]
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    /// Runs one statement and returns its rows. The prepared statement is cached for reuse.
+    @discardableResult
+    package func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(StoreError) -> [Row] {
+        try statement(for: sql).run(arguments)
+    }
+
+    /// Runs one statement that changes rows and returns how many it changed.
+    @discardableResult
+    package func execute(_ sql: String, _ arguments: [SQLiteValue] = []) throws(StoreError) -> Int {
+        try query(sql, arguments)
+        return Int(sqlite3_changes64(handle))
+    }
+
+    /// The first column of the first row, or `nil` when there is no row.
+    package func scalar(_ sql: String, _ arguments: [SQLiteValue] = []) throws(StoreError) -> SQLiteValue? {
+        try query(sql, arguments).first?[0]
+    }
+
+    /// Runs a script of several statements with no parameters (a migration), without caching them.
+    package func executeScript(_ sql: String) throws(StoreError) {
+        var remaining = Array(sql.utf8CString)
+        try remaining.withUnsafeMutableBufferPointer { (buffer) throws(StoreError) in
+            guard var cursor = UnsafePointer(buffer.baseAddress) else { return }
+            while cursor.pointee != 0 {
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let code = sqlite3_prepare_v2(handle, cursor, -1, &statement, &tail)
+                let text = String(cString: cursor)
+                guard code == SQLITE_OK else { throw .sqlite(SQLiteError(code: code, handle: handle, sql: text)) }
+                defer { sqlite3_finalize(statement) }
+                if let statement {
+                    var step = sqlite3_step(statement)
+                    while step == SQLITE_ROW { step = sqlite3_step(statement) }
+                    guard step == SQLITE_DONE else {
+                        throw .sqlite(SQLiteError(code: step, handle: handle, sql: String(cString: sqlite3_sql(statement))))
+                    }
+                }
+                guard let tail, tail != cursor else { return }
+                cursor = tail
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    ///
+    /// `immediate` takes the write lock at once, so that two writers wait for each other
+    /// (within `busy_timeout`) instead of failing halfway through.
+    package func transaction<T>(immediate: Bool = true, _ body: (Connection) throws -> T) throws -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+        do {
+            let result = try body(self)
+            try execute("COMMIT")
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 {
+                sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            }
+            throw error
+        }
+    }
+
+    /// Whether a table or view of that name exists.
+    package func tableExists(_ name: String) throws(StoreError) -> Bool {
+        try scalar("SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", [.text(name)])?.int64 ?? 0 > 0
+    }
+
+    private func statement(for sql: String) throws(StoreError) -> Statement {
+        if let cached = statements[sql] { return cached }
+        let statement = try Statement(connection: handle, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    func close() {
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+}

@@ -1,0 +1,112 @@
+import CSQLite
+import Foundation
+
+/// How a connection is opened and tuned.
+package struct DatabaseOptions: Sendable, Equatable {
+    /// `NORMAL` keeps every committed transaction through a process crash (WAL);
+    /// `FULL` also through a power loss, at the price of an fsync per commit.
+    package enum Synchronous: String, Sendable {
+        case normal = "NORMAL"
+        case full = "FULL"
+    }
+
+    package var synchronous: Synchronous = .normal
+    /// How long a statement waits for another process's write lock before failing with `SQLITE_BUSY`.
+    package var busyTimeoutMilliseconds: Int32 = 5_000
+    /// Opens without any write: the file and its schema are never changed.
+    package var readOnly = false
+
+    package init(synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 5_000, readOnly: Bool = false) {
+        self.synchronous = synchronous
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.readOnly = readOnly
+    }
+}
+
+/// The serialising owner of one SQLite connection: safe to share between threads and tasks.
+///
+/// Every access goes through `read` or `write`, which hold a lock for the length of the closure
+/// and nothing else: no network, no callback into SDK users. The closures must not call back
+/// into the same `Database` (the lock is not reentrant).
+///
+/// ```swift
+/// let count = try database.read { try $0.scalar("SELECT count(*) FROM hits")?.int64 }
+/// ```
+package final class Database: @unchecked Sendable {
+    /// `":memory:"` for an in-memory database.
+    package let path: String
+    package let options: DatabaseOptions
+    // NSLock rather than Synchronization.Mutex: the thread sanitizer sees it.
+    private let lock = NSLock()
+    private var connection: Connection?
+
+    package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
+        self.path = path
+        self.options = options
+        var handle: OpaquePointer?
+        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let error = SQLiteError(code: code, handle: handle, sql: nil)
+            sqlite3_close_v2(handle)
+            throw .sqlite(error)
+        }
+        let connection = Connection(handle: handle)
+        do {
+            try Self.configure(connection, options: options)
+        } catch {
+            connection.close()
+            throw error
+        }
+        self.connection = connection
+    }
+
+    private static func configure(_ connection: Connection, options: DatabaseOptions) throws(StoreError) {
+        sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+        sqlite3_extended_result_codes(connection.handle, 1)
+        // The first statement to touch the file: a file that is not a database fails here.
+        try connection.query("PRAGMA foreign_keys = ON")
+        if options.readOnly {
+            try connection.query("PRAGMA query_only = ON")
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+        } else {
+            try connection.query("PRAGMA journal_mode = WAL")
+            try connection.query("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        }
+    }
+
+    /// Runs `body` with the connection, serialised with every other access, in a deferred
+    /// transaction so that several statements see one snapshot.
+    package func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try withConnection { try $0.transaction(immediate: false, body) }
+    }
+
+    /// Runs `body` in one write transaction: all of it is committed, or none of it.
+    @discardableResult
+    package func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try withConnection { try $0.transaction(immediate: true, body) }
+    }
+
+    /// Runs `body` with the connection and no transaction around it (pragmas, migrations that
+    /// manage their own transactions).
+    @discardableResult
+    package func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection else { throw StoreError.closed }
+        return try body(connection)
+    }
+
+    /// Finalizes every statement and closes the connection. Safe to call more than once.
+    package func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        connection?.close()
+        connection = nil
+    }
+
+    deinit {
+        connection?.close()
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// Why the store could not do what was asked. Each case says enough to act on without the source.
+package enum StoreError: Error, Equatable, CustomStringConvertible {
+    /// SQLite refused a statement.
+    case sqlite(SQLiteError)
+    /// The file was written by a newer version of the SDK; it is left untouched.
+    case schemaTooNew(path: String, databaseVersion: Int, latestKnownVersion: Int)
+    /// The file is not a Flagship database (read-only opening never changes such a file).
+    case notAFlagshipDatabase(path: String, reason: String)
+    /// The file or its directory could not be created, opened or moved.
+    case fileSystem(path: String, reason: String)
+    /// A column held a value of an unexpected type, typically after a hand edit.
+    case unexpectedValue(column: String, found: String)
+    /// The database has been closed.
+    case closed
+
+    package var description: String {
+        switch self {
+        case .sqlite(let error):
+            return error.description
+        case let .schemaTooNew(path, databaseVersion, latestKnownVersion):
+            return "\(path) has schema version \(databaseVersion), newer than version \(latestKnownVersion), the latest this build knows; it was left untouched (upgrade the SDK to use it)"
+        case let .notAFlagshipDatabase(path, reason):
+            return "\(path) is not a Flagship database: \(reason)"
+        case let .fileSystem(path, reason):
+            return "\(path): \(reason)"
+        case let .unexpectedValue(column, found):
+            return "column \(column) holds \(found), which the store cannot read"
+        case .closed:
+            return "the database is closed"
+        }
+    }
+}
