@@ -1,0 +1,152 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// The default hit cache: the `hits` table of the environment's SQLite database.
+///
+/// Writes of several hits share one transaction. Hits older than `hitLifetime` are deleted
+/// unsent; past `maxHits` rows, the oldest are evicted first. Both are counted in the log.
+public final class FSDefaultCacheHit: FSHitCacheDelegate {
+    /// Hits older than this (seconds) are deleted unsent. Default: 4 hours.
+    public let hitLifetime: TimeInterval
+    /// The most rows the table keeps. Default: 100,000.
+    public let maxHits: Int
+
+    private let database: FlagshipDatabase
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+    private static let pageSize = 500
+
+    /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
+    public convenience init(
+        envId: String,
+        cacheDirectory: URL? = nil,
+        hitLifetime: TimeInterval = 4 * 3600,
+        maxHits: Int = 100_000
+    ) throws(FSCacheError) {
+        let logger = Logger(label: "io.flagship")
+        do {
+            let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
+            self.init(database: database, hitLifetime: hitLifetime, maxHits: maxHits, logger: logger)
+        } catch {
+            throw FSCacheError(error)
+        }
+    }
+
+    init(
+        database: FlagshipDatabase,
+        hitLifetime: TimeInterval = 4 * 3600,
+        maxHits: Int = 100_000,
+        now: @escaping @Sendable () -> Date = Date.init,
+        logger: Logger
+    ) {
+        self.database = database
+        self.hitLifetime = max(0, hitLifetime)
+        self.maxHits = max(1, maxHits)
+        self.now = now
+        self.logger = logger
+    }
+
+    // MARK: FSHitCacheDelegate
+
+    public func cacheHits(hits: [String: [String: Any]]) {
+        var documents: [String: HitCacheDocument] = [:]
+        for (id, dictionary) in hits {
+            do {
+                documents[id] = try HitCacheDocument(dictionary: dictionary)
+            } catch {
+                logger.error("Hit '\(id)' not cached: \(error)")
+            }
+        }
+        do {
+            try save(documents)
+        } catch {
+            logger.error("\(documents.count) hit(s) not cached: \(error)")
+        }
+    }
+
+    public func lookupHits() -> [String: [String: Any]] {
+        var hits: [String: [String: Any]] = [:]
+        do {
+            try forEachPendingHit { id, document in hits[id] = document.dictionary }
+        } catch {
+            logger.error("Cached hits could not be read: \(error)")
+        }
+        return hits
+    }
+
+    public func flushHits(hitIds: [String]) {
+        do {
+            try database.hits.delete(ids: hitIds)
+        } catch {
+            logger.error("\(hitIds.count) hit(s) could not be deleted from the cache: \(error)")
+        }
+    }
+
+    public func flushAllHits() {
+        do {
+            try database.hits.deleteAll()
+        } catch {
+            logger.error("The hit cache could not be emptied: \(error)")
+        }
+    }
+
+    // MARK: For the SDK: errors surface, memory stays bounded
+
+    /// Saves the hits in one transaction, evicting the oldest rows beyond `maxHits`.
+    @discardableResult
+    func save(_ documents: [String: HitCacheDocument]) throws -> HitRecordStore.InsertOutcome {
+        var records: [HitRecord] = []
+        records.reserveCapacity(documents.count)
+        for (id, document) in documents {
+            records.append(HitRecord(
+                id: id, visitorId: document.visitorId, type: document.type, isConsent: document.isConsentHit,
+                document: try document.jsonValue.jsonString(), createdAt: document.time))
+        }
+        let outcome = try database.hits.insert(records, capacity: maxHits)
+        if outcome.evicted > 0 {
+            logger.warning("Hit cache full (\(maxHits) hits): evicted the \(outcome.evicted) oldest unsent hit(s)")
+        }
+        return outcome
+    }
+
+    /// Deletes the hits past their lifetime; returns how many.
+    @discardableResult
+    func deleteExpiredHits() throws -> Int {
+        let boundary = now().unixMilliseconds - Int64((hitLifetime * 1000).rounded())
+        let deleted = try database.hits.deleteHits(createdBefore: boundary)
+        if deleted > 0 {
+            logger.warning("Deleted \(deleted) unsent hit(s) older than \(Self.describe(hitLifetime))")
+        }
+        return deleted
+    }
+
+    /// Visits every unexpired hit, oldest first, one page in memory at a time. A row whose
+    /// document cannot be read (a hand edit) is logged and skipped, and left in the table.
+    func forEachPendingHit(_ body: (String, HitCacheDocument) throws -> Void) throws {
+        try deleteExpiredHits()
+        try database.hits.forEachPage(pageSize: Self.pageSize) { records in
+            for record in records {
+                let document: HitCacheDocument
+                do {
+                    document = try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))
+                } catch {
+                    logger.error("Cached hit '\(record.id)' skipped: \(error)")
+                    continue
+                }
+                try body(record.id, document)
+            }
+        }
+    }
+
+    /// Consent withdrawn: deletes the visitor's hits except its consent hits; returns how many.
+    @discardableResult
+    func purgeHits(visitorId: String) throws -> Int {
+        try database.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true)
+    }
+
+    private static func describe(_ interval: TimeInterval) -> String {
+        interval >= 3600 && interval.truncatingRemainder(dividingBy: 3600) == 0
+            ? "\(Int(interval / 3600)) h" : "\(Int(interval)) s"
+    }
+}

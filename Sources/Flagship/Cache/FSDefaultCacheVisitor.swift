@@ -1,0 +1,68 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// The default visitor cache: the `visitors` table of the environment's SQLite database.
+///
+/// Each row keeps the document as JSON text beside plain columns (`visitor_id`, `anonymous_id`,
+/// `consent`, `updated_at`) that a person can query with the `sqlite3` shell.
+public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate {
+    private let database: FlagshipDatabase
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+
+    /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
+    /// - Parameter cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`,
+    ///   else `~/.cache/flagship`.
+    public convenience init(envId: String, cacheDirectory: URL? = nil) throws(FSCacheError) {
+        let logger = Logger(label: "io.flagship")
+        do {
+            self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
+        } catch {
+            throw FSCacheError(error)
+        }
+    }
+
+    init(database: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+        self.database = database
+        self.now = now
+        self.logger = logger
+    }
+
+    public func cacheVisitor(visitorId: String, _ visitorData: Data) {
+        do {
+            try save(visitorId: visitorId, visitorData)
+        } catch {
+            logger.error("Visitor '\(visitorId)' not cached: \(error)")
+        }
+    }
+
+    public func lookupVisitor(visitorId: String) -> Data? {
+        do {
+            return try database.visitors.visitor(id: visitorId).map { Data($0.document.utf8) }
+        } catch {
+            logger.error("Visitor '\(visitorId)' could not be read from the cache: \(error)")
+            return nil
+        }
+    }
+
+    public func flushVisitor(visitorId: String) {
+        do {
+            try database.visitors.delete(visitorId: visitorId)
+        } catch {
+            logger.error("Visitor '\(visitorId)' could not be deleted from the cache: \(error)")
+        }
+    }
+
+    /// Stores the document as given (its bytes come back unchanged from `lookupVisitor`), once
+    /// it is known to be a version-1 document of this visitor.
+    func save(visitorId: String, _ visitorData: Data) throws {
+        let document = try VisitorCacheDocument(data: visitorData, expectedVisitorId: visitorId)
+        guard let text = String(data: visitorData, encoding: .utf8) else {
+            throw VisitorCacheDocumentError.notJSON("not UTF-8")
+        }
+        try database.visitors.save(VisitorRecord(
+            visitorId: visitorId, anonymousId: document.anonymousId, consent: document.consent,
+            document: text, updatedAt: now().unixMilliseconds))
+    }
+}

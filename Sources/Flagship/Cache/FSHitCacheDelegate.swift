@@ -1,0 +1,18 @@
+import Foundation
+
+/// A store for hits not sent yet, for a custom cache in place of the default SQLite one.
+///
+/// Keys are hit ids (`<visitorId>:<uuid>`); values are hit cache documents, version 1:
+/// `["version": 1, "data": ["visitorId": ..., "anonymousId": ..., "type": ..., "time": ..., "content": [...]]]`.
+/// Called from the SDK's background queue: an implementation must be safe from any thread.
+/// `lookupHits` is abandoned after `FSCacheManager.hitCacheLookupTimeout`.
+public protocol FSHitCacheDelegate: Sendable {
+    /// Saves these hits, replacing any saved under the same id.
+    func cacheHits(hits: [String: [String: Any]])
+    /// Every hit saved.
+    func lookupHits() -> [String: [String: Any]]
+    /// Deletes the hits with these ids.
+    func flushHits(hitIds: [String])
+    /// Deletes every hit, without exception.
+    func flushAllHits()
+}

@@ -1,0 +1,44 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// Opens the environment's SQLite database for the default caches.
+enum LocalStore {
+    /// Opens `<directory>/flagship-<envId>.sqlite`, logging what opening had to do.
+    static func open(envId: String, directory: URL?, logger: Logger) throws -> FlagshipDatabase {
+        let url = StoreLocation.databaseFile(envId: envId, in: directory ?? StoreLocation.defaultDirectory())
+        let database = try FlagshipDatabase.open(at: url)
+        if let movedAside = database.opening.movedAside {
+            logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
+        } else if database.opening.fromVersion < database.schemaVersion {
+            logger.info("Cache database at schema version \(database.schemaVersion) (was \(database.opening.fromVersion))", metadata: ["path": "\(url.path)"])
+        }
+        return database
+    }
+
+    /// As `open`, but never fails: when the file cannot be used (newer schema, unwritable
+    /// directory...), the SDK keeps working on an in-memory database and says so.
+    /// `nil` only when not even an in-memory database can be had.
+    static func openOrFallBack(envId: String, directory: URL?, logger: Logger) -> FlagshipDatabase? {
+        do {
+            return try open(envId: envId, directory: directory, logger: logger)
+        } catch {
+            logger.error("Cannot use the cache database: \(error). Running with an in-memory cache: visitors and unsent hits will not survive a restart")
+        }
+        do {
+            return try FlagshipDatabase.inMemory()
+        } catch {
+            logger.critical("Cannot open even an in-memory cache: \(error). Running without a cache")
+            return nil
+        }
+    }
+}
+
+/// Why a default cache could not be opened.
+public struct FSCacheError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    init(_ error: any Error) {
+        description = String(describing: error)
+    }
+}
