@@ -13,4 +13,10 @@ static inline int csqlite_bind_blob_transient(sqlite3_stmt *stmt, int index, con
     return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_TRANSIENT);
 }
 
+// sqlite3_db_config is variadic, which Swift cannot call. With this set, closing the last
+// connection neither checkpoints the WAL into the file nor deletes the -wal and -shm files.
+static inline int csqlite_disable_checkpoint_on_close(sqlite3 *db) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}
+
 #endif

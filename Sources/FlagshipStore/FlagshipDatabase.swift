@@ -134,13 +134,54 @@ package final class FlagshipDatabase: Sendable {
             guard check == ["ok"] else {
                 throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
             }
+            if let damage = try cutShort(path: path, database: database) { throw damage }
+            // Checked in one snapshot, before the switch to WAL (the first write): a file that is
+            // not ours stays as it was, and one another process is creating is not mistaken for it.
+            try database.read { try refuseUnlessOurs($0, path: path, migrator: migrator) }
+            try database.withConnection { try $0.query("PRAGMA journal_mode = WAL") }
             let outcome = try migrator.migrate(database, now: now)
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: nil))
         } catch {
-            database.close()
-            throw Damage(error) ?? error
+            let damage = Damage(error)
+            // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.
+            database.close(checkpoint: damage == nil)
+            throw damage ?? error
         }
+    }
+
+    /// Refuses another application's database, and one written by a newer version of the SDK.
+    private static func refuseUnlessOurs(_ connection: Connection, path: String, migrator: Migrator) throws(StoreError) {
+        let applicationID = try connection.scalar("PRAGMA application_id")?.int64 ?? 0
+        guard applicationID == 0 || applicationID == Int64(Migrator.applicationID) else {
+            throw .notAFlagshipDatabase(path: path, reason: "its application_id is \(applicationID), not Flagship's (\(Migrator.applicationID))")
+        }
+        guard try connection.tableExists("schema_migrations") else {
+            let others = try connection.query(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT 3"
+            ).compactMap { $0[0].text }
+            guard others.isEmpty else {
+                throw .notAFlagshipDatabase(path: path, reason: "it holds other tables (\(others.joined(separator: ", "))) and no schema_migrations table")
+            }
+            return
+        }
+        let version = try Migrator.appliedVersion(connection)
+        guard version <= migrator.latestVersion else {
+            throw .schemaTooNew(path: path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
+        }
+    }
+
+    /// SQLite writes whole pages, so a file whose length is not a whole number of pages was cut
+    /// short inside its last page, which `quick_check` can miss (it does not compare indexes with
+    /// their tables). SQLite itself reads a 1-byte file as an empty one.
+    private static func cutShort(path: String, database: Database) throws -> Damage? {
+        guard path != ":memory:",
+              let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value,
+              size > 1,
+              let pageSize = try database.withConnection({ try $0.scalar("PRAGMA page_size")?.int64 }),
+              pageSize > 0, size % pageSize != 0
+        else { return nil }
+        return Damage(reason: "the file is \(size) bytes, not a whole number of \(pageSize)-byte pages: it was cut short")
     }
 
     /// Creates the directory (0700) and an empty file (0600) when they do not exist yet.

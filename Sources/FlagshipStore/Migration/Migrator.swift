@@ -38,13 +38,15 @@ package struct Migrator: Sendable {
         now: @Sendable () -> Date = Date.init
     ) throws -> Outcome {
         let target = targetVersion ?? latestVersion
-        let start = try database.withConnection { try Self.appliedVersion($0) }
+        var start = try database.withConnection { try Self.appliedVersion($0) }
         try refuseNewer(start, database: database)
         var current = start
         for migration in migrations where migration.version > current && migration.version <= target {
             current = try database.write { connection in
                 let applied = try Self.appliedVersion(connection)
                 try refuseNewer(applied, database: database)
+                // Steps another process applied before this call applied any are not ours to report.
+                if current == start { start = applied }
                 // Another process may have applied this step while we waited for the lock.
                 guard applied < migration.version else { return applied }
                 try connection.executeScript(Self.bookkeepingTable)

@@ -1,5 +1,3 @@
-import Foundation
-
 /// One row of `hits`: an unsent hit or activate.
 package struct HitRecord: Sendable, Equatable {
     /// `<visitorId>:<uuid>`.
@@ -31,6 +29,11 @@ package struct HitRecord: Sendable, Equatable {
 package struct HitCursor: Sendable, Equatable {
     package let createdAt: Int64
     package let id: String
+
+    package init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
 }
 
 /// The `hits` table. Writes of many rows share one transaction: that is where the speed is
@@ -75,15 +78,17 @@ package struct HitRecordStore: Sendable {
     /// Up to `limit` hits, oldest first, starting after `cursor`. Memory stays bounded by `limit`
     /// however many rows the table holds.
     package func page(after cursor: HitCursor? = nil, limit: Int) throws -> [HitRecord] {
-        try database.read { connection in
+        // SQLite reads a negative LIMIT as "no limit": never let one through.
+        let limit = SQLiteValue(max(0, limit))
+        return try database.read { connection in
             let rows: [Row]
             if let cursor {
                 rows = try connection.query(
                     "\(Self.selectColumns) WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                    [.integer(cursor.createdAt), .text(cursor.id), SQLiteValue(limit)]
+                    [.integer(cursor.createdAt), .text(cursor.id), limit]
                 )
             } else {
-                rows = try connection.query("\(Self.selectColumns) ORDER BY created_at, id LIMIT ?", [SQLiteValue(limit)])
+                rows = try connection.query("\(Self.selectColumns) ORDER BY created_at, id LIMIT ?", [limit])
             }
             return try rows.map(Self.record)
         }
@@ -93,21 +98,22 @@ package struct HitRecordStore: Sendable {
     package func forEachPage(pageSize: Int = 500, _ body: ([HitRecord]) throws -> Void) throws {
         var cursor: HitCursor?
         while true {
-            let records = try page(after: cursor, limit: pageSize)
+            let records = try page(after: cursor, limit: max(1, pageSize))
             guard let last = records.last else { return }
             try body(records)
             cursor = HitCursor(createdAt: last.createdAt, id: last.id)
         }
     }
 
-    /// Deletes the hits with these ids, in one statement; returns how many there were.
+    /// Deletes the hits with these ids, in one transaction; returns how many there were.
     @discardableResult
     package func delete(ids: [String]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try database.write { connection in
-            try connection.execute(
-                "DELETE FROM hits WHERE id IN (SELECT value FROM json_each(?))", [.text(try Self.jsonArray(ids))]
-            )
+            // One bound id per run of one cached statement: json_each(?) would cut an id at a NUL.
+            try Set(ids).reduce(0) { deleted, id in
+                deleted + (try connection.execute("DELETE FROM hits WHERE id = ?", [.text(id)]))
+            }
         }
     }
 
@@ -143,10 +149,9 @@ package struct HitRecordStore: Sendable {
     package func recordFailedAttempt(ids: [String]) throws {
         guard !ids.isEmpty else { return }
         try database.write { connection in
-            try connection.execute(
-                "UPDATE hits SET attempts = attempts + 1 WHERE id IN (SELECT value FROM json_each(?))",
-                [.text(try Self.jsonArray(ids))]
-            )
+            for id in Set(ids) {
+                try connection.execute("UPDATE hits SET attempts = attempts + 1 WHERE id = ?", [.text(id)])
+            }
         }
     }
 
@@ -188,10 +193,5 @@ package struct HitRecordStore: Sendable {
             id: try row.text(0), visitorId: try row.text(1), type: try row.text(2), isConsent: try row.bool(3),
             document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6)
         )
-    }
-
-    /// A JSON array of strings, for `json_each(?)`: one bound parameter however many ids.
-    private static func jsonArray(_ strings: [String]) throws -> String {
-        String(decoding: try JSONEncoder().encode(strings), as: UTF8.self)
     }
 }

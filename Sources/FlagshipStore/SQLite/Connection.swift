@@ -85,7 +85,10 @@ package final class Connection {
         return statement
     }
 
-    func close() {
+    /// `checkpoint: false` leaves the file and its WAL as they are: for a file about to be moved
+    /// aside as damaged.
+    func close(checkpoint: Bool = true) {
+        if !checkpoint { csqlite_disable_checkpoint_on_close(handle) }
         for statement in statements.values { statement.finalize() }
         statements.removeAll()
         sqlite3_close_v2(handle)

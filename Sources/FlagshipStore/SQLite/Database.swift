@@ -56,7 +56,8 @@ package final class Database: @unchecked Sendable {
         do {
             try Self.configure(connection, options: options)
         } catch {
-            connection.close()
+            // The file may be damaged: leave it and its WAL exactly as found.
+            connection.close(checkpoint: false)
             throw error
         }
         self.connection = connection
@@ -71,7 +72,6 @@ package final class Database: @unchecked Sendable {
             try connection.query("PRAGMA query_only = ON")
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
         } else {
-            try connection.query("PRAGMA journal_mode = WAL")
             try connection.query("PRAGMA synchronous = \(options.synchronous.rawValue)")
         }
     }
@@ -99,10 +99,10 @@ package final class Database: @unchecked Sendable {
     }
 
     /// Finalizes every statement and closes the connection. Safe to call more than once.
-    package func close() {
+    package func close(checkpoint: Bool = true) {
         lock.lock()
         defer { lock.unlock() }
-        connection?.close()
+        connection?.close(checkpoint: checkpoint)
         connection = nil
     }
 

@@ -35,7 +35,8 @@ final class Statement {
             case .real(let real):
                 code = sqlite3_bind_double(handle, index, real)
             case .text(let text):
-                code = text.withCString { csqlite_bind_text_transient(handle, index, $0, -1) }
+                // The byte count, not -1: text may hold NUL characters, which -1 would cut at.
+                code = text.withCString { csqlite_bind_text_transient(handle, index, $0, Int32(text.utf8.count)) }
             case .blob(let bytes):
                 code = bytes.withUnsafeBytes { csqlite_bind_blob_transient(handle, index, $0.baseAddress, Int32($0.count)) }
             }
@@ -72,7 +73,10 @@ final class Statement {
             case SQLITE_FLOAT:
                 return .real(sqlite3_column_double(handle, column))
             case SQLITE_TEXT:
-                return .text(String(cString: sqlite3_column_text(handle, column)))
+                // Text first, then its length (SQLite's documented order); the length keeps NULs.
+                let text = sqlite3_column_text(handle, column)
+                let count = Int(sqlite3_column_bytes(handle, column))
+                return .text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? "")
             case SQLITE_BLOB:
                 let count = Int(sqlite3_column_bytes(handle, column))
                 guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return .blob([]) }

@@ -1,0 +1,199 @@
+import Foundation
+import XCTest
+
+import FlagshipStore
+
+/// A damaged file is moved aside to `<name>.corrupt-<timestamp>`, never deleted, and a fresh
+/// database takes its place.
+final class DamagedFileTests: StoreTestCase {
+    /// `fixedNow` as the suffix of a moved-aside file.
+    private let stamp = "20241121T062000.123Z"
+
+    func testFileOfGarbageBytesIsMovedAsideAndAFreshDatabaseTakesItsPlace() throws {
+        let garbage = Data((0..<8_192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: url())
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: garbage, reasonContains: "file is not a database")
+    }
+
+    func testDatabaseTruncatedToHalfIsMovedAside() throws {
+        let truncated = try writeTruncatedDatabase(keeping: { $0 / 2 })
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: truncated, reasonContains: "database disk image is malformed")
+    }
+
+    func testDatabaseTruncatedInTheMiddleOfAPageIsMovedAside() throws {
+        let truncated = try writeTruncatedDatabase(keeping: { $0 / 2 + 1_000 })
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: truncated, reasonContains: "database disk image is malformed")
+    }
+
+    func testDatabaseTruncatedToItsFirstPageIsMovedAside() throws {
+        let truncated = try writeTruncatedDatabase(keeping: { _ in 4_096 })
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: truncated, reasonContains: "database disk image is malformed")
+    }
+
+    func testDatabaseTruncatedToFiftyBytesIsMovedAside() throws {
+        let truncated = try writeTruncatedDatabase(keeping: { _ in 50 })
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: truncated, reasonContains: "database disk image is malformed")
+    }
+
+    func testDatabaseCutShortInsideItsLastPageIsMovedAside() throws {
+        // quick_check passes such a file: the lost bytes held index entries, not table rows.
+        let truncated = try writeTruncatedDatabase(keeping: { $0 - 10 })
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: truncated,
+                             reasonContains: "the file is \(truncated.count) bytes, not a whole number of 4096-byte pages: it was cut short")
+    }
+
+    func testDatabaseWithAnIndexPageOverwrittenByZerosIsMovedAsideByQuickCheck() throws {
+        // Opening never reads this page; only quick_check does.
+        _ = try writeDatabaseSpanningManyPages()
+        let database = try rawDatabase()
+        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = 'hits_by_visitor'"))
+        database.close()
+        var damaged = try fileBytes(url())
+        damaged.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
+        try damaged.write(to: url())
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: damaged,
+                             reasonContains: "quick_check: *** in database main ***\nPage \(rootPage): btreeInitPage() returns error code 11")
+    }
+
+    func testDatabaseTruncatedToHalfWithCommittedTransactionsInItsWalIsMovedAsideWithItsWalUntouched() throws {
+        try assertCrashedDatabaseIsMovedAsideUntouched(cuttingBytes: { $0 / 2 })
+    }
+
+    func testDatabaseMissingFourPagesWithCommittedTransactionsInItsWalIsMovedAsideWithItsWalUntouched() throws {
+        // A cut this small does not stop SQLite's own checkpoint (which refuses past 64 KiB plus the WAL).
+        try assertCrashedDatabaseIsMovedAsideUntouched(cuttingBytes: { _ in 4 * 4_096 })
+    }
+
+    func testWalAndShmCompanionsOfADamagedFileAreMovedWithIt() throws {
+        let garbage = Data(repeating: 0xAB, count: 2_048)
+        let wal = Data("not a write-ahead log".utf8)
+        let shm = Data(repeating: 0x5A, count: 64)
+        try garbage.write(to: url())
+        try wal.write(to: url("flagship-test.sqlite-wal"))
+        try shm.write(to: url("flagship-test.sqlite-shm"))
+
+        let store = try openStore()
+
+        let movedAside = try XCTUnwrap(store.opening.movedAside)
+        XCTAssertEqual(try fileBytes(movedAside.url), garbage)
+        XCTAssertEqual(try? fileBytes(URL(fileURLWithPath: movedAside.url.path + "-wal")), wal)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: movedAside.url.path + "-shm"))
+        XCTAssertEqual(try store.hits.count(), 0)
+    }
+
+    func testSecondDamagedFileAtTheSameInstantGetsItsOwnName() throws {
+        let first = Data(repeating: 0x01, count: 1_024)
+        let second = Data(repeating: 0x02, count: 1_024)
+        try first.write(to: url())
+        try openStore().close()
+        try second.write(to: url("flagship-test.sqlite"))
+        try? FileManager.default.removeItem(at: url("flagship-test.sqlite-wal"))
+        try? FileManager.default.removeItem(at: url("flagship-test.sqlite-shm"))
+
+        let store = try openStore()
+
+        XCTAssertEqual(store.opening.movedAside?.url.lastPathComponent, "flagship-test.sqlite.corrupt-\(stamp)-2")
+        XCTAssertEqual(try fileBytes(url("flagship-test.sqlite.corrupt-\(stamp)")), first)
+        XCTAssertEqual(try fileBytes(url("flagship-test.sqlite.corrupt-\(stamp)-2")), second)
+    }
+
+    func testHealthyDatabaseIsNotMovedAside() throws {
+        _ = try writeDatabaseSpanningManyPages()
+
+        let store = try openStore()
+
+        XCTAssertNil(store.opening.movedAside)
+        XCTAssertEqual(try store.hits.count(), 2_000)
+        XCTAssertFalse(try directoryListing().contains { $0.contains(".corrupt-") })
+    }
+
+    // MARK: - Helpers
+
+    /// A closed store of 2,000 hits, well over a hundred pages; returns the file's length.
+    private func writeDatabaseSpanningManyPages() throws -> Int {
+        let store = try openStore()
+        let padding = String(repeating: "x", count: 200)
+        try store.hits.insert((0..<2_000).map { index in
+            var hit = HitRecord.sample("hit-\(index)", createdAt: fixedNowMilliseconds + Int64(index))
+            hit.document = #"{"version":1,"padding":"\#(padding)"}"#
+            return hit
+        })
+        store.close()
+        let length = try fileBytes(url()).count
+        XCTAssertGreaterThan(length, 100 * 4_096)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url().path + "-wal"), "closing checkpoints the WAL into the file")
+        return length
+    }
+
+    /// A closed store spanning many pages, then cut to `keeping(length)` bytes; returns what is left.
+    private func writeTruncatedDatabase(keeping: (Int) -> Int) throws -> Data {
+        let length = try writeDatabaseSpanningManyPages()
+        try truncateFile(url(), to: keeping(length))
+        return try fileBytes(url())
+    }
+
+    /// A crash: the file and its WAL as a process left them, with transactions not yet
+    /// checkpointed; then the file loses `cuttingBytes(length)` bytes at its end.
+    private func assertCrashedDatabaseIsMovedAsideUntouched(
+        cuttingBytes: (Int) -> Int, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        _ = try writeDatabaseSpanningManyPages()
+        let running = try openStore()
+        try running.hits.insert((0..<20).map { .sample("in-wal-\($0)") })
+        try FileManager.default.copyItem(at: url(), to: url("crashed.sqlite"))
+        try FileManager.default.copyItem(at: url("flagship-test.sqlite-wal"), to: url("crashed.sqlite-wal"))
+        running.close()
+        let crashed = url("crashed.sqlite")
+        let length = try fileBytes(crashed).count
+        try truncateFile(crashed, to: length - cuttingBytes(length))
+        let mainBytes = try fileBytes(crashed)
+        let walBytes = try fileBytes(url("crashed.sqlite-wal"))
+        XCTAssertGreaterThan(walBytes.count, 0, file: file, line: line)
+
+        let store = try openStore(at: crashed)
+
+        let movedAside = try XCTUnwrap(store.opening.movedAside, "the file was not moved aside", file: file, line: line)
+        XCTAssertEqual(movedAside.url.lastPathComponent, "crashed.sqlite.corrupt-\(stamp)", file: file, line: line)
+        XCTAssertEqual(try fileBytes(movedAside.url), mainBytes, "the damaged file as it was found", file: file, line: line)
+        XCTAssertEqual(try? fileBytes(URL(fileURLWithPath: movedAside.url.path + "-wal")), walBytes, "its WAL as it was found", file: file, line: line)
+        XCTAssertEqual(try store.hits.count(), 0, file: file, line: line)
+    }
+
+    private func assertMovedAside(
+        _ store: FlagshipDatabase, originalBytes: Data, reasonContains reason: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let movedAside = try XCTUnwrap(store.opening.movedAside, "the file was not moved aside", file: file, line: line)
+        XCTAssertEqual(movedAside.url.path, url().path + ".corrupt-" + stamp, file: file, line: line)
+        XCTAssertTrue(movedAside.reason.contains(reason), "reason: \(movedAside.reason)", file: file, line: line)
+        XCTAssertEqual(try fileBytes(movedAside.url), originalBytes, "the moved file holds the original bytes", file: file, line: line)
+
+        XCTAssertEqual(store.opening.fromVersion, 0, file: file, line: line)
+        XCTAssertEqual(store.schemaVersion, Migrator().latestVersion, file: file, line: line)
+        XCTAssertEqual(try posixPermissions(url()), 0o600, file: file, line: line)
+        XCTAssertEqual(try store.hits.count(), 0, file: file, line: line)
+        try store.hits.insert([.sample("after-recovery")])
+        XCTAssertEqual(try store.hits.allIds(), ["visitor-1:after-recovery"], file: file, line: line)
+    }
+}

@@ -1,0 +1,312 @@
+import Foundation
+import XCTest
+
+import FlagshipStore
+
+final class MigratorTests: StoreTestCase {
+    // MARK: - The embedded migrations
+
+    func testFreshDatabaseReachesTheLatestVersionAndRecordsEveryMigrationByName() throws {
+        let migrator = Migrator()
+
+        let store = try openStore()
+
+        XCTAssertGreaterThanOrEqual(migrator.latestVersion, 1)
+        XCTAssertEqual(store.schemaVersion, migrator.latestVersion)
+        XCTAssertEqual(store.opening.fromVersion, 0)
+        XCTAssertNil(store.opening.movedAside)
+        XCTAssertEqual(try appliedMigrations(store.database), migrator.migrations.map {
+            AppliedMigration(version: Int64($0.version), name: $0.name, appliedAt: fixedNowMilliseconds)
+        })
+        XCTAssertEqual(migrator.migrations.first?.name, "initial_schema")
+    }
+
+    func testFreshDatabaseSetsUserVersionAndApplicationID() throws {
+        let store = try openStore()
+
+        XCTAssertEqual(try store.database.integer("PRAGMA user_version"), Int64(Migrator().latestVersion))
+        XCTAssertEqual(try store.database.integer("PRAGMA application_id"), 0x4653_646B)
+        XCTAssertEqual(Migrator.applicationID, 0x4653_646B)
+    }
+
+    func testFreshDatabaseHasTheTablesAndViewsOfTheSchema() throws {
+        let store = try openStore()
+
+        XCTAssertEqual(try store.database.schemaObjectNames(), [
+            "bucketing", "hits", "hits_readable", "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+        ])
+    }
+
+    func testReopeningIsANoOpThatKeepsTheRecordedMigrations() throws {
+        let first = try openStore()
+        let recorded = try appliedMigrations(first.database)
+        first.close()
+
+        let later = Date(unixMilliseconds: fixedNowMilliseconds + 86_400_000)
+        let reopened = try openStore(now: { later })
+
+        XCTAssertEqual(reopened.opening.fromVersion, Migrator().latestVersion)
+        XCTAssertEqual(reopened.schemaVersion, Migrator().latestVersion)
+        XCTAssertNil(reopened.opening.movedAside)
+        XCTAssertEqual(try appliedMigrations(reopened.database), recorded)
+    }
+
+    func testMigratingAnUpToDateDatabaseAppliesNothing() throws {
+        let store = try openStore()
+
+        let outcome = try Migrator().migrate(store.database)
+
+        XCTAssertEqual(outcome.fromVersion, Migrator().latestVersion)
+        XCTAssertEqual(outcome.toVersion, Migrator().latestVersion)
+        XCTAssertEqual(outcome.applied, [])
+    }
+
+    // MARK: - Upgrades from every earlier version
+
+    /// Rows written with the SQL of one schema version, and what the latest record stores must
+    /// read back from them after the upgrade. Add an entry for each new migration: the upgrade
+    /// test fails for a version without one.
+    struct SchemaSeed {
+        var statements: [(sql: String, arguments: [SQLiteValue])] = []
+        var visitors: [VisitorRecord] = []
+        var hits: [HitRecord] = []
+        var bucketing: [BucketingRecord] = []
+        var state: [String: String] = [:]
+    }
+
+    static let seeds: [Int: SchemaSeed] = [
+        // No schema at all: a file created by SQLite but never migrated.
+        0: SchemaSeed(),
+        1: {
+            let visitors = [
+                VisitorRecord.sample("visitor-2", anonymousId: "anon-2", consent: false, updatedAt: 1_732_170_001_000),
+                VisitorRecord.sample("visitor-1", updatedAt: 1_732_170_000_000),
+            ]
+            let hits = [
+                HitRecord.sample("hit-a", visitorId: "visitor-1", createdAt: 1_732_170_000_100, attempts: 2),
+                HitRecord.sample("hit-b", visitorId: "visitor-1", type: "ACTIVATE", createdAt: 1_732_170_000_200),
+                HitRecord.sample("consent", visitorId: "visitor-2", isConsent: true, createdAt: 1_732_170_000_300),
+            ]
+            let bucketing = [BucketingRecord(envId: "env-1", document: #"{"campaigns":[],"panic":false}"#,
+                                             lastModified: "Thu, 21 Nov 2024 06:00:00 GMT", downloadedAt: 1_732_170_000_000)]
+            let state = ["first_init": "1", "anonymous_id": "anon-xyz"]
+            var statements: [(sql: String, arguments: [SQLiteValue])] = []
+            for visitor in visitors {
+                statements.append((
+                    "INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?, ?, ?, ?, ?)",
+                    [.text(visitor.visitorId), SQLiteValue(visitor.anonymousId), SQLiteValue(visitor.consent),
+                     .text(visitor.document), .integer(visitor.updatedAt)]
+                ))
+            }
+            for hit in hits {
+                statements.append((
+                    "INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [.text(hit.id), .text(hit.visitorId), .text(hit.type), SQLiteValue(hit.isConsent), .text(hit.document),
+                     .integer(hit.createdAt), SQLiteValue(hit.attempts)]
+                ))
+            }
+            for file in bucketing {
+                statements.append((
+                    "INSERT INTO bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)",
+                    [.text(file.envId), .text(file.document), SQLiteValue(file.lastModified), .integer(file.downloadedAt)]
+                ))
+            }
+            for (key, value) in state.sorted(by: { $0.key < $1.key }) {
+                statements.append((
+                    "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?)",
+                    [.text(key), .text(value), .integer(fixedNowMilliseconds)]
+                ))
+            }
+            return SchemaSeed(statements: statements, visitors: visitors, hits: hits, bucketing: bucketing, state: state)
+        }(),
+    ]
+
+    func testUpgradeFromEveryEarlierSchemaVersionKeepsItsData() throws {
+        let latest = Migrator().latestVersion
+        for version in 0..<latest {
+            let seed = try XCTUnwrap(Self.seeds[version], "add a seed for schema version \(version)")
+            let url = url("from-v\(version).sqlite")
+            try writeDatabase(at: url, schemaVersion: version, seed: seed)
+
+            let store = try openStore(at: url)
+
+            XCTAssertEqual(store.opening.fromVersion, version, "from v\(version)")
+            XCTAssertNil(store.opening.movedAside, "from v\(version)")
+            XCTAssertEqual(store.schemaVersion, latest, "from v\(version)")
+            XCTAssertEqual(try appliedMigrations(store.database).map(\.version), (1...latest).map(Int64.init), "from v\(version)")
+            try assertIntact(seed, in: store, "from v\(version)")
+        }
+    }
+
+    /// Keeps the newest seed honest: it is the one the next migration's upgrade test starts from.
+    func testSeedOfTheLatestVersionIsReadBackIntactAfterReopening() throws {
+        let latest = Migrator().latestVersion
+        XCTAssertEqual(Set(Self.seeds.keys), Set(0...latest), "one seed per schema version")
+        let seed = try XCTUnwrap(Self.seeds[latest])
+        try writeDatabase(at: url(), schemaVersion: latest, seed: seed)
+
+        let store = try openStore()
+
+        XCTAssertEqual(store.opening.fromVersion, latest)
+        try assertIntact(seed, in: store, "at v\(latest)")
+    }
+
+    // MARK: - The mechanism, with test migrations
+
+    private static let createNotes = Migration(version: 1, name: "create_notes", sql: """
+        -- A table, with data, as a first release would ship it.
+        CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+        INSERT INTO notes (body) VALUES ('first'), ('second');
+        """)
+    private static let addPinned = Migration(version: 2, name: "add_pinned", sql: """
+        ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+        UPDATE notes SET pinned = 1 WHERE body = 'first';
+        """)
+    private static let brokenStep = Migration(version: 2, name: "broken_step", sql: """
+        ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+        INSERT INTO no_such_table (x) VALUES (1);
+        """)
+
+    func testDataWrittenAtVersionOneSurvivesTheStepToVersionTwo() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+        _ = try Migrator(migrations: [Self.createNotes]).migrate(database, now: { fixedNow })
+        try database.write { try $0.execute("INSERT INTO notes (body) VALUES (?)", ["third"]) }
+
+        let outcome = try Migrator(migrations: [Self.createNotes, Self.addPinned]).migrate(database, now: { fixedNow })
+
+        XCTAssertEqual(outcome.fromVersion, 1)
+        XCTAssertEqual(outcome.toVersion, 2)
+        XCTAssertEqual(outcome.applied, [2])
+        XCTAssertEqual(try notes(database), ["first:1", "second:0", "third:0"])
+        XCTAssertEqual(try appliedMigrations(database), [
+            AppliedMigration(version: 1, name: "create_notes", appliedAt: fixedNowMilliseconds),
+            AppliedMigration(version: 2, name: "add_pinned", appliedAt: fixedNowMilliseconds),
+        ])
+        XCTAssertEqual(try database.integer("PRAGMA user_version"), 2)
+    }
+
+    func testMigrationsRunInVersionOrderWhateverTheOrderOfTheList() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+
+        let outcome = try Migrator(migrations: [Self.addPinned, Self.createNotes]).migrate(database)
+
+        XCTAssertEqual(outcome.applied, [1, 2])
+        XCTAssertEqual(try notes(database), ["first:1", "second:0"])
+    }
+
+    func testMigrateUpToAVersionStopsThere() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+
+        let outcome = try Migrator(migrations: [Self.createNotes, Self.addPinned]).migrate(database, upTo: 1)
+
+        XCTAssertEqual(outcome.applied, [1])
+        XCTAssertEqual(try database.integer("PRAGMA user_version"), 1)
+        XCTAssertEqual(try columnNames("notes", database), ["id", "body"])
+    }
+
+    func testAFailingStepRollsBackAloneLeavingThePreviousStepAppliedAndItsDataIntact() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+
+        XCTAssertThrowsError(try Migrator(migrations: [Self.createNotes, Self.brokenStep]).migrate(database, now: { fixedNow })) { error in
+            guard let error = sqliteError(error) else { return }
+            XCTAssertEqual(error.code, 1) // SQLITE_ERROR
+            XCTAssertEqual(error.message, "no such table: no_such_table")
+            XCTAssertTrue(error.sql?.contains("INSERT INTO no_such_table (x) VALUES (1);") ?? false, "\(error.sql ?? "no SQL")")
+        }
+
+        try database.withConnection { XCTAssertEqual(try Migrator.appliedVersion($0), 1) }
+        XCTAssertEqual(try database.integer("PRAGMA user_version"), 1)
+        XCTAssertEqual(try appliedMigrations(database), [AppliedMigration(version: 1, name: "create_notes", appliedAt: fixedNowMilliseconds)])
+        // The ALTER TABLE of the failed step went with it.
+        XCTAssertEqual(try columnNames("notes", database), ["id", "body"])
+        XCTAssertEqual(try database.column("SELECT body FROM notes ORDER BY id"), ["first", "second"])
+
+        // A build with the step fixed carries on from version 1.
+        let outcome = try Migrator(migrations: [Self.createNotes, Self.addPinned]).migrate(database)
+        XCTAssertEqual(outcome.applied, [2])
+        XCTAssertEqual(try notes(database), ["first:1", "second:0"])
+    }
+
+    func testMigratorRefusesAFileNewerThanItsLastStep() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+        _ = try Migrator(migrations: [Self.createNotes, Self.addPinned]).migrate(database)
+
+        XCTAssertThrowsError(try Migrator(migrations: [Self.createNotes]).migrate(database)) { error in
+            XCTAssertEqual(error as? StoreError, .schemaTooNew(path: self.url().path, databaseVersion: 2, latestKnownVersion: 1))
+        }
+        XCTAssertEqual(try notes(database), ["first:1", "second:0"])
+    }
+
+    // MARK: - Newer schema
+
+    func testDatabaseWithANewerSchemaIsRefusedNamingBothVersionsAndLeftByteForByteUnchanged() throws {
+        let latest = Migrator().latestVersion
+        try writeNewerSchemaDatabase(at: url(), version: latest + 1)
+        let before = try fileBytes(url())
+        let listing = try directoryListing()
+
+        XCTAssertThrowsError(try openStore()) { error in
+            XCTAssertEqual(error as? StoreError, .schemaTooNew(path: self.url().path, databaseVersion: latest + 1, latestKnownVersion: latest))
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("schema version \(latest + 1), newer than version \(latest)"), text)
+        }
+
+        XCTAssertEqual(try fileBytes(url()), before)
+        XCTAssertEqual(try directoryListing(), listing, "nothing moved aside, nothing left behind")
+    }
+
+    // MARK: - Helpers
+
+    struct AppliedMigration: Equatable {
+        let version: Int64
+        let name: String
+        let appliedAt: Int64
+    }
+
+    private func appliedMigrations(_ database: Database) throws -> [AppliedMigration] {
+        try database.read { connection in
+            try connection.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").map {
+                AppliedMigration(version: try $0.int64(0), name: try $0.text(1), appliedAt: try $0.int64(2))
+            }
+        }
+    }
+
+    /// `body:pinned` of each note, once the `pinned` column exists.
+    private func notes(_ database: Database) throws -> [String] {
+        try database.read { connection in
+            try connection.query("SELECT body || ':' || pinned FROM notes ORDER BY id").map { try $0.text(0) }
+        }
+    }
+
+    private func columnNames(_ table: String, _ database: Database) throws -> [String] {
+        try database.read { try $0.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { try $0.text(0) } }
+    }
+
+    /// A file at `schemaVersion` of the embedded migrations, holding the seed's rows.
+    private func writeDatabase(at url: URL, schemaVersion: Int, seed: SchemaSeed) throws {
+        let database = try rawDatabase(at: url)
+        defer { database.close() }
+        let outcome = try Migrator().migrate(database, upTo: schemaVersion, now: { fixedNow })
+        XCTAssertEqual(outcome.toVersion, schemaVersion)
+        guard !seed.statements.isEmpty else { return }
+        try database.write { connection in
+            for statement in seed.statements { try connection.execute(statement.sql, statement.arguments) }
+        }
+    }
+
+    private func assertIntact(_ seed: SchemaSeed, in store: FlagshipDatabase, _ context: String) throws {
+        XCTAssertEqual(try store.visitors.visitors(), seed.visitors.sorted { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.visitorId < $1.visitorId }, context)
+        XCTAssertEqual(try store.hits.all(), seed.hits.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }, context)
+        XCTAssertEqual(try store.bucketing.summaries().map(\.envId), seed.bucketing.map(\.envId).sorted(), context)
+        for file in seed.bucketing {
+            XCTAssertEqual(try store.bucketing.file(envId: file.envId), file, context)
+        }
+        let state = try store.state.all()
+        XCTAssertEqual(Dictionary(uniqueKeysWithValues: state.map { ($0.key, $0.value) }), seed.state, context)
+    }
+}
