@@ -1,0 +1,25 @@
+/// What a store holds, in counts and times, without any document: what `flagship db inspect` shows.
+///
+/// Read through the record stores, one query each, so not from a single snapshot: a file that
+/// another process is writing may change between two reads. The hit total is the sum of the
+/// counts by type, so those two always agree.
+package struct StoreSummary: Sendable, Equatable {
+    package let schemaVersion: Int
+    package let visitorCount: Int
+    package let hitCount: Int
+    /// Hits by wire type (`EVENT`, `ACTIVATE`...); types without hits are absent.
+    package let hitCountByType: [String: Int]
+    /// Unix milliseconds when the oldest hit was created, `nil` when there is none.
+    package let oldestHitCreatedAt: Int64?
+    /// One summary per stored bucketing file, by env id.
+    package let bucketing: [BucketingRecordStore.Summary]
+
+    package init(of database: FlagshipDatabase) throws {
+        schemaVersion = database.schemaVersion
+        visitorCount = try database.visitors.count()
+        hitCountByType = try database.hits.countByType()
+        hitCount = hitCountByType.values.reduce(0, +)
+        oldestHitCreatedAt = try database.hits.oldestCreatedAt()
+        bucketing = try database.bucketing.summaries()
+    }
+}

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// `flagship db`: the store file itself.
+struct DBCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "db",
+        abstract: "Create, upgrade or inspect a store file.",
+        subcommands: [DBMigrate.self, DBInspect.self]
+    )
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import FlagshipStore
+import Foundation
+
+/// `flagship hits`: the unsent hits, oldest first (the order in which they will be sent).
+struct HitsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hits",
+        abstract: "List the unsent hits, oldest first.",
+        discussion: "The file is opened read-only. --json includes each hit's cache document."
+    )
+
+    @OptionGroup var database: DatabaseArguments
+
+    @Flag(help: "Print a JSON array of rows, with each hit's cache document, instead of text.")
+    var json = false
+
+    @Option(help: "The most hits to list.")
+    var limit = 100
+
+    func validate() throws {
+        guard limit > 0 else { throw ValidationError("--limit must be a positive number of hits, not \(limit).") }
+    }
+
+    func run() throws {
+        let store = try database.openForInspection()
+        defer { store.close() }
+        let hits = try store.hits.page(limit: limit)
+        let now = Date()
+        if json {
+            try Output.printJSON(hits.map { jsonRow($0, now: now) })
+            return
+        }
+        guard !hits.isEmpty else {
+            print("no hits")
+            return
+        }
+        let header = ["ID", "TYPE", "VISITOR", "AGE", "ATTEMPTS", "CONTENT"]
+        print(Output.table([header] + hits.map { textRow($0, now: now) }))
+        let total = try store.hits.count()
+        if total > hits.count {
+            print("the \(hits.count) oldest of \(total) hits (--limit to see more)")
+        }
+    }
+
+    private func jsonRow(_ hit: HitRecord, now: Date) -> [String: Any] {
+        [
+            "id": hit.id,
+            "visitorId": hit.visitorId,
+            "type": hit.type,
+            "isConsent": hit.isConsent,
+            "createdAt": hit.createdAt,
+            "createdAtUTC": Output.utc(unixMilliseconds: hit.createdAt),
+            "ageSeconds": Output.ageSeconds(sinceUnixMilliseconds: hit.createdAt, now: now),
+            "attempts": hit.attempts,
+            "document": Output.embeddedJSON(hit.document),
+        ]
+    }
+
+    private func textRow(_ hit: HitRecord, now: Date) -> [String] {
+        [
+            hit.id,
+            hit.type,
+            hit.visitorId,
+            Output.age(seconds: Output.ageSeconds(sinceUnixMilliseconds: hit.createdAt, now: now)),
+            "\(hit.attempts)",
+            contentSummary(hit),
+        ]
+    }
+
+    /// The few wire fields that tell hits of one type apart, as `key=value`.
+    private func contentSummary(_ hit: HitRecord) -> String {
+        let document = Output.embeddedJSON(hit.document) as? [String: Any]
+        guard let content = (document?["data"] as? [String: Any])?["content"] as? [String: Any] else { return "?" }
+        return (Self.telling[hit.type] ?? []).compactMap { key -> String? in
+            guard let value = content[key] else { return nil }
+            let text: String
+            switch value {
+            case let string as String: text = string
+            case let object as [String: Any]: text = "{\(object.count) keys}"
+            default: text = "\(value)"
+            }
+            return "\(key)=\(text.count > 40 ? text.prefix(39) + "…" : text)"
+        }.joined(separator: " ")
+    }
+
+    /// Per hit type, its telling wire fields (PROTOCOL.md, section 2 and 3).
+    private static let telling: [String: [String]] = [
+        "SCREENVIEW": ["dl"],
+        "PAGEVIEW": ["dl"],
+        "TRANSACTION": ["tid", "ta"],
+        "ITEM": ["tid", "in", "ic"],
+        "EVENT": ["ea", "el", "ev"],
+        "SEGMENT": ["s"],
+        "ACTIVATE": ["caid", "vaid"],
+    ]
+}

@@ -1,0 +1,80 @@
+import FlagshipStore
+import Foundation
+
+/// How commands print: one JSON document or an aligned text report on stdout, warnings on stderr.
+enum Output {
+    /// Prints `value` (dictionaries, arrays, strings, numbers, `NSNull`) as one JSON document,
+    /// keys sorted so that two runs over the same data print the same text.
+    static func printJSON(_ value: Any) throws {
+        let data = try JSONSerialization.data(
+            withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        )
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    /// A stored JSON column as a JSON value to embed in the output; the text itself if it does
+    /// not parse (the schema checks `json_valid`, so only a hand edit can cause that).
+    static func embeddedJSON(_ text: String) -> Any {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
+    }
+
+    /// Rows of cells as columns aligned on their widest cell, two spaces apart.
+    static func table(_ rows: [[String]]) -> String {
+        var widths: [Int] = []
+        for row in rows {
+            for (column, cell) in row.enumerated() {
+                if column < widths.count { widths[column] = max(widths[column], cell.count) } else { widths.append(cell.count) }
+            }
+        }
+        return rows.map { row in
+            row.enumerated()
+                .map { column, cell in cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+                .replacingOccurrences(of: " +$", with: "", options: .regularExpression)
+        }.joined(separator: "\n")
+    }
+
+    /// `2024-11-21T06:20:00.123Z`. Built from the integer milliseconds: going through a `Date`
+    /// (a binary floating point number of seconds) would sometimes print one millisecond less.
+    static func utc(unixMilliseconds: Int64) -> String {
+        let (seconds, milliseconds) = floorDivision(unixMilliseconds, by: 1000)
+        let whole = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+        return String(whole.dropLast()) + "." + String(String(milliseconds + 1000).dropFirst()) + "Z"
+    }
+
+    /// Whole seconds from `unixMilliseconds` to `now`.
+    static func ageSeconds(sinceUnixMilliseconds unixMilliseconds: Int64, now: Date) -> Int64 {
+        floorDivision(now.unixMilliseconds - unixMilliseconds, by: 1000).quotient
+    }
+
+    /// `41s`, `5m12s`, `3h02m`, `2d04h`: an age as a person reads it.
+    static func age(seconds: Int64) -> String {
+        guard seconds >= 0 else { return "-" + age(seconds: -seconds) }
+        func twoDigits(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        switch seconds {
+        case ..<60: return "\(seconds)s"
+        case ..<3_600: return "\(seconds / 60)m\(twoDigits(seconds % 60))s"
+        case ..<86_400: return "\(seconds / 3_600)h\(twoDigits(seconds % 3_600 / 60))m"
+        default: return "\(seconds / 86_400)d\(twoDigits(seconds % 86_400 / 3_600))h"
+        }
+    }
+
+    /// Writes `warning: <message>` to stderr: something the user must know that did not stop the command.
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+    }
+
+    private static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let remainder = (value % divisor + divisor) % divisor
+        return ((value - remainder) / divisor, remainder)
+    }
+}
+
+/// A failure the user can act on, printed as `Error: <description>` with a non-zero exit status.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import XCTest
+
+/// The built `flagship` binary, run as a subprocess the way a user runs it.
+enum FlagshipExecutable {
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs `flagship arguments`, its output captured in files under `outputDirectory`
+    /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
+    static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60) throws -> Result {
+        let process = Process()
+        process.executableURL = try location()
+        process.arguments = arguments
+        let name = UUID().uuidString
+        let stdoutURL = outputDirectory.appendingPathComponent("\(name).stdout")
+        let stderrURL = outputDirectory.appendingPathComponent("\(name).stderr")
+        for url in [stdoutURL, stderrURL] {
+            guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+                throw Failure("cannot create \(url.path)")
+            }
+        }
+        let stdout = try FileHandle(forWritingTo: stdoutURL)
+        let stderr = try FileHandle(forWritingTo: stderrURL)
+        defer {
+            try? stdout.close()
+            try? stderr.close()
+        }
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            guard Date() < deadline else {
+                process.terminate()
+                process.waitUntilExit()
+                throw Failure("flagship \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return Result(
+            status: process.terminationStatus,
+            stdout: try String(contentsOf: stdoutURL, encoding: .utf8),
+            stderr: try String(contentsOf: stderrURL, encoding: .utf8)
+        )
+    }
+
+    /// `flagship` sits in the products directory with the test bundle: on Linux the runner
+    /// executable itself is `<products>/<package>PackageTests.xctest`; on macOS the `.xctest`
+    /// bundle is a directory there. `FLAGSHIP_EXECUTABLE` overrides the search.
+    static func location() throws -> URL {
+        let fileManager = FileManager.default
+        if let override = ProcessInfo.processInfo.environment["FLAGSHIP_EXECUTABLE"], !override.isEmpty {
+            return URL(fileURLWithPath: override)
+        }
+        var directories = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL,
+            Bundle.main.executableURL?.deletingLastPathComponent(),
+        ].compactMap { $0 }
+        directories += Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map { $0.bundleURL.deletingLastPathComponent() }
+        for directory in directories {
+            let candidate = directory.appendingPathComponent("flagship")
+            var isDirectory: ObjCBool = false
+            if fileManager.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+               fileManager.isExecutableFile(atPath: candidate.path) {
+                return candidate
+            }
+        }
+        throw Failure("no flagship executable in \(directories.map(\.path)); build it or set FLAGSHIP_EXECUTABLE")
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+
+        init(_ description: String) {
+            self.description = description
+        }
+    }
+}
