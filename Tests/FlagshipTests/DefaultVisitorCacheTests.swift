@@ -1,0 +1,107 @@
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+final class DefaultVisitorCacheTests: XCTestCase {
+    private var directory: TemporaryDirectory!
+    private var database: FlagshipDatabase!
+    private var log: LogCapture!
+    private var cache: FSDefaultCacheVisitor!
+    private let clock = TestClock()
+
+    override func setUpWithError() throws {
+        directory = try TemporaryDirectory()
+        database = try FlagshipDatabase.open(at: directory.file("flagship-env.sqlite"))
+        log = LogCapture()
+        cache = FSDefaultCacheVisitor(database: database, now: clock.function, logger: log.logger)
+    }
+
+    override func tearDown() {
+        database.close()
+        directory.remove()
+    }
+
+    func testFixturesRoundTripByteForByteWithQueryableColumns() throws {
+        for (name, visitorId, anonymousId) in [("ios_visitorCache.json", "visitor_1", "anonym_0"),
+                                               ("android_cache_visitor.json", "visitor_id", nil)] {
+            let data = try Conformance.fixture(name)
+            cache.cacheVisitor(visitorId: visitorId, data)
+
+            XCTAssertEqual(cache.lookupVisitor(visitorId: visitorId), data, name)
+            let row = try XCTUnwrap(database.visitors.visitor(id: visitorId))
+            XCTAssertEqual(row.anonymousId, anonymousId)
+            XCTAssertTrue(row.consent)
+            XCTAssertEqual(row.updatedAt, clock.now.unixMilliseconds)
+        }
+        XCTAssertEqual(log.entries, [])
+    }
+
+    func testSavingAgainReplacesTheDocument() throws {
+        let first = try VisitorCacheDocument(visitorId: "v1", consent: true, context: ["n": .int(1)]).jsonData()
+        let second = try VisitorCacheDocument(visitorId: "v1", anonymousId: "anon", consent: false, context: ["n": .int(2)]).jsonData()
+        cache.cacheVisitor(visitorId: "v1", first)
+        clock.advance(by: 10)
+        cache.cacheVisitor(visitorId: "v1", second)
+
+        XCTAssertEqual(cache.lookupVisitor(visitorId: "v1"), second)
+        XCTAssertEqual(try database.visitors.count(), 1)
+        let row = try XCTUnwrap(database.visitors.visitor(id: "v1"))
+        XCTAssertEqual(row.anonymousId, "anon")
+        XCTAssertFalse(row.consent)
+        XCTAssertEqual(row.updatedAt, clock.now.unixMilliseconds)
+    }
+
+    func testFlushForgetsOnlyThatVisitor() throws {
+        cache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "v1").jsonData())
+        cache.cacheVisitor(visitorId: "v2", try VisitorCacheDocument(visitorId: "v2").jsonData())
+
+        cache.flushVisitor(visitorId: "v1")
+
+        XCTAssertNil(cache.lookupVisitor(visitorId: "v1"))
+        XCTAssertNotNil(cache.lookupVisitor(visitorId: "v2"))
+    }
+
+    func testUnknownVisitorIsNil() {
+        XCTAssertNil(cache.lookupVisitor(visitorId: "nobody"))
+    }
+
+    func testInvalidDocumentsAreRefusedLoggedAndNothingIsOverwritten() throws {
+        let good = try VisitorCacheDocument(visitorId: "v1").jsonData()
+        cache.cacheVisitor(visitorId: "v1", good)
+
+        cache.cacheVisitor(visitorId: "v1", Data("{not json".utf8))
+        cache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "intruder").jsonData())
+        cache.cacheVisitor(visitorId: "v1", Data(#"{"version":7,"data":{"visitorId":"v1"}}"#.utf8))
+
+        XCTAssertEqual(cache.lookupVisitor(visitorId: "v1"), good)
+        let errors = log.messages(at: .error)
+        XCTAssertEqual(errors.count, 3)
+        XCTAssertTrue(errors[0].hasPrefix("Visitor 'v1' not cached: the visitor cache document is not JSON"), errors[0])
+        XCTAssertEqual(errors[1], "Visitor 'v1' not cached: the visitor cache document looked up for visitor 'v1' belongs to visitor 'intruder'")
+        XCTAssertEqual(errors[2], "Visitor 'v1' not cached: the visitor cache document has version 7; only version 1 is read")
+    }
+
+    func testPublicInitialiserCreatesThePerEnvironmentFile() throws {
+        let cacheDirectory = directory.url.appendingPathComponent("nested/cache", isDirectory: true)
+        let publicCache = try FSDefaultCacheVisitor(envId: "env_42", cacheDirectory: cacheDirectory)
+        publicCache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "v1").jsonData())
+
+        let file = cacheDirectory.appendingPathComponent("flagship-env_42.sqlite")
+        let fileMode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int)
+        let directoryMode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: cacheDirectory.path)[.posixPermissions] as? Int)
+        XCTAssertEqual(fileMode & 0o777, 0o600)
+        XCTAssertEqual(directoryMode & 0o777, 0o700)
+        XCTAssertNotNil(publicCache.lookupVisitor(visitorId: "v1"))
+    }
+
+    func testPublicInitialiserReportsAFileItCannotUse() throws {
+        let blocker = directory.file("not-a-directory")
+        try Data("x".utf8).write(to: blocker)
+
+        XCTAssertThrowsError(try FSDefaultCacheVisitor(envId: "env", cacheDirectory: blocker)) { error in
+            XCTAssertTrue(String(describing: error).contains(blocker.path), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import FlagshipStore
+import Foundation
+import Logging
+import XCTest
+
+@testable import Flagship
+
+/// A unique directory under the system's temporary directory, removed by `remove()`.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("flagship-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// Log lines kept in memory, so tests can assert what the SDK said.
+final class LogCapture: @unchecked Sendable {
+    struct Entry: Equatable {
+        let level: Logger.Level
+        let message: String
+    }
+
+    private let lock = NSLock()
+    private var stored: [Entry] = []
+
+    var entries: [Entry] {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+
+    func messages(at level: Logger.Level) -> [String] {
+        entries.filter { $0.level == level }.map(\.message)
+    }
+
+    var logger: Logger {
+        Logger(label: "io.flagship") { _ in CapturingHandler(capture: self) }
+    }
+
+    fileprivate func append(_ entry: Entry) {
+        lock.lock()
+        stored.append(entry)
+        lock.unlock()
+    }
+}
+
+private struct CapturingHandler: LogHandler {
+    let capture: LogCapture
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        capture.append(LogCapture.Entry(level: event.level, message: event.message.description))
+    }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_763_700_000)) {
+        current = start
+    }
+
+    var now: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func advance(by interval: TimeInterval) {
+        lock.lock()
+        current += interval
+        lock.unlock()
+    }
+
+    var function: @Sendable () -> Date { { self.now } }
+}
+
+/// The conformance data of the official SDKs, read in place: `$FLAGSHIP_CONFORMANCE_DIR`, else
+/// `../shared/conformance` beside the package. Tests that need it skip, saying so, without it.
+enum Conformance {
+    static var directory: URL? {
+        if let path = ProcessInfo.processInfo.environment["FLAGSHIP_CONFORMANCE_DIR"], !path.isEmpty {
+            return URL(fileURLWithPath: path, isDirectory: true)
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shared = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance", isDirectory: true)
+        return FileManager.default.fileExists(atPath: shared.path) ? shared : nil
+    }
+
+    static func fixture(_ name: String) throws -> Data {
+        guard let directory else {
+            throw XCTSkip("Conformance data not found (set FLAGSHIP_CONFORMANCE_DIR or put shared/ beside the package): \(name) not checked")
+        }
+        let url = directory.appendingPathComponent("fixtures").appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw XCTSkip("Conformance fixture \(name) is absent from \(directory.path)")
+        }
+        return try Data(contentsOf: url)
+    }
+}
+
+/// A hit cache document as a custom cache receives it.
+func hitDictionary(visitorId: String = "v1", type: String = "EVENT", time: Int64, content: [String: Any]? = nil) -> [String: Any] {
+    [
+        "version": 1,
+        "data": [
+            "visitorId": visitorId,
+            "anonymousId": NSNull(),
+            "type": type,
+            "time": time,
+            "content": content ?? ["t": type, "vid": visitorId, "ec": "Action Tracking", "ea": "click", "ds": "APP", "cid": "env"],
+        ] as [String: Any],
+    ]
+}
+
+func consentHitDictionary(visitorId: String, time: Int64) -> [String: Any] {
+    hitDictionary(visitorId: visitorId, type: "EVENT", time: time, content: [
+        "t": "EVENT", "vid": visitorId, "ec": "User Engagement", "ea": "fs_consent", "el": "swift:false", "ds": "APP", "cid": "env",
+    ])
+}
+
+/// JSON text of a Foundation value with sorted keys: equal values, equal text.
+func canonicalJSON(_ value: Any) throws -> String {
+    String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]), as: UTF8.self)
+}
