@@ -27,7 +27,7 @@ build: deps
 	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
 test: build
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 demo: deps
 	$(SWIFT) build --product flagship
@@ -35,7 +35,7 @@ demo: deps
 
 # The suite under the thread sanitizer (slower; not part of `make test`).
 tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
 
 # The package-benchmark suite (its own package under Benchmarks/).
 bench: deps
