@@ -11,7 +11,7 @@ final class VisitorCacheDocumentTests: XCTestCase {
         XCTAssertEqual(document.anonymousId, "anonym_0")
         XCTAssertTrue(document.consent)
         XCTAssertEqual(document.context, ["vip": .bool(false)])
-        XCTAssertEqual(document.campaigns, [CachedCampaign(
+        XCTAssertEqual(document.campaigns, [AssignedCampaign(
             campaignId: "bmsor064jaeg0gm41het", variationGroupId: "bmsor064jaeg0gm49cjg", variationId: "bmsor064jaeg0gm49ckg",
             isReference: true, type: "ab", activated: false,
             flags: ["text": .string("custom title"), "textColor": .string("#27c451")])])
@@ -45,7 +45,7 @@ final class VisitorCacheDocumentTests: XCTestCase {
         let original = VisitorCacheDocument(
             visitorId: "v1", anonymousId: "a1", consent: true,
             context: ["age": .int(32), "ratio": .double(0.5), "name": .string("Zoë")],
-            campaigns: [CachedCampaign(campaignId: "c1", campaignName: "C", variationGroupId: "vg1", variationGroupName: "VG",
+            campaigns: [AssignedCampaign(campaignId: "c1", campaignName: "C", variationGroupId: "vg1", variationGroupName: "VG",
                                        variationId: "var1", variationName: "V", isReference: false, type: "ab", slug: nil,
                                        activated: true, flags: ["btn": .object(["color": .string("green")]), "list": .array([.int(1)])])],
             assignmentsHistory: ["vg1": "var1"])

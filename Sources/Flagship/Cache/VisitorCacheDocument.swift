@@ -13,12 +13,12 @@ struct VisitorCacheDocument: Sendable, Equatable {
     var anonymousId: String?
     var consent: Bool
     var context: [String: JSONValue]
-    var campaigns: [CachedCampaign]
+    var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
     var assignmentsHistory: [String: String]
 
     init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: JSONValue] = [:],
-         campaigns: [CachedCampaign] = [], assignmentsHistory: [String: String] = [:]) {
+         campaigns: [AssignedCampaign] = [], assignmentsHistory: [String: String] = [:]) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
         self.consent = consent
@@ -28,8 +28,8 @@ struct VisitorCacheDocument: Sendable, Equatable {
     }
 }
 
-/// One campaign a visitor was assigned, with the flags it gave.
-struct CachedCampaign: Sendable, Equatable, Codable {
+/// One campaign a visitor was assigned, with the flags it gave: from a decision, or from the cache.
+struct AssignedCampaign: Sendable, Equatable, Codable {
     var campaignId: String
     var campaignName: String
     var variationGroupId: String
@@ -159,7 +159,7 @@ extension VisitorCacheDocument {
         var anonymousId: String?
         var consent: Bool?
         var context: [String: JSONValue]?
-        var campaigns: [CachedCampaign]?
+        var campaigns: [AssignedCampaign]?
         var assignmentsHistory: [String: String]?
         var assignationHistory: [String: String]?
 
