@@ -1,0 +1,67 @@
+import Foundation
+
+/// One campaign a visitor was assigned, with the flags it gave: from a decision, or from the cache.
+struct AssignedCampaign: Sendable, Equatable, Codable {
+    var campaignId: String
+    var campaignName: String
+    var variationGroupId: String
+    var variationGroupName: String
+    var variationId: String
+    var variationName: String
+    var isReference: Bool
+    var type: String
+    var slug: String?
+    var activated: Bool
+    var flags: [String: JSONValue]
+
+    init(campaignId: String, campaignName: String = "", variationGroupId: String, variationGroupName: String = "",
+         variationId: String, variationName: String = "", isReference: Bool = false, type: String = "",
+         slug: String? = nil, activated: Bool = false, flags: [String: JSONValue] = [:]) {
+        self.campaignId = campaignId
+        self.campaignName = campaignName
+        self.variationGroupId = variationGroupId
+        self.variationGroupName = variationGroupName
+        self.variationId = variationId
+        self.variationName = variationName
+        self.isReference = isReference
+        self.type = type
+        self.slug = slug
+        self.activated = activated
+        self.flags = flags
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        campaignId = try container.decode(String.self, forKey: .campaignId)
+        campaignName = try container.decodeIfPresent(String.self, forKey: .campaignName) ?? ""
+        variationGroupId = try container.decode(String.self, forKey: .variationGroupId)
+        variationGroupName = try container.decodeIfPresent(String.self, forKey: .variationGroupName) ?? ""
+        variationId = try container.decode(String.self, forKey: .variationId)
+        variationName = try container.decodeIfPresent(String.self, forKey: .variationName) ?? ""
+        isReference = try container.decodeIfPresent(Bool.self, forKey: .isReference) ?? false
+        type = try container.decodeIfPresent(String.self, forKey: .type) ?? ""
+        slug = try container.decodeIfPresent(String.self, forKey: .slug)
+        activated = try container.decodeIfPresent(Bool.self, forKey: .activated) ?? false
+        flags = try container.decodeIfPresent([String: JSONValue].self, forKey: .flags) ?? [:]
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(campaignId, forKey: .campaignId)
+        try container.encode(campaignName, forKey: .campaignName)
+        try container.encode(variationGroupId, forKey: .variationGroupId)
+        try container.encode(variationGroupName, forKey: .variationGroupName)
+        try container.encode(variationId, forKey: .variationId)
+        try container.encode(variationName, forKey: .variationName)
+        try container.encode(isReference, forKey: .isReference)
+        try container.encode(type, forKey: .type)
+        try container.encode(slug, forKey: .slug) // null, not absent: the documented shape
+        try container.encode(activated, forKey: .activated)
+        try container.encode(flags, forKey: .flags)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case campaignId, campaignName, variationGroupId, variationGroupName, variationId, variationName
+        case isReference, type, slug, activated, flags
+    }
+}
