@@ -101,7 +101,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate {
         for (id, document) in documents {
             records.append(HitRecord(
                 id: id, visitorId: document.visitorId, type: document.type, isConsent: document.isConsentHit,
-                document: try document.jsonValue.jsonString(), createdAt: document.time))
+                document: document.jsonValue.jsonString(), createdAt: document.time))
         }
         let outcome = try database.hits.insert(records, capacity: maxHits)
         if outcome.evicted > 0 {

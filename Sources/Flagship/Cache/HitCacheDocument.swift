@@ -71,7 +71,7 @@ extension HitCacheDocument {
     init(_ value: JSONValue) throws(HitCacheDocumentError) {
         guard let version = value["version"] else { throw .missingField("version") }
         guard version.int64Value == Int64(Self.currentVersion) else {
-            throw .unsupportedVersion((try? version.jsonString()) ?? "?")
+            throw .unsupportedVersion(version.jsonString())
         }
         guard let data = value["data"] else { throw .missingField("data") }
         guard data.objectValue != nil else { throw .wrongType(field: "data", expected: "an object") }

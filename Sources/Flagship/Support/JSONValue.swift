@@ -82,31 +82,110 @@ extension JSONValue: Codable {
 extension JSONValue {
     /// Parses JSON text.
     init(json data: Data) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: data)
+        try self.init(any: JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]))
     }
 
-    /// Converts what `JSONSerialization` or a caller's `[String: Any]` holds. Goes through JSON
-    /// text, because only `JSONSerialization` tells a boolean `NSNumber` from the number 1.
+    /// Converts what `JSONSerialization` gives, or a caller's `[String: Any]`, without a round
+    /// trip through text. Booleans are told from numbers by their dynamic type: a Swift `Bool`,
+    /// or the boolean `NSNumber` that `JSONSerialization` makes for `true` and `false`.
     init(any value: Any) throws {
-        guard JSONSerialization.isValidJSONObject([value]) else {
-            throw JSONValueError.notRepresentable(String(describing: type(of: value)))
+        switch value {
+        case let string as String:
+            self = .string(string)
+        case is NSNull:
+            self = .null
+        case let bool as Bool where type(of: value) == Bool.self || type(of: value) == Self.booleanNumberType:
+            self = .bool(bool)
+        case let int as Int:
+            self = .int(Int64(int))
+        case let int as Int64:
+            self = .int(int)
+        case let double as Double where double.isFinite:
+            self = .double(double)
+        case let float as Float where float.isFinite:
+            self = .double(Double(float))
+        case let array as [Any]:
+            self = .array(try array.map(JSONValue.init(any:)))
+        case let object as [String: Any]:
+            self = .object(try object.mapValues(JSONValue.init(any:)))
+        default:
+            // An optional boxed in `Any` (`["label": nil as String?]`): its value, or null.
+            let mirror = Mirror(reflecting: value)
+            guard mirror.displayStyle == .optional else {
+                throw JSONValueError.notRepresentable(String(describing: type(of: value)))
+            }
+            if let wrapped = mirror.children.first?.value {
+                try self.init(any: wrapped)
+            } else {
+                self = .null
+            }
         }
-        let data = try JSONSerialization.data(withJSONObject: [value], options: [.fragmentsAllowed])
-        guard case .array(let wrapped) = try JSONValue(json: data), let first = wrapped.first else {
-            throw JSONValueError.notRepresentable(String(describing: type(of: value)))
-        }
-        self = first
     }
 
-    /// JSON text with sorted keys: stable, so equal values give equal text.
-    func jsonData() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+    private static let booleanNumberType = type(of: NSNumber(value: true))
+
+    /// JSON text with sorted keys: stable, so equal values give equal text. Written by hand
+    /// because it is on the path of every cached hit, where `JSONEncoder` costs most of the time.
+    func jsonString() -> String {
+        var text = ""
+        write(into: &text)
+        return text
     }
 
-    func jsonString() throws -> String {
-        String(decoding: try jsonData(), as: UTF8.self)
+    func jsonData() -> Data {
+        Data(jsonString().utf8)
+    }
+
+    private func write(into text: inout String) {
+        switch self {
+        case .null:
+            text += "null"
+        case .bool(let value):
+            text += value ? "true" : "false"
+        case .int(let value):
+            text += String(value)
+        case .double(let value):
+            // Swift prints the shortest text that reads back the same, which JSON accepts;
+            // a non-finite value cannot be written in JSON.
+            text += value.isFinite ? "\(value)" : "null"
+        case .string(let value):
+            Self.writeString(value, into: &text)
+        case .array(let values):
+            text += "["
+            for (index, value) in values.enumerated() {
+                if index > 0 { text += "," }
+                value.write(into: &text)
+            }
+            text += "]"
+        case .object(let object):
+            text += "{"
+            for (index, member) in object.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { text += "," }
+                Self.writeString(member.key, into: &text)
+                text += ":"
+                member.value.write(into: &text)
+            }
+            text += "}"
+        }
+    }
+
+    private static func writeString(_ string: String, into text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
     }
 
     /// The value as `JSONSerialization` would give it: `[String: Any]`, `[Any]`, `NSNull`...

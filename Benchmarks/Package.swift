@@ -1,0 +1,32 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The benchmark suites live in their own package so that users of the library never build
+// package-benchmark. Run from this directory: `swift package benchmark`.
+let package = Package(
+    name: "flagship-benchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "flagship-swift-linux", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // The system SQLite, for the raw baseline: the main package's CSQLite is not a product.
+        .systemLibrary(
+            name: "BenchSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .executableTarget(
+            name: "HitStore",
+            dependencies: [
+                "BenchSQLite",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "HitStore",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
