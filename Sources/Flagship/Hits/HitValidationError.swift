@@ -1,0 +1,37 @@
+/// Why `sendHit` refused a hit. The hit is neither cached nor sent; the description is logged.
+enum HitValidationError: Error, Equatable, CustomStringConvertible {
+    /// A required field is empty (or only whitespace). `field` is the wire name, e.g. `tid`.
+    case missingField(hit: String, field: String)
+    /// A field holds a value the collector would refuse or misread.
+    case invalidValue(hit: String, field: String, reason: String)
+    /// The hit is a type of the caller's that conforms to `FSTrackingProtocol`.
+    case notAnSDKHit(typeName: String)
+
+    var description: String {
+        switch self {
+        case let .missingField(hit, field):
+            return "\(hit) hit refused: required field \(Self.named(field)) is missing or empty"
+        case let .invalidValue(hit, field, reason):
+            return "\(hit) hit refused: field \(Self.named(field)) \(reason)"
+        case .notAnSDKHit(let typeName):
+            return "hit of type \(typeName) refused: only the SDK's hits "
+                + "(FSScreen, FSPage, FSTransaction, FSItem, FSEvent) can be sent"
+        }
+    }
+
+    /// `tid (transactionId)`: the wire name with the property a developer sets.
+    private static func named(_ field: String) -> String {
+        propertyNames[field].map { "\(field) (\($0))" } ?? field
+    }
+
+    private static let propertyNames: [String: String] = [
+        "dl": "location",
+        "tid": "transactionId", "ta": "affiliation", "tr": "revenue", "ts": "shipping", "tt": "tax",
+        "tc": "currency", "pm": "paymentMethod", "sm": "shippingMethod", "icn": "itemCount",
+        "tcc": "couponCode",
+        "in": "name", "ic": "code", "ip": "price", "iq": "quantity", "iv": "category",
+        "ec": "eventCategory", "ea": "eventAction", "el": "label", "ev": "eventValue",
+        "uip": "userIp", "sr": "screenResolution", "ul": "userLanguage", "cst": "currentSessionTimeStamp",
+        "sn": "sessionNumber", "sd": "screenColorDepth", "sen": "sessionEventNumber",
+    ]
+}
