@@ -1,0 +1,28 @@
+import Foundation
+
+/// Why a decision (the visitor's campaigns) could not be had from the Decision API.
+///
+/// Descriptions are whole sentences fit for a log line; none ever contains the API key.
+enum DecisionError: Error, Equatable, CustomStringConvertible {
+    /// No complete answer within the configured timeout (seconds).
+    case timedOut(after: TimeInterval)
+    /// The server could not be reached, or the connection broke (refused, DNS, dropped, cancelled).
+    case transport(String)
+    /// The server answered with a status other than 2xx.
+    case httpStatus(Int)
+    /// A 2xx answer whose body is not a decision: not JSON, truncated, of the wrong shape, too large.
+    case malformedBody(String)
+
+    var description: String {
+        switch self {
+        case .timedOut(let timeout):
+            return "The Decision API did not answer within \(timeout.millisecondsText)."
+        case .transport(let reason):
+            return "The Decision API could not be reached: \(reason)."
+        case .httpStatus(let status):
+            return "The Decision API answered with HTTP status \(status)."
+        case .malformedBody(let reason):
+            return "The Decision API's answer could not be read: \(reason)."
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+
+/// The Decision API's answer for one visitor (PROTOCOL.md section 1).
+///
+/// Read leniently, as the official SDKs do: unknown fields are ignored and missing optional fields
+/// take their defaults (`""`, `false`, `null`), so a server that adds fields never breaks the SDK.
+/// Only a body that cannot be a decision at all (not JSON, truncated, not an object, `campaigns`
+/// not an array) is refused, with ``DecisionError/malformedBody(_:)``.
+///
+/// Within a well-formed answer, one bad campaign does not spoil the others:
+/// - a campaign without its `id`, `variationGroupId` or `variation.id` (missing, empty or not a
+///   string) is skipped, and why is kept in ``skippedCampaigns`` for the caller to log: without
+///   those ids it can be neither exposed (activate) nor remembered (assignment history);
+/// - a campaign whose `variation.modifications` lacks `type` or `value` is kept, with no flags:
+///   the visitor still is assigned to it.
+struct DecisionResponse: Sendable, Equatable {
+    var visitorId: String?
+    var panic: Bool
+    /// In response order: flags are merged in this order, the later campaign winning.
+    var campaigns: [AssignedCampaign]
+    /// `extras.accountSettings`, when the answer has it.
+    var accountSettings: AccountSettings?
+    /// One sentence per campaign left out, naming its position (from 1), its id when it has one,
+    /// and what it lacked: `campaign #3 (id "c3") was skipped: it has no "variationGroupId"`.
+    var skippedCampaigns: [String]
+
+    init(visitorId: String? = nil, panic: Bool = false, campaigns: [AssignedCampaign] = [],
+         accountSettings: AccountSettings? = nil, skippedCampaigns: [String] = []) {
+        self.visitorId = visitorId
+        self.panic = panic
+        self.campaigns = campaigns
+        self.accountSettings = accountSettings
+        self.skippedCampaigns = skippedCampaigns
+    }
+}
+
+/// The account's settings the Decision API sends back with `extras[]=accountSettings`.
+struct AccountSettings: Sendable, Equatable {
+    /// Experience continuity (cross-platform visitor) is enabled.
+    var enabledXPC: Bool
+    /// One visitor, one test.
+    var enabled1V1T: Bool
+
+    init(enabledXPC: Bool = false, enabled1V1T: Bool = false) {
+        self.enabledXPC = enabledXPC
+        self.enabled1V1T = enabled1V1T
+    }
+}
+
+extension DecisionResponse {
+    /// Reads a Decision API body.
+    init(json data: Data) throws(DecisionError) {
+        guard !data.isEmpty else { throw .malformedBody("the body is empty") }
+        let root: JSONValue
+        do {
+            root = try JSONValue(json: data)
+        } catch {
+            throw .malformedBody("the body (\(data.count) bytes) is not valid JSON, or is truncated")
+        }
+        guard case .object(let body) = root else {
+            throw .malformedBody("the body is JSON but not an object")
+        }
+
+        var campaigns: [AssignedCampaign] = []
+        var skipped: [String] = []
+        switch body["campaigns"] {
+        case nil, .null?:
+            break
+        case .array(let entries)?:
+            for (index, entry) in entries.enumerated() {
+                do {
+                    campaigns.append(try AssignedCampaign(decided: entry))
+                } catch {
+                    let id = entry["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
+                    skipped.append("campaign #\(index + 1)\(id) was skipped: \(error.reason)")
+                }
+            }
+        case .some:
+            throw .malformedBody("\"campaigns\" is not an array")
+        }
+
+        let settings = body["extras"]?["accountSettings"]?.objectValue.map { settings in
+            AccountSettings(enabledXPC: settings["enabledXPC"]?.boolValue ?? false,
+                            enabled1V1T: settings["enabled1V1T"]?.boolValue ?? false)
+        }
+        self.init(visitorId: body["visitorId"]?.stringValue, panic: body["panic"]?.boolValue ?? false,
+                  campaigns: campaigns, accountSettings: settings, skippedCampaigns: skipped)
+    }
+}
+
+extension AssignedCampaign {
+    /// Why a campaign of a decision was left out.
+    struct Unusable: Error {
+        let reason: String
+    }
+
+    /// A campaign as the Decision API gives it, mapped field by field; `activated` is false.
+    init(decided entry: JSONValue) throws(Unusable) {
+        guard case .object = entry else { throw Unusable(reason: "it is not an object") }
+        func requiredId(_ value: JSONValue?, _ name: String) throws(Unusable) -> String {
+            guard let id = value?.stringValue, !id.isEmpty else { throw Unusable(reason: "it has no \"\(name)\"") }
+            return id
+        }
+        let variation = entry["variation"]
+        self.init(
+            campaignId: try requiredId(entry["id"], "id"),
+            campaignName: entry["name"]?.stringValue ?? "",
+            variationGroupId: try requiredId(entry["variationGroupId"], "variationGroupId"),
+            variationGroupName: entry["variationGroupName"]?.stringValue ?? "",
+            variationId: try requiredId(variation?["id"], "variation.id"),
+            variationName: variation?["name"]?.stringValue ?? "",
+            isReference: variation?["reference"]?.boolValue ?? false,
+            type: entry["type"]?.stringValue ?? "",
+            slug: entry["slug"]?.stringValue,
+            activated: false,
+            flags: Self.flags(of: variation?["modifications"]))
+    }
+
+    /// Every key of `modifications.value` is a flag, provided `modifications` also has its `type`.
+    private static func flags(of modifications: JSONValue?) -> [String: JSONValue] {
+        guard modifications?["type"]?.stringValue != nil, let value = modifications?["value"]?.objectValue else {
+            return [:]
+        }
+        return value
+    }
+}

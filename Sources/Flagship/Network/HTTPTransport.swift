@@ -1,0 +1,110 @@
+import Foundation
+
+/// Sends one HTTP request and gives back the whole answer, whatever its status.
+///
+/// The seam between the Flagship clients (decision, events) and the network: the SDK uses
+/// ``URLSessionTransport``; anything else (another HTTP stack) can stand in. An answer with any
+/// status is a response, not an error: only a request that got no complete answer throws.
+protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+    /// Cancels what is in flight and refuses new requests. Safe to call twice.
+    func shutdown()
+}
+
+extension HTTPTransport {
+    func shutdown() {}
+}
+
+struct HTTPRequest: Sendable, Equatable {
+    enum Method: String, Sendable {
+        case get = "GET"
+        case post = "POST"
+    }
+
+    var method: Method
+    var url: URL
+    var headers: [String: String]
+    var body: Data?
+    /// Seconds from the call to the last byte of the answer; past it the request fails with
+    /// ``TransportError/timedOut(after:)``, whether or not the server is still sending.
+    var timeout: TimeInterval
+
+    init(method: Method, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// A JSON POST to a Flagship service, with the headers every Flagship request carries
+    /// (PROTOCOL.md): content type, accept, SDK client and version, and the API key when given.
+    static func flagshipPOST(url: URL, body: Data, apiKey: String?, sdkVersion: String,
+                             timeout: TimeInterval) -> HTTPRequest {
+        var headers = [
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "x-sdk-client": SDKInfo.clientName,
+            "x-sdk-version": sdkVersion,
+        ]
+        if let apiKey { headers["x-api-key"] = apiKey }
+        return HTTPRequest(method: .post, url: url, headers: headers, body: body, timeout: timeout)
+    }
+}
+
+struct HTTPResponse: Sendable, Equatable {
+    var status: Int
+    /// Header names in lower case (HTTP names are case-insensitive).
+    var headers: [String: String]
+    var body: Data
+
+    init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// Why a request got no complete answer. Descriptions name the host, never a header's value.
+enum TransportError: Error, Equatable, CustomStringConvertible {
+    /// No complete answer within the request's timeout (seconds).
+    case timedOut(after: TimeInterval)
+    /// Connection refused, host not found, connection dropped, not HTTP...: the reason as a phrase.
+    case connectionFailed(String)
+    /// The caller's task was cancelled, or the transport was shut down.
+    case cancelled
+    /// The answer's body is larger than the transport accepts (bytes); it was not read further.
+    case responseTooLarge(limit: Int)
+
+    var description: String {
+        switch self {
+        case .timedOut(let timeout):
+            return "no complete answer within \(timeout.millisecondsText)"
+        case .connectionFailed(let reason):
+            return reason
+        case .cancelled:
+            return "the request was cancelled"
+        case .responseTooLarge(let limit):
+            return "the answer is larger than \(limit) bytes and was not read"
+        }
+    }
+}
+
+extension TransportError {
+    /// The description with `secret` (the API key) blanked out, should a transport ever echo a
+    /// header in its message: what the clients put in their own errors.
+    func description(redacting secret: String) -> String {
+        secret.isEmpty ? description : description.replacingOccurrences(of: secret, with: "<api key>")
+    }
+}
+
+extension TimeInterval {
+    /// Seconds as whole milliseconds for a message, `"2000 ms"`; never traps.
+    var millisecondsText: String {
+        let milliseconds = (self * 1000).rounded()
+        guard milliseconds.isFinite, abs(milliseconds) < 1e15 else { return "\(self) s" }
+        return "\(Int64(milliseconds)) ms"
+    }
+}

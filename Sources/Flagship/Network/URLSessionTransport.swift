@@ -1,0 +1,289 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// ``HTTPTransport`` over Foundation's `URLSession` (FoundationNetworking, libcurl, on Linux).
+///
+/// Each request is bounded by a hard deadline, its `timeout` from the call: `URLRequest`'s own
+/// `timeoutInterval` only bounds the silence between two packets, so a server that trickles bytes,
+/// or a connection attempt that hangs, would otherwise outlive it. At the deadline the call returns
+/// `.timedOut` and the data task is cancelled. Answers are read through a delegate, so a body over
+/// `maxResponseBytes` is cut off as it arrives instead of being held whole in memory.
+///
+/// One session per transport, ephemeral: no cookies, no URL cache, no credentials kept.
+/// ``shutdown()`` cancels what is in flight and invalidates the session; safe to call twice.
+final class URLSessionTransport: HTTPTransport {
+    static let defaultMaxResponseBytes = 10 * 1024 * 1024
+
+    let maxResponseBytes: Int
+    private let session: URLSession
+    private let exchanges: ExchangeTable
+    private let state = Locked(false)  // shut down
+
+    init(maxResponseBytes: Int = URLSessionTransport.defaultMaxResponseBytes) {
+        self.maxResponseBytes = maxResponseBytes
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        configuration.urlCredentialStorage = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        exchanges = ExchangeTable()
+        session = URLSession(configuration: configuration, delegate: exchanges, delegateQueue: nil)
+    }
+
+    deinit {
+        // The session keeps its delegate until invalidated: without this, both would leak.
+        if !state.withLock({ $0 }) { session.finishTasksAndInvalidate() }
+    }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let exchange = Exchange(url: request.url, timeout: Self.sane(request.timeout), maxResponseBytes: maxResponseBytes)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                start(request, exchange: exchange, continuation: continuation)
+            }
+        } onCancel: {
+            exchange.finish(.failure(.cancelled))
+        }
+        return try result.get()
+    }
+
+    func shutdown() {
+        let first = state.withLock { shutDown in
+            defer { shutDown = true }
+            return !shutDown
+        }
+        if first { session.invalidateAndCancel() }
+    }
+
+    private func start(_ request: HTTPRequest, exchange: Exchange,
+                       continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>) {
+        guard exchange.attach(continuation) else { return }  // cancelled before it started
+        // Holding the lock while creating the task keeps `shutdown()` from invalidating the
+        // session in between (creating a task on an invalidated session is a crash).
+        let task: URLSessionDataTask? = state.withLock { shutDown in
+            shutDown ? nil : session.dataTask(with: Self.urlRequest(request))
+        }
+        guard let task else {
+            exchange.finish(.failure(.cancelled))
+            return
+        }
+        exchanges.register(exchange, for: task.taskIdentifier)
+        if !exchange.run(task) {
+            exchanges.unregister(task.taskIdentifier)
+        }
+    }
+
+    /// A timeout Foundation and Dispatch can take: one that is not finite (or over a day) is a
+    /// day, a negative one is zero. (FoundationNetworking traps on an infinite one.)
+    private static func sane(_ timeout: TimeInterval) -> TimeInterval {
+        guard timeout.isFinite, timeout <= 86_400 else { return 86_400 }
+        return max(0, timeout)
+    }
+
+    private static func urlRequest(_ request: HTTPRequest) -> URLRequest {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method.rawValue
+        for (name, value) in request.headers {
+            urlRequest.setValue(value, forHTTPHeaderField: name)
+        }
+        urlRequest.httpBody = request.body
+        // FoundationNetworking truncates this to whole seconds (0.5 would time out at once), and
+        // it only bounds idle time: whole seconds here, and the exchange's deadline is the bound.
+        urlRequest.timeoutInterval = max(1, sane(request.timeout).rounded(.up))
+        urlRequest.httpShouldHandleCookies = false
+        return urlRequest
+    }
+}
+
+/// One request in flight: collects the answer and resumes its caller exactly once, with the
+/// answer, an error, the deadline's `.timedOut` or `.cancelled`, whichever comes first.
+private final class Exchange: Sendable {
+    typealias Outcome = Result<HTTPResponse, TransportError>
+
+    private struct State {
+        var continuation: CheckedContinuation<Outcome, Never>?
+        var outcome: Outcome?
+        var task: URLSessionDataTask?
+        var deadline: DispatchWorkItem?
+        var response: HTTPURLResponse?
+        var body = Data()
+    }
+
+    let url: URL
+    let timeout: TimeInterval
+    let maxResponseBytes: Int
+    private let state = Locked(State())
+
+    init(url: URL, timeout: TimeInterval, maxResponseBytes: Int) {
+        self.url = url
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    /// Stores the caller's continuation; `false` (and the caller resumed) when already finished.
+    func attach(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
+        let finished: Outcome? = state.withLock { state in
+            if state.outcome == nil { state.continuation = continuation }
+            return state.outcome
+        }
+        if let finished { continuation.resume(returning: finished) }
+        return finished == nil
+    }
+
+    /// Arms the deadline and starts `task`; `false` (and `task` cancelled) when the exchange
+    /// finished meanwhile.
+    func run(_ task: URLSessionDataTask) -> Bool {
+        let timeout = timeout
+        let deadline = DispatchWorkItem { [weak self] in self?.finish(.failure(.timedOut(after: timeout))) }
+        let finished = state.withLock { state in
+            state.task = task
+            state.deadline = deadline
+            return state.outcome != nil
+        }
+        if finished {
+            task.cancel()
+            return false
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: deadline)
+        task.resume()
+        return true
+    }
+
+    /// The first call wins: resumes the caller and, for a failure, cancels the data task.
+    func finish(_ outcome: Outcome) {
+        let taken = state.withLock { state -> (CheckedContinuation<Outcome, Never>?, URLSessionDataTask?, DispatchWorkItem?)? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
+            defer { state.continuation = nil; state.task = nil; state.deadline = nil; state.body = Data() }
+            return (state.continuation, state.task, state.deadline)
+        }
+        guard let (continuation, task, deadline) = taken else { return }
+        deadline?.cancel()
+        if case .failure = outcome { task?.cancel() }
+        continuation?.resume(returning: outcome)
+    }
+
+    func received(_ response: URLResponse) -> Bool {
+        guard let http = response as? HTTPURLResponse else {
+            finish(.failure(.connectionFailed("\(url.hostAndPort) did not answer in HTTP")))
+            return false
+        }
+        if http.expectedContentLength > Int64(maxResponseBytes) {
+            finish(.failure(.responseTooLarge(limit: maxResponseBytes)))
+            return false
+        }
+        state.withLock { $0.response = http }
+        return true
+    }
+
+    func received(_ data: Data) {
+        let tooLarge = state.withLock { state in
+            guard state.outcome == nil else { return false }
+            guard state.body.count + data.count <= maxResponseBytes else { return true }
+            state.body.append(data)
+            return false
+        }
+        if tooLarge { finish(.failure(.responseTooLarge(limit: maxResponseBytes))) }
+    }
+
+    func completed(_ error: (any Error)?) {
+        if let error {
+            finish(.failure(transportError(error)))
+            return
+        }
+        let answer = state.withLock { ($0.response, $0.body) }
+        guard let response = answer.0 else {
+            finish(.failure(.connectionFailed("\(url.hostAndPort) closed the connection without an answer")))
+            return
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            headers[String(describing: name).lowercased()] = String(describing: value)
+        }
+        finish(.success(HTTPResponse(status: response.statusCode, headers: headers, body: answer.1)))
+    }
+
+    private func transportError(_ error: any Error) -> TransportError {
+        let host = url.hostAndPort
+        guard let urlError = error as? URLError else {
+            return .connectionFailed("the request to \(host) failed (\(error.localizedDescription))")
+        }
+        let (response, received) = state.withLock { ($0.response, $0.body.count) }
+        switch urlError.code {
+        case .timedOut:
+            return .timedOut(after: timeout)
+        case .cancelled:
+            return .cancelled
+        case _ where response != nil:
+            // libcurl reports a body cut short under several codes (-1 among them): the head
+            // that arrived says what happened better.
+            let expected = response.map { $0.expectedContentLength >= 0 ? " of \($0.expectedContentLength)" : "" } ?? ""
+            return .connectionFailed("the connection to \(host) was lost before the answer was complete (\(received)\(expected) bytes received)")
+        case .cannotConnectToHost:
+            return .connectionFailed("could not connect to \(host) (connection refused or unreachable)")
+        case .cannotFindHost, .dnsLookupFailed:
+            return .connectionFailed("the host name of \(host) could not be resolved")
+        case .networkConnectionLost:
+            return .connectionFailed("the connection to \(host) was lost before an answer came")
+        case .notConnectedToInternet:
+            return .connectionFailed("there is no network connection to reach \(host)")
+        case .badServerResponse, .cannotParseResponse, .zeroByteResource:
+            // libcurl's "empty reply from server" comes as `badServerResponse`.
+            return .connectionFailed("\(host) closed the connection without a valid answer")
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot:
+            return .connectionFailed("the secure connection to \(host) failed")
+        case .badURL, .unsupportedURL:
+            return .connectionFailed("the URL \(url.absoluteString) cannot be used")
+        default:
+            return .connectionFailed("the request to \(host) failed (URL error \(urlError.code.rawValue))")
+        }
+    }
+}
+
+/// The session's delegate: routes each task's events to its exchange.
+private final class ExchangeTable: NSObject, URLSessionDataDelegate, Sendable {
+    private let exchanges = Locked<[Int: Exchange]>([:])
+
+    func register(_ exchange: Exchange, for taskIdentifier: Int) {
+        exchanges.withLock { $0[taskIdentifier] = exchange }
+    }
+
+    func unregister(_ taskIdentifier: Int) {
+        exchanges.withLock { $0[taskIdentifier] = nil }
+    }
+
+    private func exchange(_ task: URLSessionTask) -> Exchange? {
+        exchanges.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        let proceed = exchange(dataTask)?.received(response) ?? false
+        completionHandler(proceed ? .allow : .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        exchange(dataTask)?.received(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        exchange?.completed(error)
+    }
+}
+
+/// A value behind an `NSLock` (rather than `Synchronization.Mutex`: the thread sanitizer sees it,
+/// and it needs no newer macOS than the package's).
+extension URL {
+    /// `host:port` (or just the host), for messages that must not show a path or query.
+    fileprivate var hostAndPort: String {
+        let host = host ?? "the server"
+        return port.map { "\(host):\($0)" } ?? host
+    }
+}
