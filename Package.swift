@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "Flagship", targets: ["Flagship"]),
+        // A Flagship-compatible backend on loopback, so apps can test against it offline.
+        .library(name: "FlagshipLocalServer", targets: ["FlagshipLocalServer"]),
         .executable(name: "flagship", targets: ["flagship"]),
     ],
     dependencies: [
@@ -42,11 +44,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets, no dependency).
+        .target(name: "FlagshipLocalServer"),
         .executableTarget(
             name: "flagship",
             dependencies: [
                 "Flagship",
                 "FlagshipStore",
+                "FlagshipLocalServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -59,12 +64,17 @@ let package = Package(
             dependencies: [
                 "Flagship",
                 "FlagshipStore",
+                "FlagshipLocalServer",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
+            name: "FlagshipLocalServerTests",
+            dependencies: ["FlagshipLocalServer"]
+        ),
+        .testTarget(
             name: "flagshipTests",
-            dependencies: ["flagship", "FlagshipStore"]
+            dependencies: ["flagship", "FlagshipStore", "FlagshipLocalServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,212 @@
+import Foundation
+
+/// A Flagship backend on 127.0.0.1 for tests, demos and offline work: it answers the Decision
+/// API (`POST /v2/{envId}/campaigns`), takes activates (`POST /v2/activate`), hit batches
+/// (`POST /`) and telemetry (`/analytics`, `/troubleshooting`), records every request, and
+/// injects faults on demand, so that an SDK can be tested against real HTTP without a network.
+///
+/// ```swift
+/// let server = LocalFlagshipServer(envId: "env", apiKey: "key", decision: .panic)
+/// try server.start()
+/// defer { server.stop() }
+/// // Point the SDK at server.decisionBaseURL and server.eventsBaseURL, then:
+/// let activates = try await server.waitForActivates(count: 1)
+/// ```
+///
+/// Each response leaves in one write on a TCP_NODELAY socket: about a millisecond per request
+/// on loopback, where a split write would wait ~40 ms for the client's delayed ACK. Faults are
+/// deterministic (`FaultShare`), so a failing test fails the same way every run.
+public final class LocalFlagshipServer: Sendable {
+    public let configuration: Configuration
+
+    private struct Lifecycle {
+        var loop: ConnectionLoop?
+        /// The port bound last: a restarted server takes it back, so URLs handed out stay valid.
+        var port: UInt16?
+    }
+
+    private let responder: Responder
+    private let lifecycle = Locked(Lifecycle())
+
+    public init(_ configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        responder = Responder(configuration: configuration)
+    }
+
+    public convenience init(
+        envId: String, apiKey: String, decision: DecisionSource = .sample, port: UInt16 = 0, recordFile: URL? = nil
+    ) {
+        self.init(Configuration(envId: envId, apiKey: apiKey, port: port, decision: decision, recordFile: recordFile))
+    }
+
+    deinit {
+        stop()
+    }
+
+    // MARK: Lifecycle
+
+    /// Listens and returns the base URL, `http://127.0.0.1:PORT`. Already running: returns it.
+    /// After `stop()`, starts again on the same port (and fails if it was taken meanwhile).
+    @discardableResult
+    public func start() throws -> URL {
+        try responder.log.openRecordFile()
+        let port = try lifecycle.withLock { lifecycle -> UInt16 in
+            if let loop = lifecycle.loop { return loop.port }
+            let loop = try ConnectionLoop(port: lifecycle.port ?? configuration.port) { [responder] message, reply in
+                responder.handle(message, reply: reply)
+            }
+            lifecycle.loop = loop
+            lifecycle.port = loop.port
+            return loop.port
+        }
+        return Self.baseURL(port: port)
+    }
+
+    /// Closes the listening socket and every connection, and ends the server's thread. Requests
+    /// being answered are dropped. Safe to call twice, and before `start()`.
+    public func stop() {
+        let loop = lifecycle.withLock { lifecycle -> ConnectionLoop? in
+            defer { lifecycle.loop = nil }
+            return lifecycle.loop
+        }
+        loop?.stop()
+    }
+
+    public var isRunning: Bool {
+        lifecycle.withLock { $0.loop != nil }
+    }
+
+    /// The port bound, once started.
+    public var port: UInt16? {
+        lifecycle.withLock { $0.port }
+    }
+
+    /// `http://127.0.0.1:PORT`. Only meaningful once `start()` has bound a port.
+    public var baseURL: URL {
+        guard let port else { preconditionFailure("LocalFlagshipServer: call start() before asking for its URLs") }
+        return Self.baseURL(port: port)
+    }
+
+    /// `<base>/v2`: the SDK's Decision API base URL (campaigns and activate).
+    public var decisionBaseURL: URL { baseURL.appendingPathComponent("v2") }
+
+    /// `<base>`: the SDK's events base URL (hit batches at its root).
+    public var eventsBaseURL: URL { baseURL }
+
+    private static func baseURL(port: UInt16) -> URL {
+        // A literal of digits after a fixed prefix always makes a URL.
+        URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    // MARK: Decisions and faults
+
+    /// How the campaigns route answers from the next request on.
+    public var decision: DecisionSource {
+        get { responder.decision }
+        set { responder.decision = newValue }
+    }
+
+    /// Spoils the answers to `share` of the requests on `route` (`nil`: every route), from the
+    /// next request on. Returns an id for `removeFault(_:)`.
+    @discardableResult
+    public func injectFault(_ kind: FaultKind, on route: Route? = nil, share: FaultShare = .every) -> FaultID {
+        responder.injectFault(kind, route: route, share: share)
+    }
+
+    public func removeFault(_ id: FaultID) {
+        responder.removeFault(id)
+    }
+
+    /// Removes every injected fault: the server answers normally again.
+    public func clearFaults() {
+        responder.clearFaults()
+    }
+
+    // MARK: What arrived
+
+    /// Every request received since start (or `clearReceived()`), in arrival order.
+    public var received: [RecordedRequest] {
+        responder.log.records
+    }
+
+    public func received(_ route: Route) -> [RecordedRequest] {
+        received.filter { $0.route == route }
+    }
+
+    /// The activate entries (`batch` items) of the activate requests the server accepted.
+    public var activates: [WireJSON] {
+        Self.activates(in: received)
+    }
+
+    /// The hits (`h` items) of the event batches the server accepted.
+    public var hits: [WireJSON] {
+        Self.hits(in: received)
+    }
+
+    /// Forgets what was received (the record file keeps it), e.g. between phases of a test.
+    public func clearReceived() {
+        responder.log.removeAll()
+    }
+
+    /// Waits until at least `count` requests on `route` have been received (whatever their
+    /// outcome) and returns them all; throws `LocalServerError.waitTimedOut` after `timeout`.
+    public func waitForRequests(
+        route: Route, count: Int = 1, timeout: Duration = .seconds(5)
+    ) async throws -> [RecordedRequest] {
+        try await responder.log.wait(
+            timeout: timeout,
+            timedOut: { records in
+                let arrived = records.filter { $0.route == route }
+                return .waitTimedOut(
+                    waitingFor: "\(count) request(s) on \(route)", timeout: timeout,
+                    arrived: "\(arrived.count) arrived: \(Self.summary(of: arrived))"
+                )
+            },
+            extract: { records in
+                let matching = records.filter { $0.route == route }
+                return matching.count >= count ? matching : nil
+            }
+        )
+    }
+
+    /// Waits until the accepted event batches hold at least `count` hits, and returns them all.
+    public func waitForHits(count: Int, timeout: Duration = .seconds(5)) async throws -> [WireJSON] {
+        try await waitForItems("hit(s)", count: count, timeout: timeout, Self.hits(in:))
+    }
+
+    /// Waits until the accepted activate requests hold at least `count` entries, and returns them all.
+    public func waitForActivates(count: Int, timeout: Duration = .seconds(5)) async throws -> [WireJSON] {
+        try await waitForItems("activate(s)", count: count, timeout: timeout, Self.activates(in:))
+    }
+
+    private func waitForItems(
+        _ name: String, count: Int, timeout: Duration, _ items: @escaping @Sendable ([RecordedRequest]) -> [WireJSON]
+    ) async throws -> [WireJSON] {
+        try await responder.log.wait(
+            timeout: timeout,
+            timedOut: { records in
+                .waitTimedOut(
+                    waitingFor: "\(count) \(name)", timeout: timeout,
+                    arrived: "\(items(records).count) arrived; requests: \(Self.summary(of: records))"
+                )
+            },
+            extract: { records in
+                let found = items(records)
+                return found.count >= count ? found : nil
+            }
+        )
+    }
+
+    private static func activates(in records: [RecordedRequest]) -> [WireJSON] {
+        records.filter { $0.route == .activate && $0.isAccepted }.flatMap { $0.json?["batch"]?.arrayValue ?? [] }
+    }
+
+    private static func hits(in records: [RecordedRequest]) -> [WireJSON] {
+        records.filter { $0.route == .events && $0.isAccepted }.flatMap { $0.json?["h"]?.arrayValue ?? [] }
+    }
+
+    /// `[campaigns 403, activate dropped]`: what a timed-out wait saw instead.
+    private static func summary(of records: [RecordedRequest]) -> String {
+        "[" + records.map { "\($0.route) \($0.status.map(String.init) ?? "dropped")" }.joined(separator: ", ") + "]"
+    }
+}

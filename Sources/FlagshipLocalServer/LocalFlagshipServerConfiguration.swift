@@ -1,0 +1,35 @@
+import Foundation
+
+extension LocalFlagshipServer {
+    /// What a server answers to, and where it records.
+    public struct Configuration: Sendable {
+        /// The environment id the campaigns path must name; others get 404.
+        public var envId: String
+        /// The `x-api-key` the campaigns and activate routes require; others get 403.
+        public var apiKey: String
+        /// The port on 127.0.0.1; `0` lets the system pick a free one (tests run side by side).
+        public var port: UInt16
+        /// How the campaigns route answers at start; `LocalFlagshipServer.decision` changes it.
+        public var decision: DecisionSource
+        /// A file that gets one JSON object per request received, appended (JSON Lines).
+        public var recordFile: URL?
+        /// Called with every request once answered (the CLI prints them), from a server task.
+        public var onRequest: (@Sendable (RecordedRequest) -> Void)?
+
+        public init(
+            envId: String = "local_env",
+            apiKey: String = "local_api_key",
+            port: UInt16 = 0,
+            decision: DecisionSource = .sample,
+            recordFile: URL? = nil,
+            onRequest: (@Sendable (RecordedRequest) -> Void)? = nil
+        ) {
+            self.envId = envId
+            self.apiKey = apiKey
+            self.port = port
+            self.decision = decision
+            self.recordFile = recordFile
+            self.onRequest = onRequest
+        }
+    }
+}

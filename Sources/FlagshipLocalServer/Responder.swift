@@ -1,0 +1,137 @@
+import Foundation
+
+/// What the server answers: the Flagship routes, the API key check, the decision, the faults,
+/// and the recording of every request with its outcome.
+///
+/// Kept apart from `LocalFlagshipServer` so that the socket thread holds this, never the server
+/// object: a server a test forgets to stop still stops when it is released.
+final class Responder: Sendable {
+    private struct State {
+        var decision: DecisionSource
+        var faults = FaultSchedule()
+        var lastSequence = 0
+    }
+
+    let envId: String
+    let apiKey: String
+    let log: RequestLog
+    private let state: Locked<State>
+    private let onRequest: (@Sendable (RecordedRequest) -> Void)?
+
+    init(configuration: LocalFlagshipServer.Configuration) {
+        envId = configuration.envId
+        apiKey = configuration.apiKey
+        log = RequestLog(recordFile: configuration.recordFile)
+        state = Locked(State(decision: configuration.decision))
+        onRequest = configuration.onRequest
+    }
+
+    var decision: DecisionSource {
+        get { state.withLock { $0.decision } }
+        set { state.withLock { $0.decision = newValue } }
+    }
+
+    func injectFault(_ kind: FaultKind, route: Route?, share: FaultShare) -> FaultID {
+        state.withLock { $0.faults.add(kind, route: route, share: share) }
+    }
+
+    func removeFault(_ id: FaultID) {
+        state.withLock { $0.faults.remove(id) }
+    }
+
+    func clearFaults() {
+        state.withLock { $0.faults.removeAll() }
+    }
+
+    /// Called on the socket thread for each request. Its faults are chosen here, in arrival
+    /// order; the answer is made, recorded and (after any latency) sent from a task.
+    func handle(_ message: HTTPRequestMessage, reply: @escaping @Sendable (HTTPReply) -> Void) {
+        let request = ServerRequest(message, receivedAt: Date())
+        let (sequence, faults, decision) = state.withLock { state in
+            state.lastSequence += 1
+            return (state.lastSequence, state.faults.faults(for: request.route), state.decision)
+        }
+        Task {
+            let (httpReply, outcome) = await answer(request, faults: faults, decision: decision)
+            let record = RecordedRequest(sequence: sequence, request: request, outcome: outcome, faults: faults)
+            log.append(record)
+            onRequest?(record)
+            let latency = faults.reduce(Duration.zero) { total, fault in
+                if case .latency(let duration) = fault { return total + duration }
+                return total
+            }
+            if latency > .zero { try? await Task.sleep(for: latency) }
+            reply(httpReply)
+        }
+    }
+
+    private func answer(
+        _ request: ServerRequest, faults: [FaultKind], decision: DecisionSource
+    ) async -> (HTTPReply, RequestOutcome) {
+        switch faults.first(where: { !$0.isLatency }) {
+        case .status(let status):
+            let response = ServerResponse.error(status, "injected fault: status \(status)")
+            return (.respond(message(response), close: true), .answered(status: status))
+        case .dropConnection:
+            return (.drop, .dropped)
+        case .malformedBody(let body):
+            let response = ServerResponse(status: 200, body: body.data)
+            return (.respond(message(response), close: true), .answered(status: 200))
+        case .cutOffBody:
+            let response = await route(request, decision: decision)
+            return (.cutOff(message(response)), .cutOff(status: response.status))
+        case .latency, nil:
+            let response = await route(request, decision: decision)
+            return (.respond(message(response), close: false), .answered(status: response.status))
+        }
+    }
+
+    private func route(_ request: ServerRequest, decision: DecisionSource) async -> ServerResponse {
+        if request.route == .unknown {
+            return .error(404, "no Flagship endpoint at \(request.path)")
+        }
+        guard request.method == "POST" else {
+            return .error(405, "\(request.path) takes POST, not \(request.method)")
+        }
+        switch request.route {
+        case .campaigns:
+            guard request.envId == envId else {
+                return .error(404, "unknown environment id '\(request.envId ?? "")'")
+            }
+            if let refusal = checkAPIKey(request) { return refusal }
+            guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
+            switch decision {
+            case .fixed(let data):
+                return ServerResponse(status: 200, body: data)
+            case .panic:
+                return .json(["visitorId": request.json?["visitorId"] ?? .null, "panic": true, "campaigns": []])
+            case .handler(let handler):
+                return await handler(request)
+            }
+        case .activate:
+            if let refusal = checkAPIKey(request) { return refusal }
+            guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
+            return ServerResponse(status: 204, body: Data())
+        case .events:
+            guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
+            return ServerResponse(status: 200, body: Data())
+        case .analytics, .troubleshooting, .unknown:
+            return ServerResponse(status: 200, body: Data())
+        }
+    }
+
+    /// The 403 the Decision API gives for a missing or wrong `x-api-key`; `nil` when it is right.
+    private func checkAPIKey(_ request: ServerRequest) -> ServerResponse? {
+        guard let key = request.headers["x-api-key"] else { return .error(403, "missing x-api-key header") }
+        guard key == apiKey else { return .error(403, "invalid x-api-key") }
+        return nil
+    }
+
+    private func message(_ response: ServerResponse) -> HTTPResponseMessage {
+        HTTPResponseMessage(
+            status: response.status,
+            headers: response.body.isEmpty ? [] : [("Content-Type", response.contentType)],
+            body: response.body
+        )
+    }
+}

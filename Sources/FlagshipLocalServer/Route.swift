@@ -1,0 +1,31 @@
+/// The Flagship endpoints the server answers, named by what they are for.
+public enum Route: String, Sendable, CaseIterable, Codable {
+    /// `POST /v2/{envId}/campaigns`: the Decision API.
+    case campaigns
+    /// `POST /v2/activate`: a visitor saw a flag.
+    case activate
+    /// `POST /`: a batch of hits.
+    case events
+    /// `POST /analytics`: usage telemetry.
+    case analytics
+    /// `POST /troubleshooting`: troubleshooting telemetry.
+    case troubleshooting
+    /// Any other path, answered 404 and recorded, so that a test sees where a wrong URL went.
+    case unknown
+
+    /// The route of `path` (without its query), and the environment id a campaigns path names.
+    static func match(path: String) -> (route: Route, envId: String?) {
+        switch path {
+        case "/": return (.events, nil)
+        case "/v2/activate": return (.activate, nil)
+        case "/analytics": return (.analytics, nil)
+        case "/troubleshooting": return (.troubleshooting, nil)
+        default:
+            let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.count == 4, segments[0].isEmpty, segments[1] == "v2", !segments[2].isEmpty, segments[3] == "campaigns" {
+                return (.campaigns, String(segments[2]).removingPercentEncoding ?? String(segments[2]))
+            }
+            return (.unknown, nil)
+        }
+    }
+}

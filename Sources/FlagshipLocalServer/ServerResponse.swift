@@ -1,0 +1,24 @@
+import Foundation
+
+/// What a decision handler answers: a status and a body, sent as `application/json`.
+public struct ServerResponse: Sendable, Equatable {
+    public var status: Int
+    public var body: Data
+    public var contentType: String
+
+    public init(status: Int = 200, body: Data, contentType: String = "application/json") {
+        self.status = status
+        self.body = body
+        self.contentType = contentType
+    }
+
+    /// `value` as JSON text.
+    public static func json(_ value: WireJSON, status: Int = 200) -> ServerResponse {
+        ServerResponse(status: status, body: value.jsonData())
+    }
+
+    /// `{"message": "..."}`: the shape of the server's own error answers.
+    public static func error(_ status: Int, _ message: String) -> ServerResponse {
+        .json(["message": .string(message)], status: status)
+    }
+}

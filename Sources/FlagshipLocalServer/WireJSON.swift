@@ -1,0 +1,135 @@
+import Foundation
+
+/// A JSON value as it crossed the wire: what the server parsed from a request body, or what a
+/// test builds to answer with. `Sendable` and `Equatable`, unlike `[String: Any]`, so recorded
+/// bodies can be kept across threads and compared in assertions (`body["visitorId"] == "v1"`).
+///
+/// Integers stay apart from doubles and booleans apart from numbers, because telling `1`,
+/// `1.0` and `true` apart is exactly what a test of the SDK's encoding needs.
+public enum WireJSON: Sendable, Equatable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([WireJSON])
+    case object([String: WireJSON])
+
+    /// Parses JSON text, any JSON value at the top level.
+    public init(parsing data: Data) throws {
+        self = try JSONDecoder().decode(WireJSON.self, from: data)
+    }
+
+    /// The member `key` of an object; `nil` for a missing key or a value that is not an object.
+    public subscript(key: String) -> WireJSON? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The element at `index` of an array; `nil` out of range or for a value that is not an array.
+    public subscript(index: Int) -> WireJSON? {
+        if case .array(let array) = self, array.indices.contains(index) { return array[index] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    public var intValue: Int64? {
+        if case .int(let value) = self { return value }
+        return nil
+    }
+
+    /// A number of either kind, as a `Double`.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+
+    public var arrayValue: [WireJSON]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    public var objectValue: [String: WireJSON]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+
+    public var isNull: Bool { self == .null }
+
+    /// Compact JSON text with sorted keys: equal values give equal text.
+    public func jsonData() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a tree of strings, numbers and containers fails only for a non-finite double,
+        // which no parsed body can hold; `null` keeps a hand-built one printable.
+        return (try? encoder.encode(self)) ?? Data("null".utf8)
+    }
+}
+
+extension WireJSON: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
+        } else if let int = try? container.decode(Int64.self) {
+            self = .int(int)
+        } else if let double = try? container.decode(Double.self) {
+            self = .double(double)
+        } else if let string = try? container.decode(String.self) {
+            self = .string(string)
+        } else if let array = try? container.decode([WireJSON].self) {
+            self = .array(array)
+        } else if let object = try? container.decode([String: WireJSON].self) {
+            self = .object(object)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+extension WireJSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: WireJSON...) { self = .array(elements) }
+
+    public init(dictionaryLiteral elements: (String, WireJSON)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension WireJSON: CustomStringConvertible {
+    public var description: String { String(decoding: jsonData(), as: UTF8.self) }
+}

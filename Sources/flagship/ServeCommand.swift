@@ -1,0 +1,115 @@
+import ArgumentParser
+import Dispatch
+import FlagshipLocalServer
+import Foundation
+
+/// `flagship serve`: a Flagship-compatible backend on 127.0.0.1, in the foreground, to point an
+/// app or the SDK at while working offline.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run a local Flagship backend on 127.0.0.1 until interrupted.",
+        discussion: """
+            Answers the Decision API (POST /v2/<env-id>/campaigns), activates (POST /v2/activate), \
+            hit batches (POST /) and telemetry, checking x-api-key on the first two. Prints one line \
+            per request. Stops cleanly on SIGINT (Ctrl-C) or SIGTERM.
+            """
+    )
+
+    @Option(help: "The environment id the SDK is started with.") var envId: String
+    @Option(help: "The API key the SDK is started with.") var apiKey: String
+    @Option(help: "The port on 127.0.0.1 (0: any free port).") var port: UInt16 = 0
+    @Option(help: ArgumentHelp("A decision JSON file to answer with (default: a built-in sample).", valueName: "file"))
+    var decisionFile: String?
+    @Option(help: ArgumentHelp("Append every request to this file, one JSON object per line.", valueName: "file"))
+    var record: String?
+
+    func run() async throws {
+        let decision: DecisionSource
+        do {
+            decision = try decisionFile.map(DecisionSource.file(atPath:)) ?? .sample
+        } catch let error as LocalServerError {
+            throw CommandFailure(error.description)
+        }
+        let server = LocalFlagshipServer(LocalFlagshipServer.Configuration(
+            envId: envId,
+            apiKey: apiKey,
+            port: port,
+            decision: decision,
+            recordFile: record.map { URL(fileURLWithPath: $0) },
+            onRequest: { ServeCommand.say(ServeCommand.line(for: $0)) }
+        ))
+        do {
+            try server.start()
+        } catch let error as LocalServerError {
+            throw CommandFailure(error.description)
+        }
+        Self.say("""
+            Flagship local server on \(server.baseURL.absoluteString) (env \(envId), \
+            decision: \(decisionFile ?? "built-in sample")\(record.map { ", recording to \($0)" } ?? ""))
+            SDK options: --decision-url \(server.decisionBaseURL.absoluteString) --events-url \(server.eventsBaseURL.absoluteString)
+            Ctrl-C to stop.
+            """)
+        let signal = await Self.waitForTermination()
+        server.stop()
+        Self.say("stopped (\(signal))")
+    }
+
+    /// Suspends until SIGINT or SIGTERM arrives, and names it. The signals' default action (exit
+    /// at once) is turned off first, so the server is stopped and the record file complete.
+    private static func waitForTermination() async -> String {
+        let queue = DispatchQueue(label: "flagship.serve.signals")
+        return await withCheckedContinuation { continuation in
+            let resumed = SignalOnce(continuation)
+            for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { resumed.resume(name) }
+                source.resume()
+                resumed.keep(source)
+            }
+        }
+    }
+
+    /// `POST /v2/activate → 204`, with the faults that applied.
+    private static func line(for record: RecordedRequest) -> String {
+        let request = record.request
+        let answer = record.status.map(String.init) ?? "dropped"
+        let faults = record.faults.isEmpty ? "" : " (fault: \(record.faults.map(\.description).joined(separator: ", ")))"
+        return "\(request.method) \(request.path) → \(answer)\(faults)"
+    }
+
+    /// Prints and flushes at once: the output is often a pipe or a file, read while the server runs.
+    private static func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+}
+
+/// Resumes the waiting command once, for the first signal, and keeps the signal sources alive
+/// until then.
+private final class SignalOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<String, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ continuation: CheckedContinuation<String, Never>) {
+        self.continuation = continuation
+    }
+
+    func keep(_ source: any DispatchSourceSignal) {
+        lock.lock()
+        sources.append(source)
+        lock.unlock()
+    }
+
+    func resume(_ signal: String) {
+        lock.lock()
+        let pending = continuation
+        continuation = nil
+        let done = sources
+        sources = []
+        lock.unlock()
+        done.forEach { $0.cancel() }
+        pending?.resume(returning: signal)
+    }
+}
