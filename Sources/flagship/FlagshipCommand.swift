@@ -8,6 +8,6 @@ struct FlagshipCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flagship",
         abstract: "Inspect and maintain the Flagship SDK's local store.",
-        subcommands: [DBCommand.self, VisitorsCommand.self, HitsCommand.self, DemoCommand.self]
+        subcommands: [DBCommand.self, VisitorsCommand.self, HitsCommand.self, FetchCommand.self, ServeCommand.self, DemoCommand.self]
     )
 }

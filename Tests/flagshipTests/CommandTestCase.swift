@@ -8,7 +8,7 @@ class CommandTestCase: XCTestCase {
     private(set) var storeDirectory = URL(fileURLWithPath: "/nonexistent")
     private var root = URL(fileURLWithPath: "/nonexistent")
     /// Where the commands' stdout and stderr are captured, apart from the store files.
-    private var outputDirectory: URL { root.appendingPathComponent("output") }
+    var outputDirectory: URL { root.appendingPathComponent("output") }
 
     /// The store file most tests use.
     var storeFile: URL { storeDirectory.appendingPathComponent("flagship-env.sqlite") }

@@ -40,9 +40,30 @@ final class CacheService: Sendable {
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
         let cache = visitorCache
-        guard let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout, {
+        let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout) {
             cache.lookupVisitor(visitorId: visitorId)
-        }) else {
+        }
+        return interpret(answer, visitorId: visitorId)
+    }
+
+    /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
+    /// the calling thread for the lookup timeout at most.
+    func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
+        let cache = visitorCache
+        let answer = Locked<Data??>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        visitorQueue.async {
+            let found = cache.lookupVisitor(visitorId: visitorId)
+            answer.withLock { $0 = .some(found) }
+            answered.signal()
+        }
+        let inTime = answered.wait(timeout: .now() + visitorLookupTimeout) == .success
+        return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId)
+    }
+
+    /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor.
+    private func interpret(_ answer: Data??, visitorId: String) -> VisitorLookup {
+        guard let answer else {
             logger.warning("Visitor cache lookup for '\(visitorId)' took longer than \(Int(visitorLookupTimeout * 1000)) ms: going on without it")
             return .timedOut
         }

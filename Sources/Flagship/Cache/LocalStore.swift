@@ -5,8 +5,8 @@ import Logging
 /// Opens the environment's SQLite database for the default caches.
 enum LocalStore {
     /// Opens `<directory>/flagship-<envId>.sqlite`, logging what opening had to do.
-    static func open(envId: String, directory: URL?, logger: Logger) throws -> FlagshipDatabase {
-        let url = StoreLocation.databaseFile(envId: envId, in: directory ?? StoreLocation.defaultDirectory())
+    static func open(envId: String, directory: URL?, file: URL? = nil, logger: Logger) throws -> FlagshipDatabase {
+        let url = file ?? StoreLocation.databaseFile(envId: envId, in: directory ?? StoreLocation.defaultDirectory())
         let database = try FlagshipDatabase.open(at: url)
         if let movedAside = database.opening.movedAside {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
@@ -19,9 +19,9 @@ enum LocalStore {
     /// As `open`, but never fails: when the file cannot be used (newer schema, unwritable
     /// directory...), the SDK keeps working on an in-memory database and says so.
     /// `nil` only when not even an in-memory database can be had.
-    static func openOrFallBack(envId: String, directory: URL?, logger: Logger) -> FlagshipDatabase? {
+    static func openOrFallBack(envId: String, directory: URL?, file: URL? = nil, logger: Logger) -> FlagshipDatabase? {
         do {
-            return try open(envId: envId, directory: directory, logger: logger)
+            return try open(envId: envId, directory: directory, file: file, logger: logger)
         } catch {
             logger.error("Cannot use the cache database: \(error). Running with an in-memory cache: visitors and unsent hits will not survive a restart")
         }

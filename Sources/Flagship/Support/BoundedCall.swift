@@ -9,9 +9,13 @@ func boundedCall<T: Sendable>(
     _ work: @escaping @Sendable () -> T
 ) async -> T? {
     await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
-        let once = ResumeOnce(continuation)
-        queue.async { once.resume(work()) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { once.resume(nil) }
+        // Whichever racer comes first resumes; the second finds nothing left to resume.
+        let pending = Locked<CheckedContinuation<T?, Never>?>(continuation)
+        let resume: @Sendable (T?) -> Void = { value in
+            pending.withLock { taken in defer { taken = nil }; return taken }?.resume(returning: value)
+        }
+        queue.async { resume(work()) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { resume(nil) }
     }
 }
 
@@ -19,23 +23,5 @@ func boundedCall<T: Sendable>(
 func queuedCall<T: Sendable>(on queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         queue.async { continuation.resume(returning: work()) }
-    }
-}
-
-/// A continuation resumed by whichever of two racers comes first; the second is ignored.
-private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<T?, Never>?
-
-    init(_ continuation: CheckedContinuation<T?, Never>) {
-        self.continuation = continuation
-    }
-
-    func resume(_ value: T?) {
-        lock.lock()
-        let pending = continuation
-        continuation = nil
-        lock.unlock()
-        pending?.resume(returning: value)
     }
 }

@@ -1,0 +1,111 @@
+import Foundation
+
+/// One flag of a visitor, by key. Reading it never fails and never waits for I/O.
+public struct FSFlag: Sendable {
+    public let key: String
+    let visitor: FSVisitor
+
+    init(key: String, visitor: FSVisitor) {
+        self.key = key
+        self.visitor = visitor
+    }
+
+    /// The flag's value, or `defaultValue` when the flag does not exist, is `null`, or is not of
+    /// the default's type (an Int default takes a whole JSON number, a Double default any number;
+    /// a Bool never comes from a number). A `nil` default returns the raw value.
+    ///
+    /// With `visitorExposed` (the default), reading a flag that exists reports the exposure:
+    /// one activate per variation for this visitor instance. A type mismatch reports nothing.
+    public func value<T>(defaultValue: T?, visitorExposed: Bool = true) -> T? {
+        let (entry, status) = visitor.flagSnapshot(key)
+        guard let entry, status != .PANIC else { return defaultValue }
+        if entry.value.isNull {
+            if visitorExposed { visitor.expose(entry, defaultValue: Self.json(defaultValue)) }
+            return defaultValue
+        }
+        guard let value = FlagValue.convert(entry.value, to: T.self) else {
+            visitor.logMismatch(key: key, value: entry.value, expected: T.self)
+            return defaultValue
+        }
+        if visitorExposed { visitor.expose(entry, defaultValue: Self.json(defaultValue)) }
+        return value
+    }
+
+    /// Reports that the visitor saw this flag (after `value(defaultValue:visitorExposed: false)`).
+    public func visitorExposed() {
+        let (entry, status) = visitor.flagSnapshot(key)
+        guard let entry, status != .PANIC else { return }
+        visitor.expose(entry, defaultValue: .null)
+    }
+
+    /// Whether the visitor was given this flag (even with a `null` value).
+    public func exists() -> Bool {
+        visitor.flagSnapshot(key).entry != nil
+    }
+
+    /// The campaign behind the flag; empty when the flag does not exist.
+    public func metadata() -> FSFlagMetadata {
+        visitor.flagSnapshot(key).entry.map { FSFlagMetadata($0.origin) } ?? .empty
+    }
+
+    public var status: FSFlagStatus {
+        visitor.flagSnapshot(key).status
+    }
+
+    private static func json(_ value: Any?) -> JSONValue {
+        value.flatMap { try? JSONValue(any: $0) } ?? .null
+    }
+}
+
+/// How a flag's JSON value becomes the type its reader asks for.
+enum FlagValue {
+    static func convert<T>(_ value: JSONValue, to type: T.Type) -> T? {
+        if T.self == Any.self { return value.foundationValue as? T }
+        switch value {
+        case .null:
+            return nil
+        case .bool(let bool):
+            return bool as? T
+        case .string(let string):
+            return string as? T
+        case .int(let int):
+            if T.self == Int.self { return Int(exactly: int) as? T }
+            if T.self == Int64.self { return int as? T }
+            if T.self == Int32.self { return Int32(exactly: int) as? T }
+            if T.self == UInt.self { return UInt(exactly: int) as? T }
+            if T.self == Double.self { return Double(int) as? T }
+            if T.self == Float.self { return Float(int) as? T }
+            return nil
+        case .double(let double):
+            if T.self == Double.self { return double as? T }
+            if T.self == Float.self { return Float(double) as? T }
+            if T.self == Int.self { return Int(exactly: double) as? T }
+            if T.self == Int64.self { return Int64(exactly: double) as? T }
+            if T.self == Int32.self { return Int32(exactly: double) as? T }
+            if T.self == UInt.self { return UInt(exactly: double) as? T }
+            return nil
+        case .array, .object:
+            return value.foundationValue as? T
+        }
+    }
+}
+
+extension FSVisitor {
+    func logMismatch<T>(key: String, value: JSONValue, expected: T.Type) {
+        runtime?.logger.warning("Flag '\(key)' holds \(value.kindDescription), not \(T.self): the default value is returned and no exposure is sent")
+    }
+}
+
+extension JSONValue {
+    /// What kind of JSON value this is, for a log line (never the value: it may be personal data).
+    var kindDescription: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .int, .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// A visitor's flags by key, as `getFlags()` gives them.
+public struct FSFlagCollection: Sendable, Sequence {
+    private let flags: [String: FSFlag]
+    private let visitor: FSVisitor
+
+    init(flags: [String: FSFlag], visitor: FSVisitor) {
+        self.flags = flags
+        self.visitor = visitor
+    }
+
+    /// The flag of that key; one that does not exist reads as its default.
+    public subscript(key: String) -> FSFlag {
+        flags[key] ?? FSFlag(key: key, visitor: visitor)
+    }
+
+    /// The keys, sorted; an empty array when there is no flag.
+    public func keys() -> [String] { flags.keys.sorted() }
+
+    /// The metadata of each flag, in key order.
+    public func metadatas() -> [FSFlagMetadata] { keys().compactMap { flags[$0]?.metadata() } }
+
+    /// A JSON array of each flag's metadata with its key; `""` when there is no flag.
+    public func toJson() -> String {
+        guard !flags.isEmpty else { return "" }
+        return JSONValue.array(keys().compactMap { key -> JSONValue? in
+            guard case .object(var object)? = flags[key]?.metadata().jsonValue else { return nil }
+            object["key"] = .string(key)
+            return .object(object)
+        }).jsonString()
+    }
+
+    public func filter(_ isIncluded: (String, FSFlag) throws -> Bool) rethrows -> FSFlagCollection {
+        FSFlagCollection(flags: try flags.filter { try isIncluded($0.key, $0.value) }, visitor: visitor)
+    }
+
+    public func makeIterator() -> DictionaryIterator<String, FSFlag> { flags.makeIterator() }
+
+    public var isEmpty: Bool { flags.isEmpty }
+
+    public var count: Int { flags.count }
+
+    /// Reports the exposure of every flag in the collection.
+    public func exposeAll() {
+        for flag in flags.values { flag.visitorExposed() }
+    }
+}

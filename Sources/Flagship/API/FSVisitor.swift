@@ -1,0 +1,376 @@
+import Foundation
+import Logging
+
+/// Told of every change of a visitor's (fetch status, reason), off the caller's thread.
+public typealias OnFetchFlagsStatusChanged = @Sendable (_ newStatus: FSFetchStatus, _ reason: FSFetchReasons) -> Void
+
+/// A visitor: its context, its flags and its hits.
+///
+/// Safe to use from any thread or task. Flag reads are served from memory and never wait for
+/// the disk or the network; everything that does runs on the SDK's own queues and tasks.
+public final class FSVisitor: Sendable {
+    let runtime: SDKRuntime?
+    private let onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?
+    // Held only to read or write the state: never across I/O or a callback.
+    private let state: Locked<VisitorState>
+
+    init(state: VisitorState, runtime: SDKRuntime?, onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?) {
+        self.state = Locked(state)
+        self.runtime = runtime
+        self.onFetchFlagsStatusChanged = onFetchFlagsStatusChanged
+    }
+
+    private func withState<T>(_ body: (inout VisitorState) -> T) -> T {
+        state.withLock(body)
+    }
+
+    private var logger: Logger { runtime?.logger ?? Flagship.fallbackLogger }
+
+    // MARK: Identity and status
+
+    public var visitorId: String { withState { $0.visitorId } }
+    /// The id the visitor had before `authenticate`, while it is authenticated.
+    public var anonymousId: String? { withState { $0.anonymousId } }
+    public var hasConsented: Bool { withState { $0.hasConsented } }
+    public var fetchStatus: FSFetchStatus { withState { $0.fetchStatus } }
+    public var requiredFetchReason: FSFetchReasons { withState { $0.fetchReason } }
+
+    /// The SDK status that governs this visitor: not initialized without a runtime.
+    var sdkStatus: FSSdkStatus { runtime?.status ?? .SDK_NOT_INITIALIZED }
+
+    private func setFetch(_ status: FSFetchStatus, _ reason: FSFetchReasons, ifGeneration generation: Int? = nil) {
+        let changed = withState { state -> Bool in
+            if let generation, generation != state.fetchGeneration { return false }
+            return state.setFetch(status, reason)
+        }
+        if changed { notifyFetchStatus(status, reason) }
+    }
+
+    func notifyFetchStatus(_ status: FSFetchStatus, _ reason: FSFetchReasons) {
+        guard let callback = onFetchFlagsStatusChanged else { return }
+        callbackQueue.async { callback(status, reason) }
+    }
+
+    private var callbackQueue: DispatchQueue { runtime?.callbacks ?? Flagship.fallbackCallbacks }
+
+    // MARK: Fetching
+
+    /// Fetches the visitor's flags; `onFetchCompleted` runs once, whatever the outcome, off the
+    /// caller's thread. See `fetchFlags() async throws` for what happens.
+    public func fetchFlags(onFetchCompleted: @escaping @Sendable () -> Void) {
+        let queue = callbackQueue
+        Task {
+            try? await fetchFlags()
+            queue.async(execute: onFetchCompleted)
+        }
+    }
+
+    /// Fetches the visitor's flags from the Decision API.
+    ///
+    /// `FETCHING`, then `FETCHED` (flags replaced, visitor cache written), `PANIC`, or, on a
+    /// failure or timeout, `FETCH_REQUIRED` + `FETCH_ERROR` with the previous flags kept and
+    /// `FlagshipError.fetchFailed` thrown.
+    public func fetchFlags() async throws {
+        guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else {
+            logger.error("fetchFlags ignored: \(FlagshipError.sdkNotInitialized)")
+            throw FlagshipError.sdkNotInitialized
+        }
+        let (generation, request) = withState { state -> (Int, FetchRequest) in
+            state.fetchGeneration += 1
+            return (state.fetchGeneration, FetchRequest(state))
+        }
+        setFetch(.FETCHING, .NONE, ifGeneration: generation)
+        let response: DecisionResponse
+        do {
+            response = try await runtime.decisionClient.fetchCampaigns(
+                visitorId: request.visitorId, anonymousId: request.anonymousId,
+                context: request.context.merging(Self.clientContext) { own, _ in own },
+                hasConsented: request.hasConsented)
+        } catch {
+            logger.error("Flags of visitor '\(request.visitorId)' not fetched: \(error). The previous flags are kept")
+            setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
+            throw FlagshipError.fetchFailed(String(describing: error))
+        }
+        if response.panic {
+            logger.warning("The Decision API says panic: flags give their defaults, nothing is sent")
+            runtime.setStatus(.SDK_PANIC)
+            setFetch(.PANIC, .NONE, ifGeneration: generation)
+            return
+        }
+        if runtime.status == .SDK_PANIC { runtime.setStatus(.SDK_INITIALIZED) }
+        // An answer to an older fetch than the latest is dropped: the latest one decides.
+        let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?) in
+            guard generation == state.fetchGeneration else { return (false, nil) }
+            state.assign(response.campaigns)
+            return (true, state.hasConsented ? state.cacheDocument : nil)
+        }
+        guard outcome.latest else { return }
+        setFetch(.FETCHED, .NONE, ifGeneration: generation)
+        logger.debug("Flags of visitor '\(request.visitorId)' fetched: \(response.campaigns.count) campaign(s)")
+        if let document = outcome.document {
+            await runtime.caches?.cacheVisitor(document)
+        }
+    }
+
+    /// What a fetch sends, read in one go under the lock.
+    private struct FetchRequest {
+        let visitorId: String
+        let anonymousId: String?
+        let context: [String: JSONValue]
+        let hasConsented: Bool
+
+        init(_ state: VisitorState) {
+            visitorId = state.visitorId
+            anonymousId = state.anonymousId
+            context = state.context
+            hasConsented = state.hasConsented
+        }
+    }
+
+    /// Sent with every decision request, beside the visitor's own context.
+    static let clientContext: [String: JSONValue] = [
+        "fs_client": .string(SDKInfo.clientName), "fs_version": .string(SDKInfo.version),
+    ]
+
+    // MARK: Flags
+
+    /// The flag of that key; one that does not exist gives its default and reports `NOT_FOUND`.
+    public func getFlag(key: String) -> FSFlag {
+        FSFlag(key: key, visitor: self)
+    }
+
+    /// Every flag the visitor has.
+    public func getFlags() -> FSFlagCollection {
+        let keys = withState { Array($0.flags.keys) }
+        return FSFlagCollection(flags: Dictionary(uniqueKeysWithValues: keys.map { ($0, FSFlag(key: $0, visitor: self)) }), visitor: self)
+    }
+
+    /// The flag's entry and the status to report, read together.
+    func flagSnapshot(_ key: String) -> (entry: FlagEntry?, status: FSFlagStatus) {
+        let sdkStatus = sdkStatus
+        return withState { state in
+            guard let entry = state.flags[key] else { return (nil, .NOT_FOUND) }
+            if sdkStatus == .SDK_PANIC || state.fetchStatus == .PANIC { return (entry, .PANIC) }
+            return (entry, state.fetchStatus == .FETCHED ? .FETCHED : .FETCH_REQUIRED)
+        }
+    }
+
+    /// Reports that the visitor saw `entry`: one activate per variation group and variation
+    /// for this visitor instance, then `onVisitorExposed` once it is delivered.
+    func expose(_ entry: FlagEntry, defaultValue: JSONValue) {
+        guard let runtime else {
+            logger.error("Exposure of flag '\(entry.key)' not sent: \(FlagshipError.sdkNotInitialized)")
+            return
+        }
+        guard runtime.status != .SDK_PANIC else { return }
+        let origin = entry.origin
+        let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed)? in
+            guard state.hasConsented else { return nil }
+            let exposureKey = "\(state.visitorId)\u{1F}\(origin.variationGroupId)\u{1F}\(origin.variationId)"
+            guard state.exposures.insert(exposureKey).inserted else { return nil }
+            var fields: [String: JSONValue] = [
+                "vid": .string(state.visitorId), "caid": .string(origin.variationGroupId), "vaid": .string(origin.variationId),
+            ]
+            if let anonymousId = state.anonymousId { fields["aid"] = .string(anonymousId) }
+            let activate = OutgoingHit(id: "\(state.visitorId):\(UUID().uuidString.lowercased())", type: "ACTIVATE",
+                                       createdAt: runtime.config.now().unixMilliseconds, fields: fields)
+            return (activate, FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context))
+        }
+        guard let prepared else { return }
+        let callback = runtime.config.onVisitorExposed.map { callback in
+            let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue, metadata: FSFlagMetadata(origin))
+            let queue = runtime.callbacks
+            return { @Sendable in queue.async { callback(prepared.exposed, flag) } }
+        }
+        let tracking = runtime.tracking
+        runtime.background { await tracking.activate(prepared.activate, onDelivered: callback) }
+    }
+
+    // MARK: Context
+
+    /// Sets one context value (String, Bool, Int or Double); anything else is refused and logged.
+    public func updateContext(_ key: String, _ newValue: Any) {
+        switch ContextValue.validate(newValue) {
+        case .success(let value):
+            applyContext([key: value], refused: [])
+        case .failure(let error):
+            logger.error("Context key '\(key)' refused: \(error.reason). The context is unchanged")
+        }
+    }
+
+    /// Sets several context values; each that is not a String, Bool, Int or Double is refused.
+    public func updateContext(_ context: [String: Any]) {
+        var accepted: [String: JSONValue] = [:]
+        var refused: [String] = []
+        for (key, rawValue) in context {
+            switch ContextValue.validate(rawValue) {
+            case .success(let value): accepted[key] = value
+            case .failure(let error):
+                refused.append(key)
+                logger.error("Context key '\(key)' refused: \(error.reason)")
+            }
+        }
+        applyContext(accepted, refused: refused)
+    }
+
+    /// Sets a predefined context key, checking the type that key takes.
+    public func updateContext(_ flagshipContext: FlagshipContext, _ value: Any) {
+        guard case .success(let converted) = ContextValue.validate(value), let accepted = flagshipContext.accepts(converted) else {
+            logger.error("Context key '\(flagshipContext.key)' refused: it takes \(flagshipContext.valueKind.rawValue), not a \(type(of: value)). The context is unchanged")
+            return
+        }
+        applyContext([flagshipContext.key: accepted], refused: [])
+    }
+
+    /// Removes every context value, then sets the auto-set predefined ones again.
+    public func clearContext() {
+        guard contextChangesAllowed(action: "clearContext") else { return }
+        let autoSet = FlagshipContext.autoSetValues(firstTimeInit: runtime?.firstTimeInit ?? true)
+        let changed = withState { state -> Bool in
+            guard state.context != autoSet else { return false }
+            state.context = autoSet
+            return state.setFetch(.FETCH_REQUIRED, .UPDATE_CONTEXT)
+        }
+        if changed { notifyFetchStatus(.FETCH_REQUIRED, .UPDATE_CONTEXT) }
+    }
+
+    /// The visitor's current context.
+    public func getContext() -> [String: Any] {
+        withState { $0.context.mapValues(\.foundationValue) }
+    }
+
+    private func applyContext(_ values: [String: JSONValue], refused: [String]) {
+        guard !values.isEmpty, contextChangesAllowed(action: "updateContext") else { return }
+        let changed = withState { state -> Bool in
+            let merged = state.context.merging(values) { _, new in new }
+            guard merged != state.context else { return false }
+            state.context = merged
+            return state.setFetch(.FETCH_REQUIRED, .UPDATE_CONTEXT)
+        }
+        if changed { notifyFetchStatus(.FETCH_REQUIRED, .UPDATE_CONTEXT) }
+    }
+
+    private func contextChangesAllowed(action: String) -> Bool {
+        switch sdkStatus {
+        case .SDK_NOT_INITIALIZED:
+            logger.error("\(action) ignored: \(FlagshipError.sdkNotInitialized)")
+            return false
+        case .SDK_PANIC:
+            logger.warning("\(action) ignored: \(FlagshipError.panic)")
+            return false
+        case .SDK_INITIALIZED, .SDK_INITIALIZING:
+            return true
+        }
+    }
+
+    // MARK: Consent
+
+    /// Records the visitor's consent and sends the consent hit. Without consent no activate and
+    /// no hit but the consent hit are sent, and the visitor's cached data is deleted (its
+    /// consent hits kept) until consent returns.
+    public func setConsent(hasConsented: Bool) {
+        withState { $0.hasConsented = hasConsented }
+        sendConsentHit(hasConsented)
+        guard !hasConsented, let runtime, let caches = runtime.caches else { return }
+        let visitorId = self.visitorId
+        runtime.background { await caches.purgeVisitor(visitorId) }
+    }
+
+    func sendConsentHit(_ hasConsented: Bool) {
+        guard let runtime, runtime.status != .SDK_PANIC, runtime.status != .SDK_NOT_INITIALIZED else { return }
+        let hit = outgoingHit(type: "EVENT", fields: SDKHit.consent(hasConsented: hasConsented, clientName: SDKInfo.clientName), runtime: runtime)
+        let tracking = runtime.tracking
+        runtime.background { await tracking.track(hit) }
+    }
+
+    // MARK: Experience continuity
+
+    /// The visitor logged in as `visitorId`: its current id becomes the anonymous id.
+    public func authenticate(visitorId newVisitorId: String) {
+        guard !newVisitorId.isEmpty else {
+            logger.error("authenticate ignored: the visitor id is empty")
+            return
+        }
+        guard continuityAllowed(action: "authenticate") else { return }
+        let changed = withState { state -> Bool in
+            if state.anonymousId == nil { state.anonymousId = state.visitorId }
+            state.visitorId = newVisitorId
+            return state.setFetch(.FETCH_REQUIRED, .AUTHENTICATE)
+        }
+        if changed { notifyFetchStatus(.FETCH_REQUIRED, .AUTHENTICATE) }
+    }
+
+    /// The visitor logged out: back to its anonymous id.
+    public func unauthenticate() {
+        guard continuityAllowed(action: "unauthenticate") else { return }
+        let outcome = withState { state -> Bool? in
+            guard let anonymousId = state.anonymousId else { return nil }
+            state.visitorId = anonymousId
+            state.anonymousId = nil
+            return state.setFetch(.FETCH_REQUIRED, .UNAUTHENTICATE)
+        }
+        switch outcome {
+        case nil: logger.error("unauthenticate ignored: visitor '\(visitorId)' is not authenticated")
+        case true?: notifyFetchStatus(.FETCH_REQUIRED, .UNAUTHENTICATE)
+        case false?: break
+        }
+    }
+
+    private func continuityAllowed(action: String) -> Bool {
+        guard contextChangesAllowed(action: action) else { return false }
+        if runtime?.config.mode == .BUCKETING {
+            logger.error("\(action) ignored: experience continuity is not enabled for bucketing mode")
+            return false
+        }
+        return true
+    }
+
+    // MARK: Hits
+
+    /// Sends a hit; a refused one (invalid, no consent, panic, not initialized) is logged.
+    public func sendHit<T: FSTrackingProtocol>(_ event: T) {
+        do {
+            let (hit, tracking) = try prepareHit(event)
+            runtime?.background { await tracking.track(hit) }
+        } catch {
+            logger.error("Hit not sent: \(error)")
+        }
+    }
+
+    /// Sends a hit, throwing why when it is refused (an invalid hit names the field).
+    public func sendHit<T: FSTrackingProtocol>(_ event: T) async throws {
+        let (hit, tracking) = try prepareHit(event)
+        await tracking.track(hit)
+    }
+
+    private func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, any HitTracking) {
+        guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else { throw .sdkNotInitialized }
+        guard runtime.status != .SDK_PANIC else { throw .panic }
+        let encoded: (type: FSTypeTrack, fields: [String: JSONValue])
+        do {
+            encoded = try encodedForSending(event)
+        } catch {
+            throw .invalidHit(error.description)
+        }
+        guard hasConsented else { throw .consentNotGiven(visitorId: visitorId) }
+        return (outgoingHit(type: encoded.type.rawValue, fields: encoded.fields, runtime: runtime), runtime.tracking)
+    }
+
+    /// A hit with the visitor's identity and the environment: `vid` is the anonymous id while
+    /// authenticated, with `cuid` the visitor id (PROTOCOL.md section 2).
+    private func outgoingHit(type: String, fields: [String: JSONValue], runtime: SDKRuntime) -> OutgoingHit {
+        withState { state in
+            var content = fields
+            if let anonymousId = state.anonymousId {
+                content["vid"] = .string(anonymousId)
+                content["cuid"] = .string(state.visitorId)
+            } else {
+                content["vid"] = .string(state.visitorId)
+            }
+            content["ds"] = .string("APP")
+            content["cid"] = .string(runtime.envId)
+            return OutgoingHit(id: "\(state.visitorId):\(UUID().uuidString.lowercased())", type: type,
+                               createdAt: runtime.config.now().unixMilliseconds, fields: content)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// The visitor an exposure was reported for, as `onVisitorExposed` receives it.
+public struct FSVisitorExposed: Sendable {
+    public let id: String
+    public let anonymousId: String?
+    let contextValues: [String: JSONValue]
+
+    /// The visitor's context when the flag was exposed.
+    public var context: [String: Any] { contextValues.mapValues(\.foundationValue) }
+
+    init(id: String, anonymousId: String?, context: [String: JSONValue]) {
+        self.id = id
+        self.anonymousId = anonymousId
+        self.contextValues = context
+    }
+
+    var jsonValue: JSONValue {
+        .object(["id": .string(id), "anonymousId": anonymousId.map(JSONValue.string) ?? .null, "context": .object(contextValues)])
+    }
+
+    /// `{"id": ..., "anonymousId": ..., "context": {...}}`.
+    public func toJson() -> String? { jsonValue.jsonString() }
+
+    public func toDictionary() -> [String: Any] { jsonValue.foundationValue as? [String: Any] ?? [:] }
+}
+
+/// The flag whose exposure was reported, as `onVisitorExposed` receives it.
+public struct FSExposedFlag: Sendable {
+    public let key: String
+    let rawValue: JSONValue
+    let rawDefaultValue: JSONValue
+    public let metadata: FSFlagMetadata
+
+    /// The flag's value, as `JSONSerialization` would give it.
+    public var value: Any { rawValue.foundationValue }
+    /// The default the caller gave when reading it (`NSNull` when none or not JSON).
+    public var defaultValue: Any { rawDefaultValue.foundationValue }
+
+    init(key: String, value: JSONValue, defaultValue: JSONValue, metadata: FSFlagMetadata) {
+        self.key = key
+        self.rawValue = value
+        self.rawDefaultValue = defaultValue
+        self.metadata = metadata
+    }
+
+    var jsonValue: JSONValue {
+        .object(["key": .string(key), "value": rawValue, "defaultValue": rawDefaultValue, "metadata": metadata.jsonValue])
+    }
+
+    /// `{"key": ..., "value": ..., "defaultValue": ..., "metadata": {...}}`.
+    public func toJson() -> String? { jsonValue.jsonString() }
+
+    public func toDictionary() -> [String: Any] { jsonValue.foundationValue as? [String: Any] ?? [:] }
+}

@@ -1,0 +1,147 @@
+import Dispatch
+import Foundation
+import Logging
+
+/// The SDK: start it once, then create visitors.
+///
+/// ```swift
+/// Flagship.sharedInstance.start(envId: "env", apiKey: "key", config: FSConfigBuilder().build())
+/// let visitor = Flagship.sharedInstance.newVisitor(visitorId: "v1", hasConsented: true).build()
+/// try await visitor.fetchFlags()
+/// let color = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+/// ```
+public final class Flagship: @unchecked Sendable {
+    public static let sharedInstance = Flagship()
+
+    static let fallbackLogger = Logger(label: "io.flagship")
+    static let fallbackCallbacks = DispatchQueue(label: "io.flagship.callbacks")
+
+    private let lock = NSLock()
+    private var runtime: SDKRuntime?
+    private var shared: FSVisitor?
+
+    init() {}
+
+    var currentRuntime: SDKRuntime? {
+        lock.lock()
+        defer { lock.unlock() }
+        return runtime
+    }
+
+    /// The last visitor built with `Instance.SHARED_INSTANCE`.
+    public var sharedVisitor: FSVisitor? {
+        lock.lock()
+        defer { lock.unlock() }
+        return shared
+    }
+
+    func setSharedVisitor(_ visitor: FSVisitor) {
+        lock.lock()
+        shared = visitor
+        lock.unlock()
+    }
+
+    /// Starts the SDK for an environment. An empty or malformed env id or API key is refused
+    /// (logged, status `SDK_NOT_INITIALIZED`). Starting again replaces the previous start, whose
+    /// pending hits are sent first.
+    public func start(envId: String, apiKey: String, config: FlagshipConfig = FSConfigBuilder().build()) {
+        let logger = Self.makeLogger(config)
+        lock.lock()
+        let previous = runtime
+        runtime = nil
+        lock.unlock()
+        if let previous {
+            Task { await previous.close() }
+        }
+        if let problem = Self.problem(envId: envId, apiKey: apiKey) {
+            logger.error("Flagship not started: \(problem)")
+            if previous?.status != nil, previous?.status != .SDK_NOT_INITIALIZED, let callback = config.onSdkStatusChanged {
+                Self.fallbackCallbacks.async { callback(.SDK_NOT_INITIALIZED) }
+            }
+            return
+        }
+        if config.mode == .BUCKETING {
+            logger.warning("Bucketing mode is not available in this version yet: flags are decided by the Decision API")
+        }
+        let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger)
+        lock.lock()
+        runtime = started
+        lock.unlock()
+        started.setStatus(.SDK_INITIALIZED)
+        logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue))")
+    }
+
+    public func getStatus() -> FSSdkStatus {
+        currentRuntime?.status ?? .SDK_NOT_INITIALIZED
+    }
+
+    /// A builder for a visitor; `build()` it.
+    public func newVisitor(visitorId: String, hasConsented: Bool, instanceType: Instance = .SHARED_INSTANCE) -> FSVisitorBuilder {
+        FSVisitorBuilder(flagship: self, visitorId: visitorId, hasConsented: hasConsented, instanceType: instanceType)
+    }
+
+    /// Stops the SDK: one last batch is sent within a deadline, and whatever could not be sent
+    /// stays cached for the next start. Returns once done. Safe to call twice.
+    public func close() async {
+        let closing = lock.withLock {
+            defer {
+                runtime = nil
+                shared = nil
+            }
+            return runtime
+        }
+        guard let closing else { return }
+        await closing.close()
+        closing.setStatus(.SDK_NOT_INITIALIZED)
+    }
+
+    /// As `close() async`, blocking the calling thread until done. From async code, prefer
+    /// `await close()`: this one holds a thread of the cooperative pool while it waits.
+    public func close() {
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await self.close()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    // MARK: Start-up checks and logging
+
+    private static func problem(envId: String, apiKey: String) -> String? {
+        if envId.isEmpty { return "the env id is empty" }
+        if apiKey.isEmpty { return "the API key is empty" }
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-_"))
+        if envId.unicodeScalars.contains(where: { !$0.isASCII || !allowed.contains($0) }) {
+            return "the env id may hold only letters, digits, '-' and '_'"
+        }
+        // The key goes into a header: no whitespace or control character may come with it.
+        if apiKey.unicodeScalars.contains(where: { !$0.isASCII || $0.value <= 0x20 || $0.value == 0x7F }) {
+            return "the API key holds spaces or characters a header cannot carry"
+        }
+        return nil
+    }
+
+    /// swift-log under the label `io.flagship`, filtered by the configured `FSLevel`. The
+    /// reference ranks INFO above DEBUG, so DEBUG shows swift-log's info lines and INFO adds
+    /// its debug lines.
+    static func makeLogger(_ config: FlagshipConfig) -> Logger {
+        var logger: Logger
+        if config.logLevel == .NONE {
+            logger = Logger(label: "io.flagship") { _ in SwiftLogNoOpLogHandler() }
+        } else if let factory = config.logHandlerFactory {
+            logger = Logger(label: "io.flagship", factory: factory)
+        } else {
+            logger = Logger(label: "io.flagship")
+        }
+        switch config.logLevel {
+        case .NONE, .EXCEPTIONS: logger.logLevel = .critical
+        case .ERROR: logger.logLevel = .error
+        case .WARNING: logger.logLevel = .warning
+        case .DEBUG: logger.logLevel = .info
+        case .INFO: logger.logLevel = .debug
+        case .ALL: logger.logLevel = .trace
+        }
+        return logger
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+
+/// Called when the SDK's status changes, off the caller's thread.
+public typealias OnSdkStatusChanged = @Sendable (_ newStatus: FSSdkStatus) -> Void
+/// Called once an exposure has been delivered, off the caller's thread.
+public typealias OnVisitorExposed = @Sendable (_ visitorExposed: FSVisitorExposed, _ fromFlag: FSExposedFlag) -> Void
+
+/// The SDK's configuration: made by `FSConfigBuilder`, given to `Flagship.start`.
+public struct FlagshipConfig: Sendable {
+    public internal(set) var mode: FSMode = .DECISION_API
+    /// Milliseconds the Decision API may take before a fetch gives up. Default 2000.
+    public internal(set) var timeout: TimeInterval = 2000
+    public internal(set) var logLevel: FSLevel = .WARNING
+    /// Seconds between two bucketing file downloads (bucketing mode). Default 60.
+    public internal(set) var pollingInterval: TimeInterval = 60
+    public internal(set) var trackingConfig = FSTrackingManagerConfig()
+    public internal(set) var cacheManager = FSCacheManager()
+    public internal(set) var disableDeveloperUsageTracking = false
+    public internal(set) var decisionBaseURL = URL(string: "https://decision.flagship.io/v2")!
+    public internal(set) var eventsBaseURL = URL(string: "https://events.flagship.io")!
+    public internal(set) var bucketingBaseURL = URL(string: "https://cdn.flagship.io")!
+    /// Where the default caches keep their database; `nil`: `$FLAGSHIP_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/flagship`, else `~/.cache/flagship`.
+    public internal(set) var cacheDirectory: URL?
+    /// The default caches' database file itself, in place of `<cacheDirectory>/flagship-<envId>.sqlite`.
+    public internal(set) var cacheFile: URL?
+    var onSdkStatusChanged: OnSdkStatusChanged?
+    var onVisitorExposed: OnVisitorExposed?
+    /// Where log lines go; `nil`: swift-log's bootstrapped handler, under the label `io.flagship`.
+    var logHandlerFactory: (@Sendable (String) -> any LogHandler)?
+    /// The clock behind hit times and ages; tests move it by hand.
+    var now: @Sendable () -> Date = Date.init
+
+    init() {}
+}
+
+/// Builds a `FlagshipConfig`, one setting per call.
+///
+/// ```swift
+/// let config = FSConfigBuilder().DecisionApi().withTimeout(1500).withLogLevel(.INFO).build()
+/// ```
+public final class FSConfigBuilder: @unchecked Sendable {
+    // The builder is used on one thread, then discarded: `build()` hands over a value.
+    private var config = FlagshipConfig()
+
+    public init() {}
+
+    /// Flags decided by the Decision API at each `fetchFlags` (the default).
+    @discardableResult
+    public func DecisionApi() -> FSConfigBuilder {
+        config.mode = .DECISION_API
+        return self
+    }
+
+    /// Flags decided on this machine from the bucketing file.
+    @discardableResult
+    public func Bucketing() -> FSConfigBuilder {
+        config.mode = .BUCKETING
+        return self
+    }
+
+    /// - Parameter timeout: **milliseconds** the Decision API may take (default 2000).
+    @discardableResult
+    public func withTimeout(_ timeout: TimeInterval) -> FSConfigBuilder {
+        if timeout.isFinite && timeout > 0 { config.timeout = timeout }
+        return self
+    }
+
+    @discardableResult
+    public func withLogLevel(_ logLevel: FSLevel) -> FSConfigBuilder {
+        config.logLevel = logLevel
+        return self
+    }
+
+    @discardableResult
+    public func withOnSdkStatusChanged(_ onSdkStatusChanged: @escaping OnSdkStatusChanged) -> FSConfigBuilder {
+        config.onSdkStatusChanged = onSdkStatusChanged
+        return self
+    }
+
+    /// - Parameter pollingTime: seconds between two bucketing file downloads (default 60).
+    @discardableResult
+    public func withBucketingPollingIntervals(_ pollingTime: TimeInterval) -> FSConfigBuilder {
+        if pollingTime.isFinite && pollingTime > 0 { config.pollingInterval = pollingTime }
+        return self
+    }
+
+    @discardableResult
+    public func withTrackingManagerConfig(_ trackingMgrConfig: FSTrackingManagerConfig) -> FSConfigBuilder {
+        config.trackingConfig = trackingMgrConfig
+        return self
+    }
+
+    @discardableResult
+    public func withCacheManager(_ customCacheManager: FSCacheManager) -> FSConfigBuilder {
+        config.cacheManager = customCacheManager
+        return self
+    }
+
+    /// Nothing is ever sent to the usage telemetry endpoints when `true`.
+    @discardableResult
+    public func withDisableDeveloperUsageTracking(_ disableDeveloperUsageTracking: Bool) -> FSConfigBuilder {
+        config.disableDeveloperUsageTracking = disableDeveloperUsageTracking
+        return self
+    }
+
+    @discardableResult
+    public func withOnVisitorExposed(_ onVisitorExposed: @escaping OnVisitorExposed) -> FSConfigBuilder {
+        config.onVisitorExposed = onVisitorExposed
+        return self
+    }
+
+    /// The Decision API base, `/v2` included (default `https://decision.flagship.io/v2`):
+    /// for example the local server's `http://127.0.0.1:8080/v2`.
+    @discardableResult
+    public func withDecisionBaseURL(_ url: URL) -> FSConfigBuilder {
+        config.decisionBaseURL = url
+        return self
+    }
+
+    /// The events (hits) base (default `https://events.flagship.io`).
+    @discardableResult
+    public func withEventsBaseURL(_ url: URL) -> FSConfigBuilder {
+        config.eventsBaseURL = url
+        return self
+    }
+
+    /// The bucketing file CDN base (default `https://cdn.flagship.io`).
+    @discardableResult
+    public func withBucketingBaseURL(_ url: URL) -> FSConfigBuilder {
+        config.bucketingBaseURL = url
+        return self
+    }
+
+    /// Where the default caches keep `flagship-<envId>.sqlite`.
+    @discardableResult
+    public func withCacheDirectory(_ directory: URL) -> FSConfigBuilder {
+        config.cacheDirectory = directory
+        return self
+    }
+
+    /// The default caches' database is this file, whatever the environment.
+    @discardableResult
+    public func withCacheFile(_ file: URL) -> FSConfigBuilder {
+        config.cacheFile = file
+        return self
+    }
+
+    /// Log lines go to this handler instead of swift-log's bootstrapped one.
+    @discardableResult
+    func withLogHandler(_ factory: @escaping @Sendable (String) -> any LogHandler) -> FSConfigBuilder {
+        config.logHandlerFactory = factory
+        return self
+    }
+
+    /// The clock behind hit times and ages.
+    @discardableResult
+    func withClock(_ now: @escaping @Sendable () -> Date) -> FSConfigBuilder {
+        config.now = now
+        return self
+    }
+
+    public func build() -> FlagshipConfig {
+        config
+    }
+}

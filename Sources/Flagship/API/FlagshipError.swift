@@ -1,0 +1,28 @@
+/// What went wrong, for the `async throws` calls. Each says enough to act on.
+public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `Flagship.sharedInstance.start` was not called, or was refused.
+    case sdkNotInitialized
+    /// The platform switched the SDK off (panic): nothing is sent until a fetch says otherwise.
+    case panic
+    /// The visitor has not consented: only the consent hit is sent.
+    case consentNotGiven(visitorId: String)
+    /// A hit missing a required field or with a wrong value; never cached nor sent.
+    case invalidHit(String)
+    /// Fetching flags failed or timed out; the previous flags are kept.
+    case fetchFailed(String)
+
+    public var description: String {
+        switch self {
+        case .sdkNotInitialized:
+            return "the SDK is not initialized: call Flagship.sharedInstance.start(envId:apiKey:config:) with a valid env id and API key"
+        case .panic:
+            return "the SDK is in panic mode: the platform has switched it off"
+        case .consentNotGiven(let visitorId):
+            return "visitor '\(visitorId)' has not consented: only the consent hit is sent"
+        case .invalidHit(let reason):
+            return reason
+        case .fetchFailed(let reason):
+            return "fetching flags failed: \(reason)"
+        }
+    }
+}

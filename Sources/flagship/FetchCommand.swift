@@ -1,0 +1,97 @@
+import ArgumentParser
+import Flagship
+import Foundation
+
+/// `flagship fetch`: runs the SDK for one visitor and prints what it gives, as one JSON object.
+struct FetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Fetch one visitor's flags through the SDK and print them as JSON.",
+        discussion: """
+            The local store answers first: a visitor cached by an earlier run has its flags before \
+            any network call (fetchReason FETCHED_FROM_CACHE with --offline), and keeps them when the \
+            fetch fails (FETCH_ERROR).
+            """
+    )
+
+    @Option(help: "The environment id.") var envId: String
+    @Option(help: "The API key.") var apiKey: String
+    @Option(help: "The visitor id.") var visitorId: String
+    @Option(help: ArgumentHelp("The visitor context, a JSON object of strings, numbers and booleans.", valueName: "json"))
+    var context: String?
+    @Option(help: ArgumentHelp("The store file (default: <cache dir>/flagship-<envId>.sqlite).", valueName: "path"))
+    var db: String?
+    @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
+    @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
+    @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
+    @Flag(help: "Do not fetch: show what the local store alone gives.") var offline = false
+    @Flag(help: "Create the visitor without consent.") var noConsent = false
+
+    func validate() throws {
+        guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of milliseconds") }
+        for (name, value) in [("--decision-url", decisionURL), ("--events-url", eventsURL)] {
+            if let value, URL(string: value)?.scheme == nil { throw ValidationError("\(name) must be an absolute URL, not '\(value)'") }
+        }
+    }
+
+    func run() async throws {
+        let visitorContext = try parseContext()
+        let builder = FSConfigBuilder().DecisionApi().withTimeout(timeout)
+        if let db { builder.withCacheFile(URL(fileURLWithPath: db)) }
+        if let decisionURL, let url = URL(string: decisionURL) { builder.withDecisionBaseURL(url) }
+        if let eventsURL, let url = URL(string: eventsURL) { builder.withEventsBaseURL(url) }
+        let flagship = Flagship.sharedInstance
+        flagship.start(envId: envId, apiKey: apiKey, config: builder.build())
+        guard flagship.getStatus() != .SDK_NOT_INITIALIZED else {
+            throw CommandFailure("the SDK did not start: check --env-id and --api-key")
+        }
+        let visitor = flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
+            .withContext(context: visitorContext)
+            .build()
+        var fetchError: String?
+        if !offline {
+            do {
+                try await visitor.fetchFlags()
+            } catch {
+                fetchError = String(describing: error)
+            }
+        }
+        var output: [String: Any] = [
+            "visitorId": visitor.visitorId,
+            "fetchStatus": visitor.fetchStatus.rawValue,
+            "fetchReason": visitor.requiredFetchReason.rawValue,
+            "sdkStatus": flagship.getStatus().rawValue,
+            "flags": Self.describe(visitor.getFlags()),
+        ]
+        if let fetchError { output["error"] = fetchError }
+        await flagship.close()
+        try Output.printJSON(output)
+    }
+
+    private func parseContext() throws -> [String: Any] {
+        guard let context else { return [:] }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(context.utf8)) as? [String: Any] else {
+            throw ValidationError("--context must be a JSON object, for example '{\"plan\": \"pro\", \"age\": 32}'")
+        }
+        return object
+    }
+
+    /// Each flag's value (read without exposure) and its campaign.
+    private static func describe(_ flags: FSFlagCollection) -> [String: Any] {
+        var described: [String: Any] = [:]
+        for (key, flag) in flags {
+            let metadata = flag.metadata()
+            described[key] = [
+                "value": flag.value(defaultValue: nil as Any?, visitorExposed: false) ?? NSNull(),
+                "campaignId": metadata.campaignId,
+                "variationGroupId": metadata.variationGroupId,
+                "variationId": metadata.variationId,
+                "variationName": metadata.variationName,
+                "isReference": metadata.isReference,
+                "campaignType": metadata.campaignType,
+                "slug": metadata.slug,
+            ] as [String: Any]
+        }
+        return described
+    }
+}

@@ -1,0 +1,102 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+final class FetchCommandTests: CommandTestCase {
+    private var server: LocalFlagshipServer!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        server = LocalFlagshipServer(envId: "env", apiKey: "key", decision: .echoingVisitorId([
+            "visitorId": "", "campaigns": [[
+                "id": "c1", "name": "Home", "slug": "home", "type": "ab", "variationGroupId": "vg1", "variationGroupName": "All",
+                "variation": ["id": "var1", "name": "Green", "reference": false,
+                              "modifications": ["type": "FLAG", "value": ["btnColor": "green", "discount": 0.1, "off": nil]]],
+            ]],
+        ]))
+        try server.start()
+    }
+
+    override func tearDownWithError() throws {
+        server.stop()
+        try super.tearDownWithError()
+    }
+
+    private func fetch(_ extra: String...) throws -> FlagshipExecutable.Result {
+        try FlagshipExecutable.run(
+            ["fetch", "--env-id", "env", "--api-key", "key", "--visitor-id", "v1", "--db", storeFile.path,
+             "--decision-url", server.decisionBaseURL.absoluteString, "--events-url", server.eventsBaseURL.absoluteString,
+             "--timeout", "500"] + extra,
+            outputDirectory: outputDirectory)
+    }
+
+    private func object(_ result: FlagshipExecutable.Result) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], result.stdout + result.stderr)
+    }
+
+    private static var expectedFlags: [String: [String: Any]] { [
+        "btnColor": ["value": "green", "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+                     "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
+        "discount": ["value": 0.1, "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+                     "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
+        "off": ["value": NSNull(), "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+                "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
+    ] }
+
+    func testFetchPrintsTheVisitorsFlagsAndCachesThem() throws {
+        let result = try fetch("--context", #"{"plan": "pro"}"#)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let output = try object(result)
+        XCTAssertEqual(output["visitorId"] as? String, "v1")
+        XCTAssertEqual(output["fetchStatus"] as? String, "FETCHED")
+        XCTAssertEqual(output["fetchReason"] as? String, "NONE")
+        XCTAssertEqual(output["sdkStatus"] as? String, "SDK_INITIALIZED")
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+        XCTAssertEqual(server.received(.campaigns).last?.json?["context"]?["plan"], "pro")
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        XCTAssertNotNil(try store.visitors.visitor(id: "v1"))
+    }
+
+    func testOfflineShowsWhatTheStoreAloneGives() throws {
+        XCTAssertEqual(try fetch().status, 0)
+        server.stop()
+
+        let result = try fetch("--offline")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let output = try object(result)
+        XCTAssertEqual(output["fetchStatus"] as? String, "FETCH_REQUIRED")
+        XCTAssertEqual(output["fetchReason"] as? String, "FETCHED_FROM_CACHE")
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+    }
+
+    func testAFailedFetchKeepsTheCachedFlagsAndSaysWhy() throws {
+        XCTAssertEqual(try fetch().status, 0)
+        server.injectFault(.status(500), on: .campaigns)
+
+        let output = try object(try fetch())
+
+        XCTAssertEqual(output["fetchReason"] as? String, "FETCH_ERROR")
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+        XCTAssertTrue((output["error"] as? String)?.contains("500") ?? false, "\(output)")
+    }
+
+    func testWithoutConsentNothingIsCached() throws {
+        let output = try object(try fetch("--no-consent"))
+
+        XCTAssertEqual(output["fetchStatus"] as? String, "FETCHED")
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        XCTAssertEqual(try store.visitors.count(), 0)
+    }
+
+    func testAContextThatIsNotAJSONObjectIsRefused() throws {
+        let result = try fetch("--context", "[1, 2]")
+
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("--context must be a JSON object"), result.stderr)
+    }
+}
