@@ -1,34 +1,63 @@
 #!/usr/bin/env bash
-# The walkthrough behind `make demo`: a database in a temporary directory, sample rows written
-# through the SDK's default caches, then the same facts through `flagship` and the sqlite3 shell.
+# The walkthrough behind `make demo`: the SDK against the local Flagship server, store first, in
+# a temporary directory, then the local store through `flagship` and the sqlite3 shell.
 set -euo pipefail
 flagship="$1"
 workdir="$(mktemp -d -t flagship-demo-XXXXXX)"
-trap 'rm -rf "$workdir"' EXIT
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$workdir"
+}
+trap cleanup EXIT
 db="$workdir/flagship-demo_env.sqlite"
+credentials=(--env-id demo_env --api-key demo_key)
 
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
+# The statuses and each flag's key and value, out of the JSON that `flagship fetch` prints.
+brief() { printf '$ %s | (statuses and flag values)\n' "$*"; "$@" | grep -E '^  "(fetch|sdk|error)|^    "[^"]+" : \{|"value" : [^{[]'; }
 
-step "1. Create the database (migrations embedded in the binary)"
-show "$flagship" db migrate --db "$db"
+step "1. A local Flagship server on 127.0.0.1 (no account needed)"
+"$flagship" serve "${credentials[@]}" --record "$workdir/requests.jsonl" > "$workdir/serve.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do grep -q -- "--decision-url" "$workdir/serve.log" 2>/dev/null && break; sleep 0.1; done
+cat "$workdir/serve.log"
+decision_url="$(sed -n 's/.*--decision-url \([^ ]*\).*/\1/p' "$workdir/serve.log")"
+events_url="$(sed -n 's/.*--events-url \([^ ]*\).*/\1/p' "$workdir/serve.log")"
+urls=(--decision-url "$decision_url" --events-url "$events_url")
 
-step "2. Write visitors and unsent hits through FSDefaultCacheVisitor and FSDefaultCacheHit"
+step "2. Fetch alice's flags: the Decision API answers, the visitor is cached in SQLite"
+show "$flagship" fetch "${credentials[@]}" --visitor-id alice --context '{"plan": "pro", "age": 34}' --db "$db" "${urls[@]}"
+
+step "3. The server goes away"
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+echo "what it received:"; sed -n '4,$p' "$workdir/serve.log"
+
+step "4. Store first: offline, alice's flags come from the cache (FETCHED_FROM_CACHE)"
+echo "(the consent hit sent at creation cannot go out: the warnings say so)"
+brief "$flagship" fetch "${credentials[@]}" --visitor-id alice --db "$db" "${urls[@]}" --offline
+
+step "5. A fetch with the server down fails on time and keeps the cached flags (FETCH_ERROR)"
+brief "$flagship" fetch "${credentials[@]}" --visitor-id alice --db "$db" "${urls[@]}" --timeout 500
+
+step "6. Unsent hits, written through FSDefaultCacheHit (and more visitors through FSDefaultCacheVisitor)"
 show "$flagship" demo seed --cache-dir "$workdir" --env-id demo_env
 
-step "3. What the store holds"
+step "7. What the store holds"
 show "$flagship" db inspect --db "$db"
 show "$flagship" visitors --db "$db"
 show "$flagship" hits --db "$db" --limit 5
 
-step "4. The same, with the sqlite3 shell: paste these to explore your own cache"
+step "8. The same, with the sqlite3 shell: paste these to explore your own cache"
 printf 'DB=%s\n' "$db"
 query() { printf '$ sqlite3 -header -column %s "%s"\n' "\$DB" "$1"; sqlite3 -header -column "$db" "$1"; echo; }
 query "SELECT version, name, datetime(applied_at/1000,'unixepoch') AS applied_utc FROM schema_migrations;"
 query "SELECT visitor_id, consent, datetime(updated_at/1000,'unixepoch') AS updated_utc FROM visitors;"
+query "SELECT json_extract(c.value,'\$.campaignId') AS campaign, json_extract(c.value,'\$.flags') AS flags FROM visitors, json_each(document,'\$.data.campaigns') AS c WHERE visitor_id = 'alice';"
 query "SELECT type, count(*) AS hits FROM hits GROUP BY type ORDER BY type;"
 query "SELECT id, json_extract(document,'\$.data.content.ea') AS action, attempts FROM hits WHERE type = 'EVENT' ORDER BY created_at LIMIT 3;"
 query "SELECT visitor_id, type, created_utc, age_seconds FROM hits_readable ORDER BY created_utc LIMIT 3;"
 
-step "Done. The database was at $db (removed now); yours is at \${FLAGSHIP_CACHE_DIR:-~/.cache/flagship}/flagship-<envId>.sqlite"
+step "Done. Everything was in $workdir (removed now); your own store is \${FLAGSHIP_CACHE_DIR:-~/.cache/flagship}/flagship-<envId>.sqlite"

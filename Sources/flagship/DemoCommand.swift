@@ -33,7 +33,7 @@ struct DemoSeed: ParsableCommand {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
 
         let visitors = [
-            DemoVisitor(id: "alice", anonymousId: nil, context: ["plan": "pro", "age": 34], variation: "green"),
+            DemoVisitor(id: "dave", anonymousId: nil, context: ["plan": "pro", "age": 41], variation: "green"),
             DemoVisitor(id: "bob", anonymousId: "anon-7f3a", context: ["plan": "free", "age": 27], variation: "blue"),
             DemoVisitor(id: "carol", anonymousId: nil, context: ["plan": "free", "beta": true], variation: "green"),
         ]
@@ -46,7 +46,7 @@ struct DemoSeed: ParsableCommand {
             // Spread over the last few minutes, so the oldest-first order shows.
             let base = now - Int64(300_000 - index * 60_000)
             hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base, "EVENT", [
-                "ec": "User Engagement", "ea": "fs_consent", "el": "swift:true",
+                "ec": "User Engagement", "ea": "fs_consent", "el": "swift-linux:true",
             ])
             hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base + 1_000, "SCREENVIEW", ["dl": "home"])
             hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base + 2_000, "EVENT", [
@@ -54,7 +54,7 @@ struct DemoSeed: ParsableCommand {
             ])
             hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.activate(time: base + 3_000)
         }
-        hits["alice:\(UUID().uuidString.lowercased())"] = visitors[0].hit(time: now - 5_000, "TRANSACTION", [
+        hits["dave:\(UUID().uuidString.lowercased())"] = visitors[0].hit(time: now - 5_000, "TRANSACTION", [
             "tid": "order-1001", "ta": "checkout", "tr": 42.5, "tc": "EUR",
         ])
         hitCache.cacheHits(hits: hits)

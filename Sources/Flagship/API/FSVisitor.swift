@@ -87,7 +87,7 @@ public final class FSVisitor: Sendable {
                 context: request.context.merging(Self.clientContext) { own, _ in own },
                 hasConsented: request.hasConsented)
         } catch {
-            logger.error("Flags of visitor '\(request.visitorId)' not fetched: \(error). The previous flags are kept")
+            logger.error("Flags of visitor '\(request.visitorId)' not fetched, the previous ones are kept: \(error)")
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
         }
