@@ -17,18 +17,18 @@ final class DecisionFlagMergeTests: XCTestCase {
     func testLaterCampaignWinsForTheSameKey() {
         let flags = FlagEntry.merge([first, second])
 
-        XCTAssertEqual(flags["btnColor"], FlagEntry(key: "btnColor", value: .string("red"), origin: FlagOrigin(second)))
+        XCTAssertEqual(flags["btnColor"], FlagEntry(key: "btnColor", value: .string("red"), metadata: FSFlagMetadata(second)))
         XCTAssertEqual(FlagEntry.merge([second, first])["btnColor"],
-                       FlagEntry(key: "btnColor", value: .string("green"), origin: FlagOrigin(first)))
+                       FlagEntry(key: "btnColor", value: .string("green"), metadata: FSFlagMetadata(first)))
     }
 
     func testKeysOfEveryCampaignAreKeptWithTheirOwnCampaign() {
         let flags = FlagEntry.merge([first, second])
 
         XCTAssertEqual(flags, [
-            "btnColor": FlagEntry(key: "btnColor", value: .string("red"), origin: FlagOrigin(second)),
-            "price": FlagEntry(key: "price", value: .double(9.99), origin: FlagOrigin(first)),
-            "banner": FlagEntry(key: "banner", value: .bool(true), origin: FlagOrigin(second)),
+            "btnColor": FlagEntry(key: "btnColor", value: .string("red"), metadata: FSFlagMetadata(second)),
+            "price": FlagEntry(key: "price", value: .double(9.99), metadata: FSFlagMetadata(first)),
+            "banner": FlagEntry(key: "banner", value: .bool(true), metadata: FSFlagMetadata(second)),
         ])
     }
 
@@ -38,14 +38,14 @@ final class DecisionFlagMergeTests: XCTestCase {
 
         let flags = FlagEntry.merge([first, sibling])
 
-        XCTAssertEqual(flags["hidden"], FlagEntry(key: "hidden", value: .null, origin: FlagOrigin(sibling)))
+        XCTAssertEqual(flags["hidden"], FlagEntry(key: "hidden", value: .null, metadata: FSFlagMetadata(sibling)))
         // A later null wins over an earlier value, as any later value does.
-        XCTAssertEqual(flags["price"], FlagEntry(key: "price", value: .null, origin: FlagOrigin(sibling)))
+        XCTAssertEqual(flags["price"], FlagEntry(key: "price", value: .null, metadata: FSFlagMetadata(sibling)))
         XCTAssertEqual(Set(flags.keys), ["btnColor", "price", "hidden"])
     }
 
     func testOriginCarriesEveryMetadataFieldOfTheCampaign() {
-        let origin = FlagEntry.merge([first])["price"]?.origin
+        let origin = FlagEntry.merge([first])["price"]?.metadata
 
         XCTAssertEqual(origin?.campaignId, "c1")
         XCTAssertEqual(origin?.campaignName, "Campaign 1")
@@ -75,9 +75,9 @@ final class DecisionFlagMergeTests: XCTestCase {
             "key1": .string("Original"), "key2": .null, "key3": .null, "chatbox": .double(1.2),
             "preroll_algo": .bool(true),
         ])
-        XCTAssertEqual(flags["key2"]?.origin.variationGroupId, "c6dpdp982h0h3gfkkkkk")
-        XCTAssertEqual(flags["chatbox"]?.origin.slug, "zz")
-        XCTAssertEqual(flags["chatbox"]?.origin.campaignType, "deployment")
+        XCTAssertEqual(flags["key2"]?.metadata.variationGroupId, "c6dpdp982h0h3gfkkkkk")
+        XCTAssertEqual(flags["chatbox"]?.metadata.slug, "zz")
+        XCTAssertEqual(flags["chatbox"]?.metadata.campaignType, "deployment")
     }
 
     func testPythonResponse1MergesNestedObjectsWhole() throws {
@@ -89,6 +89,6 @@ final class DecisionFlagMergeTests: XCTestCase {
             "json": .object(["string": .string("a"), "variation": .int(1)]), "string": .null,
             "featureEnabled": .bool(true), "visitorIdColor": .string("#E5B21D"), "title": .string("Hello"),
         ])
-        XCTAssertEqual(flags["featureEnabled"]?.origin.slug, "enableFeatureVIP")
+        XCTAssertEqual(flags["featureEnabled"]?.metadata.slug, "enableFeatureVIP")
     }
 }

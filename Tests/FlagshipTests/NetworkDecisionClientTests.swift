@@ -5,22 +5,12 @@ import XCTest
 @testable import Flagship
 
 /// The Decision API client against a real HTTP server on 127.0.0.1 (PROTOCOL.md sections 1 and 6).
-final class NetworkDecisionClientTests: XCTestCase {
+final class NetworkDecisionClientTests: LocalServerTestCase {
     private let envId = "env_network"
     private let apiKey = "sk_live_4f9c2e1d_do_not_log"
-    private var server: LocalFlagshipServer!
-    private var transport: URLSessionTransport!
 
-    override func setUpWithError() throws {
-        server = LocalFlagshipServer(envId: envId, apiKey: apiKey, decision: .fixed(Data(#"{"campaigns": []}"#.utf8)))
-        try server.start()
-        transport = URLSessionTransport()
-    }
-
-    override func tearDown() {
-        transport.shutdown()
-        server.stop()
-        super.tearDown()
+    override func makeServer() -> LocalFlagshipServer {
+        LocalFlagshipServer(envId: envId, apiKey: apiKey, decision: .fixed(Data(#"{"campaigns": []}"#.utf8)))
     }
 
     private func client(timeout: TimeInterval = 2, apiKey: String? = nil) -> DecisionAPIClient {

@@ -5,23 +5,13 @@ import XCTest
 @testable import Flagship
 
 /// Hits and activates against a real HTTP server on 127.0.0.1 (PROTOCOL.md sections 2, 3 and 6).
-final class NetworkEventsClientTests: XCTestCase {
+final class NetworkEventsClientTests: LocalServerTestCase {
     private let envId = "env_events"
     private let apiKey = "sk_events_7a1b_secret"
     private let now: Int64 = 1_763_700_000_000
-    private var server: LocalFlagshipServer!
-    private var transport: URLSessionTransport!
 
-    override func setUpWithError() throws {
-        server = LocalFlagshipServer(envId: envId, apiKey: apiKey)
-        try server.start()
-        transport = URLSessionTransport()
-    }
-
-    override func tearDown() {
-        transport.shutdown()
-        server.stop()
-        super.tearDown()
+    override func makeServer() -> LocalFlagshipServer {
+        LocalFlagshipServer(envId: envId, apiKey: apiKey)
     }
 
     private func client(timeout: TimeInterval = 2, apiKey: String? = nil) -> EventsClient {

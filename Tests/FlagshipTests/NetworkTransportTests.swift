@@ -5,20 +5,10 @@ import XCTest
 @testable import Flagship
 
 /// `URLSessionTransport` on its own, against a real HTTP server on 127.0.0.1.
-final class NetworkTransportTests: XCTestCase {
-    private var server: LocalFlagshipServer!
-    private var transport: URLSessionTransport!
+final class NetworkTransportTests: LocalServerTestCase {
 
-    override func setUpWithError() throws {
-        server = LocalFlagshipServer(envId: "env", apiKey: "key", decision: .fixed(Data(#"{"campaigns":[]}"#.utf8)))
-        try server.start()
-        transport = URLSessionTransport()
-    }
-
-    override func tearDown() {
-        transport.shutdown()
-        server.stop()
-        super.tearDown()
+    override func makeServer() -> LocalFlagshipServer {
+        LocalFlagshipServer(envId: "env", apiKey: "key", decision: .fixed(Data(#"{"campaigns":[]}"#.utf8)))
     }
 
     private func campaignsRequest(timeout: TimeInterval = 2) -> HTTPRequest {

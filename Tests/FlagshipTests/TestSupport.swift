@@ -1,3 +1,4 @@
+import FlagshipLocalServer
 import FlagshipStore
 import Foundation
 import Logging
@@ -140,4 +141,27 @@ func consentHitDictionary(visitorId: String, time: Int64) -> [String: Any] {
 /// JSON text of a Foundation value with sorted keys: equal values, equal text.
 func canonicalJSON(_ value: Any) throws -> String {
     String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]), as: UTF8.self)
+}
+
+/// A test of the SDK's network layer against a real local server on 127.0.0.1, with a transport
+/// of its own. Subclasses say which server with `makeServer()`.
+class LocalServerTestCase: XCTestCase {
+    var server: LocalFlagshipServer!
+    var transport: URLSessionTransport!
+
+    func makeServer() -> LocalFlagshipServer {
+        LocalFlagshipServer(envId: "env", apiKey: "key")
+    }
+
+    override func setUpWithError() throws {
+        server = makeServer()
+        try server.start()
+        transport = URLSessionTransport()
+    }
+
+    override func tearDown() {
+        transport.shutdown()
+        server.stop()
+        super.tearDown()
+    }
 }

@@ -45,7 +45,7 @@ public struct FSFlag: Sendable {
 
     /// The campaign behind the flag; empty when the flag does not exist.
     public func metadata() -> FSFlagMetadata {
-        visitor.flagSnapshot(key).entry.map { FSFlagMetadata($0.origin) } ?? .empty
+        visitor.flagSnapshot(key).entry?.metadata ?? .empty
     }
 
     public var status: FSFlagStatus {

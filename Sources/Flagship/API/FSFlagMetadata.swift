@@ -31,11 +31,11 @@ public struct FSFlagMetadata: Sendable, Equatable {
         self.slug = slug
     }
 
-    init(_ origin: FlagOrigin) {
-        self.init(campaignId: origin.campaignId, campaignName: origin.campaignName,
-                  variationGroupId: origin.variationGroupId, variationGroupName: origin.variationGroupName,
-                  variationId: origin.variationId, variationName: origin.variationName,
-                  isReference: origin.isReference, campaignType: origin.campaignType, slug: origin.slug ?? "")
+    init(_ campaign: AssignedCampaign) {
+        self.init(campaignId: campaign.campaignId, campaignName: campaign.campaignName,
+                  variationGroupId: campaign.variationGroupId, variationGroupName: campaign.variationGroupName,
+                  variationId: campaign.variationId, variationName: campaign.variationName,
+                  isReference: campaign.isReference, campaignType: campaign.type, slug: campaign.slug ?? "")
     }
 
     /// The fields as a dictionary, keys as named here.

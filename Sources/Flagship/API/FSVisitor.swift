@@ -163,13 +163,13 @@ public final class FSVisitor: Sendable {
             return
         }
         guard runtime.status != .SDK_PANIC else { return }
-        let origin = entry.origin
+        let metadata = entry.metadata
         let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed)? in
             guard state.hasConsented else { return nil }
-            let exposureKey = "\(state.visitorId)\u{1F}\(origin.variationGroupId)\u{1F}\(origin.variationId)"
+            let exposureKey = "\(state.visitorId)\u{1F}\(metadata.variationGroupId)\u{1F}\(metadata.variationId)"
             guard state.exposures.insert(exposureKey).inserted else { return nil }
             var fields: [String: JSONValue] = [
-                "vid": .string(state.visitorId), "caid": .string(origin.variationGroupId), "vaid": .string(origin.variationId),
+                "vid": .string(state.visitorId), "caid": .string(metadata.variationGroupId), "vaid": .string(metadata.variationId),
             ]
             if let anonymousId = state.anonymousId { fields["aid"] = .string(anonymousId) }
             let activate = OutgoingHit(id: "\(state.visitorId):\(UUID().uuidString.lowercased())", type: "ACTIVATE",
@@ -178,7 +178,7 @@ public final class FSVisitor: Sendable {
         }
         guard let prepared else { return }
         let callback = runtime.config.onVisitorExposed.map { callback in
-            let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue, metadata: FSFlagMetadata(origin))
+            let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue, metadata: metadata)
             let queue = runtime.callbacks
             return { @Sendable in queue.async { callback(prepared.exposed, flag) } }
         }

@@ -4,32 +4,8 @@ struct FlagEntry: Sendable, Equatable {
     /// May be `.null`: with `exposeAllKeys=true` the Decision API lists sibling variations' keys with
     /// `null`, and such a flag exists (reads give the default value).
     let value: JSONValue
-    let origin: FlagOrigin
-}
-
-/// The campaign and variation a flag comes from: what flag metadata shows and an activate reports.
-struct FlagOrigin: Sendable, Equatable {
-    var campaignId: String
-    var campaignName: String
-    var variationGroupId: String
-    var variationGroupName: String
-    var variationId: String
-    var variationName: String
-    var isReference: Bool
-    var campaignType: String
-    var slug: String?
-
-    init(_ campaign: AssignedCampaign) {
-        campaignId = campaign.campaignId
-        campaignName = campaign.campaignName
-        variationGroupId = campaign.variationGroupId
-        variationGroupName = campaign.variationGroupName
-        variationId = campaign.variationId
-        variationName = campaign.variationName
-        isReference = campaign.isReference
-        campaignType = campaign.type
-        slug = campaign.slug
-    }
+    /// The campaign and variation the flag comes from: what metadata shows and an activate reports.
+    let metadata: FSFlagMetadata
 }
 
 extension FlagEntry {
@@ -38,9 +14,9 @@ extension FlagEntry {
     static func merge(_ campaigns: [AssignedCampaign]) -> [String: FlagEntry] {
         var flags: [String: FlagEntry] = [:]
         for campaign in campaigns {
-            let origin = FlagOrigin(campaign)
+            let metadata = FSFlagMetadata(campaign)
             for (key, value) in campaign.flags {
-                flags[key] = FlagEntry(key: key, value: value, origin: origin)
+                flags[key] = FlagEntry(key: key, value: value, metadata: metadata)
             }
         }
         return flags
