@@ -86,4 +86,77 @@ final class SDKStartTests: SDKTestCase {
         XCTAssertEqual(request.headers["x-sdk-version"], SDKInfo.version)
         XCTAssertEqual(request.request.queryValues("exposeAllKeys"), ["true"])
     }
+
+    func testASharedVisitorIsKeptAndANewInstanceIsNot() {
+        start()
+        let shared = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        _ = flagship.newVisitor(visitorId: "v2", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+
+        XCTAssertTrue(flagship.sharedVisitor === shared)
+    }
+
+    func testAnEmptyVisitorIdGetsAGeneratedOne() {
+        start()
+        let visitor = flagship.newVisitor(visitorId: "", hasConsented: true).build()
+
+        XCTAssertNotNil(UUID(uuidString: visitor.visitorId), visitor.visitorId)
+    }
+
+    func testAnAuthenticatedVisitorGetsAnAnonymousIdKeptAcrossRuns() async {
+        start()
+        let first = flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).build()
+        await flagship.close()
+        start()
+        let second = flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).build()
+
+        XCTAssertNotNil(first.anonymousId)
+        XCTAssertEqual(first.anonymousId, second.anonymousId)
+    }
+
+    func testTheFirstStartWithAStoreIsTheFirstTimeInit() async {
+        start()
+        let first = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        await flagship.close()
+        start()
+        let second = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+
+        XCTAssertEqual(first.getContext()["sdk_firstTimeInit"] as? Bool, true)
+        XCTAssertEqual(second.getContext()["sdk_firstTimeInit"] as? Bool, false)
+    }
+
+    func testNothingIsEverSentToTheUsageTelemetryEndpoints() async throws {
+        start(configBuilder().withDisableDeveloperUsageTracking(true))
+        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        await flagship.close()
+
+        XCTAssertEqual(server.received(.analytics).count + server.received(.troubleshooting).count, 0)
+        XCTAssertGreaterThan(server.received.count, 2, "the run did talk to the server")
+    }
+
+    func testExposureCallbacksDescribeTheVisitorAndTheFlagAsJSON() async throws {
+        let exposed = Collected<String>()
+        start(configBuilder().withOnVisitorExposed { visitor, flag in
+            exposed.append(visitor.toJson() ?? "")
+            exposed.append(flag.toJson() ?? "")
+        })
+        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro"]).build()
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "banner").value(defaultValue: "none")
+        await flagship.close()
+        drainCallbacks()
+
+        let values = exposed.values
+        XCTAssertEqual(values.count, 2)
+        let visitorJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(values[0].utf8)) as? [String: Any])
+        XCTAssertEqual(visitorJSON["id"] as? String, "v1")
+        XCTAssertTrue(visitorJSON["anonymousId"] is NSNull)
+        XCTAssertEqual((visitorJSON["context"] as? [String: Any])?["plan"] as? String, "pro")
+        let flagJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(values[1].utf8)) as? [String: Any])
+        XCTAssertEqual(flagJSON["key"] as? String, "banner")
+        XCTAssertEqual(flagJSON["value"] as? String, "summer")
+        XCTAssertEqual(flagJSON["defaultValue"] as? String, "none")
+        XCTAssertEqual((flagJSON["metadata"] as? [String: Any])?["variationGroupId"] as? String, "vg2")
+    }
 }
