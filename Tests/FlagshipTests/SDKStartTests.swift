@@ -159,4 +159,21 @@ final class SDKStartTests: SDKTestCase {
         XCTAssertEqual(flagJSON["defaultValue"] as? String, "none")
         XCTAssertEqual((flagJSON["metadata"] as? [String: Any])?["variationGroupId"] as? String, "vg2")
     }
+
+    func testUnauthenticatingAVisitorThatIsNotAuthenticatedChangesNothing() {
+        start()
+        let statuses = Collected<String>()
+        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true)
+            .withFetchFlagsStatus { statuses.append("\($0.rawValue)/\($1.rawValue)") }
+            .build()
+
+        visitor.unauthenticate()
+        visitor.authenticate(visitorId: "")
+        drainCallbacks()
+
+        XCTAssertEqual(visitor.visitorId, "v1")
+        XCTAssertEqual(statuses.values, ["FETCH_REQUIRED/VISITOR_CREATE"])
+        XCTAssertTrue(log.messages(at: .error).contains("unauthenticate ignored: visitor 'v1' is not authenticated"), log.allText)
+        XCTAssertTrue(log.messages(at: .error).contains("authenticate ignored: the visitor id is empty"), log.allText)
+    }
 }

@@ -46,6 +46,12 @@ public final class FSVisitor: Sendable {
         if changed { notifyFetchStatus(status, reason) }
     }
 
+    /// Applies `change`; when it changed anything, the visitor needs a fetch, for `reason`.
+    private func requireFetch(_ reason: FSFetchReasons, after change: (inout VisitorState) -> Bool) {
+        let changed = withState { state in change(&state) && state.setFetch(.FETCH_REQUIRED, reason) }
+        if changed { notifyFetchStatus(.FETCH_REQUIRED, reason) }
+    }
+
     func notifyFetchStatus(_ status: FSFetchStatus, _ reason: FSFetchReasons) {
         guard let callback = onFetchFlagsStatusChanged else { return }
         callbackQueue.async { callback(status, reason) }
@@ -226,12 +232,11 @@ public final class FSVisitor: Sendable {
     public func clearContext() {
         guard contextChangesAllowed(action: "clearContext") else { return }
         let autoSet = FlagshipContext.autoSetValues(firstTimeInit: runtime?.firstTimeInit ?? true)
-        let changed = withState { state -> Bool in
+        requireFetch(.UPDATE_CONTEXT) { state in
             guard state.context != autoSet else { return false }
             state.context = autoSet
-            return state.setFetch(.FETCH_REQUIRED, .UPDATE_CONTEXT)
+            return true
         }
-        if changed { notifyFetchStatus(.FETCH_REQUIRED, .UPDATE_CONTEXT) }
     }
 
     /// The visitor's current context.
@@ -241,13 +246,12 @@ public final class FSVisitor: Sendable {
 
     private func applyContext(_ values: [String: JSONValue], refused: [String]) {
         guard !values.isEmpty, contextChangesAllowed(action: "updateContext") else { return }
-        let changed = withState { state -> Bool in
+        requireFetch(.UPDATE_CONTEXT) { state in
             let merged = state.context.merging(values) { _, new in new }
             guard merged != state.context else { return false }
             state.context = merged
-            return state.setFetch(.FETCH_REQUIRED, .UPDATE_CONTEXT)
+            return true
         }
-        if changed { notifyFetchStatus(.FETCH_REQUIRED, .UPDATE_CONTEXT) }
     }
 
     private func contextChangesAllowed(action: String) -> Bool {
@@ -292,28 +296,27 @@ public final class FSVisitor: Sendable {
             return
         }
         guard continuityAllowed(action: "authenticate") else { return }
-        let changed = withState { state -> Bool in
+        requireFetch(.AUTHENTICATE) { state in
             if state.anonymousId == nil { state.anonymousId = state.visitorId }
             state.visitorId = newVisitorId
-            return state.setFetch(.FETCH_REQUIRED, .AUTHENTICATE)
+            return true
         }
-        if changed { notifyFetchStatus(.FETCH_REQUIRED, .AUTHENTICATE) }
     }
 
     /// The visitor logged out: back to its anonymous id.
     public func unauthenticate() {
         guard continuityAllowed(action: "unauthenticate") else { return }
-        let outcome = withState { state -> Bool? in
-            guard let anonymousId = state.anonymousId else { return nil }
+        var authenticated = true
+        requireFetch(.UNAUTHENTICATE) { state in
+            guard let anonymousId = state.anonymousId else {
+                authenticated = false
+                return false
+            }
             state.visitorId = anonymousId
             state.anonymousId = nil
-            return state.setFetch(.FETCH_REQUIRED, .UNAUTHENTICATE)
+            return true
         }
-        switch outcome {
-        case nil: logger.error("unauthenticate ignored: visitor '\(visitorId)' is not authenticated")
-        case true?: notifyFetchStatus(.FETCH_REQUIRED, .UNAUTHENTICATE)
-        case false?: break
-        }
+        if !authenticated { logger.error("unauthenticate ignored: visitor '\(visitorId)' is not authenticated") }
     }
 
     private func continuityAllowed(action: String) -> Bool {
