@@ -92,6 +92,8 @@ extension JSONValue {
         switch value {
         case let string as String:
             self = .string(string)
+        case let object as [String: Any]:
+            self = .object(try object.mapValues(JSONValue.init(any:)))
         case is NSNull:
             self = .null
         case let bool as Bool where type(of: value) == Bool.self || type(of: value) == Self.booleanNumberType:
@@ -106,8 +108,6 @@ extension JSONValue {
             self = .double(Double(float))
         case let array as [Any]:
             self = .array(try array.map(JSONValue.init(any:)))
-        case let object as [String: Any]:
-            self = .object(try object.mapValues(JSONValue.init(any:)))
         default:
             // An optional boxed in `Any` (`["label": nil as String?]`): its value, or null.
             let mirror = Mirror(reflecting: value)
@@ -171,6 +171,12 @@ extension JSONValue {
 
     private static func writeString(_ string: String, into text: inout String) {
         text += "\""
+        // Most strings need no escape: copy them whole.
+        guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            text += string
+            text += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": text += "\\\""

@@ -57,19 +57,19 @@ package struct HitRecordStore: Sendable {
     package func insert(_ records: [HitRecord], capacity: Int? = nil) throws -> InsertOutcome {
         guard !records.isEmpty || capacity != nil else { return InsertOutcome(inserted: 0, evicted: 0) }
         return try database.write { connection in
-            for record in records {
-                try connection.execute(
-                    """
-                    INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (id) DO UPDATE SET
-                        visitor_id = excluded.visitor_id, type = excluded.type, is_consent = excluded.is_consent,
-                        document = excluded.document, created_at = excluded.created_at
-                    """,
+            try connection.executeMany(
+                """
+                INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET
+                    visitor_id = excluded.visitor_id, type = excluded.type, is_consent = excluded.is_consent,
+                    document = excluded.document, created_at = excluded.created_at
+                """,
+                records.map { record in
                     [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
                      .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts)]
-                )
-            }
+                }
+            )
             let evicted = try capacity.map { try Self.evictOldest(connection, beyond: $0) } ?? 0
             return InsertOutcome(inserted: records.count, evicted: evicted)
         }
@@ -110,10 +110,8 @@ package struct HitRecordStore: Sendable {
     package func delete(ids: [String]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try database.write { connection in
-            // One bound id per run of one cached statement: json_each(?) would cut an id at a NUL.
-            try Set(ids).reduce(0) { deleted, id in
-                deleted + (try connection.execute("DELETE FROM hits WHERE id = ?", [.text(id)]))
-            }
+            // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
+            try connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] })
         }
     }
 
@@ -149,9 +147,7 @@ package struct HitRecordStore: Sendable {
     package func recordFailedAttempt(ids: [String]) throws {
         guard !ids.isEmpty else { return }
         try database.write { connection in
-            for id in Set(ids) {
-                try connection.execute("UPDATE hits SET attempts = attempts + 1 WHERE id = ?", [.text(id)])
-            }
+            try connection.executeMany("UPDATE hits SET attempts = attempts + 1 WHERE id = ?", Set(ids).map { [.text($0)] })
         }
     }
 

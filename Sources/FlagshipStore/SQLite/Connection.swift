@@ -25,6 +25,19 @@ package final class Connection {
         return Int(sqlite3_changes64(handle))
     }
 
+    /// Runs one statement once per argument list, looking it up once: for writing many rows in
+    /// the caller's transaction. Returns how many rows the runs changed in all.
+    @discardableResult
+    package func executeMany(_ sql: String, _ argumentLists: [[SQLiteValue]]) throws(StoreError) -> Int {
+        let statement = try statement(for: sql)
+        var changed = 0
+        for arguments in argumentLists {
+            _ = try statement.run(arguments)
+            changed += Int(sqlite3_changes64(handle))
+        }
+        return changed
+    }
+
     /// The first column of the first row, or `nil` when there is no row.
     package func scalar(_ sql: String, _ arguments: [SQLiteValue] = []) throws(StoreError) -> SQLiteValue? {
         try query(sql, arguments).first?[0]
