@@ -167,6 +167,25 @@ final class SDKFetchTests: SDKTestCase {
         XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)
     }
 
+    func testACampaignWithoutItsIdsIsLeftOutAndLoggedWhileTheOthersApply() async throws {
+        start()
+        server.decision = .fixed(Data(#"""
+            {"campaigns": [
+              {"id": "c1", "variationGroupId": "vg1",
+               "variation": {"id": "var1", "modifications": {"type": "FLAG", "value": {"ok": true}}}},
+              {"id": "c2", "variation": {"id": "var2", "modifications": {"type": "FLAG", "value": {"lost": 1}}}}
+            ]}
+            """#.utf8))
+        let visitor = visitor()
+
+        try await visitor.fetchFlags()
+
+        XCTAssertEqual(visitor.getFlag(key: "ok").value(defaultValue: false, visitorExposed: false), true)
+        XCTAssertFalse(visitor.getFlag(key: "lost").exists())
+        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Decision for visitor 'v1': campaign #2 (id \"c2\") was skipped") },
+                      log.allText)
+    }
+
     // MARK: Panic
 
     func testPanicGivesDefaultsSendsNothingAndEndsWithTheNextGoodFetch() async throws {

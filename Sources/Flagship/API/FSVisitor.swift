@@ -97,6 +97,9 @@ public final class FSVisitor: Sendable {
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
         }
+        for skipped in response.skippedCampaigns {
+            logger.warning("Decision for visitor '\(request.visitorId)': \(skipped)")
+        }
         if response.panic {
             logger.warning("The Decision API says panic: flags give their defaults, nothing is sent")
             runtime.setStatus(.SDK_PANIC)
