@@ -14,6 +14,9 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
     case unexpectedValue(column: String, found: String)
     /// The database has been closed.
     case closed
+    /// A `Database` method was called from inside one of its own closures, on the same thread:
+    /// its lock is not reentrant, so this fails at once rather than deadlocking.
+    case reentrantAccess(path: String)
 
     package var description: String {
         switch self {
@@ -29,6 +32,8 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
             return "column \(column) holds \(found), which the store cannot read"
         case .closed:
             return "the database is closed"
+        case .reentrantAccess(let path):
+            return "\(path): a database method was called from inside another on the same thread; pass the Connection the outer closure received instead (database methods are not reentrant)"
         }
     }
 }

@@ -33,7 +33,7 @@ final class MigratorTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertEqual(try store.database.schemaObjectNames(), [
-            "bucketing", "hits", "hits_readable", "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+            "bucketing", "hits", "hits_readable", "hits_total", "schema_migrations", "sdk_state", "visitors", "visitors_readable",
         ])
     }
 
@@ -77,7 +77,12 @@ final class MigratorTests: StoreTestCase {
     static let seeds: [Int: SchemaSeed] = [
         // No schema at all: a file created by SQLite but never migrated.
         0: SchemaSeed(),
-        1: {
+        1: seeds1,
+        // Version 2 adds the delivery columns (attempt time, claim) and the trigger-kept count.
+        2: seeds2,
+    ]
+
+    private static let seeds1: SchemaSeed = {
             let visitors = [
                 VisitorRecord.sample("visitor-2", anonymousId: "anon-2", consent: false, updatedAt: 1_732_170_001_000),
                 VisitorRecord.sample("visitor-1", updatedAt: 1_732_170_000_000),
@@ -118,8 +123,29 @@ final class MigratorTests: StoreTestCase {
                 ))
             }
             return SchemaSeed(statements: statements, visitors: visitors, hits: hits, bucketing: bucketing, state: state)
-        }(),
-    ]
+        }()
+
+    private static let seeds2: SchemaSeed = {
+            var seed = seeds1
+            var failed = HitRecord.sample("hit-failed", visitorId: "visitor-3", createdAt: 1_732_170_000_400, attempts: 3)
+            failed.nextAttemptAt = 1_732_170_060_000
+            var claimed = HitRecord.sample("hit-claimed", visitorId: "visitor-3", createdAt: 1_732_170_000_500)
+            claimed.leaseOwner = "pid 42 0a1b2c3d"
+            claimed.leaseUntil = 1_732_170_090_000
+            for hit in [failed, claimed] {
+                seed.statements.append((
+                    """
+                    INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [.text(hit.id), .text(hit.visitorId), .text(hit.type), SQLiteValue(hit.isConsent), .text(hit.document),
+                     .integer(hit.createdAt), SQLiteValue(hit.attempts), SQLiteValue(hit.nextAttemptAt),
+                     SQLiteValue(hit.leaseOwner), SQLiteValue(hit.leaseUntil)]
+                ))
+                seed.hits.append(hit)
+            }
+            return seed
+        }()
 
     func testUpgradeFromEveryEarlierSchemaVersionKeepsItsData() throws {
         let latest = Migrator().latestVersion
@@ -302,6 +328,7 @@ final class MigratorTests: StoreTestCase {
     private func assertIntact(_ seed: SchemaSeed, in store: FlagshipDatabase, _ context: String) throws {
         XCTAssertEqual(try store.visitors.visitors(), seed.visitors.sorted { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.visitorId < $1.visitorId }, context)
         XCTAssertEqual(try store.hits.all(), seed.hits.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }, context)
+        XCTAssertEqual(try store.hits.count(), seed.hits.count, "the trigger-kept count starts from the rows there, \(context)")
         XCTAssertEqual(try store.bucketing.summaries().map(\.envId), seed.bucketing.map(\.envId).sorted(), context)
         for file in seed.bucketing {
             XCTAssertEqual(try store.bucketing.file(envId: file.envId), file, context)

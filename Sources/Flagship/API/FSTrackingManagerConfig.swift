@@ -2,23 +2,47 @@ import Foundation
 
 /// How hits are cached while they wait to be sent.
 public enum BatchCachingStrategy: String, Sendable {
-    /// Each hit is written to the hit cache when it is created, and deleted once sent.
+    /// Each hit is written to the hit cache when it is accepted (hits arriving together share one
+    /// transaction), and deleted once the batch carrying it was delivered. Nothing accepted is
+    /// lost when the process dies.
     case CONTINUOUS_CACHING
-    /// Hits wait in memory; at each batch interval the cache is made to mirror the pool.
+    /// Hits wait in memory; at each batch interval the cache is made to mirror the pool (what was
+    /// sent removed, what is pending written), so at most one interval of hits is at risk.
     case PERIODIC_CACHING
 }
 
-/// How the tracking manager batches hits.
+/// How the tracking manager batches, caches and keeps hits.
+///
+/// ```swift
+/// let tracking = FSTrackingManagerConfig(poolMaxSize: 20, batchIntervalTimer: 10, strategy: .PERIODIC_CACHING)
+/// ```
 public struct FSTrackingManagerConfig: Sendable, Equatable {
-    /// The most hits waiting in the pool before a batch is sent. Default 10.
+    /// A batch is sent as soon as this many hits wait. Default 10.
     public let poolMaxSize: Int
     /// Seconds between two batches. Default 5.
     public let batchIntervalTimer: TimeInterval
     public let strategy: BatchCachingStrategy
+    /// Seconds a hit may wait unsent before it is deleted unsent (logged). Default 4 hours.
+    public let hitLifetime: TimeInterval
+    /// The most hits the hit cache keeps; past it the oldest are evicted (logged). Default 100,000.
+    public let maxCachedHits: Int
+    /// A request body to the events endpoint stays under this many bytes; larger batches are
+    /// split. Default (and maximum) 2,500,000, the endpoint's limit.
+    public let maxBatchBytes: Int
 
-    public init(poolMaxSize: Int = 10, batchIntervalTimer: TimeInterval = 5, strategy: BatchCachingStrategy = .CONTINUOUS_CACHING) {
+    public init(
+        poolMaxSize: Int = 10,
+        batchIntervalTimer: TimeInterval = 5,
+        strategy: BatchCachingStrategy = .CONTINUOUS_CACHING,
+        hitLifetime: TimeInterval = 4 * 3600,
+        maxCachedHits: Int = 100_000,
+        maxBatchBytes: Int = 2_500_000
+    ) {
         self.poolMaxSize = max(1, poolMaxSize)
         self.batchIntervalTimer = batchIntervalTimer.isFinite && batchIntervalTimer > 0 ? batchIntervalTimer : 5
         self.strategy = strategy
+        self.hitLifetime = hitLifetime.isFinite && hitLifetime > 0 ? hitLifetime : 4 * 3600
+        self.maxCachedHits = max(1, maxCachedHits)
+        self.maxBatchBytes = min(max(1_024, maxBatchBytes), 2_500_000)
     }
 }

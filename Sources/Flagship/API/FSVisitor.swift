@@ -191,8 +191,7 @@ public final class FSVisitor: Sendable {
             let queue = runtime.callbacks
             return { @Sendable in queue.async { callback(prepared.exposed, flag) } }
         }
-        let tracking = runtime.tracking
-        runtime.background { await tracking.activate(prepared.activate, onDelivered: callback) }
+        runtime.tracking.track(prepared.activate, onDelivered: callback, durable: nil)
     }
 
     // MARK: Context
@@ -278,16 +277,13 @@ public final class FSVisitor: Sendable {
     public func setConsent(hasConsented: Bool) {
         withState { $0.hasConsented = hasConsented }
         sendConsentHit(hasConsented)
-        guard !hasConsented, let runtime, let caches = runtime.caches else { return }
-        let visitorId = self.visitorId
-        runtime.background { await caches.purgeVisitor(visitorId) }
+        if !hasConsented { runtime?.purgeVisitor(visitorId) }
     }
 
     func sendConsentHit(_ hasConsented: Bool) {
         guard let runtime, runtime.status != .SDK_PANIC, runtime.status != .SDK_NOT_INITIALIZED else { return }
         let hit = outgoingHit(type: "EVENT", fields: SDKHit.consent(hasConsented: hasConsented, clientName: SDKInfo.clientName), runtime: runtime)
-        let tracking = runtime.tracking
-        runtime.background { await tracking.track(hit) }
+        runtime.tracking.track(hit)
     }
 
     // MARK: Experience continuity
@@ -333,23 +329,28 @@ public final class FSVisitor: Sendable {
 
     // MARK: Hits
 
-    /// Sends a hit; a refused one (invalid, no consent, panic, not initialized) is logged.
+    /// Sends a hit: it joins the pool at once and is written to the hit cache in the background
+    /// (the next group commit). A refused one (invalid, no consent, panic, not initialized) is
+    /// logged. Never waits for the disk or the network.
     public func sendHit<T: FSTrackingProtocol>(_ event: T) {
         do {
             let (hit, tracking) = try prepareHit(event)
-            runtime?.background { await tracking.track(hit) }
+            tracking.track(hit)
         } catch {
             logger.error("Hit not sent: \(error)")
         }
     }
 
-    /// Sends a hit, throwing why when it is refused (an invalid hit names the field).
+    /// Sends a hit and returns once it is durable: committed to the hit cache (continuous
+    /// caching; it then survives a crash and is sent after a restart) or in the pool (periodic
+    /// caching). Throws why it was refused (an invalid hit names the field), or
+    /// `FlagshipError.hitNotCached` when the cache could not take it (it is still sent from memory).
     public func sendHit<T: FSTrackingProtocol>(_ event: T) async throws {
         let (hit, tracking) = try prepareHit(event)
-        await tracking.track(hit)
+        try await tracking.trackDurably(hit)
     }
 
-    private func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, any HitTracking) {
+    private func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, TrackingManager) {
         guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else { throw .sdkNotInitialized }
         guard runtime.status != .SDK_PANIC else { throw .panic }
         let encoded: (type: FSTypeTrack, fields: [String: JSONValue])

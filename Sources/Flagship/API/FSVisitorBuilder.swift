@@ -70,9 +70,7 @@ public final class FSVisitorBuilder: @unchecked Sendable {
         let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
         visitor.notifyFetchStatus(state.fetchStatus, state.fetchReason)
         visitor.sendConsentHit(consent)
-        if !consent, let runtime, let caches = runtime.caches {
-            runtime.background { await caches.purgeVisitor(id) }
-        }
+        if !consent { runtime?.purgeVisitor(id) }
         if instanceType == .SHARED_INSTANCE { flagship.setSharedVisitor(visitor) }
         return visitor
     }

@@ -83,6 +83,12 @@ public final class Flagship: @unchecked Sendable {
     /// Stops the SDK: one last batch is sent within a deadline, and whatever could not be sent
     /// stays cached for the next start. Returns once done. Safe to call twice.
     public func close() async {
+        _ = await closeReporting()
+    }
+
+    /// Closes like `close() async` and says what the tracking manager did since start: hits
+    /// delivered, expired, rejected, and still waiting in the cache (for `flagship replay`).
+    package func closeReporting() async -> TrackingStatistics? {
         let closing = lock.withLock {
             defer {
                 runtime = nil
@@ -90,20 +96,23 @@ public final class Flagship: @unchecked Sendable {
             }
             return runtime
         }
-        guard let closing else { return }
+        guard let closing else { return nil }
         await closing.close()
         closing.setStatus(.SDK_NOT_INITIALIZED)
+        return await closing.tracking.statistics()
     }
 
-    /// As `close() async`, blocking the calling thread until done. From async code, prefer
-    /// `await close()`: this one holds a thread of the cooperative pool while it waits.
+    /// Returns once the hits accepted so far are written and no send is under way or due (all
+    /// delivered, or waiting for the backoff): the start's replay included.
+    package func waitUntilTrackingIsIdle() async {
+        await currentRuntime?.tracking.waitUntilIdle()
+    }
+
+    /// As `close() async`, blocking the calling thread until done. The work runs on a thread of
+    /// its own, so this is safe from a task too, even with every thread of the cooperative pool
+    /// busy; from async code `await close()` is still better, as it holds no thread.
     public func close() {
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            await self.close()
-            done.signal()
-        }
-        done.wait()
+        ThreadExecutor.runBlocking(name: "io.flagship.close") { await self.close() }
     }
 
     // MARK: Start-up checks and logging

@@ -31,6 +31,9 @@ public struct FlagshipConfig: Sendable {
     var logHandlerFactory: (@Sendable (String) -> any LogHandler)?
     /// The clock behind hit times and ages; tests move it by hand.
     var now: @Sendable () -> Date = Date.init
+    /// The same clock, with waiting: batch intervals and backoff.
+    var clock: any SDKClock = SystemClock()
+    var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
 
     init() {}
 }
@@ -154,10 +157,24 @@ public final class FSConfigBuilder: @unchecked Sendable {
         return self
     }
 
-    /// The clock behind hit times and ages.
+    /// The clock behind hit times and ages (waits stay real).
     @discardableResult
     func withClock(_ now: @escaping @Sendable () -> Date) -> FSConfigBuilder {
-        config.now = now
+        withClock(SystemClock(now: now))
+    }
+
+    /// The clock behind hit times, ages, batch intervals and backoff.
+    @discardableResult
+    func withClock(_ clock: any SDKClock) -> FSConfigBuilder {
+        config.now = { clock.now() }
+        config.clock = clock
+        return self
+    }
+
+    /// How the tracking manager is tuned beyond `FSTrackingManagerConfig` (tests).
+    @discardableResult
+    func withTrackingSettings(_ adjust: @escaping @Sendable (inout TrackingManager.Settings) -> Void) -> FSConfigBuilder {
+        config.adjustTracking = adjust
         return self
     }
 

@@ -10,6 +10,11 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidHit(String)
     /// Fetching flags failed or timed out; the previous flags are kept.
     case fetchFailed(String)
+    /// The SDK was closed: the hit was not accepted.
+    case closed
+    /// The hit cache could not take the hit (disk full, read-only file...): it is kept in memory
+    /// and sent, but would not survive a restart.
+    case hitNotCached(String)
 
     public var description: String {
         switch self {
@@ -23,6 +28,10 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
             return reason
         case .fetchFailed(let reason):
             return "fetching flags failed: \(reason)"
+        case .closed:
+            return "the SDK was closed: start it again to send hits"
+        case .hitNotCached(let reason):
+            return "the hit could not be written to the hit cache (\(reason)): it is kept in memory and sent, but would not survive a restart"
         }
     }
 }

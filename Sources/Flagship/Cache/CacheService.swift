@@ -3,27 +3,23 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// The SDK's side of the caches: the custom delegates of an `FSCacheManager`, or the SQLite
-/// defaults, called off the caller's thread, with lookups bounded by the manager's timeouts.
+/// The SDK's side of the visitor cache: the custom delegate of an `FSCacheManager`, or the
+/// SQLite default, called off the caller's thread, with lookups bounded by the manager's timeout.
+/// (The hit cache belongs to the tracking manager: `SQLiteHitQueue`, `DelegateHitQueue`.)
 ///
 /// Calls to one cache run in order on its own serial queue, so a lookup sees every write made
 /// before it. A lookup that overruns its timeout is abandoned: the SDK goes on without it, and
 /// its late answer is dropped.
 final class CacheService: Sendable {
     let visitorCache: any FSVisitorCacheDelegate
-    let hitCache: any FSHitCacheDelegate
     let visitorLookupTimeout: TimeInterval
-    let hitLookupTimeout: TimeInterval
     private let logger: Logger
     private let visitorQueue = DispatchQueue(label: "io.flagship.cache.visitors")
-    private let hitQueue = DispatchQueue(label: "io.flagship.cache.hits")
 
-    /// The caches of `manager`, with the SQLite defaults over `store` where it gives none.
+    /// The visitor cache of `manager`, or the SQLite default over `store` where it gives none.
     init(manager: FSCacheManager, store: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
         visitorCache = manager.visitorCacheImp ?? FSDefaultCacheVisitor(database: store, now: now, logger: logger)
-        hitCache = manager.hitCacheImp ?? FSDefaultCacheHit(database: store, now: now, logger: logger)
         visitorLookupTimeout = manager.visitorLookupTimeOut
-        hitLookupTimeout = manager.hitCacheLookupTimeout
         self.logger = logger
     }
 
@@ -93,77 +89,17 @@ final class CacheService: Sendable {
         await queuedCall(on: visitorQueue) { cache.flushVisitor(visitorId: visitorId) }
     }
 
-    // MARK: Hits
+    // MARK: Consent and closing
 
-    enum HitLookup: Sendable, Equatable {
-        case found([String: HitCacheDocument])
-        case timedOut
+    /// Consent withdrawn: forgets the visitor, after every write queued before (the tracking
+    /// manager deletes its hits).
+    func flushVisitorInBackground(_ visitorId: String) {
+        let cache = visitorCache
+        visitorQueue.async { cache.flushVisitor(visitorId: visitorId) }
     }
 
-    /// Every cached hit the cache gives within the timeout. Entries that are not valid hit
-    /// documents are logged and left out.
-    func lookupHits() async -> HitLookup {
-        let cache = hitCache
-        let logger = logger
-        let answer = await boundedCall(on: hitQueue, timeout: hitLookupTimeout) { () -> [String: HitCacheDocument] in
-            var documents: [String: HitCacheDocument] = [:]
-            for (id, dictionary) in cache.lookupHits() {
-                do {
-                    documents[id] = try HitCacheDocument(dictionary: dictionary)
-                } catch {
-                    logger.error("Cached hit '\(id)' ignored: \(error)")
-                }
-            }
-            return documents
-        }
-        guard let answer else {
-            logger.warning("Hit cache lookup took longer than \(Int(hitLookupTimeout * 1000)) ms: going on without it")
-            return .timedOut
-        }
-        return .found(answer)
-    }
-
-    func cacheHits(_ hits: [String: HitCacheDocument]) async {
-        guard !hits.isEmpty else { return }
-        let cache = hitCache
-        await queuedCall(on: hitQueue) {
-            cache.cacheHits(hits: hits.mapValues(\.dictionary))
-        }
-    }
-
-    func flushHits(_ ids: [String]) async {
-        guard !ids.isEmpty else { return }
-        let cache = hitCache
-        await queuedCall(on: hitQueue) { cache.flushHits(hitIds: ids) }
-    }
-
-    func flushAllHits() async {
-        let cache = hitCache
-        await queuedCall(on: hitQueue) { cache.flushAllHits() }
-    }
-
-    // MARK: Consent
-
-    /// Consent withdrawn: forgets the visitor and deletes its cached hits except consent hits.
-    /// The default cache does it in one statement; a custom one through lookup and flush.
-    func purgeVisitor(_ visitorId: String) async {
-        await flushVisitor(visitorId)
-        if let store = hitCache as? FSDefaultCacheHit {
-            let logger = logger
-            await queuedCall(on: hitQueue) {
-                do {
-                    try store.purgeHits(visitorId: visitorId)
-                } catch {
-                    logger.error("Hits of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
-                }
-            }
-            return
-        }
-        guard case .found(let hits) = await lookupHits() else {
-            logger.error("Hits of visitor '\(visitorId)' could not be listed after consent was withdrawn: they stay cached")
-            return
-        }
-        let ids = hits.filter { $0.value.visitorId == visitorId && !$0.value.isConsentHit }.map(\.key)
-        await flushHits(ids.sorted())
+    /// Returns once every cache call queued so far has run.
+    func waitForPendingWrites() async {
+        await queuedCall(on: visitorQueue) {}
     }
 }

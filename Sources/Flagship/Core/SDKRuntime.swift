@@ -5,13 +5,13 @@ import Logging
 
 /// Everything a started SDK instance owns: its configuration, logger, local store and caches,
 /// network clients and tracking manager, and its status.
-final class SDKRuntime: @unchecked Sendable {
+final class SDKRuntime: Sendable {
     let envId: String
     let config: FlagshipConfig
     let logger: Logger
     let caches: CacheService?
     let decisionClient: DecisionAPIClient
-    let tracking: any HitTracking
+    let tracking: TrackingManager
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
     /// Whether this is the first start of the SDK with this store.
@@ -19,14 +19,7 @@ final class SDKRuntime: @unchecked Sendable {
 
     private let store: FlagshipDatabase?
     private let transport: URLSessionTransport
-    // NSLock, not Mutex: the thread sanitizer sees it.
-    private let lock = NSLock()
-    private var currentStatus: FSSdkStatus
-    /// Work started for callers that do not wait (a hit sent, a cache purge): `close()` waits
-    /// for all of it before the last batch, so nothing started is lost.
-    private var inFlight: [UInt64: Task<Void, Never>] = [:]
-    private var nextTaskId: UInt64 = 0
-    private var closing = false
+    private let currentStatus: Locked<FSSdkStatus>
 
     /// The state key recording that the SDK has started with this store before.
     static let firstInitKey = "sdk.first_init_at"
@@ -43,24 +36,44 @@ final class SDKRuntime: @unchecked Sendable {
         let timeout = config.timeout / 1000
         decisionClient = DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
                                            timeout: timeout, sdkVersion: SDKInfo.version, transport: transport)
+        let eventsTimeout = max(timeout, 5)
         let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
-                                  eventsBaseURL: config.eventsBaseURL, timeout: max(timeout, 5), transport: transport)
-        tracking = TrackingManager(events: events, config: config.trackingConfig, logger: logger, now: config.now)
-        currentStatus = .SDK_NOT_INITIALIZED
+                                  eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
+                                  maxBatchBytes: config.trackingConfig.maxBatchBytes)
+        var settings = TrackingManager.Settings(config.trackingConfig)
+        config.adjustTracking?(&settings)
+        tracking = TrackingManager(
+            queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
+            events: events, settings: settings, clock: config.clock, logger: logger)
+        currentStatus = Locked(.SDK_NOT_INITIALIZED)
+        tracking.start()
+    }
+
+    /// Where hits wait: the custom hit cache when one is configured, else the `hits` table of the
+    /// store (read in pages), else memory alone.
+    private static func hitQueue(config: FlagshipConfig, store: FlagshipDatabase?, claimDuration: TimeInterval,
+                                 logger: Logger) -> any HitQueue {
+        let capacity = config.trackingConfig.maxCachedHits
+        let timeout = config.cacheManager.hitCacheLookupTimeout
+        if let custom = config.cacheManager.hitCacheImp {
+            return DelegateHitQueue(delegate: custom, capacity: capacity, lookupTimeout: timeout, logger: logger)
+        }
+        if let store {
+            return SQLiteHitQueue(store: store, capacity: capacity, leaseDuration: claimDuration, logger: logger)
+        }
+        return DelegateHitQueue(delegate: NoHitCache(), capacity: capacity, lookupTimeout: timeout, logger: logger)
     }
 
     var status: FSSdkStatus {
-        lock.lock()
-        defer { lock.unlock() }
-        return currentStatus
+        currentStatus.withLock { $0 }
     }
 
     /// Records a status; `onSdkStatusChanged` hears of real changes only.
     func setStatus(_ status: FSSdkStatus) {
-        lock.lock()
-        let changed = currentStatus != status
-        currentStatus = status
-        lock.unlock()
+        let changed = currentStatus.withLock { current -> Bool in
+            defer { current = status }
+            return current != status
+        }
         guard changed else { return }
         logger.info("SDK status: \(status.rawValue)")
         if let callback = config.onSdkStatusChanged {
@@ -68,32 +81,18 @@ final class SDKRuntime: @unchecked Sendable {
         }
     }
 
-    /// Runs `work` in the background, tracked so that `close()` waits for it.
-    func background(_ work: @escaping @Sendable () async -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closing else {
-            logger.error("Work dropped: the SDK is closing")
-            return
-        }
-        let id = nextTaskId
-        nextTaskId += 1
-        // Created under the lock, so the task's own removal waits for its insertion.
-        inFlight[id] = Task {
-            await work()
-            self.lock.withLock { _ = self.inFlight.removeValue(forKey: id) }
-        }
+    /// Consent withdrawn: the visitor's cache entry and its waiting hits (consent hits kept) go,
+    /// in order after everything the visitor did before.
+    func purgeVisitor(_ visitorId: String) {
+        caches?.flushVisitorInBackground(visitorId)
+        tracking.purge(visitorId: visitorId)
     }
 
-    /// Waits for the background work, sends what is pending, and releases the store and the
-    /// network. Safe to call twice.
+    /// Sends what is pending within the close deadline, leaves the rest in the cache, and
+    /// releases the store and the network. Safe to call twice.
     func close() async {
-        let running = lock.withLock {
-            closing = true
-            return Array(inFlight.values)
-        }
-        for task in running { await task.value }
         await tracking.close()
+        await caches?.waitForPendingWrites()
         transport.shutdown()
         store?.close()
     }
@@ -121,4 +120,12 @@ final class SDKRuntime: @unchecked Sendable {
             return true
         }
     }
+}
+
+/// The hit cache when not even an in-memory database could be had: hits wait in memory only.
+private struct NoHitCache: FSHitCacheDelegate {
+    func cacheHits(hits: [String: [String: Any]]) {}
+    func lookupHits() -> [String: [String: Any]] { [:] }
+    func flushHits(hitIds: [String]) {}
+    func flushAllHits() {}
 }

@@ -12,6 +12,20 @@ struct OutgoingHit: Sendable, Equatable {
     /// when authenticated, `ds`, `cid` and its own fields; an activate has `vid`, `aid`, `caid`, `vaid`.
     let fields: [String: JSONValue]
 
+    var isActivate: Bool { type == "ACTIVATE" }
+
+    /// The visitor the hit belongs to: an activate's `vid`; a hit's `cuid` when authenticated,
+    /// else its `vid` (PROTOCOL.md sections 2 and 3 put the two ids in opposite places).
+    var visitorId: String {
+        let id = isActivate ? fields["vid"] : (fields["cuid"] ?? fields["vid"])
+        return id?.stringValue ?? String(self.id.prefix { $0 != ":" })
+    }
+
+    /// The anonymous id while the visitor is authenticated.
+    var anonymousId: String? {
+        isActivate ? fields["aid"]?.stringValue : (fields["cuid"] != nil ? fields["vid"]?.stringValue : nil)
+    }
+
     init(id: String, type: String, createdAt: Int64, fields: [String: JSONValue]) {
         self.id = id
         self.type = type
@@ -36,11 +50,14 @@ struct SendResult: Sendable, Equatable {
     let outcome: Outcome
     /// For a rejection, why, as a phrase for the log: the server's status, or the local refusal.
     let rejectionReason: String?
+    /// For a retry, the seconds the server asked to wait (`Retry-After`), when it said.
+    let retryAfter: TimeInterval?
 
-    init(hitIds: [String], outcome: Outcome, rejectionReason: String? = nil) {
+    init(hitIds: [String], outcome: Outcome, rejectionReason: String? = nil, retryAfter: TimeInterval? = nil) {
         self.hitIds = hitIds
         self.outcome = outcome
         self.rejectionReason = rejectionReason
+        self.retryAfter = retryAfter
     }
 }
 
@@ -166,8 +183,21 @@ final class EventsClient: Sendable {
                               rejectionReason: "\(service) refused the request with HTTP status \(response.status)")
         default:
             let reason = "\(service) answered with HTTP status \(response.status)"
-            return SendResult(hitIds: hitIds, outcome: .retryLater(reason: reason))
+            return SendResult(hitIds: hitIds, outcome: .retryLater(reason: reason),
+                              retryAfter: response.headers["retry-after"].flatMap { Self.retryAfterSeconds($0) })
         }
+    }
+
+    /// `Retry-After` (RFC 9110): a number of seconds, or an HTTP date.
+    static func retryAfterSeconds(_ value: String, now: Date = Date()) -> TimeInterval? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) { return seconds >= 0 ? TimeInterval(seconds) : nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(now))
     }
 
     /// The hits of one request being packed: their ids, their entries joined by commas.

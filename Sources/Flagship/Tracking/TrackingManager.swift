@@ -1,142 +1,638 @@
+import Dispatch
+import FlagshipStore
 import Foundation
 import Logging
 
 /// Where a visitor's hits and activates go: one per SDK instance, not one per visitor.
 ///
-/// The seam the SQLite-backed strategies plug into: visitors only ever call these.
+/// The seam between visitors and the tracking manager: visitors only ever call these.
 protocol HitTracking: Sendable {
-    /// Queues a hit for the next batch.
-    func track(_ hit: OutgoingHit) async
-    /// Sends an activate now (with any still pending); `onDelivered` runs once it was accepted.
-    func activate(_ activate: OutgoingHit, onDelivered: (@Sendable () -> Void)?) async
-    /// Sends what is pending, once, then stops. Safe to call twice.
+    /// Accepts a hit or an activate and returns at once. `durable` is told once the hit is in the
+    /// cache (continuous caching) or in the pool (periodic caching), or why it was not;
+    /// `onDelivered` (activates) runs once the server accepted it.
+    func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
+               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?)
+    /// Consent withdrawn: the visitor's waiting hits are deleted, consent hits excepted, after
+    /// every hit accepted before this call.
+    func purge(visitorId: String)
+    /// Stops the timers, sends what it can within a deadline, leaves the rest in the cache.
+    /// Returns only then; safe to call twice.
     func close() async
 }
 
-/// The in-memory tracking manager: a pool of hits sent in batches when `batchIntervalTimer`
-/// elapses or the pool reaches `poolMaxSize`, activates sent at once. A batch that fails with a
-/// retryable answer goes back to the pool for the next interval (never a tight loop); one the
-/// server refuses for good is dropped with an error log. Memory is bounded by `maxPendingHits`.
-actor TrackingManager: HitTracking {
+extension HitTracking {
+    func track(_ hit: OutgoingHit) {
+        track(hit, onDelivered: nil, durable: nil)
+    }
+
+    /// Accepts a hit and returns once it is durable: committed to the cache (continuous caching)
+    /// or in the pool (periodic caching).
+    func trackDurably(_ hit: OutgoingHit) async throws(FlagshipError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlagshipError>, Never>) in
+            track(hit, onDelivered: nil, durable: { continuation.resume(returning: $0) })
+        }
+        try result.get()
+    }
+}
+
+/// What the tracking manager did since it started: for `flagship replay`, tests and logs.
+package struct TrackingStatistics: Sendable, Equatable {
+    /// Hits found in the cache at start (after expiry): what earlier runs left to replay.
+    package var cachedAtStart = 0
+    /// Hits deleted unsent because they outlived the hit lifetime.
+    package var expired = 0
+    /// Hits and activates the server accepted.
+    package var delivered = 0
+    /// Hits and activates refused for good (and dropped).
+    package var rejected = 0
+    /// Hits evicted, oldest first, to stay within the cache cap.
+    package var evicted = 0
+    /// Requests that failed and will be retried.
+    package var failedRequests = 0
+    /// Hits waiting, in the cache or in memory, when last counted.
+    package var waiting = 0
+}
+
+/// The tracking manager (SDK.md, "Tracking manager").
+///
+/// - **Accepting** never blocks on I/O: a hit joins an in-memory ingress under a lock. Under
+///   continuous caching, a serial store queue writes whatever has gathered in one transaction
+///   (group commit), then says so to whoever awaits durability; under periodic caching, hits wait
+///   in a bounded pool written to the cache at each interval.
+/// - **Sending** is one task at a time: it claims the oldest page of activates (100 at most per
+///   request), then of hits, sends it, and records the outcome in one transaction; it goes on
+///   while pages come full, so a restart replays everything oldest first. It starts when the pool
+///   reaches `poolMaxSize`, at each interval, at once for an activate, and at start (replay).
+/// - **Failing**: a retryable answer closes a gate for an exponential backoff with jitter (1 s
+///   doubling to 5 min, `Retry-After` as a floor), reset by a success; nothing is sent before
+///   it opens, so there is never a tight loop. Refused hits are dropped with an error log.
+final class TrackingManager: HitTracking {
+    struct Settings: Sendable {
+        var poolMaxSize = 10
+        var batchInterval: TimeInterval = 5
+        var strategy: BatchCachingStrategy = .CONTINUOUS_CACHING
+        var hitLifetime: TimeInterval = 4 * 3600
+        /// Hits claimed and sent per request to the events endpoint (split further by bytes).
+        var pageSize = 500
+        /// Hits held in memory, unwritten, at most (periodic caching, or a cache that fails).
+        var memoryLimit = 10_000
+        /// Exposure callbacks kept for activates not yet delivered, at most.
+        var pendingActivateCallbacksLimit = 10_000
+        /// How long `close()` may spend on its last sends.
+        var closeDeadline: TimeInterval = 5
+        var backoffBase: TimeInterval = 1
+        var backoffCap: TimeInterval = 300
+
+        init() {}
+
+        init(_ config: FSTrackingManagerConfig) {
+            poolMaxSize = config.poolMaxSize
+            batchInterval = config.batchIntervalTimer
+            strategy = config.strategy
+            hitLifetime = config.hitLifetime
+        }
+    }
+
+    private struct Accepted {
+        let hit: OutgoingHit
+        let durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?
+    }
+
+    private enum PageOutcome {
+        case empty, partial, full, failed
+    }
+
+    private struct State {
+        /// Continuous caching: accepted, waiting for the next group commit.
+        var ingress: [Accepted] = []
+        var drainScheduled = false
+        /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
+        var unwritten: [OutgoingHit] = []
+        var unwrittenInFlight: Set<String> = []
+        /// Hits accepted since the last send started: the pool size that triggers a batch.
+        var poolCount = 0
+        var activateCallbacks: [String: @Sendable () -> Void] = [:]
+        var senderRunning = false
+        var flushRequested = false
+        /// Backoff: nothing is sent before this time.
+        var retryAt: Date?
+        var backoff: Backoff
+        var timer: Task<Void, Never>?
+        var wake: Task<Void, Never>?
+        var started = false
+        var closed = false
+        /// Set while `close()` sends its last batch, which ignores the backoff gate.
+        var finalFlush = false
+        var closeFinished = false
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Told when the sender stops; each is safe to call more than once.
+        var idleWaiters: [@Sendable () -> Void] = []
+        var statistics = TrackingStatistics()
+    }
+
+    let settings: Settings
+    private let queue: any HitQueue
     private let events: EventsClient
-    private let config: FSTrackingManagerConfig
+    private let clock: any SDKClock
     private let logger: Logger
-    private let now: @Sendable () -> Date
-    private let maxPendingHits: Int
+    private let random: @Sendable () -> Double
+    private let storeQueue = DispatchQueue(label: "io.flagship.tracking.store")
+    private let state: Locked<State>
 
-    private var pendingHits: [OutgoingHit] = []
-    private var pendingActivates: [(hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?)] = []
-    private var timer: Task<Void, Never>?
-    private var closed = false
-
-    init(events: EventsClient, config: FSTrackingManagerConfig, logger: Logger,
-         now: @escaping @Sendable () -> Date, maxPendingHits: Int = 10_000) {
+    init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
+         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.queue = queue
         self.events = events
-        self.config = config
+        self.settings = settings
+        self.clock = clock
         self.logger = logger
-        self.now = now
-        self.maxPendingHits = maxPendingHits
+        self.random = random
+        state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
     }
 
-    func track(_ hit: OutgoingHit) async {
-        guard !closed else {
+    // MARK: Start: replay what earlier runs left
+
+    /// Deletes expired hits, counts what earlier runs left, starts sending it oldest first, and
+    /// starts the batch timer. Once per SDK start, whatever the number of visitors.
+    func start() {
+        let first = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return !state.started && !state.closed
+        }
+        guard first else { return }
+        storeQueue.async { [self] in
+            queue.loadCached()
+            let expired = deleteExpired()
+            let waiting = (try? queue.count()) ?? 0
+            state.withLock {
+                $0.statistics.cachedAtStart = waiting
+                $0.statistics.waiting = waiting
+            }
+            if waiting > 0 { logger.info("Replaying \(waiting) cached hit(s) left by an earlier run, oldest first") }
+            if expired > 0 || waiting > 0 { requestFlush() }
+        }
+        let interval = settings.batchInterval
+        let timer = Task { [weak self, clock] in
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(until: clock.now().addingTimeInterval(interval))
+                } catch {
+                    return
+                }
+                guard let self else { return }
+                await self.tick()
+            }
+        }
+        state.withLock { $0.timer = timer }
+    }
+
+    /// Each interval: the periodic pool written to the cache, expired hits deleted, a batch sent.
+    private func tick() async {
+        await onStore { [self] in
+            writeUnwritten()
+            _ = deleteExpired()
+        }
+        requestFlush()
+    }
+
+    // MARK: Accepting
+
+    func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
+               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?) {
+        enum Next { case refused, drain, accepted(kick: Bool), none }
+        let next = state.withLock { state -> Next in
+            guard !state.closed else { return .refused }
+            if let onDelivered {
+                if state.activateCallbacks.count < settings.pendingActivateCallbacksLimit {
+                    state.activateCallbacks[hit.id] = onDelivered
+                } else {
+                    logger.warning("Exposure callback for activate '\(hit.id)' dropped: \(settings.pendingActivateCallbacksLimit) activates already wait for delivery")
+                }
+            }
+            switch settings.strategy {
+            case .CONTINUOUS_CACHING:
+                state.ingress.append(Accepted(hit: hit, durable: durable))
+                guard !state.drainScheduled else { return .none }
+                state.drainScheduled = true
+                return .drain
+            case .PERIODIC_CACHING:
+                state.unwritten.append(hit)
+                if !hit.isActivate { state.poolCount += 1 }
+                return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize
+                                 || state.unwritten.count > settings.memoryLimit)
+            }
+        }
+        switch next {
+        case .refused:
             logger.error("\(hit.type) hit not sent: the SDK was closed")
-            return
-        }
-        startTimerIfNeeded()
-        pendingHits.append(hit)
-        if pendingHits.count > maxPendingHits {
-            let dropped = pendingHits.count - maxPendingHits
-            pendingHits.removeFirst(dropped)
-            logger.error("\(dropped) unsent hit(s) dropped: more than \(maxPendingHits) waiting")
-        }
-        if pendingHits.count >= config.poolMaxSize {
-            await sendPendingHits()
+            durable?(.failure(.closed))
+        case .drain:
+            storeQueue.async { [self] in drain() }
+        case .accepted(let kick):
+            durable?(.success(()))
+            if kick { requestFlush() }
+        case .none:
+            break
         }
     }
 
-    func activate(_ activate: OutgoingHit, onDelivered: (@Sendable () -> Void)?) async {
-        guard !closed else {
-            logger.error("Activate not sent: the SDK was closed")
-            return
+    /// Group commit: writes everything that gathered in the ingress in one transaction, until
+    /// it stays empty. Runs on the store queue.
+    private func drain() {
+        while true {
+            let batch = state.withLock { state -> [Accepted] in
+                let batch = state.ingress
+                state.ingress.removeAll(keepingCapacity: true)
+                if batch.isEmpty { state.drainScheduled = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            let hits = batch.map(\.hit)
+            var outcome: Result<Void, FlagshipError> = .success(())
+            do {
+                let evicted = try queue.save(hits)
+                if evicted > 0 {
+                    state.withLock { $0.statistics.evicted += evicted }
+                    logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
+                }
+            } catch {
+                logger.error("\(hits.count) hit(s) could not be written to the hit cache (\(error)): they are kept in memory and sent, but would not survive a restart")
+                outcome = .failure(.hitNotCached(String(describing: error)))
+                keepInMemory(hits)
+            }
+            for accepted in batch { accepted.durable?(outcome) }
+            let kick = state.withLock { state -> Bool in
+                state.poolCount += hits.count(where: { !$0.isActivate })
+                return hits.contains(where: \.isActivate) || state.poolCount >= settings.poolMaxSize
+            }
+            if kick { requestFlush() }
         }
-        startTimerIfNeeded()
-        pendingActivates.append((activate, onDelivered))
-        await sendPendingActivates()
     }
 
-    func close() async {
-        guard !closed else { return }
-        closed = true
-        timer?.cancel()
-        timer = nil
-        await sendPendingActivates()
-        await sendPendingHits()
-        let left = pendingHits.count + pendingActivates.count
-        if left > 0 {
-            logger.warning("\(left) hit(s) and activate(s) could not be sent before closing")
+    /// Hits the cache could not take: sent from memory, the oldest dropped past the limit.
+    private func keepInMemory(_ hits: [OutgoingHit]) {
+        let dropped = state.withLock { state -> Int in
+            state.unwritten += hits
+            let excess = state.unwritten.count - settings.memoryLimit
+            guard excess > 0 else { return 0 }
+            let dropped = state.unwritten.prefix(excess).filter { !state.unwrittenInFlight.contains($0.id) }.map(\.id)
+            state.unwritten.removeAll { dropped.contains($0.id) }
+            return dropped.count
+        }
+        if dropped > 0 {
+            logger.error("\(dropped) unsent hit(s) dropped: the hit cache cannot be written and more than \(settings.memoryLimit) wait in memory")
+        }
+    }
+
+    /// Periodic caching: the pool written to the cache (runs on the store queue).
+    private func writeUnwritten() {
+        let pending = state.withLock { state in state.unwritten.filter { !state.unwrittenInFlight.contains($0.id) } }
+        guard !pending.isEmpty else { return }
+        do {
+            let evicted = try queue.save(pending)
+            let written = Set(pending.map(\.id))
+            state.withLock { state in
+                state.unwritten.removeAll { written.contains($0.id) }
+                state.statistics.evicted += evicted
+            }
+            if evicted > 0 { logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)") }
+        } catch {
+            logger.error("\(pending.count) hit(s) could not be written to the hit cache (\(error)): they stay in memory")
+            keepInMemory([])
+        }
+    }
+
+    /// Deletes the hits past their lifetime, logging how many (runs on the store queue).
+    private func deleteExpired() -> Int {
+        let boundary = clock.now().unixMilliseconds - Int64((settings.hitLifetime * 1000).rounded())
+        var expired = 0
+        do {
+            expired = try queue.deleteExpired(createdBefore: boundary)
+        } catch {
+            logger.error("Expired hits could not be deleted: \(error)")
+        }
+        let inMemory = state.withLock { state -> Int in
+            let before = state.unwritten.count
+            state.unwritten.removeAll { $0.createdAt < boundary && !state.unwrittenInFlight.contains($0.id) }
+            return before - state.unwritten.count
+        }
+        expired += inMemory
+        if expired > 0 {
+            state.withLock { $0.statistics.expired += expired }
+            logger.warning("Deleted \(expired) unsent hit(s) older than \(Self.describe(settings.hitLifetime))")
+        }
+        return expired
+    }
+
+    func purge(visitorId: String) {
+        state.withLock { state in
+            state.unwritten.removeAll { $0.visitorId == visitorId && !$0.isConsentHit && !state.unwrittenInFlight.contains($0.id) }
+        }
+        storeQueue.async { [self] in
+            do {
+                let deleted = try queue.purge(visitorId: visitorId)
+                if deleted > 0 { logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of visitor '\(visitorId)'") }
+            } catch {
+                logger.error("Hits of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
+            }
         }
     }
 
     // MARK: Sending
 
-    private func startTimerIfNeeded() {
-        guard timer == nil, !closed else { return }
-        let interval = config.batchIntervalTimer
-        timer = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
-                guard !Task.isCancelled, let self else { return }
-                await self.sendPendingActivates()
-                await self.sendPendingHits()
+    /// Starts the sender unless it runs (then it goes round once more) or the backoff gate is closed.
+    private func requestFlush() {
+        let start = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            if state.senderRunning {
+                state.flushRequested = true
+                return false
             }
+            if let retryAt = state.retryAt, clock.now() < retryAt { return false }
+            state.senderRunning = true
+            state.flushRequested = false
+            return true
+        }
+        guard start else { return }
+        Task { await senderLoop() }
+    }
+
+    private func senderLoop() async {
+        while true {
+            await flushRound(until: nil)
+            let again = state.withLock { state -> Bool in
+                let gateOpen = state.retryAt.map { clock.now() >= $0 } ?? true
+                if state.flushRequested && gateOpen && !state.closed {
+                    state.flushRequested = false
+                    return true
+                }
+                state.senderRunning = false
+                state.flushRequested = false
+                return false
+            }
+            if !again { break }
+        }
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter() }
+    }
+
+    /// Sends pages, activates first, until both run dry, a send fails, or `deadline` passes.
+    private func flushRound(until deadline: Date?) async {
+        state.withLock { $0.poolCount = 0 }
+        while true {
+            if let deadline, Date() >= deadline { return }
+            let activates = await sendPage(.activate)
+            if activates == .failed { return }
+            if let deadline, Date() >= deadline { return }
+            let hits = await sendPage(.events)
+            if hits == .failed { return }
+            if activates != .full && hits != .full { return }
         }
     }
 
-    private func sendPendingHits() async {
-        guard !pendingHits.isEmpty else { return }
-        // Taken out of the pool while in flight: a concurrent flush sends other hits, never these.
-        let batch = pendingHits
-        pendingHits.removeAll()
-        let results = await events.sendHits(batch, now: now().unixMilliseconds)
-        let byId = Dictionary(batch.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var retry: [OutgoingHit] = []
+    private func sendPage(_ endpoint: HitEndpoint) async -> PageOutcome {
+        let stop = state.withLock { $0.closed && !$0.finalFlush }
+        guard !stop else { return .failed }
+        let limit = endpoint == .activate ? EventsClient.maxActivatesPerRequest : settings.pageSize
+        let claimedAt = clock.now().unixMilliseconds
+        let claimed: [OutgoingHit]
+        do {
+            claimed = try await onStore { [queue] in try queue.claim(endpoint, limit: limit, now: claimedAt) }
+        } catch {
+            logger.error("Cached hits could not be read for sending: \(error)")
+            return .failed
+        }
+        let fromMemory = state.withLock { state -> [OutgoingHit] in
+            var taken: [OutgoingHit] = []
+            for hit in state.unwritten where taken.count < limit - claimed.count
+                && hit.isActivate == (endpoint == .activate) && !state.unwrittenInFlight.contains(hit.id) {
+                taken.append(hit)
+            }
+            state.unwrittenInFlight.formUnion(taken.map(\.id))
+            return taken
+        }
+        let batch = claimed + fromMemory
+        guard !batch.isEmpty else { return .empty }
+
+        let sentAt = clock.now().unixMilliseconds
+        let results = endpoint == .activate
+            ? await events.sendActivates(batch, now: sentAt)
+            : await events.sendHits(batch, now: sentAt)
+        let failed = record(results, of: batch)
+
+        let cachedIds = Set(claimed.map(\.id))
+        var settlement = HitSettlement()
+        var callbacks: [@Sendable () -> Void] = []
+        state.withLock { state in
+            settlement.nextAttemptAt = state.retryAt?.unixMilliseconds
+            var done = Set<String>()
+            for result in results {
+                for id in result.hitIds {
+                    switch result.outcome {
+                    case .delivered:
+                        if let callback = state.activateCallbacks.removeValue(forKey: id) { callbacks.append(callback) }
+                        done.insert(id)
+                        if cachedIds.contains(id) { settlement.delivered.append(id) }
+                    case .rejected:
+                        state.activateCallbacks[id] = nil
+                        done.insert(id)
+                        if cachedIds.contains(id) { settlement.rejected.append(id) }
+                    case .retryLater:
+                        if cachedIds.contains(id) { settlement.failed.append(id) }
+                    }
+                }
+            }
+            state.unwritten.removeAll { done.contains($0.id) }
+            state.unwrittenInFlight.subtract(fromMemory.map(\.id))
+        }
+        do {
+            try await onStore { [queue, settlement] in try queue.settle(settlement) }
+        } catch {
+            logger.error("The outcome of sending \(batch.count) hit(s) could not be recorded in the hit cache (\(error)): delivered ones may be sent again")
+        }
+        for callback in callbacks { callback() }
+        if failed { return .failed }
+        return batch.count >= limit ? .full : .partial
+    }
+
+    /// Logs and counts the outcomes, and moves the backoff: closed after a retryable failure,
+    /// reset by a success. Returns whether a send failed.
+    private func record(_ results: [SendResult], of batch: [OutgoingHit]) -> Bool {
+        let types = Dictionary(batch.map { ($0.id, $0.type) }, uniquingKeysWith: { first, _ in first })
+        var delivered = 0
+        var failure: (reason: String, count: Int, retryAfter: TimeInterval?)?
         for result in results {
             switch result.outcome {
             case .delivered:
-                logger.debug("\(result.hitIds.count) hit(s) sent")
-            case .retryLater(let reason):
-                retry += result.hitIds.compactMap { byId[$0] }
-                logger.warning("\(result.hitIds.count) hit(s) not sent (\(reason)): retrying at the next batch")
+                delivered += result.hitIds.count
             case .rejected(let status):
-                let types = Set(result.hitIds.compactMap { byId[$0]?.type }).sorted().joined(separator: ", ")
-                logger.error("\(result.hitIds.count) hit(s) (\(types)) refused with status \(status)\(result.rejectionReason.map { " (\($0))" } ?? ""): dropped")
+                let kinds = Set(result.hitIds.compactMap { types[$0] }).sorted().joined(separator: ", ")
+                logger.error("\(result.hitIds.count) \(kinds) hit(s) refused with status \(status)\(result.rejectionReason.map { " (\($0))" } ?? ""): dropped")
+            case .retryLater(let reason):
+                let retryAfter = max(failure?.retryAfter ?? 0, result.retryAfter ?? 0)
+                failure = (reason, (failure?.count ?? 0) + result.hitIds.count, retryAfter > 0 ? retryAfter : nil)
             }
         }
-        pendingHits.insert(contentsOf: retry, at: 0)
+        let rejected = results.reduce(0) { $0 + ($1.outcome.isRejection ? $1.hitIds.count : 0) }
+        let now = clock.now()
+        let unit = random()
+        let retry = state.withLock { state -> (delay: TimeInterval, attempt: Int)? in
+            state.statistics.delivered += delivered
+            state.statistics.rejected += rejected
+            guard let failure else {
+                if delivered > 0 {
+                    state.backoff.reset()
+                    state.retryAt = nil
+                }
+                return nil
+            }
+            state.statistics.failedRequests += 1
+            let delay = state.backoff.nextDelay(retryAfter: failure.retryAfter, unit: unit)
+            state.retryAt = now.addingTimeInterval(delay)
+            return (delay, state.backoff.failures)
+        }
+        guard let failure, let retry else { return false }
+        logger.warning("\(failure.count) hit(s) not sent (\(failure.reason)): kept, next try in \(retry.delay.millisecondsText) (failure \(retry.attempt) in a row)")
+        scheduleWake(after: retry.delay)
+        return true
     }
 
-    private func sendPendingActivates() async {
-        guard !pendingActivates.isEmpty else { return }
-        let batch = pendingActivates
-        pendingActivates.removeAll()
-        let results = await events.sendActivates(batch.map(\.hit), now: now().unixMilliseconds)
-        var outcomes: [String: SendResult.Outcome] = [:]
-        for result in results {
-            for id in result.hitIds { outcomes[id] = result.outcome }
-        }
-        for entry in batch {
-            switch outcomes[entry.hit.id] {
-            case .delivered?:
-                entry.onDelivered?()
-            case .retryLater(let reason)?:
-                pendingActivates.append(entry)
-                logger.warning("Activate not sent (\(reason)): retrying at the next batch")
-            case .rejected(let status)?:
-                logger.error("Activate refused with status \(status): dropped")
-            case nil:
-                pendingActivates.append(entry)
+    /// Sends again once the backoff gate opens.
+    private func scheduleWake(after delay: TimeInterval) {
+        let deadline = clock.now().addingTimeInterval(delay)
+        let wake = Task { [weak self, clock] in
+            do {
+                try await clock.sleep(until: deadline)
+            } catch {
+                return
             }
+            self?.requestFlush()
         }
+        let previous = state.withLock { state -> Task<Void, Never>? in
+            defer { state.wake = wake }
+            return state.wake
+        }
+        previous?.cancel()
+        if state.withLock({ $0.closed }) { wake.cancel() }
+    }
+
+    // MARK: Closing
+
+    func close() async {
+        let first = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else {
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state -> Bool in
+                    if !state.closeFinished { state.closeWaiters.append(continuation) }
+                    return state.closeFinished
+                }
+                if done { continuation.resume() }
+            }
+            return
+        }
+        let tasks = state.withLock { state in [state.timer, state.wake] }
+        for task in tasks { task?.cancel() }
+        // Every hit accepted before closing is written first (the store queue is serial).
+        await onStore {}
+        let deadline = Date().addingTimeInterval(settings.closeDeadline)
+        await waitForSender(until: deadline)
+        state.withLock { $0.finalFlush = true }
+        await flushRound(until: deadline)
+        let waiting = await onStore { [self] () -> Int in
+            writeUnwritten()
+            do {
+                try queue.releaseClaims()
+            } catch {
+                logger.error("Claims on cached hits could not be released (\(error)): they lapse by themselves")
+            }
+            return (try? queue.count()) ?? 0
+        }
+        let unwritten = state.withLock { state -> Int in
+            state.finalFlush = false
+            state.statistics.waiting = waiting + state.unwritten.count
+            return state.unwritten.count
+        }
+        if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
+        if unwritten > 0 { logger.error("\(unwritten) unsent hit(s) are lost: the hit cache could not take them") }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.closeFinished = true
+            defer { state.closeWaiters.removeAll() }
+            return state.closeWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits for the sender to finish its round, but not past `deadline`: a sender stuck behind
+    /// a starved thread pool must not hold `close()` (the claims keep the two apart anyway).
+    private func waitForSender(until deadline: Date) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = Locked<CheckedContinuation<Void, Never>?>(continuation)
+            let resume: @Sendable () -> Void = { once.withLock { taken in defer { taken = nil }; return taken }?.resume() }
+            let idle = state.withLock { state -> Bool in
+                guard state.senderRunning else { return true }
+                state.idleWaiters.append(resume)
+                return false
+            }
+            if idle {
+                resume()
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, deadline.timeIntervalSinceNow), execute: resume)
+        }
+    }
+
+    // MARK: For the SDK, the CLI and tests
+
+    /// Returns once what was accepted is written, the start's replay ran, and no send is under
+    /// way or due (sending stopped by the backoff counts as done).
+    func waitUntilIdle() async {
+        await onStore {}
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                guard state.senderRunning else { return true }
+                state.idleWaiters.append { continuation.resume() }
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// The counts so far; `waiting` counted now, or, once closed, as `close()` left it.
+    func statistics() async -> TrackingStatistics {
+        if state.withLock({ $0.closeFinished }) { return state.withLock { $0.statistics } }
+        let waiting = await onStore { [queue] in (try? queue.count()) ?? 0 }
+        return state.withLock { state in
+            state.statistics.waiting = waiting + state.unwritten.count
+            return state.statistics
+        }
+    }
+
+    /// Runs blocking store work on the store queue, after everything queued before it.
+    private func onStore<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            storeQueue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    private func onStore<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await queuedCall(on: storeQueue, work)
+    }
+
+    private static func describe(_ interval: TimeInterval) -> String {
+        interval >= 3600 && interval.truncatingRemainder(dividingBy: 3600) == 0
+            ? "\(Int(interval / 3600)) h" : "\(Int(interval)) s"
+    }
+}
+
+extension SendResult.Outcome {
+    var isRejection: Bool {
+        if case .rejected = self { return true }
+        return false
     }
 }

@@ -13,8 +13,14 @@ package struct HitRecord: Sendable, Equatable {
     package var createdAt: Int64
     /// Failed sends so far.
     package var attempts: Int
+    /// Unix milliseconds before which the sender that failed last will not try again.
+    package var nextAttemptAt: Int64?
+    /// The SDK instance that claimed the row to send it, and until when (unix ms).
+    package var leaseOwner: String?
+    package var leaseUntil: Int64?
 
-    package init(id: String, visitorId: String, type: String, isConsent: Bool = false, document: String, createdAt: Int64, attempts: Int = 0) {
+    package init(id: String, visitorId: String, type: String, isConsent: Bool = false, document: String, createdAt: Int64,
+                 attempts: Int = 0, nextAttemptAt: Int64? = nil, leaseOwner: String? = nil, leaseUntil: Int64? = nil) {
         self.id = id
         self.visitorId = visitorId
         self.type = type
@@ -22,6 +28,9 @@ package struct HitRecord: Sendable, Equatable {
         self.document = document
         self.createdAt = createdAt
         self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.leaseOwner = leaseOwner
+        self.leaseUntil = leaseUntil
     }
 }
 
@@ -36,8 +45,29 @@ package struct HitCursor: Sendable, Equatable {
     }
 }
 
-/// The `hits` table. Writes of many rows share one transaction: that is where the speed is
+/// Which endpoint a row goes to: activates to the Decision API, every other hit to the events
+/// endpoint. Each is claimed and sent on its own.
+package enum HitEndpoint: Sendable, Equatable {
+    case events
+    case activate
+
+    var isActivate: SQLiteValue { SQLiteValue(self == .activate) }
+}
+
+/// The `hits` table.
+///
+/// Every operation comes in two forms: one that takes the `Connection` of a transaction the
+/// caller holds (`in:`), so that several compose into one commit, GRDB-style, and one that opens
+/// its own transaction. Writes of many rows share one transaction: that is where the speed is
 /// (one commit per row costs an fsync-bound write each).
+///
+/// ```swift
+/// try database.write { db in
+///     try hits.delete(ids: delivered, in: db)
+///     try hits.recordFailedAttempt(ids: failed, nextAttemptAt: retryAt, in: db)
+///     try hits.evictOldest(beyond: 100_000, in: db)
+/// }
+/// ```
 package struct HitRecordStore: Sendable {
     let database: Database
 
@@ -51,29 +81,164 @@ package struct HitRecordStore: Sendable {
         package var evicted: Int
     }
 
-    /// Saves `records` in one transaction (a row with the same id is replaced, keeping its
-    /// attempt count), then evicts the oldest rows beyond `capacity`, in the same transaction.
+    // MARK: Writing
+
+    /// Saves `records` (a row with the same id is replaced, keeping its attempt count and claim),
+    /// then evicts the oldest rows beyond `capacity`. The cap check reads the trigger-kept row
+    /// count: no `count(*)` over the table.
+    @discardableResult
+    package func insert(_ records: [HitRecord], capacity: Int? = nil, in connection: Connection) throws(StoreError) -> InsertOutcome {
+        try connection.executeMany(
+            """
+            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET
+                visitor_id = excluded.visitor_id, type = excluded.type, is_consent = excluded.is_consent,
+                document = excluded.document, created_at = excluded.created_at
+            """,
+            records.map { record in
+                [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
+                 .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts)]
+            }
+        )
+        let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity, in: connection) } ?? 0
+        return InsertOutcome(inserted: records.count, evicted: evicted)
+    }
+
     @discardableResult
     package func insert(_ records: [HitRecord], capacity: Int? = nil) throws -> InsertOutcome {
         guard !records.isEmpty || capacity != nil else { return InsertOutcome(inserted: 0, evicted: 0) }
-        return try database.write { connection in
-            try connection.executeMany(
-                """
-                INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET
-                    visitor_id = excluded.visitor_id, type = excluded.type, is_consent = excluded.is_consent,
-                    document = excluded.document, created_at = excluded.created_at
-                """,
-                records.map { record in
-                    [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
-                     .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts)]
-                }
-            )
-            let evicted = try capacity.map { try Self.evictOldest(connection, beyond: $0) } ?? 0
-            return InsertOutcome(inserted: records.count, evicted: evicted)
-        }
+        return try database.write { try insert(records, capacity: capacity, in: $0) }
     }
+
+    /// Evicts the oldest rows so that at most `capacity` remain; returns how many went.
+    @discardableResult
+    package func evictOldest(beyond capacity: Int, in connection: Connection) throws(StoreError) -> Int {
+        let excess = try count(in: connection) - max(0, capacity)
+        guard excess > 0 else { return 0 }
+        return try connection.execute(
+            "DELETE FROM hits WHERE id IN (SELECT id FROM hits ORDER BY created_at, id LIMIT ?)",
+            [SQLiteValue(excess)]
+        )
+    }
+
+    @discardableResult
+    package func evictOldest(beyond capacity: Int) throws -> Int {
+        try database.write { try evictOldest(beyond: capacity, in: $0) }
+    }
+
+    // MARK: Claiming and settling (the tracking manager's sending cycle)
+
+    /// Claims up to `limit` rows for `endpoint`, oldest first, for `owner` until `leaseUntil`:
+    /// rows nobody holds, rows whose claim lapsed before `now` (a sender that died), and rows
+    /// `owner` holds already. Run it in a write transaction (`database.write`): two senders, even
+    /// in two processes, then never claim the same row.
+    package func claim(
+        _ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int, in connection: Connection
+    ) throws -> [HitRecord] {
+        let rows = try connection.query(
+            """
+            UPDATE hits SET lease_owner = ?1, lease_until = ?2
+            WHERE id IN (
+                SELECT id FROM hits
+                WHERE (type = 'ACTIVATE') = ?3
+                  AND (lease_until IS NULL OR lease_until <= ?4 OR lease_owner = ?1)
+                ORDER BY created_at, id
+                LIMIT ?5)
+            RETURNING \(Self.columns)
+            """,
+            [.text(owner), .integer(leaseUntil), endpoint.isActivate, .integer(now), SQLiteValue(max(0, limit))]
+        )
+        // RETURNING gives no order: put the claim back in sending order.
+        return try rows.map(Self.record).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
+
+    /// Adds one failed attempt to each of these hits, notes when they may be tried again, and
+    /// ends their claim.
+    package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64?, in connection: Connection) throws(StoreError) {
+        try connection.executeMany(
+            """
+            UPDATE hits SET attempts = attempts + 1, next_attempt_at = ?2, lease_owner = NULL, lease_until = NULL
+            WHERE id = ?1
+            """,
+            Set(ids).map { [.text($0), SQLiteValue(nextAttemptAt)] }
+        )
+    }
+
+    package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64? = nil) throws {
+        guard !ids.isEmpty else { return }
+        try database.write { try recordFailedAttempt(ids: ids, nextAttemptAt: nextAttemptAt, in: $0) }
+    }
+
+    /// Ends `owner`'s claim on these rows (or on all its rows, for `nil`) without counting an
+    /// attempt: a sender that stopped before sending them.
+    @discardableResult
+    package func releaseClaims(owner: String, ids: [String]? = nil, in connection: Connection) throws(StoreError) -> Int {
+        guard let ids else {
+            return try connection.execute("UPDATE hits SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.text(owner)])
+        }
+        return try connection.executeMany(
+            "UPDATE hits SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?",
+            Set(ids).map { [.text($0), .text(owner)] }
+        )
+    }
+
+    /// Keeps rows that cannot be sent (a document edited by hand) out of every claim, under a
+    /// claim that never lapses whose owner says why: never sent, never silently lost, deleted by
+    /// expiry like any hit.
+    package func setAside(ids: [String], reason: String, in connection: Connection) throws(StoreError) {
+        try connection.executeMany(
+            "UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
+            Set(ids).map { [.text($0), .text(reason), .integer(.max)] }
+        )
+    }
+
+    // MARK: Deleting
+
+    /// Deletes the hits with these ids; returns how many there were.
+    @discardableResult
+    package func delete(ids: [String], in connection: Connection) throws(StoreError) -> Int {
+        // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
+        try connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] })
+    }
+
+    @discardableResult
+    package func delete(ids: [String]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try database.write { try delete(ids: ids, in: $0) }
+    }
+
+    @discardableResult
+    package func deleteAll() throws -> Int {
+        try database.write { try $0.execute("DELETE FROM hits") }
+    }
+
+    /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
+    @discardableResult
+    package func deleteHits(visitorId: String, keepingConsentHits: Bool, in connection: Connection) throws(StoreError) -> Int {
+        try connection.execute(
+            "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
+            [.text(visitorId), SQLiteValue(keepingConsentHits)]
+        )
+    }
+
+    @discardableResult
+    package func deleteHits(visitorId: String, keepingConsentHits: Bool) throws -> Int {
+        try database.write { try deleteHits(visitorId: visitorId, keepingConsentHits: keepingConsentHits, in: $0) }
+    }
+
+    /// Deletes the hits created before `createdAt` (unix ms): expiry.
+    @discardableResult
+    package func deleteHits(createdBefore createdAt: Int64, in connection: Connection) throws(StoreError) -> Int {
+        try connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)])
+    }
+
+    @discardableResult
+    package func deleteHits(createdBefore createdAt: Int64) throws -> Int {
+        try database.write { try deleteHits(createdBefore: createdAt, in: $0) }
+    }
+
+    // MARK: Reading
 
     /// Up to `limit` hits, oldest first, starting after `cursor`. Memory stays bounded by `limit`
     /// however many rows the table holds.
@@ -84,11 +249,11 @@ package struct HitRecordStore: Sendable {
             let rows: [Row]
             if let cursor {
                 rows = try connection.query(
-                    "\(Self.selectColumns) WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    "SELECT \(Self.columns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                     [.integer(cursor.createdAt), .text(cursor.id), limit]
                 )
             } else {
-                rows = try connection.query("\(Self.selectColumns) ORDER BY created_at, id LIMIT ?", [limit])
+                rows = try connection.query("SELECT \(Self.columns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
             }
             return try rows.map(Self.record)
         }
@@ -105,54 +270,13 @@ package struct HitRecordStore: Sendable {
         }
     }
 
-    /// Deletes the hits with these ids, in one transaction; returns how many there were.
-    @discardableResult
-    package func delete(ids: [String]) throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        return try database.write { connection in
-            // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
-            try connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] })
-        }
-    }
-
-    @discardableResult
-    package func deleteAll() throws -> Int {
-        try database.write { try $0.execute("DELETE FROM hits") }
-    }
-
-    /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
-    @discardableResult
-    package func deleteHits(visitorId: String, keepingConsentHits: Bool) throws -> Int {
-        try database.write { connection in
-            try connection.execute(
-                "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
-                [.text(visitorId), SQLiteValue(keepingConsentHits)]
-            )
-        }
-    }
-
-    /// Deletes the hits created before `createdAt` (unix ms): expiry.
-    @discardableResult
-    package func deleteHits(createdBefore createdAt: Int64) throws -> Int {
-        try database.write { try $0.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)]) }
-    }
-
-    /// Evicts the oldest rows so that at most `capacity` remain; returns how many went.
-    @discardableResult
-    package func evictOldest(beyond capacity: Int) throws -> Int {
-        try database.write { try Self.evictOldest($0, beyond: capacity) }
-    }
-
-    /// Adds one failed attempt to each of these hits.
-    package func recordFailedAttempt(ids: [String]) throws {
-        guard !ids.isEmpty else { return }
-        try database.write { connection in
-            try connection.executeMany("UPDATE hits SET attempts = attempts + 1 WHERE id = ?", Set(ids).map { [.text($0)] })
-        }
+    /// The number of rows, from the trigger-kept `hits_total` (no scan).
+    package func count(in connection: Connection) throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT total FROM hits_total WHERE id = 1")?.int64 ?? 0)
     }
 
     package func count() throws -> Int {
-        try database.read { Int(try $0.scalar("SELECT count(*) FROM hits")?.int64 ?? 0) }
+        try database.read { try count(in: $0) }
     }
 
     package func countByType() throws -> [String: Int] {
@@ -170,24 +294,14 @@ package struct HitRecordStore: Sendable {
         try database.read { try $0.scalar("SELECT min(created_at) FROM hits")?.int64 }
     }
 
-    private static func evictOldest(_ connection: Connection, beyond capacity: Int) throws(StoreError) -> Int {
-        try connection.execute(
-            """
-            DELETE FROM hits WHERE id IN (
-                SELECT id FROM hits ORDER BY created_at, id
-                LIMIT max(0, (SELECT count(*) FROM hits) - ?)
-            )
-            """,
-            [SQLiteValue(max(0, capacity))]
-        )
-    }
-
-    private static let selectColumns = "SELECT id, visitor_id, type, is_consent, document, created_at, attempts FROM hits"
+    private static let columns =
+        "id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until"
 
     private static func record(_ row: Row) throws -> HitRecord {
         HitRecord(
             id: try row.text(0), visitorId: try row.text(1), type: try row.text(2), isConsent: try row.bool(3),
-            document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6)
+            document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6),
+            nextAttemptAt: try row.optionalInt64(7), leaseOwner: try row.optionalText(8), leaseUntil: try row.optionalInt64(9)
         )
     }
 }

@@ -86,6 +86,22 @@ package final class Connection {
         }
     }
 
+    /// Runs `body` in a savepoint: its writes are undone when it throws, while the surrounding
+    /// transaction (if any) goes on. Savepoints nest, so store methods that take a `Connection`
+    /// compose into one transaction whatever their depth.
+    package func savepoint<T>(_ body: (Connection) throws -> T) throws -> T {
+        try execute("SAVEPOINT flagship")
+        do {
+            let result = try body(self)
+            try execute("RELEASE flagship")
+            return result
+        } catch {
+            sqlite3_exec(handle, "ROLLBACK TO flagship", nil, nil, nil)
+            sqlite3_exec(handle, "RELEASE flagship", nil, nil, nil)
+            throw error
+        }
+    }
+
     /// Whether a table or view of that name exists.
     package func tableExists(_ name: String) throws(StoreError) -> Bool {
         try scalar("SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", [.text(name)])?.int64 ?? 0 > 0

@@ -26,8 +26,10 @@ package struct DatabaseOptions: Sendable, Equatable {
 /// The serialising owner of one SQLite connection: safe to share between threads and tasks.
 ///
 /// Every access goes through `read` or `write`, which hold a lock for the length of the closure
-/// and nothing else: no network, no callback into SDK users. The closures must not call back
-/// into the same `Database` (the lock is not reentrant).
+/// and nothing else: no network, no callback into SDK users. The lock is not reentrant: a closure
+/// that calls back into the same `Database` gets `StoreError.reentrantAccess` at once instead of
+/// a deadlock. To make several operations one transaction, hand them the `Connection` the closure
+/// receives (the record stores' `in:` methods), or nest them in `Connection.savepoint`.
 ///
 /// ```swift
 /// let count = try database.read { try $0.scalar("SELECT count(*) FROM hits")?.int64 }
@@ -39,6 +41,10 @@ package final class Database: @unchecked Sendable {
     // NSLock rather than Synchronization.Mutex: the thread sanitizer sees it.
     private let lock = NSLock()
     private var connection: Connection?
+    /// The thread inside `withConnection`, if any: read and written under `holderLock`, so that a
+    /// nested call is told apart from another thread waiting its turn.
+    private let holderLock = NSLock()
+    private var holder: pthread_t?
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -92,14 +98,24 @@ package final class Database: @unchecked Sendable {
     /// manage their own transactions).
     @discardableResult
     package func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        let me = pthread_self()
+        let nested = holderLock.withLock { holder.map { pthread_equal($0, me) != 0 } ?? false }
+        guard !nested else { throw StoreError.reentrantAccess(path: path) }
         lock.lock()
-        defer { lock.unlock() }
+        holderLock.withLock { holder = me }
+        defer {
+            holderLock.withLock { holder = nil }
+            lock.unlock()
+        }
         guard let connection else { throw StoreError.closed }
         return try body(connection)
     }
 
     /// Finalizes every statement and closes the connection. Safe to call more than once.
     package func close(checkpoint: Bool = true) {
+        let me = pthread_self()
+        // Closing from inside a closure would wait for itself: refuse it quietly.
+        guard !holderLock.withLock({ holder.map { pthread_equal($0, me) != 0 } ?? false }) else { return }
         lock.lock()
         defer { lock.unlock() }
         connection?.close(checkpoint: checkpoint)

@@ -73,6 +73,11 @@ package struct Row: Sendable {
         return value
     }
 
+    package func optionalInt64(_ index: Int) throws -> Int64? {
+        if values[index].isNull { return nil }
+        return try int64(index)
+    }
+
     package func int(_ index: Int) throws -> Int { Int(try int64(index)) }
 
     package func bool(_ index: Int) throws -> Bool { try int64(index) != 0 }

@@ -1,0 +1,31 @@
+import Foundation
+
+/// The time the SDK reads and waits on: hit ages, expiry, batch intervals, backoff.
+///
+/// Tests give the SDK a clock they move by hand, so that a five-minute backoff takes no time and
+/// a test never sleeps to see it.
+protocol SDKClock: Sendable {
+    func now() -> Date
+    /// Suspends until `now()` reaches `deadline`; throws `CancellationError` when the task is cancelled.
+    func sleep(until deadline: Date) async throws
+}
+
+/// The system's clock, or any `now` function, with real sleeping.
+struct SystemClock: SDKClock {
+    private let read: @Sendable () -> Date
+
+    init(now: @escaping @Sendable () -> Date = Date.init) {
+        read = now
+    }
+
+    func now() -> Date { read() }
+
+    func sleep(until deadline: Date) async throws {
+        let seconds = deadline.timeIntervalSince(now())
+        guard seconds > 0 else {
+            try Task.checkCancellation()
+            return
+        }
+        try await Task.sleep(nanoseconds: UInt64(min(seconds, 86_400) * 1_000_000_000))
+    }
+}

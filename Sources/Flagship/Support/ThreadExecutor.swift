@@ -1,0 +1,68 @@
+import Foundation
+
+/// A task executor with one thread of its own, for the synchronous forms of async calls.
+///
+/// A synchronous `close()` must wait, and when it is called from a task it waits on a thread of
+/// Swift's cooperative pool; if the work it waits for needed that pool, a pool whose threads all
+/// wait would never run it (four such calls on a 2-core machine used to hang). Run with this
+/// executor as its preference, the work (and the default actors and continuations it meets)
+/// runs on this thread instead, so it completes whatever the pool is doing.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    // `@unchecked`: `jobs` and `stopped` are only touched under `condition`'s lock.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Lets the thread end once the jobs queued so far have run.
+    func shutdown() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+
+    /// Runs `operation` to completion on a thread of its own and returns its result, blocking the
+    /// caller (never the pool's other threads) until then.
+    static func runBlocking<T: Sendable>(name: String, _ operation: @escaping @Sendable () async -> T) -> T {
+        let executor = ThreadExecutor(name: name)
+        defer { executor.shutdown() }
+        let result = Locked<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: executor) {
+            let value = await operation()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        // The task stored its value before signalling.
+        return result.withLock { $0 }!
+    }
+}

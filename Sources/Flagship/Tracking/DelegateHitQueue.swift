@@ -1,0 +1,136 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// A custom `FSHitCacheDelegate` as the tracking manager's queue, with the reference's semantics:
+/// `cacheHits` when hits are accepted (or at each interval, periodic strategy), `flushHits` once
+/// they were delivered or refused for good, `lookupHits` once at start to replay what an earlier
+/// run left.
+///
+/// A delegate can only be read whole, so the hits waiting are mirrored in memory, bounded by the
+/// cache cap: past it the oldest are evicted from the delegate too (logged).
+final class DelegateHitQueue: HitQueue {
+    private struct State {
+        /// Oldest first.
+        var waiting: [OutgoingHit] = []
+        var claimed: Set<String> = []
+    }
+
+    private let delegate: any FSHitCacheDelegate
+    private let capacity: Int
+    private let lookupTimeout: TimeInterval
+    private let logger: Logger
+    private let state = Locked(State())
+
+    init(delegate: any FSHitCacheDelegate, capacity: Int, lookupTimeout: TimeInterval, logger: Logger) {
+        self.delegate = delegate
+        self.capacity = capacity
+        self.lookupTimeout = lookupTimeout
+        self.logger = logger
+    }
+
+    /// The delegate's `lookupHits`, waited for at most the lookup timeout (on the tracking
+    /// manager's store queue, never on a task's thread); entries that are not hit documents are
+    /// logged and left out. A late answer is dropped.
+    func loadCached() {
+        let delegate = delegate
+        let logger = logger
+        let answer = Locked<[String: HitCacheDocument]?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var documents: [String: HitCacheDocument] = [:]
+            for (id, dictionary) in delegate.lookupHits() {
+                do {
+                    documents[id] = try HitCacheDocument(dictionary: dictionary)
+                } catch {
+                    logger.error("Cached hit '\(id)' ignored: \(error)")
+                }
+            }
+            answer.withLock { $0 = documents }
+            answered.signal()
+        }
+        guard answered.wait(timeout: .now() + lookupTimeout) == .success, let documents = answer.withLock({ $0 }) else {
+            logger.warning("Hit cache lookup took longer than \(lookupTimeout.millisecondsText): going on without the hits it holds (the next start tries again)")
+            return
+        }
+        load(documents)
+    }
+
+    /// Takes in what the delegate holds from earlier runs (its `lookupHits`, already read and
+    /// checked by the caller within the lookup timeout).
+    func load(_ documents: [String: HitCacheDocument]) {
+        let hits = documents.map { OutgoingHit(id: $0.key, document: $0.value) }
+        state.withLock { state in
+            let known = Set(state.waiting.map(\.id))
+            state.waiting = (state.waiting + hits.filter { !known.contains($0.id) })
+                .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+        }
+    }
+
+    func save(_ hits: [OutgoingHit]) throws -> Int {
+        guard !hits.isEmpty else { return 0 }
+        delegate.cacheHits(hits: Dictionary(hits.map { ($0.id, $0.cacheDocument.dictionary) }, uniquingKeysWith: { _, last in last }))
+        let evicted = state.withLock { state -> [String] in
+            let saved = Set(hits.map(\.id))
+            state.waiting.removeAll { saved.contains($0.id) }
+            state.waiting += hits
+            let excess = state.waiting.count - capacity
+            guard excess > 0 else { return [] }
+            let evicted = state.waiting.prefix(excess).map(\.id)
+            state.waiting.removeFirst(excess)
+            state.claimed.subtract(evicted)
+            return evicted
+        }
+        if !evicted.isEmpty { delegate.flushHits(hitIds: evicted) }
+        return evicted.count
+    }
+
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        state.withLock { state in
+            var claimed: [OutgoingHit] = []
+            for hit in state.waiting where claimed.count < limit
+                && hit.isActivate == (endpoint == .activate) && !state.claimed.contains(hit.id) {
+                claimed.append(hit)
+            }
+            state.claimed.formUnion(claimed.map(\.id))
+            return claimed
+        }
+    }
+
+    func settle(_ settlement: HitSettlement) throws {
+        let gone = Set(settlement.delivered + settlement.rejected)
+        state.withLock { state in
+            state.waiting.removeAll { gone.contains($0.id) }
+            state.claimed.subtract(gone)
+            state.claimed.subtract(settlement.failed)
+        }
+        if !gone.isEmpty { delegate.flushHits(hitIds: gone.sorted()) }
+    }
+
+    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
+        try remove { $0.createdAt < boundary }
+    }
+
+    func purge(visitorId: String) throws -> Int {
+        try remove { $0.visitorId == visitorId && !$0.isConsentHit }
+    }
+
+    func count() throws -> Int {
+        state.withLock { $0.waiting.count }
+    }
+
+    func releaseClaims() throws {
+        state.withLock { $0.claimed.removeAll() }
+    }
+
+    private func remove(where matches: (OutgoingHit) -> Bool) throws -> Int {
+        let removed = state.withLock { state -> [String] in
+            let removed = state.waiting.filter(matches).map(\.id)
+            state.waiting.removeAll(where: matches)
+            state.claimed.subtract(removed)
+            return removed
+        }
+        if !removed.isEmpty { delegate.flushHits(hitIds: removed) }
+        return removed.count
+    }
+}

@@ -1,0 +1,66 @@
+import FlagshipStore
+import Foundation
+
+/// Where accepted hits wait until they are delivered: the durable side of the tracking manager.
+///
+/// Two kinds: ``SQLiteHitQueue`` over the default cache's `hits` table (typed, paged, claimed
+/// in transactions so that processes sharing the file never send a hit twice), and
+/// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics). Every call
+/// blocks on I/O: the tracking manager makes them from its own serial queue, never from a task.
+protocol HitQueue: Sendable {
+    /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
+    /// evicted to stay within the cap.
+    func save(_ hits: [OutgoingHit]) throws -> Int
+    /// Up to `limit` hits for `endpoint`, oldest first, claimed by this instance so that no other
+    /// sender takes them while they are in flight.
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit]
+    /// What became of claimed hits, recorded in one transaction.
+    func settle(_ settlement: HitSettlement) throws
+    /// Deletes the hits created before `boundary` (unix ms); returns how many.
+    func deleteExpired(createdBefore boundary: Int64) throws -> Int
+    /// Consent withdrawn: deletes the visitor's hits except consent hits; returns how many.
+    func purge(visitorId: String) throws -> Int
+    /// How many hits wait.
+    func count() throws -> Int
+    /// Ends this instance's claims, so the next start (or another process) sends those hits.
+    func releaseClaims() throws
+    /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
+    func loadCached()
+}
+
+extension HitQueue {
+    func loadCached() {}
+}
+
+/// The outcome of one send, by hit id.
+struct HitSettlement: Sendable, Equatable {
+    /// Accepted by the server: leave the cache.
+    var delivered: [String] = []
+    /// Refused for good (a 4xx other than 408/429, or too large): leave the cache.
+    var rejected: [String] = []
+    /// To be tried again: one more attempt counted, the claim ended.
+    var failed: [String] = []
+    /// When the failed ones may be tried again (unix ms), for `flagship hits` to show.
+    var nextAttemptAt: Int64?
+
+    var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty }
+}
+
+extension OutgoingHit {
+    /// The consent hit (`ea: fs_consent`) is the one hit kept when a visitor withdraws consent.
+    var isConsentHit: Bool {
+        type == "EVENT" && fields["ea"]?.stringValue == "fs_consent"
+    }
+
+    /// The hit cache document: what a custom cache receives and the `hits.document` column holds.
+    var cacheDocument: HitCacheDocument {
+        HitCacheDocument(visitorId: visitorId, anonymousId: anonymousId, type: type, time: createdAt, content: fields)
+    }
+
+    /// A hit read back from a cache document, to be sent exactly as it was (`qt` is recomputed).
+    init(id: String, document: HitCacheDocument) {
+        var fields = document.content
+        fields["qt"] = nil
+        self.init(id: id, type: document.type, createdAt: document.time, fields: fields)
+    }
+}

@@ -1,0 +1,99 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// The default hit cache as the tracking manager's queue: the `hits` table, read in pages.
+///
+/// Memory never grows with the table: a sender holds one claimed page at a time. Hits saved by
+/// this instance are also kept, up to `recentLimit`, as already-decoded values, so that while the
+/// network keeps up a hit is not parsed back from JSON before it is sent.
+final class SQLiteHitQueue: HitQueue {
+    /// Who holds a claim, as `flagship hits` and `hits_readable.sending_by` show it.
+    let owner: String
+    private let store: FlagshipDatabase
+    private let capacity: Int
+    private let leaseMilliseconds: Int64
+    private let logger: Logger
+    private let recent = Locked<[String: OutgoingHit]>([:])
+    private let recentLimit: Int
+
+    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger, recentLimit: Int = 10_000) {
+        self.store = store
+        self.capacity = capacity
+        leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
+        self.logger = logger
+        self.recentLimit = recentLimit
+        owner = "pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    func save(_ hits: [OutgoingHit]) throws -> Int {
+        guard !hits.isEmpty else { return 0 }
+        let records = hits.map { hit in
+            HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
+                      document: hit.cacheDocument.jsonValue.jsonString(), createdAt: hit.createdAt)
+        }
+        let outcome = try store.hits.insert(records, capacity: capacity)
+        recent.withLock { recent in
+            for hit in hits where recent.count < recentLimit { recent[hit.id] = hit }
+        }
+        return outcome.evicted
+    }
+
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
+        let records = try store.database.write { connection in
+            try store.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit, in: connection)
+        }
+        var hits: [OutgoingHit] = []
+        var unreadable: [String] = []
+        hits.reserveCapacity(records.count)
+        let known = recent.withLock { recent in records.map { recent.removeValue(forKey: $0.id) } }
+        for (record, known) in zip(records, known) {
+            if let known {
+                hits.append(known)
+                continue
+            }
+            do {
+                hits.append(OutgoingHit(id: record.id, document: try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))))
+            } catch {
+                logger.error("Cached hit '\(record.id)' cannot be sent, its document is not a hit cache document (\(error)): it stays in the cache, set aside, until it expires")
+                unreadable.append(record.id)
+            }
+        }
+        if !unreadable.isEmpty {
+            try store.database.write { try store.hits.setAside(ids: unreadable, reason: "unreadable document", in: $0) }
+        }
+        return hits
+    }
+
+    func settle(_ settlement: HitSettlement) throws {
+        guard !settlement.isEmpty else { return }
+        try store.database.write { connection in
+            try store.hits.delete(ids: settlement.delivered + settlement.rejected, in: connection)
+            try store.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt, in: connection)
+        }
+    }
+
+    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
+        let deleted = try store.hits.deleteHits(createdBefore: boundary)
+        if deleted > 0 { forgetRecent { $0.createdAt < boundary } }
+        return deleted
+    }
+
+    func purge(visitorId: String) throws -> Int {
+        forgetRecent { $0.visitorId == visitorId && !$0.isConsentHit }
+        return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true)
+    }
+
+    func count() throws -> Int {
+        try store.hits.count()
+    }
+
+    func releaseClaims() throws {
+        try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
+    }
+
+    private func forgetRecent(where matches: (OutgoingHit) -> Bool) {
+        recent.withLock { recent in recent = recent.filter { !matches($0.value) } }
+    }
+}
