@@ -9,8 +9,9 @@ ALTER TABLE hits ADD COLUMN next_attempt_at INTEGER;    -- unix ms: no retry bef
 ALTER TABLE hits ADD COLUMN lease_owner     TEXT;       -- the SDK instance sending the row right now
 ALTER TABLE hits ADD COLUMN lease_until     INTEGER;    -- unix ms: past it the claim lapses
 
--- Activates and hits go to two endpoints: each sender walks its own kind oldest first.
-CREATE INDEX hits_by_endpoint ON hits (type = 'ACTIVATE', created_at, id);
+-- Activates and hits go to two endpoints: each sender walks its own kind oldest first, in the
+-- order the hits were accepted (created_at, then rowid: the index holds the rowid).
+CREATE INDEX hits_by_endpoint ON hits (type = 'ACTIVATE', created_at);
 
 -- The row count, kept by triggers, so the cap check reads one row instead of counting the table.
 CREATE TABLE hits_total (

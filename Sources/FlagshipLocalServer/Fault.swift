@@ -4,6 +4,8 @@ import Foundation
 public enum FaultKind: Sendable, Equatable {
     /// Answer this status with a JSON error body, and close the connection.
     case status(Int)
+    /// Answer 429 Too Many Requests with `Retry-After: <seconds>`, and close the connection.
+    case tooManyRequests(retryAfter: Int)
     /// Answer as usual, this much later. Waited asynchronously: other requests go on meanwhile.
     case latency(Duration)
     /// Close the connection without answering.
@@ -65,6 +67,7 @@ extension FaultKind: CustomStringConvertible {
     public var description: String {
         switch self {
         case .status(let status): return "status \(status)"
+        case .tooManyRequests(let seconds): return "status 429, retry after \(seconds) s"
         case .latency(let duration): return "latency \(duration)"
         case .dropConnection: return "drop connection"
         case .malformedBody(let body): return "malformed body \(body)"

@@ -72,6 +72,9 @@ final class Responder: Sendable {
         case .status(let status):
             let response = ServerResponse.error(status, "injected fault: status \(status)")
             return (.respond(message(response), close: true), .answered(status: status))
+        case .tooManyRequests(let seconds):
+            let response = ServerResponse.error(429, "injected fault: too many requests")
+            return (.respond(message(response, headers: [("Retry-After", String(seconds))]), close: true), .answered(status: 429))
         case .dropConnection:
             return (.drop, .dropped)
         case .malformedBody(let body):
@@ -127,10 +130,10 @@ final class Responder: Sendable {
         return nil
     }
 
-    private func message(_ response: ServerResponse) -> HTTPResponseMessage {
+    private func message(_ response: ServerResponse, headers: [(String, String)] = []) -> HTTPResponseMessage {
         HTTPResponseMessage(
             status: response.status,
-            headers: response.body.isEmpty ? [] : [("Content-Type", response.contentType)],
+            headers: (response.body.isEmpty ? [] : [("Content-Type", response.contentType)]) + headers,
             body: response.body
         )
     }

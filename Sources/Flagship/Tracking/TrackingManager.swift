@@ -82,6 +82,8 @@ final class TrackingManager: HitTracking {
         var closeDeadline: TimeInterval = 5
         var backoffBase: TimeInterval = 1
         var backoffCap: TimeInterval = 300
+        /// A random number in 0..<1 for the backoff's jitter (tests fix it).
+        var jitter: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
         init() {}
 
@@ -135,18 +137,15 @@ final class TrackingManager: HitTracking {
     private let events: EventsClient
     private let clock: any SDKClock
     private let logger: Logger
-    private let random: @Sendable () -> Double
     private let storeQueue = DispatchQueue(label: "io.flagship.tracking.store")
     private let state: Locked<State>
 
-    init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
-         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger) {
         self.queue = queue
         self.events = events
         self.settings = settings
         self.clock = clock
         self.logger = logger
-        self.random = random
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
     }
 
@@ -478,7 +477,7 @@ final class TrackingManager: HitTracking {
         }
         let rejected = results.reduce(0) { $0 + ($1.outcome.isRejection ? $1.hitIds.count : 0) }
         let now = clock.now()
-        let unit = random()
+        let unit = settings.jitter()
         let retry = state.withLock { state -> (delay: TimeInterval, attempt: Int)? in
             state.statistics.delivered += delivered
             state.statistics.rejected += rejected

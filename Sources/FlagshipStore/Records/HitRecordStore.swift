@@ -129,7 +129,8 @@ package struct HitRecordStore: Sendable {
 
     // MARK: Claiming and settling (the tracking manager's sending cycle)
 
-    /// Claims up to `limit` rows for `endpoint`, oldest first, for `owner` until `leaseUntil`:
+    /// Claims up to `limit` rows for `endpoint`, oldest first (in the order they were inserted
+    /// within one millisecond), for `owner` until `leaseUntil`:
     /// rows nobody holds, rows whose claim lapsed before `now` (a sender that died), and rows
     /// `owner` holds already. Run it in a write transaction (`database.write`): two senders, even
     /// in two processes, then never claim the same row.
@@ -143,14 +144,16 @@ package struct HitRecordStore: Sendable {
                 SELECT id FROM hits
                 WHERE (type = 'ACTIVATE') = ?3
                   AND (lease_until IS NULL OR lease_until <= ?4 OR lease_owner = ?1)
-                ORDER BY created_at, id
+                ORDER BY created_at, rowid
                 LIMIT ?5)
-            RETURNING \(Self.columns)
+            RETURNING \(Self.columns), rowid
             """,
             [.text(owner), .integer(leaseUntil), endpoint.isActivate, .integer(now), SQLiteValue(max(0, limit))]
         )
-        // RETURNING gives no order: put the claim back in sending order.
-        return try rows.map(Self.record).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+        // RETURNING gives no order: put the claim back in sending order (hits created in the same
+        // millisecond in the order they were accepted).
+        return try rows.sorted { (($0[5].int64 ?? 0), ($0[10].int64 ?? 0)) < (($1[5].int64 ?? 0), ($1[10].int64 ?? 0)) }
+            .map(Self.record)
     }
 
     /// Adds one failed attempt to each of these hits, notes when they may be tried again, and

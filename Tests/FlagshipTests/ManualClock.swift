@@ -1,0 +1,57 @@
+import Foundation
+
+@testable import Flagship
+
+/// A clock that moves only when the test says: batch intervals and backoff waits resume when
+/// `advance(by:)` passes their deadline, so a five-minute backoff takes no time.
+final class ManualClock: SDKClock, @unchecked Sendable {
+    // `@unchecked`: every stored property is read and written under `lock`.
+    private let lock = NSLock()
+    private var current: Date
+    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
+    private var nextId: UInt64 = 0
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_763_700_000)) {
+        current = start
+    }
+
+    func now() -> Date {
+        lock.withLock { current }
+    }
+
+    /// How many waits are pending (a test waits for the SDK to arm its timers before advancing).
+    var pendingSleepers: Int {
+        lock.withLock { sleepers.count }
+    }
+
+    func sleep(until deadline: Date) async throws {
+        let id = lock.withLock { () -> UInt64 in
+            nextId += 1
+            return nextId
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let due = lock.withLock { () -> Bool in
+                    if deadline <= current || Task.isCancelled { return true }
+                    sleepers[id] = (deadline, continuation)
+                    return false
+                }
+                if due {
+                    if Task.isCancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
+                }
+            }
+        } onCancel: {
+            lock.withLock { sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    func advance(by interval: TimeInterval) {
+        let due = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
+            current += interval
+            let due = sleepers.filter { $0.value.deadline <= current }
+            for id in due.keys { sleepers[id] = nil }
+            return due.values.sorted { $0.deadline < $1.deadline }.map(\.continuation)
+        }
+        for continuation in due { continuation.resume() }
+    }
+}

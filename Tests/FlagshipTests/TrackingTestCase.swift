@@ -1,0 +1,92 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// A tracking test: the SDK against the local server and a real SQLite file, on a clock the
+/// test moves by hand, with the backoff's jitter fixed so delays are exact (1 s, 2 s, 4 s...).
+class TrackingTestCase: SDKTestCase {
+    var clock: ManualClock!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        clock = ManualClock()
+    }
+
+    /// A URL where nothing listens: every request fails at once (connection refused).
+    static let deadURL = URL(string: "http://127.0.0.1:1")!
+
+    func trackingBuilder(
+        strategy: BatchCachingStrategy = .CONTINUOUS_CACHING, poolMaxSize: Int = 1, interval: TimeInterval = 60,
+        hitLifetime: TimeInterval = 4 * 3600, maxCachedHits: Int = 100_000, clock: ManualClock? = nil,
+        pageSize: Int? = nil
+    ) -> FSConfigBuilder {
+        configBuilder()
+            .withClock(clock ?? self.clock)
+            .withTrackingManagerConfig(FSTrackingManagerConfig(
+                poolMaxSize: poolMaxSize, batchIntervalTimer: interval, strategy: strategy,
+                hitLifetime: hitLifetime, maxCachedHits: maxCachedHits))
+            .withTrackingSettings { settings in
+                settings.jitter = { 1 }
+                if let pageSize { settings.pageSize = pageSize }
+            }
+    }
+
+    func makeVisitor(_ id: String = "v1", on instance: Flagship? = nil) -> FSVisitor {
+        (instance ?? flagship).newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).build()
+    }
+
+    /// An event the test can find again by its label.
+    func click(_ number: Int) -> FSEvent {
+        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        event.label = "hit-\(number)"
+        return event
+    }
+
+    /// The rows of the test's store, oldest first, read through a separate read-only connection.
+    func storedHits() throws -> [HitRecord] {
+        let store = try inspectStore()
+        defer { store.close() }
+        var hits: [HitRecord] = []
+        try store.hits.forEachPage { hits += $0 }
+        return hits
+    }
+
+    /// The labels of the stored click events, oldest first.
+    func storedClickLabels() throws -> [String] {
+        try storedHits().compactMap { record in
+            guard let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))),
+                  document.content["ea"]?.stringValue == "click" else { return nil }
+            return document.content["el"]?.stringValue
+        }
+    }
+
+    /// The click events the server accepted, by label, in arrival order.
+    func deliveredClickLabels(_ server: LocalFlagshipServer? = nil) -> [String] {
+        (server ?? self.server).hits.filter { $0["ea"]?.stringValue == "click" }.compactMap { $0["el"]?.stringValue }
+    }
+
+    func labels(_ numbers: ClosedRange<Int>) -> [String] {
+        numbers.map { "hit-\($0)" }
+    }
+
+    /// Polls `condition` (the SDK's timer runs on its own task) for at most `timeout` seconds.
+    func waitUntil(_ description: String, timeout: TimeInterval = 5, _ condition: () throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else {
+                XCTFail("timed out waiting until \(description)")
+                return
+            }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+    }
+
+    /// Waits until the SDK's timers and backoff waits are armed, so that `advance` wakes them.
+    func waitForSleepers(_ count: Int, on clock: ManualClock? = nil) async throws {
+        let clock = clock ?? self.clock!
+        try await waitUntil("\(count) wait(s) are armed on the clock") { clock.pendingSleepers >= count }
+    }
+}
