@@ -166,14 +166,14 @@ final class HitRecordStoreTests: StoreTestCase {
         XCTAssertEqual(try hits.count(), 2)
     }
 
-    func testEvictOldestKeepsTheNewestUpToTheCapacityBreakingTiesById() throws {
+    func testEvictOldestKeepsTheNewestUpToTheCapacityBreakingTiesByInsertionOrder() throws {
         try hits.insert([
             .sample("d", createdAt: 20), .sample("c", createdAt: 10), .sample("b", createdAt: 10), .sample("a", createdAt: 5),
         ])
 
         XCTAssertEqual(try hits.evictOldest(beyond: 10), 0)
         XCTAssertEqual(try hits.evictOldest(beyond: 2), 2)
-        XCTAssertEqual(try hits.allIds(), ["visitor-1:c", "visitor-1:d"])
+        XCTAssertEqual(try hits.allIds(), ["visitor-1:b", "visitor-1:d"], "c was inserted before b in the same millisecond")
         XCTAssertEqual(try hits.evictOldest(beyond: 0), 2)
         XCTAssertEqual(try hits.count(), 0)
     }

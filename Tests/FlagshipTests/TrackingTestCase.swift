@@ -45,6 +45,12 @@ class TrackingTestCase: SDKTestCase {
         return event
     }
 
+    /// The synchronous `sendHit`, which async code does not pick by itself: accepted at once,
+    /// written by the next group commit.
+    func fireAndForget(_ visitor: FSVisitor, _ hit: FSEvent) {
+        visitor.sendHit(hit)
+    }
+
     /// The rows of the test's store, oldest first, read through a separate read-only connection.
     func storedHits() throws -> [HitRecord] {
         let store = try inspectStore()
@@ -70,6 +76,16 @@ class TrackingTestCase: SDKTestCase {
 
     func labels(_ numbers: ClosedRange<Int>) -> [String] {
         numbers.map { "hit-\($0)" }
+    }
+
+    func assertThrows(_ expected: FlagshipError, file: StaticString = #filePath, line: UInt = #line,
+                      _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            XCTFail("expected \(expected) to be thrown", file: file, line: line)
+        } catch {
+            XCTAssertEqual(error as? FlagshipError, expected, file: file, line: line)
+        }
     }
 
     /// Polls `condition` (the SDK's timer runs on its own task) for at most `timeout` seconds.

@@ -111,13 +111,14 @@ package struct HitRecordStore: Sendable {
         return try database.write { try insert(records, capacity: capacity, in: $0) }
     }
 
-    /// Evicts the oldest rows so that at most `capacity` remain; returns how many went.
+    /// Evicts the oldest rows (in insertion order within a millisecond) so that at most
+    /// `capacity` remain; returns how many went.
     @discardableResult
     package func evictOldest(beyond capacity: Int, in connection: Connection) throws(StoreError) -> Int {
         let excess = try count(in: connection) - max(0, capacity)
         guard excess > 0 else { return 0 }
         return try connection.execute(
-            "DELETE FROM hits WHERE id IN (SELECT id FROM hits ORDER BY created_at, id LIMIT ?)",
+            "DELETE FROM hits WHERE rowid IN (SELECT rowid FROM hits ORDER BY created_at, rowid LIMIT ?)",
             [SQLiteValue(excess)]
         )
     }

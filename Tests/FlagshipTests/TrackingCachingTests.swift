@@ -1,0 +1,209 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// What the hit cache holds, when, and for how long: the two strategies, consent, expiry, the
+/// cap, and a custom cache in place of SQLite.
+final class TrackingCachingTests: TrackingTestCase {
+    func testPeriodicCachingWritesThePoolAtEachIntervalAndLosesNothingAtClose() async throws {
+        server.stop()
+        start(trackingBuilder(strategy: .PERIODIC_CACHING, poolMaxSize: 100, interval: 10))
+        let visitor = makeVisitor()
+        try await waitForSleepers(1)
+
+        for number in 1...5 { fireAndForget(visitor, click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(try storedClickLabels(), [], "in memory until the interval")
+
+        clock.advance(by: 10)
+        try await waitUntil("the pool is written at the interval") { try storedClickLabels().count == 5 }
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(1...5).sorted())
+
+        for number in 6...8 { fireAndForget(visitor, click(number)) }
+        await flagship.close()
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(1...8).sorted(), "close() writes what the interval had not")
+    }
+
+    func testPeriodicCachingSendsFromMemoryAndNeverWritesWhatWasDeliveredInTime() async throws {
+        start(trackingBuilder(strategy: .PERIODIC_CACHING, poolMaxSize: 3, interval: 10))
+        let visitor = makeVisitor()
+        for number in 1...2 { fireAndForget(visitor, click(number)) }
+
+        _ = try await server.waitForHits(count: 3)
+        await flagship.waitUntilTrackingIsIdle()
+        clock.advance(by: 10)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(deliveredClickLabels(), labels(1...2))
+        XCTAssertEqual(try storedHits(), [])
+    }
+
+    func testWithdrawingConsentDeletesTheVisitorsWaitingHitsButItsConsentHits() async throws {
+        server.stop()
+        start(trackingBuilder())
+        let alice = makeVisitor("alice")
+        let bob = makeVisitor("bob")
+        for number in 1...3 { try await alice.sendHit(click(number)) }
+        for number in 4...5 { try await bob.sendHit(click(number)) }
+
+        alice.setConsent(hasConsented: false)
+        await flagship.waitUntilTrackingIsIdle()
+        await assertThrows(FlagshipError.consentNotGiven(visitorId: "alice")) { try await alice.sendHit(self.click(6)) }
+        await flagship.waitUntilTrackingIsIdle()
+
+        let left = try storedHits()
+        XCTAssertEqual(left.filter { $0.visitorId == "alice" }.map(\.isConsent), [true, true], "the consent hits of creation and withdrawal")
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(4...5))
+    }
+
+    func testHitsPastTheirLifetimeAreDeletedUnsentAndCounted() async throws {
+        server.stop()
+        start(trackingBuilder(interval: 10, hitLifetime: 60))
+        let visitor = makeVisitor()
+        for number in 1...4 { try await visitor.sendHit(click(number)) }
+        try await waitForSleepers(2)
+        XCTAssertEqual(try storedHits().count, 5)
+
+        clock.advance(by: 61)
+        try await waitUntil("expired hits are deleted at the next interval") { try storedHits().isEmpty }
+
+        XCTAssertTrue(log.messages(at: .warning).contains("Deleted 5 unsent hit(s) older than 60 s"), log.allText)
+        let statistics = await flagship.closeReporting()
+        XCTAssertEqual(statistics?.expired, 5)
+        XCTAssertEqual(statistics?.delivered, 0)
+    }
+
+    func testHitsLeftByAnEarlierRunPastTheirLifetimeAreDeletedAtStartNotSent() async throws {
+        server.stop()
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        for number in 1...3 { try await visitor.sendHit(click(number)) }
+        await flagship.close()
+
+        try server.start()
+        clock.advance(by: 4 * 3600 + 1)
+        flagship = Flagship()
+        start(trackingBuilder())
+        await flagship.waitUntilTrackingIsIdle()
+        let statistics = await flagship.closeReporting()
+
+        XCTAssertEqual(statistics?.expired, 4)
+        XCTAssertEqual(statistics?.cachedAtStart, 0)
+        XCTAssertEqual(deliveredClickLabels(), [])
+        XCTAssertEqual(try storedHits(), [])
+        XCTAssertTrue(log.allText.contains("Deleted 4 unsent hit(s) older than 4 h"))
+    }
+
+    func testPastTheCapTheOldestHitsAreEvictedAndCounted() async throws {
+        server.stop()
+        start(trackingBuilder(maxCachedHits: 10))
+        let visitor = makeVisitor()
+        for number in 1...25 { try await visitor.sendHit(click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(16...25).sorted(), "the 10 newest stay")
+        let statistics = await flagship.closeReporting()
+        XCTAssertEqual(statistics?.evicted, 16, "the consent hit and the 15 oldest clicks")
+        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Hit cache full: evicted the") })
+    }
+
+    func testACustomHitCacheReceivesEveryHitAndIsFlushedOfWhatWasDelivered() async throws {
+        let custom = MemoryHitCache()
+        server.stop()
+        start(trackingBuilder().withCacheManager(FSCacheManager(nil, custom)))
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+
+        XCTAssertEqual(custom.ids.count, 2, "the consent hit and the click, once accepted")
+        let id = try XCTUnwrap(custom.ids.first { custom.document($0).map { "\($0)".contains("hit-1") } ?? false })
+        let document = try HitCacheDocument(dictionary: try XCTUnwrap(custom.document(id)))
+        XCTAssertEqual(document.visitorId, "v1")
+        XCTAssertEqual(document.type, "EVENT")
+        XCTAssertEqual(document.time, clock.now().unixMilliseconds)
+        XCTAssertEqual(document.content["ea"], .string("click"))
+        XCTAssertEqual(document.content["el"], .string("hit-1"))
+        XCTAssertNil(document.content["qt"], "qt is computed at each send, never cached")
+        XCTAssertTrue(try storedHits().isEmpty, "a custom cache replaces the SQLite table")
+
+        try server.start()
+        clock.advance(by: 1)
+        _ = try await server.waitForHits(count: 2)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(custom.ids, [])
+        XCTAssertEqual(custom.count("flushHits"), 1, "one flush per delivered batch")
+    }
+
+    func testHitsACustomCacheHoldsFromAnEarlierRunAreReplayedAtStart() async throws {
+        let custom = MemoryHitCache()
+        let created = clock.now().unixMilliseconds - 5_000
+        custom.cacheHits(hits: [
+            "old:1": hitDictionary(visitorId: "old", time: created, content: [
+                "t": "EVENT", "vid": "old", "ec": "Action Tracking", "ea": "click", "el": "hit-1", "ds": "APP", "cid": Self.envId,
+            ]),
+            "old:broken": ["version": 1, "data": ["visitorId": "old"]],
+        ])
+
+        start(trackingBuilder().withCacheManager(FSCacheManager(nil, custom)))
+        let hits = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"])
+        XCTAssertEqual(hits.first?["qt"]?.intValue, 5_000)
+        XCTAssertEqual(custom.count("lookupHits"), 1, "looked up once per start")
+        XCTAssertEqual(custom.ids, ["old:broken"], "a document it cannot read is logged and left alone")
+        XCTAssertTrue(log.messages(at: .error).contains { $0.hasPrefix("Cached hit 'old:broken' ignored") })
+    }
+
+    func testASlowCustomHitCacheLookupIsAbandonedOnTimeAndHitsStillFlow() async throws {
+        let slow = MemoryHitCache(gated: true)
+        start(trackingBuilder().withCacheManager(FSCacheManager(nil, slow, hitCacheLookupTimeout: 0.05)))
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+
+        _ = try await server.waitForHits(count: 2)
+        slow.gate.signal()
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"])
+        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Hit cache lookup took longer than 50 ms") })
+    }
+
+    func testADocumentEditedIntoNonsenseIsSetAsideNotSentAndNotLost() async throws {
+        server.stop()
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+        await flagship.close()
+        let url = StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
+        let store = try FlagshipDatabase.open(at: url)
+        let click = try XCTUnwrap(try store.hits.page(limit: 10).first { $0.document.contains("hit-1") })
+        try store.database.write { try $0.execute("UPDATE hits SET document = '{\"version\":1,\"data\":{}}' WHERE id = ?", [.text(click.id)]) }
+        store.close()
+
+        try server.start()
+        flagship = Flagship()
+        start(trackingBuilder())
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(server.hits.count, 1, "the consent hit; the edited one cannot be sent")
+        let left = try storedHits()
+        XCTAssertEqual(left.map(\.id), [click.id], "kept, set aside")
+        XCTAssertEqual(left.first?.leaseOwner, "unreadable document")
+        XCTAssertTrue(log.messages(at: .error).contains { $0.contains("Cached hit '\(click.id)' cannot be sent") })
+    }
+
+    func testADurableSendHitSaysWhyItWasRefused() async throws {
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+
+        await assertThrows(FlagshipError.invalidHit(HitValidationError.missingField(hit: "EVENT", field: "ea").description)) {
+            try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: " "))
+        }
+        XCTAssertEqual(try storedClickLabels(), [], "never cached")
+        await flagship.close()
+        await assertThrows(FlagshipError.sdkNotInitialized) { try await visitor.sendHit(self.click(1)) }
+    }
+}
