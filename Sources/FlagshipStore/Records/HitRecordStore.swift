@@ -131,9 +131,9 @@ package struct HitRecordStore: Sendable {
     // MARK: Claiming and settling (the tracking manager's sending cycle)
 
     /// Claims up to `limit` rows for `endpoint`, oldest first (in the order they were inserted
-    /// within one millisecond), for `owner` until `leaseUntil`:
-    /// rows nobody holds, rows whose claim lapsed before `now` (a sender that died), and rows
-    /// `owner` holds already. Run it in a write transaction (`database.write`): two senders, even
+    /// within one millisecond), for `owner` until `leaseUntil`: rows nobody holds, and rows whose
+    /// claim lapsed by `now` (a sender that died). A row `owner` holds already is not claimed
+    /// again: it is in flight. Run it in a write transaction (`database.write`): two senders, even
     /// in two processes, then never claim the same row.
     package func claim(
         _ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int, in connection: Connection
@@ -144,7 +144,7 @@ package struct HitRecordStore: Sendable {
             WHERE id IN (
                 SELECT id FROM hits
                 WHERE (type = 'ACTIVATE') = ?3
-                  AND (lease_until IS NULL OR lease_until <= ?4 OR lease_owner = ?1)
+                  AND (lease_until IS NULL OR lease_until <= ?4)
                 ORDER BY created_at, rowid
                 LIMIT ?5)
             RETURNING \(Self.columns), rowid

@@ -89,6 +89,7 @@ package final class Connection {
     /// Runs `body` in a savepoint: its writes are undone when it throws, while the surrounding
     /// transaction (if any) goes on. Savepoints nest, so store methods that take a `Connection`
     /// compose into one transaction whatever their depth.
+    @discardableResult
     package func savepoint<T>(_ body: (Connection) throws -> T) throws -> T {
         try execute("SAVEPOINT flagship")
         do {
