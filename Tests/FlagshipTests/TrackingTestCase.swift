@@ -40,6 +40,10 @@ class TrackingTestCase: SDKTestCase {
 
     /// An event the test can find again by its label.
     func click(_ number: Int) -> FSEvent {
+        Self.click(number)
+    }
+
+    static func click(_ number: Int) -> FSEvent {
         var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
         event.label = "hit-\(number)"
         return event
