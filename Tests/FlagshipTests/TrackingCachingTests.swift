@@ -27,6 +27,17 @@ final class TrackingCachingTests: TrackingTestCase {
         XCTAssertEqual(try storedClickLabels().sorted(), labels(1...8).sorted(), "close() writes what the interval had not")
     }
 
+    func testAPeriodicPoolThatOutgrowsMemoryIsWrittenBeforeTheInterval() async throws {
+        server.stop()
+        start(trackingBuilder(strategy: .PERIODIC_CACHING, poolMaxSize: 100, interval: 600)
+            .withTrackingSettings { $0.memoryLimit = 10 })
+        let visitor = makeVisitor()
+        for number in 1...9 { fireAndForget(visitor, click(number)) }
+
+        try await waitUntil("the pool of 10 (9 clicks and the consent hit) is written") { try storedClickLabels().count == 9 }
+        XCTAssertEqual(try storedHits().count, 10)
+    }
+
     func testPeriodicCachingSendsFromMemoryAndNeverWritesWhatWasDeliveredInTime() async throws {
         start(trackingBuilder(strategy: .PERIODIC_CACHING, poolMaxSize: 3, interval: 10))
         let visitor = makeVisitor()

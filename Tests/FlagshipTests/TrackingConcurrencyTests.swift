@@ -64,6 +64,17 @@ final class TrackingConcurrencyTests: TrackingTestCase {
         XCTAssertTrue(log.allText.contains("2001 unsent hit(s) stay in the hit cache: the next start sends them"), log.allText)
     }
 
+    func testAProducerFasterThanTheDiskWaitsForRoomAndLosesNothing() async throws {
+        server.stop()
+        start(trackingBuilder(poolMaxSize: 10_000).withTrackingSettings { $0.ingressLimit = 7 })
+        let visitor = makeVisitor()
+        for number in 1...500 { fireAndForget(visitor, click(number)) }
+
+        await flagship.close()
+
+        XCTAssertEqual(Set(try storedClickLabels()), Set(labels(1...500)))
+    }
+
     func testHitsSentAfterCloseAreRefusedAndSaySo() async throws {
         start(trackingBuilder())
         let visitor = makeVisitor()

@@ -17,7 +17,7 @@ final class SQLiteHitQueue: HitQueue {
     private let recent = Locked<[String: OutgoingHit]>([:])
     private let recentLimit: Int
 
-    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger, recentLimit: Int = 10_000) {
+    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger, recentLimit: Int = 1_000) {
         self.store = store
         self.capacity = capacity
         leaseMilliseconds = Int64((leaseDuration * 1000).rounded())

@@ -76,6 +76,9 @@ final class TrackingManager: HitTracking {
         var pageSize = 500
         /// Hits held in memory, unwritten, at most (periodic caching, or a cache that fails).
         var memoryLimit = 10_000
+        /// Hits written per group commit at most, and waiting for it before the synchronous
+        /// `sendHit` waits for room (the disk cannot keep up): memory stays bounded.
+        var ingressLimit = 5_000
         /// Exposure callbacks kept for activates not yet delivered, at most.
         var pendingActivateCallbacksLimit = 10_000
         /// How long `close()` may spend on its last sends.
@@ -139,6 +142,8 @@ final class TrackingManager: HitTracking {
     private let logger: Logger
     private let storeQueue = DispatchQueue(label: "io.flagship.tracking.store")
     private let state: Locked<State>
+    /// Signalled each time the writer takes hits out of the ingress: room for waiting producers.
+    private let ingressRoom = NSCondition()
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger) {
         self.queue = queue
@@ -198,7 +203,8 @@ final class TrackingManager: HitTracking {
 
     func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
                durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?) {
-        enum Next { case refused, drain, accepted(kick: Bool), none }
+        enum Next { case refused, drain, accepted(kick: Bool, overflow: Bool), none }
+        if durable == nil { waitForIngressRoom() }
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
             if let onDelivered {
@@ -217,8 +223,8 @@ final class TrackingManager: HitTracking {
             case .PERIODIC_CACHING:
                 state.unwritten.append(hit)
                 if !hit.isActivate { state.poolCount += 1 }
-                return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize
-                                 || state.unwritten.count > settings.memoryLimit)
+                return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize,
+                                 overflow: state.unwritten.count == settings.memoryLimit)
             }
         }
         switch next {
@@ -227,8 +233,10 @@ final class TrackingManager: HitTracking {
             durable?(.failure(.closed))
         case .drain:
             storeQueue.async { [self] in drain() }
-        case .accepted(let kick):
+        case .accepted(let kick, let overflow):
             durable?(.success(()))
+            // A pool that outgrows memory is written before the interval.
+            if overflow { storeQueue.async { [self] in writeUnwritten() } }
             if kick { requestFlush() }
         case .none:
             break
@@ -240,11 +248,15 @@ final class TrackingManager: HitTracking {
     private func drain() {
         while true {
             let batch = state.withLock { state -> [Accepted] in
-                let batch = state.ingress
-                state.ingress.removeAll(keepingCapacity: true)
+                let batch = Array(state.ingress.prefix(settings.ingressLimit))
+                state.ingress.removeFirst(batch.count)
                 if batch.isEmpty { state.drainScheduled = false }
                 return batch
             }
+            // Under the condition's lock, so a producer between its check and its wait is not missed.
+            ingressRoom.lock()
+            ingressRoom.broadcast()
+            ingressRoom.unlock()
             guard !batch.isEmpty else { return }
             let hits = batch.map(\.hit)
             var outcome: Result<Void, FlagshipError> = .success(())
@@ -266,6 +278,18 @@ final class TrackingManager: HitTracking {
             }
             if kick { requestFlush() }
         }
+    }
+
+    /// Backpressure for the synchronous `sendHit`: while a full group commit's worth of hits
+    /// already waits to be written, wait (at most a second) for the writer to take them. Only a
+    /// producer faster than the disk ever waits; the writer needs no thread of Swift's pool.
+    private func waitForIngressRoom() {
+        let isFull = { self.state.withLock { $0.ingress.count >= self.settings.ingressLimit && !$0.closed } }
+        guard isFull() else { return }
+        let deadline = Date().addingTimeInterval(1)
+        ingressRoom.lock()
+        while isFull(), ingressRoom.wait(until: deadline) {}
+        ingressRoom.unlock()
     }
 
     /// Hits the cache could not take: sent from memory, the oldest dropped past the limit.
