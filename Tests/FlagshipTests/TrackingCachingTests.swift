@@ -148,6 +148,21 @@ final class TrackingCachingTests: TrackingTestCase {
         XCTAssertEqual(custom.count("flushHits"), server.received(.events).filter(\.isAccepted).count, "one flush per delivered batch")
     }
 
+    func testTheDefaultHitCacheHandedOverExplicitlyIsUsedAsATableInItsOwnFile() async throws {
+        let elsewhere = directory.url.appendingPathComponent("shared", isDirectory: true)
+        let given = try FSDefaultCacheHit(envId: "shared_env", cacheDirectory: elsewhere, maxHits: 3)
+        server.stop()
+        start(trackingBuilder().withCacheManager(FSCacheManager(nil, given)))
+        let visitor = makeVisitor()
+        for number in 1...4 { try await visitor.sendHit(click(number)) }
+        await flagship.close()
+
+        let store = try FlagshipDatabase.openForInspection(at: StoreLocation.databaseFile(envId: "shared_env", in: elsewhere))
+        defer { store.close() }
+        XCTAssertEqual(try store.hits.count(), 3, "its own cap")
+        XCTAssertEqual(try storedHits(), [], "not the environment's default file")
+    }
+
     func testHitsACustomCacheHoldsFromAnEarlierRunAreReplayedAtStart() async throws {
         let custom = MemoryHitCache()
         let created = clock.now().unixMilliseconds - 5_000

@@ -12,7 +12,9 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate {
     /// The most rows the table keeps. Default: 100,000.
     public let maxHits: Int
 
-    private let database: FlagshipDatabase
+    /// The database the tracking manager uses directly (typed, paged) when this cache is given to
+    /// an `FSCacheManager`.
+    let database: FlagshipDatabase
     private let now: @Sendable () -> Date
     private let logger: Logger
     private static let pageSize = 500

@@ -55,6 +55,11 @@ final class SDKRuntime: Sendable {
                                  logger: Logger) -> any HitQueue {
         let capacity = config.trackingConfig.maxCachedHits
         let timeout = config.cacheManager.hitCacheLookupTimeout
+        if let given = config.cacheManager.hitCacheImp as? FSDefaultCacheHit {
+            // The default cache handed over explicitly: its table, typed and paged, as usual.
+            return SQLiteHitQueue(store: given.database, capacity: min(capacity, given.maxHits),
+                                  leaseDuration: claimDuration, logger: logger)
+        }
         if let custom = config.cacheManager.hitCacheImp {
             return DelegateHitQueue(delegate: custom, capacity: capacity, lookupTimeout: timeout, logger: logger)
         }

@@ -205,13 +205,14 @@ final class TrackingManager: HitTracking {
                durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?) {
         enum Next { case refused, drain, accepted(kick: Bool, overflow: Bool), none }
         if durable == nil { waitForIngressRoom() }
+        var callbackDropped = false
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
             if let onDelivered {
                 if state.activateCallbacks.count < settings.pendingActivateCallbacksLimit {
                     state.activateCallbacks[hit.id] = onDelivered
                 } else {
-                    logger.warning("Exposure callback for activate '\(hit.id)' dropped: \(settings.pendingActivateCallbacksLimit) activates already wait for delivery")
+                    callbackDropped = true
                 }
             }
             switch settings.strategy {
@@ -226,6 +227,9 @@ final class TrackingManager: HitTracking {
                 return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize,
                                  overflow: state.unwritten.count == settings.memoryLimit)
             }
+        }
+        if callbackDropped {
+            logger.warning("onVisitorExposed will not be called for activate '\(hit.id)': \(settings.pendingActivateCallbacksLimit) activates already wait for delivery")
         }
         switch next {
         case .refused:
