@@ -60,4 +60,29 @@ query "SELECT type, count(*) AS hits FROM hits GROUP BY type ORDER BY type;"
 query "SELECT id, json_extract(document,'\$.data.content.ea') AS action, attempts FROM hits WHERE type = 'EVENT' ORDER BY created_at LIMIT 3;"
 query "SELECT visitor_id, type, created_utc, age_seconds FROM hits_readable ORDER BY created_utc LIMIT 3;"
 
+step "9. Hits while the server is down: each is committed to SQLite before sendHit returns"
+# A store of its own, so that what is replayed is exactly what was sent here.
+db="$workdir/flagship-offline.sqlite"
+echo "(the SDK's warnings say each send failed and when it will try again)"
+show "$flagship" send-hit "${credentials[@]}" --db "$db" "${urls[@]}" --visitor-id bob --event add_to_cart --label cta --value 2 --count 3
+show "$flagship" hits --db "$db"
+printf 'DB=%s\n' "$db"
+query "SELECT type, json_extract(content,'\$.ea') AS action, attempts, next_attempt_utc, sending_by FROM hits_readable ORDER BY created_utc;"
+
+step "10. The app restarts, still offline: its hits join those of the first run"
+show "$flagship" send-hit "${credentials[@]}" --db "$db" "${urls[@]}" --visitor-id bob --screen checkout
+query "SELECT type, count(*) AS hits, max(attempts) AS most_attempts FROM hits GROUP BY type;"
+
+step "11. The server comes back on the same port: flagship replay sends everything, oldest first"
+port="${events_url##*:}"
+"$flagship" serve "${credentials[@]}" --port "$port" --record "$workdir/requests-after.jsonl" > "$workdir/serve-after.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do grep -q -- "--decision-url" "$workdir/serve-after.log" 2>/dev/null && break; sleep 0.1; done
+show "$flagship" replay "${credentials[@]}" --db "$db" "${urls[@]}"
+echo "what the server received, hits by type:"
+grep -o '"t":"[A-Z]*"' "$workdir/requests-after.jsonl" | cut -d'"' -f4 | grep -vx BATCH | sort | uniq -c
+echo "and the store is empty:"
+show "$flagship" hits --db "$db"
+query "SELECT count(*) AS unsent FROM hits;"
+
 step "Done. Everything was in $workdir (removed now); your own store is \${FLAGSHIP_CACHE_DIR:-~/.cache/flagship}/flagship-<envId>.sqlite"

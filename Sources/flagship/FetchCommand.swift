@@ -14,37 +14,21 @@ struct FetchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The environment id.") var envId: String
-    @Option(help: "The API key.") var apiKey: String
+    @OptionGroup var sdk: SDKArguments
     @Option(help: "The visitor id.") var visitorId: String
     @Option(help: ArgumentHelp("The visitor context, a JSON object of strings, numbers and booleans.", valueName: "json"))
     var context: String?
-    @Option(help: ArgumentHelp("The store file (default: <cache dir>/flagship-<envId>.sqlite).", valueName: "path"))
-    var db: String?
-    @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
-    @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
     @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
     @Flag(help: "Do not fetch: show what the local store alone gives.") var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of milliseconds") }
-        for (name, value) in [("--decision-url", decisionURL), ("--events-url", eventsURL)] {
-            if let value, URL(string: value)?.scheme == nil { throw ValidationError("\(name) must be an absolute URL, not '\(value)'") }
-        }
     }
 
     func run() async throws {
         let visitorContext = try parseContext()
-        let builder = FSConfigBuilder().DecisionApi().withTimeout(timeout)
-        if let db { builder.withCacheFile(URL(fileURLWithPath: db)) }
-        if let decisionURL, let url = URL(string: decisionURL) { builder.withDecisionBaseURL(url) }
-        if let eventsURL, let url = URL(string: eventsURL) { builder.withEventsBaseURL(url) }
-        let flagship = Flagship.sharedInstance
-        flagship.start(envId: envId, apiKey: apiKey, config: builder.build())
-        guard flagship.getStatus() != .SDK_NOT_INITIALIZED else {
-            throw CommandFailure("the SDK did not start: check --env-id and --api-key")
-        }
+        let flagship = try sdk.startSDK(sdk.configBuilder().withTimeout(timeout).build())
         let visitor = flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
             .withContext(context: visitorContext)
             .build()

@@ -7,7 +7,10 @@ import ArgumentParser
 struct FlagshipCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flagship",
-        abstract: "Inspect and maintain the Flagship SDK's local store.",
-        subcommands: [DBCommand.self, VisitorsCommand.self, HitsCommand.self, FetchCommand.self, ServeCommand.self, DemoCommand.self]
+        abstract: "Inspect and maintain the Flagship SDK's local store, and run the SDK against it.",
+        subcommands: [
+            DBCommand.self, VisitorsCommand.self, HitsCommand.self, FetchCommand.self, SendHitCommand.self, ReplayCommand.self,
+            ServeCommand.self, DemoCommand.self,
+        ]
     )
 }

@@ -7,7 +7,12 @@ struct HitsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hits",
         abstract: "List the unsent hits, oldest first.",
-        discussion: "The file is opened read-only. --json includes each hit's cache document."
+        discussion: """
+            The file is opened read-only. Each hit shows its failed sends (ATTEMPTS), when the SDK \
+            that failed last will try again (NEXT TRY: "in 41s", "due", or "-" before any failure), \
+            and who is sending it right now (CLAIMED BY: an SDK instance, "pid <pid> <id>", until its \
+            claim lapses). --json includes each hit's cache document.
+            """
     )
 
     @OptionGroup var database: DatabaseArguments
@@ -35,7 +40,7 @@ struct HitsCommand: ParsableCommand {
             print("no hits")
             return
         }
-        let header = ["ID", "TYPE", "VISITOR", "AGE", "ATTEMPTS", "CONTENT"]
+        let header = ["ID", "TYPE", "VISITOR", "AGE", "ATTEMPTS", "NEXT TRY", "CLAIMED BY", "CONTENT"]
         print(Output.table([header] + hits.map { textRow($0, now: now) }))
         let total = try store.hits.count()
         if total > hits.count {
@@ -53,6 +58,9 @@ struct HitsCommand: ParsableCommand {
             "createdAtUTC": Output.utc(unixMilliseconds: hit.createdAt),
             "ageSeconds": Output.ageSeconds(sinceUnixMilliseconds: hit.createdAt, now: now),
             "attempts": hit.attempts,
+            "nextAttemptAt": hit.nextAttemptAt ?? NSNull(),
+            "nextAttemptAtUTC": hit.nextAttemptAt.map { Output.utc(unixMilliseconds: $0) } ?? NSNull(),
+            "leaseOwner": Self.claimHolder(hit, now: now) ?? NSNull(),
             "document": Output.embeddedJSON(hit.document),
         ]
     }
@@ -64,8 +72,24 @@ struct HitsCommand: ParsableCommand {
             hit.visitorId,
             Output.age(seconds: Output.ageSeconds(sinceUnixMilliseconds: hit.createdAt, now: now)),
             "\(hit.attempts)",
+            Self.nextTry(hit, now: now),
+            Self.claimHolder(hit, now: now) ?? "-",
             contentSummary(hit),
         ]
+    }
+
+    /// Who holds a claim on the hit now; `nil` when nobody does or the claim lapsed (its holder
+    /// died: the next sender takes the hit over).
+    private static func claimHolder(_ hit: HitRecord, now: Date) -> String? {
+        guard let owner = hit.leaseOwner, let until = hit.leaseUntil, until > now.unixMilliseconds else { return nil }
+        return owner
+    }
+
+    /// `in 41s` or `due`; `-` for a hit that never failed.
+    private static func nextTry(_ hit: HitRecord, now: Date) -> String {
+        guard let nextAttemptAt = hit.nextAttemptAt else { return "-" }
+        let wait = -Output.ageSeconds(sinceUnixMilliseconds: nextAttemptAt, now: now)
+        return wait > 0 ? "in " + Output.age(seconds: wait) : "due"
     }
 
     /// The few wire fields that tell hits of one type apart, as `key=value`.

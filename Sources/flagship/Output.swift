@@ -12,6 +12,22 @@ enum Output {
         print(String(decoding: data, as: UTF8.self))
     }
 
+    /// Prints `fields` as one line of JSON, in the order given: `{"replayed": 3, "expired": 0}`.
+    /// A summary a script reads with `jq` and a person at a glance.
+    static func printJSONLine(_ fields: KeyValuePairs<String, Int>) throws {
+        let members = try fields.map { key, value in
+            let name = try JSONSerialization.data(withJSONObject: key, options: [.fragmentsAllowed])
+            return String(decoding: name, as: UTF8.self) + ": \(value)"
+        }
+        line("{" + members.joined(separator: ", ") + "}")
+    }
+
+    /// Writes `text` and a newline to stdout at once, unbuffered: stdout is often a pipe or a
+    /// file read while the command runs (and a killed process flushes nothing).
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
     /// A stored JSON column as a JSON value to embed in the output; the text itself if it does
     /// not parse (the schema checks `json_valid`, so only a hand edit can cause that).
     static func embeddedJSON(_ text: String) -> Any {

@@ -37,14 +37,14 @@ struct ServeCommand: AsyncParsableCommand {
             port: port,
             decision: decision,
             recordFile: record.map { URL(fileURLWithPath: $0) },
-            onRequest: { ServeCommand.say(ServeCommand.line(for: $0)) }
+            onRequest: { Output.line(ServeCommand.line(for: $0)) }
         ))
         do {
             try server.start()
         } catch let error as LocalServerError {
             throw CommandFailure(error.description)
         }
-        Self.say("""
+        Output.line("""
             Flagship local server on \(server.baseURL.absoluteString) (env \(envId), \
             decision: \(decisionFile ?? "built-in sample")\(record.map { ", recording to \($0)" } ?? ""))
             SDK options: --decision-url \(server.decisionBaseURL.absoluteString) --events-url \(server.eventsBaseURL.absoluteString)
@@ -52,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
             """)
         let signal = await Self.waitForTermination()
         server.stop()
-        Self.say("stopped (\(signal))")
+        Output.line("stopped (\(signal))")
     }
 
     /// Suspends until SIGINT or SIGTERM arrives, and names it. The signals' default action (exit
@@ -77,11 +77,6 @@ struct ServeCommand: AsyncParsableCommand {
         let answer = record.status.map(String.init) ?? "dropped"
         let faults = record.faults.isEmpty ? "" : " (fault: \(record.faults.map(\.description).joined(separator: ", ")))"
         return "\(request.method) \(request.path) → \(answer)\(faults)"
-    }
-
-    /// Prints and flushes at once: the output is often a pipe or a file, read while the server runs.
-    private static func say(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 }
 

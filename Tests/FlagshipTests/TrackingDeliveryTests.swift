@@ -61,6 +61,41 @@ final class TrackingDeliveryTests: TrackingTestCase {
         XCTAssertEqual(statistics?.waiting, 0)
     }
 
+    func testClaimsOfAProcessThatDiedAreReleasedAtStartAndItsHitsReplayedAtOnce() async throws {
+        server.stop()
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        for number in 1...3 { try await visitor.sendHit(click(number)) }
+        await flagship.close()
+        let dead = try Process.run(URL(fileURLWithPath: "/bin/true"), arguments: [])
+        dead.waitUntilExit()
+        let owners = [
+            ClaimOwner(host: SQLiteHitQueue.hostName, pid: dead.processIdentifier, instance: "deadbeef"),
+            ClaimOwner(host: SQLiteHitQueue.hostName, pid: ProcessInfo.processInfo.processIdentifier, instance: "alive000"),
+        ]
+        let url = StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
+        let store = try FlagshipDatabase.open(at: url)
+        let ids = try store.hits.page(limit: 10).map(\.id)
+        try store.database.write { db in
+            // Claimed for an hour: the dead process's first two rows, this (live) process's last two.
+            try db.execute("UPDATE hits SET lease_owner = ?, lease_until = ? WHERE id IN (?, ?)",
+                           [.text(owners[0].description), .integer(Date().unixMilliseconds + 3_600_000), .text(ids[0]), .text(ids[1])])
+            try db.execute("UPDATE hits SET lease_owner = ?, lease_until = ? WHERE id IN (?, ?)",
+                           [.text(owners[1].description), .integer(Date().unixMilliseconds + 3_600_000), .text(ids[2]), .text(ids[3])])
+        }
+        store.close()
+
+        try server.start()
+        flagship = Flagship()
+        start(trackingBuilder())
+        _ = try await server.waitForHits(count: 2)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(server.hits.count, 2, "the dead process's rows, at once; the live one's stay claimed")
+        XCTAssertEqual(try storedHits().map(\.leaseOwner), [owners[1].description, owners[1].description])
+        XCTAssertTrue(log.allText.contains("Released 2 hit(s) claimed by \(owners[0]), a process that no longer runs"), log.allText)
+    }
+
     func testServerErrorsBackOffExponentiallyAndCountAttemptsThenDeliver() async throws {
         start(trackingBuilder())
         let visitor = makeVisitor()

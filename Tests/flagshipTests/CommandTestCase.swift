@@ -45,6 +45,10 @@ class CommandTestCase: XCTestCase {
     /// Runs `flagship arguments`, which must fail, print nothing on stdout and leave every file
     /// of the store directory as it was (none added, none changed); returns what it printed on stderr.
     func stderrOfFailureLeavingStoreUntouched(_ arguments: String..., file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try stderrOfFailureLeavingStoreUntouched(arguments, file: file, line: line)
+    }
+
+    func stderrOfFailureLeavingStoreUntouched(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let before = try storeDirectoryContents()
 
         let result = try FlagshipExecutable.run(arguments, outputDirectory: outputDirectory)

@@ -5,6 +5,8 @@ import XCTest
 enum FlagshipExecutable {
     struct Result {
         let status: Int32
+        /// Killed by a signal (`status` is then its number), not exited.
+        let signaled: Bool
         let stdout: String
         let stderr: String
     }
@@ -12,6 +14,11 @@ enum FlagshipExecutable {
     /// Runs `flagship arguments`, its output captured in files under `outputDirectory`
     /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
     static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60) throws -> Result {
+        try start(arguments, outputDirectory: outputDirectory).waitForExit(timeout: timeout)
+    }
+
+    /// Starts `flagship arguments` without waiting for it: its output can be read while it runs.
+    static func start(_ arguments: [String], outputDirectory: URL) throws -> Running {
         let process = Process()
         process.executableURL = try location()
         process.arguments = arguments
@@ -25,6 +32,7 @@ enum FlagshipExecutable {
         }
         let stdout = try FileHandle(forWritingTo: stdoutURL)
         let stderr = try FileHandle(forWritingTo: stderrURL)
+        // The child has its own descriptors once started.
         defer {
             try? stdout.close()
             try? stderr.close()
@@ -32,20 +40,44 @@ enum FlagshipExecutable {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            guard Date() < deadline else {
-                process.terminate()
-                process.waitUntilExit()
-                throw Failure("flagship \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
-            }
-            Thread.sleep(forTimeInterval: 0.01)
+        return Running(process: process, arguments: arguments, stdoutURL: stdoutURL, stderrURL: stderrURL)
+    }
+
+    /// A `flagship` process under way.
+    struct Running {
+        let process: Process
+        let arguments: [String]
+        let stdoutURL: URL
+        let stderrURL: URL
+
+        /// What it has printed on stdout so far.
+        func stdoutSoFar() throws -> String {
+            try String(contentsOf: stdoutURL, encoding: .utf8)
         }
-        return Result(
-            status: process.terminationStatus,
-            stdout: try String(contentsOf: stdoutURL, encoding: .utf8),
-            stderr: try String(contentsOf: stderrURL, encoding: .utf8)
-        )
+
+        /// Sends `signal` (SIGKILL: no handler, no flush, no clean-up).
+        func kill(_ signal: Int32 = SIGKILL) {
+            _ = Foundation.kill(process.processIdentifier, signal)
+        }
+
+        /// Waits for the process to end, and kills it after `timeout`.
+        func waitForExit(timeout: TimeInterval = 60) throws -> Result {
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning {
+                guard Date() < deadline else {
+                    process.terminate()
+                    process.waitUntilExit()
+                    throw Failure("flagship \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+                }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return Result(
+                status: process.terminationStatus,
+                signaled: process.terminationReason == .uncaughtSignal,
+                stdout: try stdoutSoFar(),
+                stderr: try String(contentsOf: stderrURL, encoding: .utf8)
+            )
+        }
     }
 
     /// `flagship` sits in the products directory with the test bundle: on Linux the runner

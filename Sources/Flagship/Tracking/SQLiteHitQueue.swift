@@ -23,8 +23,32 @@ final class SQLiteHitQueue: HitQueue {
         leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
         self.logger = logger
         self.recentLimit = recentLimit
-        owner = "pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
+        owner = ClaimOwner(host: Self.hostName, pid: ProcessInfo.processInfo.processIdentifier,
+                           instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
+
+    /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
+    /// released at once instead of lapsing a minute later, so a restart replays everything.
+    func loadCached() {
+        do {
+            let owners = try store.hits.claimOwners(now: Date().unixMilliseconds)
+            for (owner, rows) in owners {
+                guard let claim = ClaimOwner(owner), claim.host == Self.hostName, !claim.processIsRunning else { continue }
+                try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
+                logger.info("Released \(rows) hit(s) claimed by \(owner), a process that no longer runs")
+            }
+        } catch {
+            logger.error("Claims of earlier processes could not be checked (\(error)): they lapse by themselves")
+        }
+    }
+
+    /// `gethostname`, not `ProcessInfo.hostName`, which may ask DNS; no spaces, so it parses back.
+    static let hostName: String = {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self).replacingOccurrences(of: " ", with: "_")
+        return name.isEmpty ? "localhost" : name
+    }()
 
     func save(_ hits: [OutgoingHit]) throws -> Int {
         guard !hits.isEmpty else { return 0 }
@@ -95,5 +119,33 @@ final class SQLiteHitQueue: HitQueue {
 
     private func forgetRecent(where matches: (OutgoingHit) -> Bool) {
         recent.withLock { recent in recent = recent.filter { !matches($0.value) } }
+    }
+}
+
+/// Who holds a claim, as stored in `hits.lease_owner`: `<host> pid <pid> <instance>`, readable
+/// in the sqlite3 shell, and enough to tell a claim of a process that died on this host.
+struct ClaimOwner: Equatable, CustomStringConvertible {
+    let host: String
+    let pid: Int32
+    let instance: String
+
+    init(host: String, pid: Int32, instance: String) {
+        self.host = host
+        self.pid = pid
+        self.instance = instance
+    }
+
+    init?(_ text: String) {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[1] == "pid", let pid = Int32(parts[2]), pid > 0 else { return nil }
+        self.init(host: String(parts[0]), pid: pid, instance: String(parts[3]))
+    }
+
+    var description: String { "\(host) pid \(pid) \(instance)" }
+
+    /// Whether a process with that id runs on this host (a reused id says yes: the claim then
+    /// simply lapses as usual).
+    var processIsRunning: Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
     }
 }

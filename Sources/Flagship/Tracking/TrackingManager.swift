@@ -49,8 +49,10 @@ package struct TrackingStatistics: Sendable, Equatable {
     package var evicted = 0
     /// Requests that failed and will be retried.
     package var failedRequests = 0
-    /// Hits waiting, in the cache or in memory, when last counted.
+    /// Hits waiting, in the cache (and, before close, in memory), when last counted.
     package var waiting = 0
+    /// Hits the cache could not take and that were still unsent at close: lost.
+    package var lost = 0
 }
 
 /// The tracking manager (SDK.md, "Tracking manager").
@@ -582,7 +584,8 @@ final class TrackingManager: HitTracking {
         }
         let unwritten = state.withLock { state -> Int in
             state.finalFlush = false
-            state.statistics.waiting = waiting + state.unwritten.count
+            state.statistics.waiting = waiting
+            state.statistics.lost = state.unwritten.count
             return state.unwritten.count
         }
         if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }

@@ -187,6 +187,20 @@ package struct HitRecordStore: Sendable {
         )
     }
 
+    /// The owners holding claims that have not lapsed by `now`, with how many rows each holds.
+    package func claimOwners(now: Int64) throws -> [String: Int] {
+        try database.read { connection in
+            var owners: [String: Int] = [:]
+            for row in try connection.query(
+                "SELECT lease_owner, count(*) FROM hits WHERE lease_until > ? AND lease_owner IS NOT NULL GROUP BY lease_owner",
+                [.integer(now)]
+            ) {
+                owners[try row.text(0)] = try row.int(1)
+            }
+            return owners
+        }
+    }
+
     /// Keeps rows that cannot be sent (a document edited by hand) out of every claim, under a
     /// claim that never lapses whose owner says why: never sent, never silently lost, deleted by
     /// expiry like any hit.

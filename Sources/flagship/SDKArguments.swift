@@ -1,0 +1,57 @@
+import ArgumentParser
+import Flagship
+import FlagshipStore
+import Foundation
+
+/// The options of the commands that run the SDK itself (`fetch`, `send-hit`, `replay`): which
+/// environment, which store file, which servers.
+struct SDKArguments: ParsableArguments {
+    @Option(help: "The environment id.") var envId: String
+    @Option(help: "The API key.") var apiKey: String
+    @Option(help: ArgumentHelp("The store file (default: <cache dir>/flagship-<envId>.sqlite).", valueName: "path"))
+    var db: String?
+    @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
+    @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
+
+    func validate() throws {
+        for (name, value) in [("--decision-url", decisionURL), ("--events-url", eventsURL)] {
+            if let value, URL(string: value)?.scheme == nil { throw ValidationError("\(name) must be an absolute URL, not '\(value)'") }
+        }
+    }
+
+    /// The store file the SDK will use: `--db`, else where the SDK looks by default.
+    var storeFile: URL {
+        db.map { URL(fileURLWithPath: $0).standardizedFileURL }
+            ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
+    }
+
+    /// A configuration builder with the store file and the servers set.
+    func configBuilder() -> FSConfigBuilder {
+        let builder = FSConfigBuilder().DecisionApi()
+        if let db { builder.withCacheFile(URL(fileURLWithPath: db)) }
+        if let decisionURL, let url = URL(string: decisionURL) { builder.withDecisionBaseURL(url) }
+        if let eventsURL, let url = URL(string: eventsURL) { builder.withEventsBaseURL(url) }
+        return builder
+    }
+
+    /// Opens the store file as the SDK will, and closes it. The SDK falls back to an in-memory
+    /// store when the file cannot be used (and only logs it); a command that promises hits are
+    /// on disk checks first, so that it fails instead of reporting what a restart would not find.
+    func checkStoreIsUsable() throws {
+        do {
+            try FlagshipDatabase.open(at: storeFile).close()
+        } catch {
+            throw CommandFailure("the store \(storeFile.path) cannot be used: \(error)")
+        }
+    }
+
+    /// Starts `Flagship.sharedInstance` with `config`; fails if the SDK refused to start.
+    func startSDK(_ config: FlagshipConfig) throws -> Flagship {
+        let flagship = Flagship.sharedInstance
+        flagship.start(envId: envId, apiKey: apiKey, config: config)
+        guard flagship.getStatus() != .SDK_NOT_INITIALIZED else {
+            throw CommandFailure("the SDK did not start: check --env-id and --api-key")
+        }
+        return flagship
+    }
+}
