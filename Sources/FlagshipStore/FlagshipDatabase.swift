@@ -140,8 +140,10 @@ package final class FlagshipDatabase: Sendable {
             try database.read { try refuseUnlessOurs($0, path: path, migrator: migrator) }
             try database.withConnection { try $0.query("PRAGMA journal_mode = WAL") }
             let outcome = try migrator.migrate(database, now: now)
-            return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
-                                    opening: Opening(fromVersion: outcome.fromVersion, movedAside: nil))
+            let opened = FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
+                                          opening: Opening(fromVersion: outcome.fromVersion, movedAside: nil))
+            try database.write { try opened.hits.recount(in: $0) }
+            return opened
         } catch {
             let damage = Damage(error)
             // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.

@@ -71,14 +71,25 @@ final class HitDeliveryStoreTests: StoreTestCase {
         XCTAssertEqual(try hits.count(), 0, "the database still works")
     }
 
-    func testTheCountIsKeptByTriggersThroughInsertsReplacesAndDeletes() throws {
+    func testTheCountIsKeptThroughInsertsReplacesAndDeletesAndHealsAtOpenAfterAHandEdit() throws {
         try hits.insert(sample(4))
-        try hits.insert([.sample("EVENT-001", createdAt: 5)])
-        XCTAssertEqual(try hits.count(), 4, "a replaced row is not counted twice")
-        try hits.delete(ids: ["visitor-1:EVENT-002"])
+        let replaced = HitRecord.sample("EVENT-001", createdAt: 5)
+        try hits.insert([replaced, .sample("new", createdAt: 6)])
+        XCTAssertEqual(try hits.count(), 5, "a replaced row is not counted twice")
+        XCTAssertEqual(try hits.all().first { $0.id == replaced.id }?.createdAt, 5, "and it was replaced")
+        try hits.delete(ids: ["visitor-1:EVENT-002", "visitor-1:absent"])
         try hits.deleteHits(createdBefore: 1_004)
         XCTAssertEqual(try hits.count(), 1)
         XCTAssertEqual(try store.database.integer("SELECT count(*) FROM hits"), 1)
+
+        // As the sqlite3 shell would: rows added behind the store's back.
+        try store.database.write { db in
+            try db.execute("INSERT INTO hits (id, visitor_id, type, document, created_at) VALUES ('x:1', 'x', 'EVENT', '{}', 1), ('x:2', 'x', 'EVENT', '{}', 2)")
+        }
+        XCTAssertEqual(try hits.count(), 1, "out of step until the next open")
+        store.close()
+        store = try openStore()
+        XCTAssertEqual(try hits.count(), 3, "counted again at open")
     }
 
     // MARK: Claiming

@@ -181,8 +181,9 @@ public final class FSVisitor: Sendable {
                 "vid": .string(state.visitorId), "caid": .string(metadata.variationGroupId), "vaid": .string(metadata.variationId),
             ]
             if let anonymousId = state.anonymousId { fields["aid"] = .string(anonymousId) }
-            let activate = OutgoingHit(id: "\(state.visitorId):\(UUID().uuidString.lowercased())", type: "ACTIVATE",
-                                       createdAt: runtime.config.now().unixMilliseconds, fields: fields)
+            let createdAt = runtime.config.now().unixMilliseconds
+            let activate = OutgoingHit(id: HitID.make(visitorId: state.visitorId, createdAt: createdAt), type: "ACTIVATE",
+                                       createdAt: createdAt, fields: fields)
             return (activate, FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context))
         }
         guard let prepared else { return }
@@ -376,8 +377,9 @@ public final class FSVisitor: Sendable {
             }
             content["ds"] = .string("APP")
             content["cid"] = .string(runtime.envId)
-            return OutgoingHit(id: "\(state.visitorId):\(UUID().uuidString.lowercased())", type: type,
-                               createdAt: runtime.config.now().unixMilliseconds, fields: content)
+            let createdAt = runtime.config.now().unixMilliseconds
+            return OutgoingHit(id: HitID.make(visitorId: state.visitorId, createdAt: createdAt), type: type,
+                               createdAt: createdAt, fields: content)
         }
     }
 }

@@ -67,7 +67,8 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
-    func save(_ hits: [OutgoingHit]) throws -> Int {
+    func save(_ cached: [CachedHit]) throws -> Int {
+        let hits = cached.map(\.hit)
         guard !hits.isEmpty else { return 0 }
         delegate.cacheHits(hits: Dictionary(hits.map { ($0.id, $0.cacheDocument.dictionary) }, uniquingKeysWith: { _, last in last }))
         let evicted = state.withLock { state -> [String] in

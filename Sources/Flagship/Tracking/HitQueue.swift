@@ -10,7 +10,7 @@ import Foundation
 protocol HitQueue: Sendable {
     /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
     /// evicted to stay within the cap.
-    func save(_ hits: [OutgoingHit]) throws -> Int
+    func save(_ hits: [CachedHit]) throws -> Int
     /// Up to `limit` hits for `endpoint`, oldest first, claimed by this instance so that no other
     /// sender takes them while they are in flight.
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit]
@@ -30,6 +30,18 @@ protocol HitQueue: Sendable {
 
 extension HitQueue {
     func loadCached() {}
+}
+
+/// A hit with its cache document already written as JSON text. Made on the thread of whoever
+/// sent the hit, so that the tracking manager's single writer only writes.
+struct CachedHit: Sendable {
+    let hit: OutgoingHit
+    let document: String
+
+    init(_ hit: OutgoingHit) {
+        self.hit = hit
+        document = hit.cacheDocument.jsonValue.jsonString()
+    }
 }
 
 /// The outcome of one send, by hit id.

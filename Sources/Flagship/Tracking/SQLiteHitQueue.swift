@@ -50,15 +50,15 @@ final class SQLiteHitQueue: HitQueue {
         return name.isEmpty ? "localhost" : name
     }()
 
-    func save(_ hits: [OutgoingHit]) throws -> Int {
+    func save(_ hits: [CachedHit]) throws -> Int {
         guard !hits.isEmpty else { return 0 }
-        let records = hits.map { hit in
-            HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
-                      document: hit.cacheDocument.jsonValue.jsonString(), createdAt: hit.createdAt)
+        let records = hits.map { cached in
+            HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
+                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
         }
         let outcome = try store.hits.insert(records, capacity: capacity)
         recent.withLock { recent in
-            for hit in hits where recent.count < recentLimit { recent[hit.id] = hit }
+            for cached in hits where recent.count < recentLimit { recent[cached.hit.id] = cached.hit }
         }
         return outcome.evicted
     }

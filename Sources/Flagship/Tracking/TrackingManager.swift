@@ -101,7 +101,7 @@ final class TrackingManager: HitTracking {
     }
 
     private struct Accepted {
-        let hit: OutgoingHit
+        let hit: CachedHit
         let durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?
     }
 
@@ -208,6 +208,8 @@ final class TrackingManager: HitTracking {
         enum Next { case refused, drain, accepted(kick: Bool, overflow: Bool), none }
         if durable == nil { waitForIngressRoom() }
         var callbackDropped = false
+        // Encoded here, on the sender's thread: the writer's one thread only writes.
+        let cached = settings.strategy == .CONTINUOUS_CACHING ? CachedHit(hit) : nil
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
             if let onDelivered {
@@ -219,7 +221,7 @@ final class TrackingManager: HitTracking {
             }
             switch settings.strategy {
             case .CONTINUOUS_CACHING:
-                state.ingress.append(Accepted(hit: hit, durable: durable))
+                state.ingress.append(Accepted(hit: cached ?? CachedHit(hit), durable: durable))
                 guard !state.drainScheduled else { return .none }
                 state.drainScheduled = true
                 return .drain
@@ -264,10 +266,10 @@ final class TrackingManager: HitTracking {
             ingressRoom.broadcast()
             ingressRoom.unlock()
             guard !batch.isEmpty else { return }
-            let hits = batch.map(\.hit)
+            let hits = batch.map(\.hit.hit)
             var outcome: Result<Void, FlagshipError> = .success(())
             do {
-                let evicted = try queue.save(hits)
+                let evicted = try queue.save(batch.map(\.hit))
                 if evicted > 0 {
                     state.withLock { $0.statistics.evicted += evicted }
                     logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
@@ -318,7 +320,7 @@ final class TrackingManager: HitTracking {
         let pending = state.withLock { state in state.unwritten.filter { !state.unwrittenInFlight.contains($0.id) } }
         guard !pending.isEmpty else { return }
         do {
-            let evicted = try queue.save(pending)
+            let evicted = try queue.save(pending.map(CachedHit.init))
             let written = Set(pending.map(\.id))
             state.withLock { state in
                 state.unwritten.removeAll { written.contains($0.id) }

@@ -84,23 +84,35 @@ package struct HitRecordStore: Sendable {
     // MARK: Writing
 
     /// Saves `records` (a row with the same id is replaced, keeping its attempt count and claim),
-    /// then evicts the oldest rows beyond `capacity`. The cap check reads the trigger-kept row
-    /// count: no `count(*)` over the table.
+    /// then evicts the oldest rows beyond `capacity`. The cap check reads the kept row count
+    /// (`hits_total`): no `count(*)` over the table.
     @discardableResult
     package func insert(_ records: [HitRecord], capacity: Int? = nil, in connection: Connection) throws(StoreError) -> InsertOutcome {
-        try connection.executeMany(
+        let inserted = try connection.executeMany(
             """
             INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET
-                visitor_id = excluded.visitor_id, type = excluded.type, is_consent = excluded.is_consent,
-                document = excluded.document, created_at = excluded.created_at
+            ON CONFLICT (id) DO NOTHING
             """,
             records.map { record in
                 [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
                  .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts)]
             }
         )
+        if inserted < records.count {
+            // Ids saved before (a custom cache's `cacheHits` may repeat one): replaced in place.
+            try connection.executeMany(
+                """
+                UPDATE hits SET visitor_id = ?2, type = ?3, is_consent = ?4, document = ?5, created_at = ?6
+                WHERE id = ?1
+                """,
+                records.map { record in
+                    [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
+                     .text(record.document), .integer(record.createdAt)]
+                }
+            )
+        }
+        try adjustCount(by: inserted, in: connection)
         let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity, in: connection) } ?? 0
         return InsertOutcome(inserted: records.count, evicted: evicted)
     }
@@ -117,10 +129,10 @@ package struct HitRecordStore: Sendable {
     package func evictOldest(beyond capacity: Int, in connection: Connection) throws(StoreError) -> Int {
         let excess = try count(in: connection) - max(0, capacity)
         guard excess > 0 else { return 0 }
-        return try connection.execute(
+        return try counted(connection.execute(
             "DELETE FROM hits WHERE rowid IN (SELECT rowid FROM hits ORDER BY created_at, rowid LIMIT ?)",
             [SQLiteValue(excess)]
-        )
+        ), in: connection)
     }
 
     @discardableResult
@@ -217,7 +229,7 @@ package struct HitRecordStore: Sendable {
     @discardableResult
     package func delete(ids: [String], in connection: Connection) throws(StoreError) -> Int {
         // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
-        try connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] })
+        try counted(connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] }), in: connection)
     }
 
     @discardableResult
@@ -228,16 +240,16 @@ package struct HitRecordStore: Sendable {
 
     @discardableResult
     package func deleteAll() throws -> Int {
-        try database.write { try $0.execute("DELETE FROM hits") }
+        try database.write { connection in try counted(connection.execute("DELETE FROM hits"), in: connection) }
     }
 
     /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
     @discardableResult
     package func deleteHits(visitorId: String, keepingConsentHits: Bool, in connection: Connection) throws(StoreError) -> Int {
-        try connection.execute(
+        try counted(connection.execute(
             "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
             [.text(visitorId), SQLiteValue(keepingConsentHits)]
-        )
+        ), in: connection)
     }
 
     @discardableResult
@@ -248,7 +260,7 @@ package struct HitRecordStore: Sendable {
     /// Deletes the hits created before `createdAt` (unix ms): expiry.
     @discardableResult
     package func deleteHits(createdBefore createdAt: Int64, in connection: Connection) throws(StoreError) -> Int {
-        try connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)])
+        try counted(connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)]), in: connection)
     }
 
     @discardableResult
@@ -288,7 +300,24 @@ package struct HitRecordStore: Sendable {
         }
     }
 
-    /// The number of rows, from the trigger-kept `hits_total` (no scan).
+    /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
+    /// edit in the sqlite3 shell put out of step).
+    package func recount(in connection: Connection) throws(StoreError) {
+        try connection.execute("UPDATE hits_total SET total = (SELECT count(*) FROM hits) WHERE id = 1")
+    }
+
+    /// Rows deleted by a statement: taken off the kept count, and returned.
+    private func counted(_ deleted: Int, in connection: Connection) throws(StoreError) -> Int {
+        try adjustCount(by: -deleted, in: connection)
+        return deleted
+    }
+
+    private func adjustCount(by change: Int, in connection: Connection) throws(StoreError) {
+        guard change != 0 else { return }
+        try connection.execute("UPDATE hits_total SET total = max(0, total + ?) WHERE id = 1", [SQLiteValue(change)])
+    }
+
+    /// The number of rows, from the kept `hits_total` (no scan).
     package func count(in connection: Connection) throws(StoreError) -> Int {
         Int(try connection.scalar("SELECT total FROM hits_total WHERE id = 1")?.int64 ?? 0)
     }

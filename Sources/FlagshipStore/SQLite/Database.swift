@@ -79,6 +79,9 @@ package final class Database: @unchecked Sendable {
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
         } else {
             try connection.query("PRAGMA synchronous = \(options.synchronous.rawValue)")
+            // Statement journals (a multi-row DELETE's undo) stay in memory instead of spilling
+            // to a file in /var/tmp: one write per row fewer.
+            try connection.query("PRAGMA temp_store = MEMORY")
         }
     }
 
