@@ -17,14 +17,36 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // What both suites share: the raw table, the hit fixture, temporary directories, metrics.
+        .target(
+            name: "BenchSupport",
+            dependencies: [
+                "BenchSQLite",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Support"
+        ),
+        // The hit cache and the raw SQLite baselines it is measured against.
         .executableTarget(
             name: "HitStore",
             dependencies: [
-                "BenchSQLite",
+                "BenchSupport",
                 .product(name: "Flagship", package: "flagship-swift-linux"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "HitStore",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The tracking manager through the public API: sendHit to commit, memory, replay.
+        .executableTarget(
+            name: "Tracking",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Tracking",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

@@ -1,16 +1,27 @@
 import BenchSQLite
 
 /// The `hits` table written through the SQLite C API alone: the floor the hit store is measured
-/// against. Same columns, constraints and indexes as `Migrations/0001_initial_schema.sql`, and the
-/// same connection settings as FlagshipStore (WAL, `synchronous = NORMAL`).
-final class RawHitTable {
-    struct Row {
-        var id: String
-        var visitorId: String
-        var type: String
-        var isConsent = false
-        var document: String
-        var createdAt: Int64
+/// against. Same columns, constraints and indexes as `Migrations/0001_initial_schema.sql`, and by
+/// default the same connection settings as FlagshipStore (WAL, `synchronous = NORMAL`).
+public final class RawHitTable {
+    public struct Row {
+        public var id: String
+        public var visitorId: String
+        public var type: String
+        public var isConsent = false
+        public var document: String
+        public var createdAt: Int64
+    }
+
+    /// The journal and how hard each commit syncs it: what a commit costs.
+    public struct Journal: Sendable {
+        let pragmas: String
+
+        /// FlagshipStore's: a write-ahead log, synced at checkpoints.
+        public static let writeAheadLog = Journal(pragmas: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        /// SQLite's defaults as a cache that writes one hit per statement keeps them: a rollback
+        /// journal, created, synced and deleted by every commit.
+        public static let rollbackSyncedInFull = Journal(pragmas: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL;")
     }
 
     private let handle: OpaquePointer
@@ -37,7 +48,7 @@ final class RawHitTable {
         """
 
     /// Opens (creating it if needed) the database at `path` with the table in it.
-    init(path: String) throws(SQLiteFailure) {
+    public init(path: String, journal: Journal = .writeAheadLog) throws(SQLiteFailure) {
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard code == SQLITE_OK, let handle else {
@@ -46,7 +57,7 @@ final class RawHitTable {
             throw failure
         }
         self.handle = handle
-        try execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try execute(journal.pragmas)
         try execute(Self.schema)
         let prepared = sqlite3_prepare_v3(handle, Self.insertSQL, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &insert, nil)
         guard prepared == SQLITE_OK else { throw SQLiteFailure(code: prepared, handle: handle, sql: Self.insertSQL) }
@@ -58,7 +69,7 @@ final class RawHitTable {
     }
 
     /// Inserts every row in one transaction, through one prepared statement.
-    func insertInOneTransaction(_ rows: [Row]) throws(SQLiteFailure) {
+    public func insertInOneTransaction(_ rows: [Row]) throws(SQLiteFailure) {
         try execute("BEGIN IMMEDIATE")
         do {
             for row in rows {
@@ -71,7 +82,27 @@ final class RawHitTable {
         }
     }
 
-    func count() throws(SQLiteFailure) -> Int {
+    /// Inserts each row in a transaction of its own (autocommit): one commit, one sync, per row.
+    public func insertEachInItsOwnTransaction(_ rows: [Row]) throws(SQLiteFailure) {
+        for row in rows {
+            try insert(row)
+        }
+    }
+
+    public func count() throws(SQLiteFailure) -> Int {
+        try Self.count(handle)
+    }
+
+    /// The rows of `hits` in a database some other code wrote (the SDK's), opened read-only.
+    public static func count(inDatabaseAt path: String) throws(SQLiteFailure) -> Int {
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let handle else { throw SQLiteFailure(code: code, handle: handle, sql: "open \(path)") }
+        return try count(handle)
+    }
+
+    private static func count(_ handle: OpaquePointer) throws(SQLiteFailure) -> Int {
         let sql = "SELECT count(*) FROM hits"
         var statement: OpaquePointer?
         defer { sqlite3_finalize(statement) }
@@ -112,10 +143,10 @@ final class RawHitTable {
 }
 
 /// SQLite refused a call: its result code, its message and the SQL.
-struct SQLiteFailure: Error, CustomStringConvertible {
-    let code: Int32
-    let message: String
-    let sql: String
+public struct SQLiteFailure: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public let sql: String
 
     init(code: Int32, handle: OpaquePointer?, sql: String) {
         self.code = code
@@ -123,5 +154,5 @@ struct SQLiteFailure: Error, CustomStringConvertible {
         self.sql = sql
     }
 
-    var description: String { "SQLite error \(code) (\(message)) in: \(sql)" }
+    public var description: String { "SQLite error \(code) (\(message)) in: \(sql)" }
 }

@@ -1,15 +1,15 @@
 import Foundation
 
 /// A new directory under the system temporary directory: one fresh database per iteration.
-struct TemporaryDirectory {
-    let url: URL
+public struct TemporaryDirectory {
+    public let url: URL
 
-    init() throws {
+    public init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-bench-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    func remove() {
+    public func remove() {
         try? FileManager.default.removeItem(at: url)
     }
 }

@@ -2,20 +2,20 @@ import Foundation
 
 /// The hits the benchmarks write: EVENT hits of one visitor, one millisecond apart, each a hit
 /// cache document (version 1) as the SDK hands it to `FSHitCacheDelegate.cacheHits(hits:)`.
-struct HitFixture {
-    static let visitorId = "v1"
+public struct HitFixture {
+    public static let visitorId = "v1"
 
     /// `<visitorId>:<uuid>`.
-    let id: String
+    public let id: String
     /// Unix milliseconds.
-    let time: Int64
+    public let time: Int64
 
-    static func make(count: Int) -> [HitFixture] {
+    public static func make(count: Int) -> [HitFixture] {
         let start = Int64(Date().timeIntervalSince1970 * 1000)
         return (0..<count).map { HitFixture(id: "\(visitorId):\(UUID().uuidString)", time: start + Int64($0)) }
     }
 
-    var document: [String: Any] {
+    public var document: [String: Any] {
         [
             "version": 1,
             "data": [
@@ -29,7 +29,7 @@ struct HitFixture {
     }
 
     /// The `hits` row the hit store writes for this hit, with the document as JSON text.
-    func row() throws -> RawHitTable.Row {
+    public func row() throws -> RawHitTable.Row {
         let json = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
         return RawHitTable.Row(
             id: id, visitorId: Self.visitorId, type: "EVENT", document: String(decoding: json, as: UTF8.self), createdAt: time
@@ -39,7 +39,7 @@ struct HitFixture {
 
 extension Array where Element == HitFixture {
     /// The argument of successive `cacheHits(hits:)` calls, `size` hits each.
-    func batches(of size: Int) -> [[String: [String: Any]]] {
+    public func batches(of size: Int) -> [[String: [String: Any]]] {
         stride(from: 0, to: count, by: size).map { start in
             Dictionary(uniqueKeysWithValues: self[start..<Swift.min(start + size, count)].map { ($0.id, $0.document) })
         }
