@@ -44,8 +44,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets, no dependency).
-        .target(name: "FlagshipLocalServer"),
+        // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets), deciding with the
+        // SDK's own bucketing engine when given a bucketing file.
+        .target(name: "FlagshipLocalServer", dependencies: ["Flagship"]),
         .executableTarget(
             name: "flagship",
             dependencies: [
@@ -70,7 +71,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FlagshipLocalServerTests",
-            dependencies: ["FlagshipLocalServer"]
+            dependencies: ["FlagshipLocalServer", "Flagship"]
         ),
         .testTarget(
             name: "flagshipTests",

@@ -10,6 +10,11 @@ public enum DecisionSource: Sendable {
     case panic
     /// Whatever the function answers for the request; it may wait, and may answer any status.
     case handler(@Sendable (ServerRequest) async -> ServerResponse)
+    /// The SDK's bucketing engine run on the server's bucketing file
+    /// (`LocalFlagshipServer.bucketingFile`) for the request's `visitorId` and `context`, and
+    /// its `assignmentsHistory` (variation group id → variation id) when it has one: the flags an
+    /// SDK in bucketing mode gets from that file. 500 while the server has no bucketing file.
+    case bucketing
 
     /// Answers `decision` with its `visitorId` replaced by the request's, as the real Decision API
     /// echoes the visitor it decided for.

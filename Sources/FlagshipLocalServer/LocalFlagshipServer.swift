@@ -1,9 +1,10 @@
 import Foundation
 
 /// A Flagship backend on 127.0.0.1 for tests, demos and offline work: it answers the Decision
-/// API (`POST /v2/{envId}/campaigns`), takes activates (`POST /v2/activate`), hit batches
-/// (`POST /`) and telemetry (`/analytics`, `/troubleshooting`), records every request, and
-/// injects faults on demand, so that an SDK can be tested against real HTTP without a network.
+/// API (`POST /v2/{envId}/campaigns`), serves a bucketing file (`GET /{envId}/bucketing.json`),
+/// takes activates (`POST /v2/activate`), hit batches (`POST /`) and telemetry (`/analytics`,
+/// `/troubleshooting`), records every request, and injects faults on demand, so that an SDK can
+/// be tested against real HTTP without a network.
 ///
 /// ```swift
 /// let server = LocalFlagshipServer(envId: "env", apiKey: "key", decision: .panic)
@@ -34,9 +35,12 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     public convenience init(
-        envId: String, apiKey: String, decision: DecisionSource = .sample, port: UInt16 = 0, recordFile: URL? = nil
+        envId: String, apiKey: String, decision: DecisionSource = .sample, bucketingFile: ServedBucketingFile? = nil,
+        port: UInt16 = 0, recordFile: URL? = nil
     ) {
-        self.init(Configuration(envId: envId, apiKey: apiKey, port: port, decision: decision, recordFile: recordFile))
+        self.init(Configuration(
+            envId: envId, apiKey: apiKey, port: port, decision: decision, bucketingFile: bucketingFile, recordFile: recordFile
+        ))
     }
 
     deinit {
@@ -93,6 +97,9 @@ public final class LocalFlagshipServer: Sendable {
     /// `<base>`: the SDK's events base URL (hit batches at its root).
     public var eventsBaseURL: URL { baseURL }
 
+    /// `<base>`: the SDK's bucketing base URL (the file at `/{envId}/bucketing.json`).
+    public var bucketingBaseURL: URL { baseURL }
+
     private static func baseURL(port: UInt16) -> URL {
         // A literal of digits after a fixed prefix always makes a URL.
         URL(string: "http://127.0.0.1:\(port)")!
@@ -104,6 +111,20 @@ public final class LocalFlagshipServer: Sendable {
     public var decision: DecisionSource {
         get { responder.decision }
         set { responder.decision = newValue }
+    }
+
+    /// The file served at `GET /{envId}/bucketing.json`, and decided with by
+    /// `DecisionSource.bucketing`, from the next request on; `nil`: none (that route answers 404).
+    public var bucketingFile: ServedBucketingFile? {
+        get { responder.bucketingFile }
+        set { responder.bucketingFile = newValue }
+    }
+
+    /// Replaces the bucketing file with `data`, answered with `Last-Modified: lastModified`.
+    /// Throws `LocalServerError.bucketingFile`, and keeps the file it had, when the bucketing
+    /// engine cannot use `data`.
+    public func setBucketingFile(_ data: Data, lastModified: Date = Date()) throws {
+        bucketingFile = try ServedBucketingFile(data: data, lastModified: lastModified)
     }
 
     /// Spoils the answers to `share` of the requests on `route` (`nil`: every route), from the

@@ -11,6 +11,9 @@ extension LocalFlagshipServer {
         public var port: UInt16
         /// How the campaigns route answers at start; `LocalFlagshipServer.decision` changes it.
         public var decision: DecisionSource
+        /// The file served at `GET /{envId}/bucketing.json` (and decided with by
+        /// `DecisionSource.bucketing`) at start; `LocalFlagshipServer.bucketingFile` changes it.
+        public var bucketingFile: ServedBucketingFile?
         /// A file that gets one JSON object per request received, appended (JSON Lines).
         public var recordFile: URL?
         /// Called with every request once answered (the CLI prints them), from a server task.
@@ -21,6 +24,7 @@ extension LocalFlagshipServer {
             apiKey: String = "local_api_key",
             port: UInt16 = 0,
             decision: DecisionSource = .sample,
+            bucketingFile: ServedBucketingFile? = nil,
             recordFile: URL? = nil,
             onRequest: (@Sendable (RecordedRequest) -> Void)? = nil
         ) {
@@ -28,6 +32,7 @@ extension LocalFlagshipServer {
             self.apiKey = apiKey
             self.port = port
             self.decision = decision
+            self.bucketingFile = bucketingFile
             self.recordFile = recordFile
             self.onRequest = onRequest
         }

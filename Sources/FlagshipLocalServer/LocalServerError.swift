@@ -16,6 +16,9 @@ public enum LocalServerError: Error, Equatable, CustomStringConvertible {
     case recordFile(path: String, reason: String)
     /// A decision file could not be read, or is not a decision.
     case decisionFile(path: String, reason: String)
+    /// A bucketing file could not be read (`path`: where from, when read from a file), or the
+    /// bucketing engine cannot use it.
+    case bucketingFile(path: String?, reason: String)
     /// `waitFor...` ran out of time; `arrived` says what had come instead.
     case waitTimedOut(waitingFor: String, timeout: Duration, arrived: String)
 
@@ -29,6 +32,10 @@ public enum LocalServerError: Error, Equatable, CustomStringConvertible {
             return "cannot append to the record file \(path): \(reason)"
         case .decisionFile(let path, let reason):
             return "the decision file \(path) \(reason)"
+        case .bucketingFile(let path?, let reason):
+            return "the bucketing file \(path): \(reason)"
+        case .bucketingFile(nil, let reason):
+            return "not a usable bucketing file: \(reason)"
         case .waitTimedOut(let waitingFor, let timeout, let arrived):
             return "timed out after \(timeout) waiting for \(waitingFor); \(arrived)"
         }

@@ -1,13 +1,14 @@
 import Foundation
 
-/// What the server answers: the Flagship routes, the API key check, the decision, the faults,
-/// and the recording of every request with its outcome.
+/// What the server answers: the Flagship routes, the API key check, the decision, the bucketing
+/// file, the faults, and the recording of every request with its outcome.
 ///
 /// Kept apart from `LocalFlagshipServer` so that the socket thread holds this, never the server
 /// object: a server a test forgets to stop still stops when it is released.
 final class Responder: Sendable {
     private struct State {
         var decision: DecisionSource
+        var bucketingFile: ServedBucketingFile?
         var faults = FaultSchedule()
         var lastSequence = 0
     }
@@ -22,13 +23,18 @@ final class Responder: Sendable {
         envId = configuration.envId
         apiKey = configuration.apiKey
         log = RequestLog(recordFile: configuration.recordFile)
-        state = Locked(State(decision: configuration.decision))
+        state = Locked(State(decision: configuration.decision, bucketingFile: configuration.bucketingFile))
         onRequest = configuration.onRequest
     }
 
     var decision: DecisionSource {
         get { state.withLock { $0.decision } }
         set { state.withLock { $0.decision = newValue } }
+    }
+
+    var bucketingFile: ServedBucketingFile? {
+        get { state.withLock { $0.bucketingFile } }
+        set { state.withLock { $0.bucketingFile = newValue } }
     }
 
     func injectFault(_ kind: FaultKind, route: Route?, share: FaultShare) -> FaultID {
@@ -47,12 +53,13 @@ final class Responder: Sendable {
     /// order; the answer is made, recorded and (after any latency) sent from a task.
     func handle(_ message: HTTPRequestMessage, reply: @escaping @Sendable (HTTPReply) -> Void) {
         let request = ServerRequest(message, receivedAt: Date())
-        let (sequence, faults, decision) = state.withLock { state in
+        let (sequence, faults, sources) = state.withLock { state in
             state.lastSequence += 1
-            return (state.lastSequence, state.faults.faults(for: request.route), state.decision)
+            let sources = Sources(decision: state.decision, bucketingFile: state.bucketingFile)
+            return (state.lastSequence, state.faults.faults(for: request.route), sources)
         }
         Task {
-            let (httpReply, outcome) = await answer(request, faults: faults, decision: decision)
+            let (httpReply, outcome) = await answer(request, faults: faults, sources: sources)
             let record = RecordedRequest(sequence: sequence, request: request, outcome: outcome, faults: faults)
             log.append(record)
             onRequest?(record)
@@ -65,8 +72,14 @@ final class Responder: Sendable {
         }
     }
 
+    /// What answers the campaigns and bucketing routes, as it was when a request arrived.
+    private struct Sources {
+        let decision: DecisionSource
+        let bucketingFile: ServedBucketingFile?
+    }
+
     private func answer(
-        _ request: ServerRequest, faults: [FaultKind], decision: DecisionSource
+        _ request: ServerRequest, faults: [FaultKind], sources: Sources
     ) async -> (HTTPReply, RequestOutcome) {
         switch faults.first(where: { !$0.isLatency }) {
         case .status(let status):
@@ -81,20 +94,20 @@ final class Responder: Sendable {
             let response = ServerResponse(status: 200, body: body.data)
             return (.respond(message(response), close: true), .answered(status: 200))
         case .cutOffBody:
-            let response = await route(request, decision: decision)
+            let response = await route(request, sources: sources)
             return (.cutOff(message(response)), .cutOff(status: response.status))
         case .latency, nil:
-            let response = await route(request, decision: decision)
+            let response = await route(request, sources: sources)
             return (.respond(message(response), close: false), .answered(status: response.status))
         }
     }
 
-    private func route(_ request: ServerRequest, decision: DecisionSource) async -> ServerResponse {
+    private func route(_ request: ServerRequest, sources: Sources) async -> ServerResponse {
         if request.route == .unknown {
             return .error(404, "no Flagship endpoint at \(request.path)")
         }
-        guard request.method == "POST" else {
-            return .error(405, "\(request.path) takes POST, not \(request.method)")
+        guard request.method == request.route.method else {
+            return .error(405, "\(request.path) takes \(request.route.method), not \(request.method)")
         }
         switch request.route {
         case .campaigns:
@@ -103,14 +116,27 @@ final class Responder: Sendable {
             }
             if let refusal = checkAPIKey(request) { return refusal }
             guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
-            switch decision {
+            switch sources.decision {
             case .fixed(let data):
                 return ServerResponse(status: 200, body: data)
             case .panic:
                 return .json(["visitorId": request.json?["visitorId"] ?? .null, "panic": true, "campaigns": []])
             case .handler(let handler):
                 return await handler(request)
+            case .bucketing:
+                guard let file = sources.bucketingFile else {
+                    return .error(500, "the decision comes from the bucketing file, and the server has none")
+                }
+                return BucketingRoutes.decision(for: request, file: file)
             }
+        case .bucketing:
+            guard request.envId == envId else {
+                return .error(404, "unknown environment id '\(request.envId ?? "")'")
+            }
+            guard let file = sources.bucketingFile else {
+                return .error(404, "no bucketing file on this server")
+            }
+            return BucketingRoutes.download(for: request, file: file)
         case .activate:
             if let refusal = checkAPIKey(request) { return refusal }
             guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
@@ -133,7 +159,8 @@ final class Responder: Sendable {
     private func message(_ response: ServerResponse, headers: [(String, String)] = []) -> HTTPResponseMessage {
         HTTPResponseMessage(
             status: response.status,
-            headers: (response.body.isEmpty ? [] : [("Content-Type", response.contentType)]) + headers,
+            headers: (response.body.isEmpty ? [] : [("Content-Type", response.contentType)])
+                + response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + headers,
             body: response.body
         )
     }

@@ -10,10 +10,14 @@ public enum Route: String, Sendable, CaseIterable, Codable {
     case analytics
     /// `POST /troubleshooting`: troubleshooting telemetry.
     case troubleshooting
+    /// `GET /{envId}/bucketing.json`: the bucketing file (the SDK's bucketing mode). The only
+    /// route that takes GET.
+    case bucketing
     /// Any other path, answered 404 and recorded, so that a test sees where a wrong URL went.
     case unknown
 
-    /// The route of `path` (without its query), and the environment id a campaigns path names.
+    /// The route of `path` (without its query), and the environment id a campaigns or bucketing
+    /// path names.
     static func match(path: String) -> (route: Route, envId: String?) {
         switch path {
         case "/": return (.events, nil)
@@ -25,7 +29,15 @@ public enum Route: String, Sendable, CaseIterable, Codable {
             if segments.count == 4, segments[0].isEmpty, segments[1] == "v2", !segments[2].isEmpty, segments[3] == "campaigns" {
                 return (.campaigns, String(segments[2]).removingPercentEncoding ?? String(segments[2]))
             }
+            if segments.count == 3, segments[0].isEmpty, !segments[1].isEmpty, segments[2] == "bucketing.json" {
+                return (.bucketing, String(segments[1]).removingPercentEncoding ?? String(segments[1]))
+            }
             return (.unknown, nil)
         }
+    }
+
+    /// The HTTP method the route takes.
+    var method: String {
+        self == .bucketing ? "GET" : "POST"
     }
 }

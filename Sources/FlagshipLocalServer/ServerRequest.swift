@@ -16,7 +16,8 @@ public struct ServerRequest: Sendable {
     public let json: WireJSON?
     /// When the whole request had arrived.
     public let receivedAt: Date
-    /// The environment id a campaigns path names (`/v2/{envId}/campaigns`).
+    /// The environment id a campaigns or bucketing path names (`/v2/{envId}/campaigns`,
+    /// `/{envId}/bucketing.json`).
     public let envId: String?
 
     init(_ message: HTTPRequestMessage, receivedAt: Date) {

@@ -5,11 +5,14 @@ public struct ServerResponse: Sendable, Equatable {
     public var status: Int
     public var body: Data
     public var contentType: String
+    /// Further header fields (`Last-Modified`...), sent in name order.
+    public var headers: [String: String]
 
-    public init(status: Int = 200, body: Data, contentType: String = "application/json") {
+    public init(status: Int = 200, body: Data, contentType: String = "application/json", headers: [String: String] = [:]) {
         self.status = status
         self.body = body
         self.contentType = contentType
+        self.headers = headers
     }
 
     /// `value` as JSON text.

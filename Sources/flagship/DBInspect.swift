@@ -1,4 +1,5 @@
 import ArgumentParser
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -19,15 +20,45 @@ struct DBInspect: ParsableCommand {
         let store = try database.openForInspection()
         defer { store.close() }
         let summary = try StoreSummary(of: store)
-        let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: Date()) }
+        let now = Date()
+        let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
+        let files = try summary.bucketing.map { file in
+            StoredBucketingFile(summary: file, now: now, document: try store.bucketing.file(envId: file.envId)?.document)
+        }
         if json {
-            try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge))
+            try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge, bucketing: files))
         } else {
-            print(textReport(summary, oldestHitAge: oldestHitAge))
+            print(textReport(summary, oldestHitAge: oldestHitAge, bucketing: files))
         }
     }
 
-    private func jsonDocument(_ summary: StoreSummary, oldestHitAge: Int64?) -> [String: Any] {
+    /// A stored bucketing file, its age, and what the bucketing engine reads in it.
+    private struct StoredBucketingFile {
+        let summary: BucketingRecordStore.Summary
+        let ageSeconds: Int64
+        /// `nil` when the engine cannot use the document; `unusableReason` says why.
+        let campaignCount: Int?
+        let panic: Bool?
+        let unusableReason: String?
+
+        init(summary: BucketingRecordStore.Summary, now: Date, document: String?) {
+            self.summary = summary
+            ageSeconds = Output.ageSeconds(sinceUnixMilliseconds: summary.downloadedAt, now: now)
+            guard let document else {
+                // Deleted since the summary was read: another process is writing the store.
+                (campaignCount, panic, unusableReason) = (nil, nil, "removed while being read")
+                return
+            }
+            do {
+                let file = try BucketingFile(json: Data(document.utf8))
+                (campaignCount, panic, unusableReason) = (file.campaignCount, file.panic, nil)
+            } catch {
+                (campaignCount, panic, unusableReason) = (nil, nil, error.reason)
+            }
+        }
+    }
+
+    private func jsonDocument(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile]) -> [String: Any] {
         [
             "path": database.url.path,
             "schemaVersion": summary.schemaVersion,
@@ -35,18 +66,22 @@ struct DBInspect: ParsableCommand {
             "hits": ["total": summary.hitCount, "byType": summary.hitCountByType],
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
             "oldestHitAgeSeconds": oldestHitAge ?? NSNull(),
-            "bucketing": summary.bucketing.map { file -> [String: Any] in
+            "bucketing": bucketing.map { file -> [String: Any] in
                 [
-                    "envId": file.envId,
-                    "lastModified": file.lastModified ?? NSNull(),
-                    "downloadedAt": file.downloadedAt,
-                    "bytes": file.bytes,
+                    "envId": file.summary.envId,
+                    "lastModified": file.summary.lastModified ?? NSNull(),
+                    "downloadedAt": file.summary.downloadedAt,
+                    "ageSeconds": file.ageSeconds,
+                    "bytes": file.summary.bytes,
+                    "campaignCount": file.campaignCount ?? NSNull(),
+                    "panic": file.panic ?? NSNull(),
+                    "unusableReason": file.unusableReason ?? NSNull(),
                 ]
             },
         ]
     }
 
-    private func textReport(_ summary: StoreSummary, oldestHitAge: Int64?) -> String {
+    private func textReport(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile]) -> String {
         var rows = [
             ["path", database.url.path],
             ["schema version", "\(summary.schemaVersion)"],
@@ -59,9 +94,13 @@ struct DBInspect: ParsableCommand {
         } else {
             rows.append(["oldest hit", "-"])
         }
-        let files = summary.bucketing.map { file in
-            "\(file.envId): \(file.bytes) bytes, downloaded \(Output.utc(unixMilliseconds: file.downloadedAt)), "
-                + "Last-Modified \(file.lastModified ?? "-")"
+        let files = bucketing.map { file in
+            let contents = file.campaignCount.map { count in
+                (file.panic == true ? "panic, " : "") + (count == 1 ? "1 campaign" : "\(count) campaigns")
+            } ?? "unusable (\(file.unusableReason ?? ""))"
+            return "\(file.summary.envId): \(contents), \(file.summary.bytes) bytes, "
+                + "downloaded \(Output.age(seconds: file.ageSeconds)) ago (\(Output.utc(unixMilliseconds: file.summary.downloadedAt))), "
+                + "Last-Modified \(file.summary.lastModified ?? "-")"
         }
         for (index, file) in (files.isEmpty ? ["none"] : files).enumerated() {
             rows.append([index == 0 ? "bucketing" : "", file])

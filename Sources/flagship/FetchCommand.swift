@@ -10,7 +10,9 @@ struct FetchCommand: AsyncParsableCommand {
         discussion: """
             The local store answers first: a visitor cached by an earlier run has its flags before \
             any network call (fetchReason FETCHED_FROM_CACHE with --offline), and keeps them when the \
-            fetch fails (FETCH_ERROR).
+            fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once, \
+            offline too (a newer one is downloaded in the background and stored for the next run); \
+            with none stored, the fetch waits for the first download.
             """
     )
 
@@ -21,14 +23,39 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
     @Flag(help: "Do not fetch: show what the local store alone gives.") var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
+    @Option(help: ArgumentHelp("How flags are decided: api (the Decision API) or bucketing (the bucketing file, on this machine).",
+                               valueName: "api|bucketing"))
+    var mode: Mode = .api
+    @Option(help: ArgumentHelp("The bucketing file's base URL (bucketing mode): the file is <url>/<envId>/bucketing.json.",
+                               valueName: "url"))
+    var bucketingURL: String?
+
+    enum Mode: String, ExpressibleByArgument, CaseIterable {
+        case api, bucketing
+    }
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of milliseconds") }
+        if let bucketingURL {
+            guard URL(string: bucketingURL)?.scheme != nil else {
+                throw ValidationError("--bucketing-url must be an absolute URL, not '\(bucketingURL)'")
+            }
+            guard mode == .bucketing else { throw ValidationError("--bucketing-url needs --mode bucketing") }
+        }
+    }
+
+    private func config() -> FlagshipConfig {
+        let builder = sdk.configBuilder().withTimeout(timeout)
+        if mode == .bucketing {
+            builder.Bucketing()
+            if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }
+        }
+        return builder.build()
     }
 
     func run() async throws {
         let visitorContext = try parseContext()
-        let flagship = try sdk.startSDK(sdk.configBuilder().withTimeout(timeout).build())
+        let flagship = try sdk.startSDK(config())
         let visitor = flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
             .withContext(context: visitorContext)
             .build()

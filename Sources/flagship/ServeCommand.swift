@@ -11,8 +11,11 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run a local Flagship backend on 127.0.0.1 until interrupted.",
         discussion: """
             Answers the Decision API (POST /v2/<env-id>/campaigns), activates (POST /v2/activate), \
-            hit batches (POST /) and telemetry, checking x-api-key on the first two. Prints one line \
-            per request. Stops cleanly on SIGINT (Ctrl-C) or SIGTERM.
+            hit batches (POST /) and telemetry, checking x-api-key on the first two. With a bucketing \
+            file (--bucketing-file or --sample-bucketing) it also serves that file (GET \
+            /<env-id>/bucketing.json, with Last-Modified and 304 answers to If-Modified-Since), and the \
+            Decision API answers with the SDK's bucketing engine on it, so both modes get the same \
+            flags. Prints one line per request. Stops cleanly on SIGINT (Ctrl-C) or SIGTERM.
             """
     )
 
@@ -21,21 +24,39 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The port on 127.0.0.1 (0: any free port).") var port: UInt16 = 0
     @Option(help: ArgumentHelp("A decision JSON file to answer with (default: a built-in sample).", valueName: "file"))
     var decisionFile: String?
+    @Option(help: ArgumentHelp("A bucketing file to serve and decide with (instead of a decision file).", valueName: "file"))
+    var bucketingFile: String?
+    @Flag(help: "Serve and decide with the built-in sample bucketing file (three campaigns).")
+    var sampleBucketing = false
     @Option(help: ArgumentHelp("Append every request to this file, one JSON object per line.", valueName: "file"))
     var record: String?
 
+    func validate() throws {
+        if bucketingFile != nil && sampleBucketing {
+            throw ValidationError("give one of --bucketing-file and --sample-bucketing")
+        }
+        if decisionFile != nil && (bucketingFile != nil || sampleBucketing) {
+            throw ValidationError("--decision-file cannot go with a bucketing file: the bucketing file decides")
+        }
+    }
+
     func run() async throws {
         let decision: DecisionSource
+        let served: ServedBucketingFile?
         do {
-            decision = try decisionFile.map(DecisionSource.file(atPath:)) ?? .sample
+            served = try bucketingFile.map { try ServedBucketingFile.contents(atPath: $0) }
+                ?? (sampleBucketing ? ServedBucketingFile.sample() : nil)
+            decision = try served != nil ? .bucketing : decisionFile.map(DecisionSource.file(atPath:)) ?? .sample
         } catch let error as LocalServerError {
             throw CommandFailure(error.description)
         }
+        for warning in served?.warnings ?? [] { Output.warn("\(bucketingFile ?? "sample bucketing file"): \(warning)") }
         let server = LocalFlagshipServer(LocalFlagshipServer.Configuration(
             envId: envId,
             apiKey: apiKey,
             port: port,
             decision: decision,
+            bucketingFile: served,
             recordFile: record.map { URL(fileURLWithPath: $0) },
             onRequest: { Output.line(ServeCommand.line(for: $0)) }
         ))
@@ -44,10 +65,13 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as LocalServerError {
             throw CommandFailure(error.description)
         }
+        let source = served.map { "bucketing file \(bucketingFile ?? "built-in sample"), \($0.campaignCount) campaign(s)" }
+            ?? decisionFile ?? "built-in sample"
+        let bucketingOption = served == nil ? "" : " --bucketing-url \(server.bucketingBaseURL.absoluteString)"
         Output.line("""
             Flagship local server on \(server.baseURL.absoluteString) (env \(envId), \
-            decision: \(decisionFile ?? "built-in sample")\(record.map { ", recording to \($0)" } ?? ""))
-            SDK options: --decision-url \(server.decisionBaseURL.absoluteString) --events-url \(server.eventsBaseURL.absoluteString)
+            decision: \(source)\(record.map { ", recording to \($0)" } ?? ""))
+            SDK options: --decision-url \(server.decisionBaseURL.absoluteString) --events-url \(server.eventsBaseURL.absoluteString)\(bucketingOption)
             Ctrl-C to stop.
             """)
         let signal = await Self.waitForTermination()
@@ -71,7 +95,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// `POST /v2/activate → 204`, with the faults that applied.
+    /// `POST /v2/activate → 204`, `GET /env/bucketing.json → 304`, with the faults that applied.
     private static func line(for record: RecordedRequest) -> String {
         let request = record.request
         let answer = record.status.map(String.init) ?? "dropped"

@@ -178,6 +178,22 @@ final class SDKFlagTests: SDKTestCase {
 
     // MARK: Bad input
 
+    func testAContextReadByJSONSerializationKeepsBooleansApartFromNumbers() throws {
+        start()
+        let parsed = try XCTUnwrap(try JSONSerialization.jsonObject(
+            with: Data(#"{"isVip": true, "beta": false, "age": 32, "ratio": 2.5, "plan": "pro"}"#.utf8)) as? [String: Any])
+        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: parsed).build()
+        visitor.updateContext(try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(#"{"late": true}"#.utf8)) as? [String: Any]))
+
+        let state = visitor.contextValues
+        XCTAssertEqual(state["isVip"], .bool(true))
+        XCTAssertEqual(state["beta"], .bool(false))
+        XCTAssertEqual(state["late"], .bool(true))
+        XCTAssertEqual(state["age"], .int(32))
+        XCTAssertEqual(state["ratio"], .double(2.5))
+        XCTAssertEqual(state["plan"], .string("pro"))
+    }
+
     func testContextValuesThatAreNotPrimitiveAreRefusedNamingTheKey() async throws {
         start()
         let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["ok": 1, "list": [1, 2]]).build()

@@ -15,13 +15,22 @@ final class DBInspectTests: CommandTestCase {
         var document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
         let age = try XCTUnwrap(document.removeValue(forKey: "oldestHitAgeSeconds") as? Int)
         XCTAssertEqual(Double(age), before.timeIntervalSince1970 - 1_732_170_000.123, accuracy: after.timeIntervalSince(before) + 1)
+        var files = try XCTUnwrap(document["bucketing"] as? [[String: Any]])
+        for index in files.indices {
+            let fileAge = try XCTUnwrap(files[index].removeValue(forKey: "ageSeconds") as? Int)
+            let downloadedAt = try XCTUnwrap(files[index]["downloadedAt"] as? NSNumber).doubleValue / 1000
+            XCTAssertEqual(Double(fileAge), before.timeIntervalSince1970 - downloadedAt, accuracy: after.timeIntervalSince(before) + 1)
+        }
+        document["bucketing"] = files
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 2,
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}},
              "oldestHitCreatedAt": 1732170000123,
              "bucketing": [
-                {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33},
-                {"envId": "env-b", "lastModified": null, "downloadedAt": 1732168900042, "bytes": 17}]}
+                {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
+                 "campaignCount": 0, "panic": false, "unusableReason": null},
+                {"envId": "env-b", "lastModified": null, "downloadedAt": 1732168900042, "bytes": 17,
+                 "campaignCount": null, "panic": null, "unusableReason": "it has no \\"campaigns\\" and is not in panic"}]}
             """
         XCTAssertEqual(try canonicalJSON(document), try canonicalJSON(try parseJSON(expected)))
     }
@@ -58,11 +67,42 @@ final class DBInspectTests: CommandTestCase {
         ])
         XCTAssertTrue(lines[7].hasPrefix("oldest hit      "), lines[7])
         XCTAssertTrue(lines[7].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[7])
-        XCTAssertEqual(Array(lines.suffix(3)), [
-            "bucketing       env-a: 33 bytes, downloaded 2024-11-21T06:00:00.000Z, Last-Modified Thu, 21 Nov 2024 06:00:00 GMT",
-            "                env-b: 17 bytes, downloaded 2024-11-21T06:01:40.042Z, Last-Modified -",
-            "",
-        ])
+        let bucketing = Array(lines.suffix(3))
+        XCTAssertTrue(bucketing[0].hasPrefix("bucketing       env-a: 0 campaigns, 33 bytes, downloaded "), bucketing[0])
+        XCTAssertTrue(bucketing[0].hasSuffix(" ago (2024-11-21T06:00:00.000Z), Last-Modified Thu, 21 Nov 2024 06:00:00 GMT"), bucketing[0])
+        XCTAssertTrue(bucketing[1].hasPrefix(#"                env-b: unusable (it has no "campaigns" and is not in panic), 17 bytes, downloaded "#), bucketing[1])
+        XCTAssertTrue(bucketing[1].hasSuffix(" ago (2024-11-21T06:01:40.042Z), Last-Modified -"), bucketing[1])
+        XCTAssertEqual(bucketing[2], "")
+    }
+
+    func testInspectShowsEachBucketingFilesAgeAndCampaignCount() throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let twoCampaigns = #"{"campaigns": [{"id": "c1", "variationGroups": []}, {"id": "c2", "variationGroups": []}]}"#
+        try withStore { store in
+            try store.bucketing.save(BucketingRecord(envId: "env-fresh", document: twoCampaigns, lastModified: nil, downloadedAt: now - 90 * 60_000))
+            try store.bucketing.save(BucketingRecord(envId: "env-one", document: #"{"campaigns": [{"id": "c1"}]}"#, lastModified: nil,
+                                                     downloadedAt: now - 3 * 86_400_000))
+            try store.bucketing.save(BucketingRecord(envId: "env-panic", document: #"{"panic": true}"#, lastModified: nil, downloadedAt: now - 5_000))
+        }
+
+        let text = try flagship("db", "inspect", "--db", storeFile.path)
+        let json = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+
+        XCTAssertEqual(text.status, 0, text.stderr)
+        let lines = text.stdout.split(separator: "\n").map(String.init).filter { $0.contains(": ") && $0.contains("downloaded") }
+        XCTAssertEqual(lines.count, 3, text.stdout)
+        XCTAssertTrue(lines[0].hasPrefix("bucketing       env-fresh: 2 campaigns, 89 bytes, downloaded 1h30m ago ("), lines[0])
+        XCTAssertTrue(lines[1].hasPrefix("                env-one: 1 campaign, 29 bytes, downloaded 3d00h ago ("), lines[1])
+        XCTAssertTrue(lines[2].hasPrefix("                env-panic: panic, 0 campaigns, 15 bytes, downloaded "), lines[2])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let files = try XCTUnwrap((try parseJSON(json.stdout) as? [String: Any])?["bucketing"] as? [[String: Any]])
+        XCTAssertEqual(files.map { $0["envId"] as? String }, ["env-fresh", "env-one", "env-panic"])
+        XCTAssertEqual(files.map { $0["campaignCount"] as? Int }, [2, 1, 0])
+        XCTAssertEqual(files.map { $0["panic"] as? Bool }, [false, false, true])
+        let ages = files.compactMap { $0["ageSeconds"] as? Int }
+        XCTAssertEqual(ages.count, 3)
+        XCTAssertTrue((5_400..<5_460).contains(ages[0]), "\(ages)")
+        XCTAssertTrue((259_200..<259_260).contains(ages[1]), "\(ages)")
     }
 
     func testInspectRefusesAGarbageFileAndLeavesItUnchanged() throws {

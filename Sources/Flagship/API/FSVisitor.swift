@@ -71,7 +71,8 @@ public final class FSVisitor: Sendable {
         }
     }
 
-    /// Fetches the visitor's flags from the Decision API.
+    /// Fetches the visitor's flags: from the Decision API, or in bucketing mode decided on this
+    /// machine from the bucketing file (then reported with a SEGMENT hit).
     ///
     /// `FETCHING`, then `FETCHED` (flags replaced, visitor cache written), `PANIC`, or, on a
     /// failure or timeout, `FETCH_REQUIRED` + `FETCH_ERROR` with the previous flags kept and
@@ -81,17 +82,17 @@ public final class FSVisitor: Sendable {
             logger.error("fetchFlags ignored: \(FlagshipError.sdkNotInitialized)")
             throw FlagshipError.sdkNotInitialized
         }
-        let (generation, request) = withState { state -> (Int, FetchRequest) in
+        let (generation, request) = withState { state -> (Int, DecisionRequest) in
             state.fetchGeneration += 1
-            return (state.fetchGeneration, FetchRequest(state))
+            return (state.fetchGeneration, DecisionRequest(
+                visitorId: state.visitorId, anonymousId: state.anonymousId,
+                context: state.context.merging(Self.clientContext) { own, _ in own },
+                hasConsented: state.hasConsented, assignmentsHistory: state.assignmentsHistory))
         }
         setFetch(.FETCHING, .NONE, ifGeneration: generation)
         let response: DecisionResponse
         do {
-            response = try await runtime.decisionClient.fetchCampaigns(
-                visitorId: request.visitorId, anonymousId: request.anonymousId,
-                context: request.context.merging(Self.clientContext) { own, _ in own },
-                hasConsented: request.hasConsented)
+            response = try await runtime.decider.decide(request)
         } catch {
             logger.error("Flags of visitor '\(request.visitorId)' not fetched, the previous ones are kept: \(error)")
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
@@ -116,23 +117,14 @@ public final class FSVisitor: Sendable {
         guard outcome.latest else { return }
         setFetch(.FETCHED, .NONE, ifGeneration: generation)
         logger.debug("Flags of visitor '\(request.visitorId)' fetched: \(response.campaigns.count) campaign(s)")
+        if runtime.decider.reportsSegment, request.hasConsented {
+            // Bucketing mode: the platform never saw a request, so it learns the context here.
+            let segment = outgoingHit(type: FSTypeTrack.SEGMENT.rawValue,
+                                      fields: SDKHit.segment(context: request.context), runtime: runtime)
+            runtime.tracking.track(segment)
+        }
         if let document = outcome.document {
             await runtime.caches?.cacheVisitor(document)
-        }
-    }
-
-    /// What a fetch sends, read in one go under the lock.
-    private struct FetchRequest {
-        let visitorId: String
-        let anonymousId: String?
-        let context: [String: JSONValue]
-        let hasConsented: Bool
-
-        init(_ state: VisitorState) {
-            visitorId = state.visitorId
-            anonymousId = state.anonymousId
-            context = state.context
-            hasConsented = state.hasConsented
         }
     }
 
@@ -247,6 +239,11 @@ public final class FSVisitor: Sendable {
         withState { $0.context.mapValues(\.foundationValue) }
     }
 
+    /// The context as the SDK holds it: what targeting and the Decision API see.
+    var contextValues: [String: JSONValue] {
+        withState { $0.context }
+    }
+
     private func applyContext(_ values: [String: JSONValue], refused: [String]) {
         guard !values.isEmpty, contextChangesAllowed(action: "updateContext") else { return }
         requireFetch(.UPDATE_CONTEXT) { state in
@@ -321,8 +318,8 @@ public final class FSVisitor: Sendable {
 
     private func continuityAllowed(action: String) -> Bool {
         guard contextChangesAllowed(action: action) else { return false }
-        if runtime?.config.mode == .BUCKETING {
-            logger.error("\(action) ignored: experience continuity is not enabled for bucketing mode")
+        if let decider = runtime?.decider, !decider.allowsExperienceContinuity {
+            logger.error("\(action) ignored: experience continuity is not enabled in the bucketing file's account settings")
             return false
         }
         return true

@@ -60,15 +60,12 @@ public final class Flagship: @unchecked Sendable {
             }
             return
         }
-        if config.mode == .BUCKETING {
-            logger.warning("Bucketing mode is not available in this version yet: flags are decided by the Decision API")
-        }
         let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger)
         lock.lock()
         runtime = started
         lock.unlock()
-        started.setStatus(.SDK_INITIALIZED)
         logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue))")
+        started.begin()
     }
 
     public func getStatus() -> FSSdkStatus {

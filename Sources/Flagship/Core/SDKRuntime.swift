@@ -10,7 +10,10 @@ final class SDKRuntime: Sendable {
     let config: FlagshipConfig
     let logger: Logger
     let caches: CacheService?
-    let decisionClient: DecisionAPIClient
+    /// The Decision API in API mode, the bucketing file in bucketing mode.
+    let decider: any FlagDecider
+    /// Bucketing mode: the stored file, and the downloads that refresh it.
+    let bucketing: BucketingPoller?
     let tracking: TrackingManager
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
@@ -19,7 +22,7 @@ final class SDKRuntime: Sendable {
 
     private let store: FlagshipDatabase?
     private let transport: URLSessionTransport
-    private let currentStatus: Locked<FSSdkStatus>
+    private let statusCell: SDKStatusCell
 
     /// The state key recording that the SDK has started with this store before.
     static let firstInitKey = "sdk.first_init_at"
@@ -34,8 +37,21 @@ final class SDKRuntime: Sendable {
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         transport = URLSessionTransport()
         let timeout = config.timeout / 1000
-        decisionClient = DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
-                                           timeout: timeout, sdkVersion: SDKInfo.version, transport: transport)
+        statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
+        if config.mode == .BUCKETING {
+            let statusCell = statusCell
+            let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
+                                         timeout: timeout, transport: transport, store: store, clock: config.clock,
+                                         logger: logger) { file in
+                statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
+            }
+            bucketing = poller
+            decider = BucketingDecider(poller: poller)
+        } else {
+            bucketing = nil
+            decider = DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
+                                        timeout: timeout, sdkVersion: SDKInfo.version, transport: transport)
+        }
         let eventsTimeout = max(timeout, 5)
         let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
                                   eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
@@ -45,8 +61,19 @@ final class SDKRuntime: Sendable {
         tracking = TrackingManager(
             queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
             events: events, settings: settings, clock: config.clock, logger: logger)
-        currentStatus = Locked(.SDK_NOT_INITIALIZED)
         tracking.start()
+    }
+
+    /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when
+    /// there is one (`SDK_INITIALIZING` until a file is known), then polling for a newer one.
+    func begin() {
+        guard let bucketing else {
+            setStatus(.SDK_INITIALIZED)
+            return
+        }
+        bucketing.loadStored()
+        if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
+        bucketing.start()
     }
 
     /// Where hits wait: the custom hit cache when one is configured, else the `hits` table of the
@@ -70,20 +97,12 @@ final class SDKRuntime: Sendable {
     }
 
     var status: FSSdkStatus {
-        currentStatus.withLock { $0 }
+        statusCell.current
     }
 
     /// Records a status; `onSdkStatusChanged` hears of real changes only.
     func setStatus(_ status: FSSdkStatus) {
-        let changed = currentStatus.withLock { current -> Bool in
-            defer { current = status }
-            return current != status
-        }
-        guard changed else { return }
-        logger.info("SDK status: \(status.rawValue)")
-        if let callback = config.onSdkStatusChanged {
-            callbacks.async { callback(status) }
-        }
+        statusCell.set(status)
     }
 
     /// Consent withdrawn: the visitor's cache entry and its waiting hits (consent hits kept) go,
@@ -96,6 +115,7 @@ final class SDKRuntime: Sendable {
     /// Sends what is pending within the close deadline, leaves the rest in the cache, and
     /// releases the store and the network. Safe to call twice.
     func close() async {
+        bucketing?.close()
         await tracking.close()
         await caches?.waitForPendingWrites()
         transport.shutdown()
@@ -123,6 +143,37 @@ final class SDKRuntime: Sendable {
         } catch {
             logger.error("SDK state could not be read: \(error)")
             return true
+        }
+    }
+}
+
+/// The SDK status of one instance, told to `onSdkStatusChanged` on every real change.
+/// Its own object, so the bucketing poller can report a new file before the runtime is whole.
+final class SDKStatusCell: Sendable {
+    private let value = Locked(FSSdkStatus.SDK_NOT_INITIALIZED)
+    private let logger: Logger
+    private let callbacks: DispatchQueue
+    private let onChange: (@Sendable (FSSdkStatus) -> Void)?
+
+    init(logger: Logger, callbacks: DispatchQueue, onChange: (@Sendable (FSSdkStatus) -> Void)?) {
+        self.logger = logger
+        self.callbacks = callbacks
+        self.onChange = onChange
+    }
+
+    var current: FSSdkStatus {
+        value.withLock { $0 }
+    }
+
+    func set(_ status: FSSdkStatus) {
+        let changed = value.withLock { current -> Bool in
+            defer { current = status }
+            return current != status
+        }
+        guard changed else { return }
+        logger.info("SDK status: \(status.rawValue)")
+        if let onChange {
+            callbacks.async { onChange(status) }
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Why a decision (the visitor's campaigns) could not be had from the Decision API.
+/// Why a decision (the visitor's campaigns) could not be had: from the Decision API, or in
+/// bucketing mode from the bucketing file.
 ///
 /// Descriptions are whole sentences fit for a log line; none ever contains the API key.
 enum DecisionError: Error, Equatable, CustomStringConvertible {
@@ -12,6 +13,8 @@ enum DecisionError: Error, Equatable, CustomStringConvertible {
     case httpStatus(Int)
     /// A 2xx answer whose body is not a decision: not JSON, truncated, of the wrong shape, too large.
     case malformedBody(String)
+    /// Bucketing mode: no bucketing file is stored and none could be downloaded yet.
+    case noBucketingFile
 
     var description: String {
         switch self {
@@ -23,6 +26,8 @@ enum DecisionError: Error, Equatable, CustomStringConvertible {
             return "The Decision API answered with HTTP status \(status)."
         case .malformedBody(let reason):
             return "The Decision API's answer could not be read: \(reason)."
+        case .noBucketingFile:
+            return "No bucketing file yet: none is stored and none could be downloaded."
         }
     }
 }

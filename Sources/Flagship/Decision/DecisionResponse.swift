@@ -34,14 +34,15 @@ struct DecisionResponse: Sendable, Equatable {
     }
 }
 
-/// The account's settings the Decision API sends back with `extras[]=accountSettings`.
-struct AccountSettings: Sendable, Equatable {
+/// The account's settings: the Decision API sends them back with `extras[]=accountSettings`, a
+/// bucketing file has them at its top level.
+package struct AccountSettings: Sendable, Equatable {
     /// Experience continuity (cross-platform visitor) is enabled.
-    var enabledXPC: Bool
+    package var enabledXPC: Bool
     /// One visitor, one test.
-    var enabled1V1T: Bool
+    package var enabled1V1T: Bool
 
-    init(enabledXPC: Bool = false, enabled1V1T: Bool = false) {
+    package init(enabledXPC: Bool = false, enabled1V1T: Bool = false) {
         self.enabledXPC = enabledXPC
         self.enabled1V1T = enabled1V1T
     }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON value that keeps the distinctions a flag SDK needs: integers apart from doubles, booleans
 /// apart from numbers, and `null` as a value. `Sendable`, unlike `[String: Any]`.
-enum JSONValue: Sendable, Equatable, Hashable {
+package enum JSONValue: Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -11,23 +11,23 @@ enum JSONValue: Sendable, Equatable, Hashable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
 
-    var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
-    var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// An integer, or a double with no fractional part that fits in `Int64`.
-    var int64Value: Int64? {
+    package var int64Value: Int64? {
         switch self {
         case .int(let value): return value
         case .double(let value) where value.rounded() == value && abs(value) < 9.2e18: return Int64(value)
@@ -35,16 +35,16 @@ enum JSONValue: Sendable, Equatable, Hashable {
         }
     }
 
-    var objectValue: [String: JSONValue]? {
+    package var objectValue: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil
     }
 
-    var isNull: Bool { self == .null }
+    package var isNull: Bool { self == .null }
 }
 
 extension JSONValue: Codable {
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -65,7 +65,7 @@ extension JSONValue: Codable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -81,14 +81,14 @@ extension JSONValue: Codable {
 
 extension JSONValue {
     /// Parses JSON text.
-    init(json data: Data) throws {
+    package init(json data: Data) throws {
         try self.init(any: JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]))
     }
 
     /// Converts what `JSONSerialization` gives, or a caller's `[String: Any]`, without a round
     /// trip through text. Booleans are told from numbers by their dynamic type: a Swift `Bool`,
     /// or the boolean `NSNumber` that `JSONSerialization` makes for `true` and `false`.
-    init(any value: Any) throws {
+    package init(any value: Any) throws {
         switch value {
         case let string as String:
             self = .string(string)
@@ -106,6 +106,10 @@ extension JSONValue {
             self = .double(double)
         case let float as Float where float.isFinite:
             self = .double(Double(float))
+        case let number as NSNumber where type(of: value) is NSNumber.Type && number.doubleValue.isFinite:
+            // A number `JSONSerialization` read that fits neither `Int64` nor `Double` exactly
+            // (`UInt64.max`): its nearest double, rather than refusing the whole document.
+            self = .double(number.doubleValue)
         case let array as [Any]:
             self = .array(try array.map(JSONValue.init(any:)))
         default:
@@ -122,17 +126,17 @@ extension JSONValue {
         }
     }
 
-    private static let booleanNumberType = type(of: NSNumber(value: true))
+    static let booleanNumberType = type(of: NSNumber(value: true))
 
     /// JSON text with sorted keys: stable, so equal values give equal text. Written by hand
     /// because it is on the path of every cached hit, where `JSONEncoder` costs most of the time.
-    func jsonString() -> String {
+    package func jsonString() -> String {
         var text = ""
         write(into: &text)
         return text
     }
 
-    func jsonData() -> Data {
+    package func jsonData() -> Data {
         Data(jsonString().utf8)
     }
 
@@ -195,7 +199,7 @@ extension JSONValue {
     }
 
     /// The value as `JSONSerialization` would give it: `[String: Any]`, `[Any]`, `NSNull`...
-    var foundationValue: Any {
+    package var foundationValue: Any {
         switch self {
         case .null: return NSNull()
         case .bool(let value): return value

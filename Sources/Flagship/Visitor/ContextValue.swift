@@ -15,6 +15,10 @@ enum ContextValue {
             guard double.isFinite else { return .failure(ContextValueError(reason: "\(double) is not a finite number")) }
             return .success(.double(double))
         default:
+            // What `JSONSerialization` reads: `NSNumber`s, whose booleans must stay booleans.
+            if type(of: value) is NSNumber.Type, let number = try? JSONValue(any: value) {
+                return .success(number)
+            }
             if let integer = value as? any BinaryInteger, let exact = Int64(exactly: integer) {
                 return .success(.int(exact))
             }

@@ -1,0 +1,254 @@
+import Foundation
+
+/// A bucketing file (BUCKETING.md) read once into the form decisions are made from: operators as
+/// enums, strings lower-cased, numbers as `Double`, each group's hash begun with its id, each
+/// variation's assignment built in advance. Deciding then allocates nothing per rule.
+///
+/// Only a document that cannot be a bucketing file is refused, with ``BucketingFileError``: not
+/// JSON (or truncated), not an object, `campaigns` not a list, no `campaigns` outside panic.
+/// Inside a usable file, what is wrong is made harmless and told in ``warnings``, one sentence each:
+/// - a campaign or variation group without a usable `id` (missing, empty, not a string) is
+///   skipped: it could be neither hashed nor remembered in the assignment history;
+/// - a variation without one keeps its share of the allocation, so the others keep their visitors,
+///   but a visitor it would take gets nothing from that campaign;
+/// - an `allocation` that is negative or not a number counts as 0, like a missing one; allocations
+///   summing over 100 leave the later variations what remains (maybe nothing);
+/// - a targeting rule without `key` or `operator`, or with an operator this SDK does not know,
+///   never matches (each unknown operator is named once);
+/// - a variation whose `modifications` lack `type` or `value` gives no flags.
+package struct BucketingFile: Sendable {
+    package let panic: Bool
+    package let accountSettings: AccountSettings
+    /// What was wrong inside the file and how it was read, one sentence each, for the caller to log.
+    package let warnings: [String]
+    let campaigns: [Campaign]
+    let contextKeys: ContextKeys
+    /// Whether some rule reads the visitor id (`fs_users`).
+    let readsVisitorId: Bool
+
+    package var campaignCount: Int { campaigns.count }
+
+    struct Campaign: Sendable {
+        let id: String
+        let variationGroups: [VariationGroup]
+    }
+
+    struct VariationGroup: Sendable {
+        let id: String
+        let targeting: Targeting
+        /// The hash after this group's id: a decision appends the visitor id and finishes it.
+        let hashPrefix: MurmurHash3.State
+        let variations: [Variation]
+    }
+
+    struct Variation: Sendable {
+        /// `nil`: the file gave no usable id; the variation only holds its share of the allocation.
+        let id: String?
+        /// 0 or more; 0 takes no visitor by hash.
+        let allocation: Double
+        /// What a visitor assigned to it gets; `nil` when it has no id.
+        let assignment: BucketedCampaign?
+    }
+}
+
+/// Why a document is not a usable bucketing file.
+package struct BucketingFileError: Error, Equatable, CustomStringConvertible {
+    package let reason: String
+
+    package init(reason: String) {
+        self.reason = reason
+    }
+
+    package var description: String { "The bucketing file is unusable: \(reason)." }
+}
+
+/// What reading a file gathers beside its campaigns: the warnings, and the context keys its rules read.
+struct BucketingFileReader {
+    private(set) var warnings: [String] = []
+    private(set) var contextKeys = ContextKeys()
+    private(set) var readsVisitorId = false
+    private var namedOperators: Set<String> = []
+
+    mutating func warn(_ warning: String) {
+        warnings.append(warning)
+    }
+
+    /// One warning per unknown operator, however many rules use it.
+    mutating func warnOnce(aboutOperator name: String, at location: String) {
+        guard namedOperators.insert(name).inserted else { return }
+        warn("unknown targeting operator \"\(name)\" (first at \(location)); rules with it never match")
+    }
+
+    mutating func subject(forKey key: String) -> TargetingSubject {
+        if key == "fs_users" {
+            readsVisitorId = true
+            return .visitorId
+        }
+        return .context(slot: contextKeys.slot(for: key))
+    }
+}
+
+extension BucketingFile {
+    /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
+    package init(json data: Data) throws(BucketingFileError) {
+        guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
+        let root: JSONValue
+        do {
+            root = try JSONValue(json: data)
+        } catch {
+            throw BucketingFileError(reason: "the document (\(data.count) bytes) is not valid JSON, or is truncated")
+        }
+        guard case .object(let body) = root else {
+            throw BucketingFileError(reason: "the document is JSON but not an object")
+        }
+        var reader = BucketingFileReader()
+
+        let panic: Bool
+        switch body["panic"] {
+        case nil, .null?:
+            panic = false
+        case .bool(let value)?:
+            panic = value
+        case .some:
+            reader.warn("\"panic\" is not a boolean; read as false")
+            panic = false
+        }
+
+        var campaigns: [Campaign] = []
+        switch body["campaigns"] {
+        case nil, .null?:
+            guard panic else { throw BucketingFileError(reason: "it has no \"campaigns\" and is not in panic") }
+        case .array(let entries)?:
+            for (index, entry) in entries.enumerated() {
+                if let campaign = Campaign(reading: entry, number: index + 1, with: &reader) {
+                    campaigns.append(campaign)
+                }
+            }
+        case .some:
+            throw BucketingFileError(reason: "\"campaigns\" is not a list")
+        }
+
+        let settings = body["accountSettings"]
+        self.init(
+            panic: panic,
+            accountSettings: AccountSettings(enabledXPC: settings?["enabledXPC"]?.boolValue ?? false,
+                                             enabled1V1T: settings?["enabled1V1T"]?.boolValue ?? false),
+            warnings: reader.warnings, campaigns: campaigns,
+            contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
+    }
+
+    /// A non-empty string `id`, or `nil` after a warning naming `location`.
+    fileprivate static func id(of entry: JSONValue, at location: String, _ consequence: String,
+                               with reader: inout BucketingFileReader) -> String? {
+        guard case .object = entry else {
+            reader.warn("\(location) is not an object; \(consequence)")
+            return nil
+        }
+        guard let id = entry["id"]?.stringValue, !id.isEmpty else {
+            reader.warn("\(location) has no \"id\" (missing, empty or not a string); \(consequence)")
+            return nil
+        }
+        return id
+    }
+
+    /// The list at `key` of `entry`: a missing one is empty; another value is empty too, with a warning.
+    fileprivate static func list(_ key: String, of entry: JSONValue, at location: String,
+                                 with reader: inout BucketingFileReader) -> [JSONValue] {
+        switch entry[key] {
+        case .array(let list)?: return list
+        case nil, .null?: return []
+        case .some:
+            reader.warn("\(location): \"\(key)\" is not a list; read as empty")
+            return []
+        }
+    }
+}
+
+extension BucketingFile.Campaign {
+    fileprivate init?(reading entry: JSONValue, number: Int, with reader: inout BucketingFileReader) {
+        guard let id = BucketingFile.id(of: entry, at: "campaign #\(number)", "the campaign is skipped", with: &reader) else {
+            return nil
+        }
+        let location = "campaign \"\(id)\""
+        let base = BucketedCampaign(
+            campaignId: id, campaignName: entry["name"]?.stringValue ?? "", slug: entry["slug"]?.stringValue,
+            type: entry["type"]?.stringValue ?? "", variationGroupId: "", variationGroupName: "",
+            variationId: "", variationName: "", isReference: false, modificationsType: nil, flags: [:])
+        var groups: [BucketingFile.VariationGroup] = []
+        for (index, group) in BucketingFile.list("variationGroups", of: entry, at: location, with: &reader).enumerated() {
+            let groupLocation = "\(location), variation group #\(index + 1)"
+            guard let groupId = BucketingFile.id(of: group, at: groupLocation, "the group is skipped", with: &reader) else {
+                continue
+            }
+            groups.append(BucketingFile.VariationGroup(
+                reading: group, id: groupId, campaign: base, at: "\(location), variation group \"\(groupId)\"", with: &reader))
+        }
+        self.init(id: id, variationGroups: groups)
+    }
+}
+
+extension BucketingFile.VariationGroup {
+    fileprivate init(reading entry: JSONValue, id: String, campaign: BucketedCampaign, at location: String,
+                     with reader: inout BucketingFileReader) {
+        var group = campaign
+        group.variationGroupId = id
+        group.variationGroupName = entry["name"]?.stringValue ?? ""
+        let variations = BucketingFile.list("variations", of: entry, at: location, with: &reader).enumerated().map {
+            BucketingFile.Variation(reading: $1, group: group, at: "\(location), variation #\($0 + 1)", with: &reader)
+        }
+        let total = variations.reduce(0) { $0 + $1.allocation }
+        if total > 100 {
+            reader.warn("\(location): allocations sum to \(total.shortText), over 100; the later variations get what remains of 100")
+        }
+        var hashPrefix = MurmurHash3.State()
+        hashPrefix.append(utf8Of: id)
+        self.init(id: id, targeting: Targeting(reading: entry["targeting"], at: location, with: &reader),
+                  hashPrefix: hashPrefix, variations: variations)
+    }
+}
+
+extension BucketingFile.Variation {
+    fileprivate init(reading entry: JSONValue, group: BucketedCampaign, at location: String,
+                     with reader: inout BucketingFileReader) {
+        allocation = Self.allocation(of: entry["allocation"], at: location, with: &reader)
+        let share = allocation > 0 ? "a visitor in its \(allocation.shortText)% gets nothing from the campaign" : "it is ignored"
+        id = BucketingFile.id(of: entry, at: location, share, with: &reader)
+        assignment = id.map { id in
+            var assignment = group
+            assignment.variationId = id
+            assignment.variationName = entry["name"]?.stringValue ?? ""
+            assignment.isReference = entry["reference"]?.boolValue ?? false
+            let modifications = entry["modifications"]
+            assignment.modificationsType = modifications?["type"]?.stringValue
+            if assignment.modificationsType != nil, let flags = modifications?["value"]?.objectValue {
+                assignment.flags = flags
+            }
+            return assignment
+        }
+    }
+
+    /// A number of 0 or more; anything else is 0 (a missing allocation silently, the rest with a warning).
+    private static func allocation(of json: JSONValue?, at location: String, with reader: inout BucketingFileReader) -> Double {
+        let value: Double
+        switch json {
+        case nil, .null?: return 0
+        case .int(let number)?: value = Double(number)
+        case .double(let number)?: value = number
+        case .some:
+            reader.warn("\(location): \"allocation\" is not a number; counted as 0")
+            return 0
+        }
+        guard value >= 0 else {
+            reader.warn("\(location): \"allocation\" is negative (\(value.shortText)); counted as 0")
+            return 0
+        }
+        return value
+    }
+}
+
+extension Double {
+    /// `50` rather than `50.0` in a warning.
+    fileprivate var shortText: String {
+        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -1,0 +1,202 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// Keeps the environment's bucketing file: the stored one first, then a download at start and
+/// every polling interval (PROTOCOL.md section 4, BUCKETING.md "Polling").
+///
+/// A download is sent with `If-Modified-Since` once a file is known; `304` changes nothing. A new
+/// file is parsed before anything else: an unusable one is logged and dropped, so it never
+/// replaces the good file in memory or in SQLite. Failures keep the file and wait for the next poll.
+final class BucketingPoller: Sendable {
+    private struct State {
+        var file: BucketingFile?
+        var lastModified: String?
+        /// Set once the first download of this start has ended, whatever its outcome.
+        var firstAttemptEnded = false
+        var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
+        var task: Task<Void, Never>?
+        var closed = false
+    }
+
+    let url: URL
+    private let envId: String
+    private let interval: TimeInterval
+    private let timeout: TimeInterval
+    private let transport: any HTTPTransport
+    private let store: FlagshipDatabase?
+    private let clock: any SDKClock
+    private let logger: Logger
+    /// Told of every file put in use (stored or downloaded), off any lock.
+    private let onFile: @Sendable (BucketingFile) -> Void
+    private let state = Locked(State())
+
+    init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
+         store: FlagshipDatabase?, clock: any SDKClock, logger: Logger,
+         onFile: @escaping @Sendable (BucketingFile) -> Void) {
+        self.envId = envId
+        url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
+        self.interval = interval
+        self.timeout = timeout
+        self.transport = transport
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.onFile = onFile
+    }
+
+    /// The file decisions are made from now; `nil` until one is stored or downloaded.
+    var file: BucketingFile? {
+        state.withLock { $0.file }
+    }
+
+    /// Reads the stored file, if any, so the SDK can decide at once, offline. A stored document
+    /// that no longer parses is ignored (logged) and replaced by the next download.
+    func loadStored() {
+        guard let store else { return }
+        let record: BucketingRecord?
+        do {
+            record = try store.bucketing.file(envId: envId)
+        } catch {
+            logger.error("The stored bucketing file could not be read: \(error)")
+            return
+        }
+        guard let record else {
+            logger.info("No bucketing file stored yet: waiting for the first download")
+            return
+        }
+        do {
+            let file = try BucketingFile(json: Data(record.document.utf8))
+            state.withLock { state in
+                state.file = file
+                state.lastModified = record.lastModified
+            }
+            let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
+            logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
+            onFile(file)
+        } catch {
+            logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
+        }
+    }
+
+    /// Starts polling: a download now, then one every interval, until `close()`.
+    func start() {
+        let task = Task { [self] in
+            await poll()
+            endFirstAttempt()
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(until: clock.now().addingTimeInterval(interval))
+                } catch {
+                    break
+                }
+                await poll()
+            }
+        }
+        let refused = state.withLock { state -> Bool in
+            guard !state.closed else { return true }
+            state.task = task
+            return false
+        }
+        if refused { task.cancel() }
+    }
+
+    /// The file to decide from; when none is known yet, waits for the end of the first download
+    /// of this start (bounded by the request timeout).
+    func usableFile() async -> BucketingFile? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.file != nil || state.firstAttemptEnded || state.closed { return true }
+                state.waitingForFirstAttempt.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+        return file
+    }
+
+    /// Stops polling; a download under way is cancelled. Safe to call twice.
+    func close() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.closed = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        endFirstAttempt()
+    }
+
+    private func endFirstAttempt() {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.firstAttemptEnded = true
+            defer { state.waitingForFirstAttempt = [] }
+            return state.waitingForFirstAttempt
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// One download: a new file is parsed, stored, then used; anything else keeps the current one.
+    func poll() async {
+        var request = HTTPRequest(method: .get, url: url, headers: [
+            "Accept": "application/json",
+            "x-sdk-client": SDKInfo.clientName,
+            "x-sdk-version": SDKInfo.version,
+        ], timeout: timeout)
+        if let lastModified = state.withLock({ $0.lastModified }) {
+            request.headers["If-Modified-Since"] = lastModified
+        }
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            if error != .cancelled {
+                logger.warning("Bucketing file not downloaded (\(error)); \(keptFileNote)")
+            }
+            return
+        }
+        switch response.status {
+        case 304:
+            logger.debug("Bucketing file not modified since \(request.headers["If-Modified-Since"] ?? "")")
+        case 200:
+            accept(response)
+        default:
+            logger.warning("Bucketing file not downloaded: HTTP status \(response.status); \(keptFileNote)")
+        }
+    }
+
+    private var keptFileNote: String {
+        file == nil ? "no file yet, flags cannot be decided" : "the current file is kept"
+    }
+
+    private func accept(_ response: HTTPResponse) {
+        let file: BucketingFile
+        do {
+            file = try BucketingFile(json: response.body)
+        } catch {
+            logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
+            return
+        }
+        for warning in file.warnings {
+            logger.warning("Bucketing file: \(warning)")
+        }
+        let lastModified = response.headers["last-modified"]
+        if let store {
+            let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
+                                         lastModified: lastModified, downloadedAt: clock.now().unixMilliseconds)
+            do {
+                try store.bucketing.save(record)
+            } catch {
+                logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
+            }
+        }
+        let changed = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.file = file
+            state.lastModified = lastModified
+            return true
+        }
+        guard changed else { return }
+        logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
+        onFile(file)
+    }
+}

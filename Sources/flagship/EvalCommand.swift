@@ -1,0 +1,137 @@
+import ArgumentParser
+import Flagship
+import Foundation
+
+/// `flagship eval`: the SDK's bucketing engine on a file, for visitors named here, and nothing
+/// else: no SDK start, no network, no store. What a bucketing file gives whom, before it ships.
+struct EvalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eval",
+        abstract: "Decide visitors' campaigns and flags from a bucketing file, offline.",
+        discussion: """
+            Prints one line of JSON per visitor, keys sorted: {"visitorId", "panic", "campaigns": \
+            [{"campaignId", "variationGroupId", "variationId"}] (in file order), "flags": {key: value}}. \
+            Every visitor gets the same --context and --history. The context is only what --context \
+            says: the SDK's own sdk_* keys are not added. What the engine skips in the file is \
+            reported on stderr.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The bucketing file, as served at <cdn>/<env-id>/bucketing.json.", valueName: "file"))
+    var bucketingFile: String
+    @Option(help: "One visitor id.") var visitorId: String?
+    @Option(help: ArgumentHelp("A file of visitor ids, one per line (blank lines ignored).", valueName: "file"))
+    var visitorsFile: String?
+    @Option(help: ArgumentHelp("The visitor context: a JSON object of strings, numbers and booleans.", valueName: "json"))
+    var context: String?
+    @Option(help: ArgumentHelp(
+        "The assignment history: a JSON object of variation group id to variation id (strings).", valueName: "json"
+    ))
+    var history: String?
+
+    func validate() throws {
+        guard (visitorId == nil) != (visitorsFile == nil) else {
+            throw ValidationError("give one of --visitor-id and --visitors-file")
+        }
+        _ = try parsedContext()
+        _ = try parsedHistory()
+    }
+
+    func run() throws {
+        let context = try parsedContext()
+        let history = try parsedHistory()
+        let file = try loadBucketingFile()
+        for warning in file.warnings { Output.warn("\(bucketingFile): \(warning)") }
+        let visitors = try visitorIds()
+        if visitors.isEmpty, let visitorsFile { Output.warn("no visitor id in \(visitorsFile)") }
+
+        // Many visitors make many lines: written in blocks, not a write per line.
+        var pending = ""
+        for visitor in visitors {
+            pending += Self.line(visitorId: visitor, decision: file.decide(visitorId: visitor, context: context, history: history))
+            pending += "\n"
+            if pending.utf8.count >= 64 * 1024 {
+                FileHandle.standardOutput.write(Data(pending.utf8))
+                pending = ""
+            }
+        }
+        if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
+    }
+
+    /// `{"campaigns":[...],"flags":{...},"panic":false,"visitorId":"..."}`: compact, keys sorted.
+    static func line(visitorId: String, decision: BucketingDecision) -> String {
+        let campaigns = decision.campaigns.map { campaign -> JSONValue in
+            .object([
+                "campaignId": .string(campaign.campaignId),
+                "variationGroupId": .string(campaign.variationGroupId),
+                "variationId": .string(campaign.variationId),
+            ])
+        }
+        let value = JSONValue.object([
+            "visitorId": .string(visitorId),
+            "panic": .bool(decision.panic),
+            "campaigns": .array(campaigns),
+            "flags": .object(decision.flags),
+        ])
+        return String(decoding: value.jsonData(), as: UTF8.self)
+    }
+
+    private func loadBucketingFile() throws -> BucketingFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: bucketingFile))
+        } catch {
+            throw CommandFailure("cannot read the bucketing file \(bucketingFile): \(error.localizedDescription)")
+        }
+        do {
+            return try BucketingFile(json: data)
+        } catch {
+            throw CommandFailure("\(bucketingFile) is not a usable bucketing file: \(error.reason)")
+        }
+    }
+
+    private func visitorIds() throws -> [String] {
+        if let visitorId { return [visitorId] }
+        guard let visitorsFile else { return [] }
+        let text: String
+        do {
+            text = try String(contentsOf: URL(fileURLWithPath: visitorsFile), encoding: .utf8)
+        } catch {
+            throw CommandFailure("cannot read the visitors file \(visitorsFile): \(error.localizedDescription)")
+        }
+        return text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    private func parsedContext() throws -> [String: JSONValue] {
+        guard let context else { return [:] }
+        let example = #"for example '{"plan": "pro", "age": 32, "isVip": true}'"#
+        guard let value = try? JSONValue(json: Data(context.utf8)), case .object(let object) = value else {
+            throw ValidationError("--context must be a JSON object, \(example)")
+        }
+        for key in object.keys.sorted() {
+            switch object[key] {
+            case .string?, .int?, .double?, .bool?: continue
+            default: throw ValidationError(#"--context: the value of "\#(key)" must be a string, a number or a boolean"#)
+            }
+        }
+        return object
+    }
+
+    private func parsedHistory() throws -> [String: String] {
+        guard let history else { return [:] }
+        let example = #"for example '{"vg-checkout-button-everyone": "v-checkout-button-green"}'"#
+        guard let value = try? JSONValue(json: Data(history.utf8)), case .object(let object) = value else {
+            throw ValidationError("--history must be a JSON object of variation group id to variation id, \(example)")
+        }
+        var assignments: [String: String] = [:]
+        for key in object.keys.sorted() {
+            guard case .string(let variationId)? = object[key] else {
+                throw ValidationError(#"--history: the variation id of "\#(key)" must be a string"#)
+            }
+            assignments[key] = variationId
+        }
+        return assignments
+    }
+}

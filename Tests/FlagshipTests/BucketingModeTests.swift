@@ -1,0 +1,330 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// The SDK in bucketing mode against the local server's bucketing route, on a real store: the
+/// stored file first, polling with `If-Modified-Since`, decisions on the device, SEGMENT hits.
+final class BucketingModeTests: TrackingTestCase {
+    /// A checkout test (50/50, or `greenShare` to green) for everyone, and a VIP toggle.
+    static func bucketingFile(greenShare: Int = 50, vipValue: String = "free", enabledXPC: Bool = false) -> Data {
+        let file: [String: Any] = [
+            "panic": false,
+            "accountSettings": ["enabledXPC": enabledXPC],
+            "campaigns": [
+                [
+                    "id": "c_checkout", "name": "Checkout button", "type": "ab", "slug": "checkout",
+                    "variationGroups": [[
+                        "id": "vg_checkout", "name": "Everyone",
+                        "targeting": ["targetingGroups": [["targetings": [["key": "fs_all_users", "operator": "EQUALS", "value": ""]]]]],
+                        "variations": [
+                            ["id": "v_blue", "name": "Original", "reference": true, "allocation": 100 - greenShare,
+                             "modifications": ["type": "FLAG", "value": ["btnColor": "blue"]]],
+                            ["id": "v_green", "name": "Green", "allocation": greenShare,
+                             "modifications": ["type": "FLAG", "value": ["btnColor": "green"]]],
+                        ],
+                    ]],
+                ],
+                [
+                    "id": "c_vip", "name": "VIP shipping", "type": "toggle",
+                    "variationGroups": [[
+                        "id": "vg_vip", "name": "VIPs",
+                        "targeting": ["targetingGroups": [["targetings": [["key": "isVip", "operator": "EQUALS", "value": true]]]]],
+                        "variations": [
+                            ["id": "v_vip", "name": "On", "allocation": 100,
+                             "modifications": ["type": "FLAG", "value": ["shipping": vipValue]]],
+                        ],
+                    ]],
+                ],
+            ],
+        ]
+        // A literal of plain values always serializes.
+        return try! JSONSerialization.data(withJSONObject: file, options: [.sortedKeys])
+    }
+
+    /// A config in bucketing mode against the test's server, with the manual clock.
+    private func bucketingBuilder(server: LocalFlagshipServer? = nil, bucketingURL: URL? = nil) -> FSConfigBuilder {
+        configBuilder(server: server)
+            .Bucketing()
+            .withBucketingBaseURL(bucketingURL ?? (server ?? self.server).bucketingBaseURL)
+            .withBucketingPollingIntervals(60)
+            .withClock(clock)
+    }
+
+    private func visitor(_ id: String, context: [String: Any] = [:], on flagship: Flagship? = nil) -> FSVisitor {
+        (flagship ?? self.flagship).newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: context).build()
+    }
+
+    /// The flags a visitor has, as values.
+    private func flags(of visitor: FSVisitor) -> [String: JSONValue] {
+        var flags: [String: JSONValue] = [:]
+        for key in visitor.getFlags().keys() {
+            flags[key] = visitor.flagSnapshot(key).entry?.value
+        }
+        return flags
+    }
+
+    /// What the engine itself decides for a visitor on `file`: the oracle of these tests.
+    private func expected(_ file: Data, visitorId: String, context: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+        let withClient = context.merging(FSVisitor.clientContext) { own, _ in own }
+        let autoSet = FlagshipContext.autoSetValues(firstTimeInit: true).merging(withClient) { _, own in own }
+        return try BucketingFile(json: file).decide(visitorId: visitorId, context: autoSet, history: [:]).flags
+    }
+
+    private func storedFile() throws -> BucketingRecord? {
+        let store = try inspectStore()
+        defer { store.close() }
+        return try store.bucketing.file(envId: Self.envId)
+    }
+
+    private func bucketingRequests() -> [RecordedRequest] {
+        server.received(.bucketing)
+    }
+
+    // MARK: Start and the stored file
+
+    func testWithoutAStoredFileTheSDKIsInitializingUntilTheFirstDownloadAndAFetchWaitsForIt() async throws {
+        let file = Self.bucketingFile()
+        try server.setBucketingFile(file, lastModified: Date(timeIntervalSince1970: 1_763_000_000))
+        start(bucketingBuilder())
+        let visitor = visitor("alice", context: ["isVip": true])
+        try await visitor.fetchFlags()  // made at once: it waits for the first download
+
+        XCTAssertEqual(visitor.fetchStatus, .FETCHED)
+        XCTAssertEqual(flags(of: visitor), try expected(file, visitorId: "alice", context: ["isVip": .bool(true)]))
+        XCTAssertEqual(flags(of: visitor)["shipping"], .string("free"))
+        XCTAssertEqual(server.received(.campaigns).count, 0, "bucketing mode asks the Decision API nothing")
+        drainCallbacks()
+        XCTAssertEqual(sdkStatuses.values, [.SDK_INITIALIZING, .SDK_INITIALIZED])
+        let stored = try XCTUnwrap(try storedFile())
+        XCTAssertEqual(Data(stored.document.utf8), file)
+        XCTAssertEqual(stored.lastModified, "Thu, 13 Nov 2025 02:13:20 GMT")
+        XCTAssertEqual(bucketingRequests().first?.headers["x-api-key"], nil, "the CDN gets no API key")
+    }
+
+    func testAStoredFileMakesTheSDKReadyAtOnceAndDecidesWithTheServerGone() async throws {
+        let file = Self.bucketingFile()
+        try server.setBucketingFile(file)
+        start(bucketingBuilder())
+        try await visitor("warm-up").fetchFlags()
+        await flagship.close()
+        server.stop()
+
+        let restarted = Flagship()
+        let statuses = Collected<FSSdkStatus>()
+        restarted.start(envId: Self.envId, apiKey: Self.apiKey,
+                        config: bucketingBuilder(bucketingURL: Self.deadURL).withOnSdkStatusChanged { statuses.append($0) }.build())
+        XCTAssertEqual(restarted.getStatus(), .SDK_INITIALIZED, "ready when start returns")
+        let visitor = visitor("bob", context: ["isVip": true], on: restarted)
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.fetchStatus, .FETCHED)
+        XCTAssertEqual(flags(of: visitor), try expected(file, visitorId: "bob", context: ["isVip": .bool(true)]))
+        await restarted.close()
+        restarted.currentRuntime?.callbacks.sync {}
+        XCTAssertFalse(statuses.values.contains(.SDK_INITIALIZING))
+    }
+
+    func testWithNoFileAnywhereAFetchFailsClearlyAndTheSDKStaysInitializing() async throws {
+        start(bucketingBuilder())  // the server has no bucketing file: 404
+        let visitor = visitor("carol")
+        do {
+            try await visitor.fetchFlags()
+            XCTFail("a fetch with no bucketing file must fail")
+        } catch FlagshipError.fetchFailed(let reason) {
+            XCTAssertTrue(reason.contains("No bucketing file"), reason)
+        }
+        XCTAssertEqual(visitor.fetchStatus, .FETCH_REQUIRED)
+        XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZING)
+        XCTAssertTrue(log.allText.contains("HTTP status 404"), log.allText)
+    }
+
+    // MARK: Polling
+
+    func testPollingSendsIfModifiedSinceA304KeepsTheFileAndANewFileServesTheNextFetch() async throws {
+        try server.setBucketingFile(Self.bucketingFile(), lastModified: Date(timeIntervalSince1970: 1_763_000_000))
+        start(bucketingBuilder())
+        try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
+        XCTAssertNil(bucketingRequests()[0].headers["if-modified-since"])
+
+        clock.advance(by: 60)
+        try await waitUntil("the second download") { bucketingRequests().count == 2 }
+        XCTAssertEqual(bucketingRequests()[1].headers["if-modified-since"], "Thu, 13 Nov 2025 02:13:20 GMT")
+        try await waitUntil("its answer") { bucketingRequests()[1].status == 304 }
+        let vip = visitor("dave", context: ["isVip": true])
+        try await vip.fetchFlags()
+        XCTAssertEqual(flags(of: vip)["shipping"], .string("free"))
+
+        let newer = Self.bucketingFile(vipValue: "express")
+        try server.setBucketingFile(newer, lastModified: Date(timeIntervalSince1970: 1_763_000_600))
+        clock.advance(by: 60)
+        try await waitUntil("the new file in the store") { try self.storedFile()?.lastModified == "Thu, 13 Nov 2025 02:23:20 GMT" }
+        try await waitUntil("the new file in use") { flagship.currentRuntime?.bucketing?.file?.campaignCount == 2 && bucketingRequests().count == 3 }
+        try await vip.fetchFlags()
+        XCTAssertEqual(flags(of: vip)["shipping"], .string("express"))
+        XCTAssertEqual(Data(try XCTUnwrap(try storedFile()).document.utf8), newer)
+    }
+
+    func testAnUnusableDownloadNeverReplacesTheGoodFileInMemoryOrOnDisk() async throws {
+        let good = Self.bucketingFile()
+        try server.setBucketingFile(good)
+        start(bucketingBuilder())
+        try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
+
+        let bad: [FaultKind] = [.malformedBody(.notJSON), .malformedBody(.truncatedJSON),
+                                .malformedBody(.custom(Data(#"{"campaigns": 5}"#.utf8))), .status(500)]
+        for (index, fault) in bad.enumerated() {
+            let id = server.injectFault(fault, on: .bucketing)
+            clock.advance(by: 60)
+            try await waitUntil("download \(index + 2)") { bucketingRequests().count == index + 2 && bucketingRequests()[index + 1].status != nil }
+            try await Task.sleep(nanoseconds: 20_000_000)  // the answer read and judged
+            server.removeFault(id)
+        }
+        let visitor = visitor("erin", context: ["isVip": true])
+        try await visitor.fetchFlags()
+        XCTAssertEqual(flags(of: visitor), try expected(good, visitorId: "erin", context: ["isVip": .bool(true)]))
+        XCTAssertEqual(Data(try XCTUnwrap(try storedFile()).document.utf8), good)
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZED)
+        XCTAssertTrue(log.allText.contains("The downloaded bucketing file is unusable"), log.allText)
+        XCTAssertTrue(log.allText.contains("HTTP status 500"), log.allText)
+    }
+
+    func testClosingStopsThePolling() async throws {
+        try server.setBucketingFile(Self.bucketingFile())
+        start(bucketingBuilder())
+        try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
+        await flagship.close()
+        clock.advance(by: 600)
+        try await Task.sleep(nanoseconds: 50_000_000)
+        XCTAssertEqual(bucketingRequests().count, 1)
+    }
+
+    // MARK: Panic, hits, continuity
+
+    func testAPanicFileGivesPanicDefaultsAndNoSegmentUntilTheNextFile() async throws {
+        try server.setBucketingFile(Data(#"{"panic": true}"#.utf8))
+        start(bucketingBuilder())
+        try await waitUntil("the panic file") { flagship.getStatus() == .SDK_PANIC }
+        let visitor = visitor("frank", context: ["isVip": true])
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.fetchStatus, .PANIC)
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "none")
+
+        try server.setBucketingFile(Self.bucketingFile(), lastModified: Date().addingTimeInterval(60))
+        clock.advance(by: 60)
+        try await waitUntil("the file after the panic") { flagship.getStatus() == .SDK_INITIALIZED }
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.fetchStatus, .FETCHED)
+        await flagship.waitUntilTrackingIsIdle()
+        let segments = server.hits.filter { $0["t"] == "SEGMENT" }
+        XCTAssertEqual(segments.count, 1, "a segment for the fetch after the panic only")
+    }
+
+    func testEachBucketingFetchSendsASegmentHitWithTheContextAsStrings() async throws {
+        try server.setBucketingFile(Self.bucketingFile())
+        start(bucketingBuilder())
+        let visitor = visitor("gina", context: ["isVip": true, "age": 32, "plan": "pro", "ratio": 2.5])
+        try await visitor.fetchFlags()
+        await flagship.waitUntilTrackingIsIdle()
+        let segments = server.hits.filter { $0["t"] == "SEGMENT" }
+        XCTAssertEqual(segments.count, 1)
+        let segment = try XCTUnwrap(segments.first)
+        XCTAssertEqual(segment["vid"], "gina")
+        XCTAssertEqual(segment["cid"], .string(Self.envId))
+        XCTAssertEqual(segment["s"]?["isVip"], "true")
+        XCTAssertEqual(segment["s"]?["age"], "32")
+        XCTAssertEqual(segment["s"]?["plan"], "pro")
+        XCTAssertEqual(segment["s"]?["ratio"], "2.5")
+    }
+
+    func testExperienceContinuityFollowsTheFilesAccountSettings() async throws {
+        try server.setBucketingFile(Self.bucketingFile(enabledXPC: false))
+        start(bucketingBuilder())
+        try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
+        let visitor = visitor("anon-1")
+        visitor.authenticate(visitorId: "user-1")
+        XCTAssertEqual(visitor.visitorId, "anon-1")
+        XCTAssertTrue(log.allText.contains("experience continuity is not enabled"), log.allText)
+
+        try server.setBucketingFile(Self.bucketingFile(enabledXPC: true), lastModified: Date().addingTimeInterval(60))
+        clock.advance(by: 60)
+        try await waitUntil("the file enabling continuity") {
+            flagship.currentRuntime?.bucketing?.file?.accountSettings.enabledXPC == true
+        }
+        visitor.authenticate(visitorId: "user-1")
+        XCTAssertEqual(visitor.visitorId, "user-1")
+        XCTAssertEqual(visitor.anonymousId, "anon-1")
+    }
+
+    // MARK: Assignment history
+
+    func testAVisitorKeepsItsVariationWhenAllocationsChangeAndANewVisitorDoesNot() async throws {
+        let fiftyFifty = Self.bucketingFile(greenShare: 50)
+        let parsed = try BucketingFile(json: fiftyFifty)
+        // Two visitors that land in green on the 50/50 file.
+        let greens = (0..<200).map { "visitor-\($0)" }.filter {
+            parsed.decide(visitorId: $0, context: [:], history: [:]).flags["btnColor"] == .string("green")
+        }.prefix(2)
+        XCTAssertEqual(greens.count, 2)
+        let (seen, unseen) = (greens.first!, greens.last!)
+
+        try server.setBucketingFile(fiftyFifty, lastModified: Date(timeIntervalSince1970: 1_763_000_000))
+        start(bucketingBuilder())
+        try await visitor(seen).fetchFlags()  // its history (vg_checkout → v_green) is cached
+
+        // All new traffic to blue: green stays in the group, with no allocation.
+        try server.setBucketingFile(Self.bucketingFile(greenShare: 0), lastModified: Date(timeIntervalSince1970: 1_763_000_600))
+        clock.advance(by: 60)
+        try await waitUntil("the new allocations in use") { try self.storedFile()?.lastModified == "Thu, 13 Nov 2025 02:23:20 GMT" }
+        try await waitUntil("the new file in memory") { bucketingRequests().count == 2 && bucketingRequests()[1].status == 200 }
+        try await Task.sleep(nanoseconds: 20_000_000)
+
+        let returning = visitor(seen)  // a new instance: the history comes from the visitor cache
+        try await returning.fetchFlags()
+        XCTAssertEqual(flags(of: returning)["btnColor"], .string("green"))
+        let newcomer = visitor(unseen)
+        try await newcomer.fetchFlags()
+        XCTAssertEqual(flags(of: newcomer)["btnColor"], .string("blue"))
+    }
+
+    // MARK: Both modes agree
+
+    func testAPIModeAgainstTheLocalServerAndBucketingModeGiveTheSameFlagsFor1000Visitors() async throws {
+        let file = Self.bucketingFile(greenShare: 34)
+        try server.setBucketingFile(file)
+        server.decision = .bucketing
+        let contexts: [(String, [String: Any])] = (0..<1000).map { ("visitor-\($0)", ["isVip": $0 % 3 == 0, "age": $0 % 90]) }
+        let quietTracking = FSTrackingManagerConfig(poolMaxSize: 500, batchIntervalTimer: 60)
+
+        flagship.start(envId: Self.envId, apiKey: Self.apiKey,
+                       config: configBuilder().withTrackingManagerConfig(quietTracking).build())
+        var apiFlags: [String: [String: JSONValue]] = [:]
+        for (id, context) in contexts {
+            let visitor = visitor(id, context: context)
+            try await visitor.fetchFlags()
+            apiFlags[id] = flags(of: visitor)
+        }
+        await flagship.close()
+        XCTAssertEqual(server.received(.campaigns).count, 1000)
+
+        let bucketingDirectory = try TemporaryDirectory()
+        defer { bucketingDirectory.remove() }
+        let bucketing = Flagship()
+        bucketing.start(envId: Self.envId, apiKey: Self.apiKey,
+                        config: bucketingBuilder().withCacheDirectory(bucketingDirectory.url)
+                            .withTrackingManagerConfig(quietTracking).build())
+        var mismatches: [String] = []
+        for (id, context) in contexts {
+            let visitor = visitor(id, context: context, on: bucketing)
+            try await visitor.fetchFlags()
+            if flags(of: visitor) != apiFlags[id] { mismatches.append(id) }
+        }
+        await bucketing.close()
+        XCTAssertEqual(mismatches, [])
+        XCTAssertEqual(Set(apiFlags.values.compactMap { $0["btnColor"] }), [.string("blue"), .string("green")])
+        XCTAssertEqual(apiFlags.values.filter { $0["shipping"] != nil }.count, 334)
+    }
+}
