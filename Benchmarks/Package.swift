@@ -1,5 +1,17 @@
 // swift-tools-version: 6.1
+import Foundation
 import PackageDescription
+
+// The bucketing engine is `package` API of Flagship: visible only to modules built with Flagship's
+// package name, which SwiftPM derives from the checkout's directory ("main" for `/work/main`,
+// "flagship_swift_linux" for a clone of that name). The Bucketing suite is built with that name
+// instead of its own (`packageAccess: false` stops SwiftPM from adding this package's), so it
+// measures the engine itself without the engine being made public.
+let flagshipPackageName: String = {
+    let directory = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().lastPathComponent.lowercased()
+    let name = String(directory.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
+    return name.first?.isNumber == true ? "_" + name : name
+}()
 
 // The benchmark suites live in their own package so that users of the library never build
 // package-benchmark. Run from this directory: `swift package benchmark`.
@@ -47,6 +59,18 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Tracking",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The bucketing decision engine alone: one visitor over 100 campaigns, beside its baselines.
+        .executableTarget(
+            name: "Bucketing",
+            dependencies: [
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Bucketing",
+            packageAccess: false,
+            swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

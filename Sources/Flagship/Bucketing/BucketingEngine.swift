@@ -70,22 +70,21 @@ extension BucketingFile {
         var assigned: [BucketedCampaign] = []
         assigned.reserveCapacity(campaigns.count)
         for campaign in campaigns {
-            guard let group = campaign.variationGroups.first(where: { $0.targeting.matches(visitor) }) else { continue }
-            if let assignment = group.assignment(visitorId: visitorId, history: history) {
-                assigned.append(assignment)
-            }
+            guard let group = campaign.variationGroups.first(where: { $0.targeting.matches(visitor) }),
+                  let assignment = group.variation(visitorId: visitorId, history: history)?.assignment else { continue }
+            assigned.append(assignment)
         }
         return BucketingDecision(panic: false, campaigns: assigned)
     }
 }
 
 extension BucketingFile.VariationGroup {
-    /// The variation of this group for a visitor it targets, or `nil`: the remembered one if the
+    /// This group's variation for a visitor it targets, or `nil`: the remembered one if the
     /// history names one (still in the group), else the first whose running allocation total
     /// passes `hash % 100`.
-    func assignment(visitorId: String, history: [String: String]) -> BucketedCampaign? {
+    func variation(visitorId: String, history: [String: String]) -> BucketingFile.Variation? {
         if !history.isEmpty, let remembered = history[id] {
-            return variations.first { $0.id == remembered }?.assignment
+            return variations.first { $0.id == remembered }
         }
         var hash = hashPrefix
         hash.append(utf8Of: visitorId)
@@ -93,7 +92,7 @@ extension BucketingFile.VariationGroup {
         var total = 0.0
         for variation in variations where variation.allocation > 0 {
             total += variation.allocation
-            if bucket < total { return variation.assignment }
+            if bucket < total { return variation }
         }
         return nil
     }

@@ -28,26 +28,46 @@ package struct BucketingFile: Sendable {
 
     package var campaignCount: Int { campaigns.count }
 
-    struct Campaign: Sendable {
+    // Classes, not structs: a decision walks them by reference. As structs, each step of the walk
+    // copied one, retaining each of its strings and arrays: a fifth of a decision's time.
+    final class Campaign: Sendable {
         let id: String
         let variationGroups: [VariationGroup]
+
+        init(id: String, variationGroups: [VariationGroup]) {
+            self.id = id
+            self.variationGroups = variationGroups
+        }
     }
 
-    struct VariationGroup: Sendable {
+    final class VariationGroup: Sendable {
         let id: String
         let targeting: Targeting
         /// The hash after this group's id: a decision appends the visitor id and finishes it.
         let hashPrefix: MurmurHash3.State
         let variations: [Variation]
+
+        init(id: String, targeting: Targeting, hashPrefix: MurmurHash3.State, variations: [Variation]) {
+            self.id = id
+            self.targeting = targeting
+            self.hashPrefix = hashPrefix
+            self.variations = variations
+        }
     }
 
-    struct Variation: Sendable {
+    final class Variation: Sendable {
         /// `nil`: the file gave no usable id; the variation only holds its share of the allocation.
         let id: String?
         /// 0 or more; 0 takes no visitor by hash.
         let allocation: Double
         /// What a visitor assigned to it gets; `nil` when it has no id.
         let assignment: BucketedCampaign?
+
+        init(id: String?, allocation: Double, assignment: BucketedCampaign?) {
+            self.id = id
+            self.allocation = allocation
+            self.assignment = assignment
+        }
     }
 }
 
@@ -165,7 +185,7 @@ extension BucketingFile {
 }
 
 extension BucketingFile.Campaign {
-    fileprivate init?(reading entry: JSONValue, number: Int, with reader: inout BucketingFileReader) {
+    fileprivate convenience init?(reading entry: JSONValue, number: Int, with reader: inout BucketingFileReader) {
         guard let id = BucketingFile.id(of: entry, at: "campaign #\(number)", "the campaign is skipped", with: &reader) else {
             return nil
         }
@@ -188,8 +208,8 @@ extension BucketingFile.Campaign {
 }
 
 extension BucketingFile.VariationGroup {
-    fileprivate init(reading entry: JSONValue, id: String, campaign: BucketedCampaign, at location: String,
-                     with reader: inout BucketingFileReader) {
+    fileprivate convenience init(reading entry: JSONValue, id: String, campaign: BucketedCampaign, at location: String,
+                                 with reader: inout BucketingFileReader) {
         var group = campaign
         group.variationGroupId = id
         group.variationGroupName = entry["name"]?.stringValue ?? ""
@@ -208,12 +228,12 @@ extension BucketingFile.VariationGroup {
 }
 
 extension BucketingFile.Variation {
-    fileprivate init(reading entry: JSONValue, group: BucketedCampaign, at location: String,
-                     with reader: inout BucketingFileReader) {
-        allocation = Self.allocation(of: entry["allocation"], at: location, with: &reader)
+    fileprivate convenience init(reading entry: JSONValue, group: BucketedCampaign, at location: String,
+                                 with reader: inout BucketingFileReader) {
+        let allocation = Self.allocation(of: entry["allocation"], at: location, with: &reader)
         let share = allocation > 0 ? "a visitor in its \(allocation.shortText)% gets nothing from the campaign" : "it is ignored"
-        id = BucketingFile.id(of: entry, at: location, share, with: &reader)
-        assignment = id.map { id in
+        let id = BucketingFile.id(of: entry, at: location, share, with: &reader)
+        let assignment = id.map { id in
             var assignment = group
             assignment.variationId = id
             assignment.variationName = entry["name"]?.stringValue ?? ""
@@ -225,6 +245,7 @@ extension BucketingFile.Variation {
             }
             return assignment
         }
+        self.init(id: id, allocation: allocation, assignment: assignment)
     }
 
     /// A number of 0 or more; anything else is 0 (a missing allocation silently, the rest with a warning).

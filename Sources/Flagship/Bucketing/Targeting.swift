@@ -207,13 +207,13 @@ extension TargetingRule {
             self = .never
             return
         }
+        if key == "fs_all_users" {
+            self = .always
+            return
+        }
         guard let name = json["operator"]?.stringValue else {
             reader.warn("\(location) (key \"\(key)\") has no \"operator\"; it never matches")
             self = .never
-            return
-        }
-        if key == "fs_all_users" {
-            self = .always
             return
         }
         guard let op = TargetingOperator(rawValue: name) else {

@@ -1,0 +1,133 @@
+import Benchmark
+import Flagship
+import Foundation
+
+/// The bucketing decision engine alone, no I/O: one visitor decided over a file of 100 campaigns
+/// of 3 rules each, beside what the same work costs at its floor (the context lookups the rules
+/// need, the hashes the campaigns need) measured in the same run.
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal, .throughput],
+        timeUnits: .microseconds,
+        warmupIterations: 1_000,
+        maxDuration: .seconds(5),
+        maxIterations: 100_000
+    )
+
+    let fixture: DecisionFixture
+    do {
+        fixture = try DecisionFixture()
+    } catch {
+        fatalError("The generated bucketing file does not parse: \(error)")
+    }
+    let decision = fixture.file.decide(visitorId: fixture.visitorId, context: fixture.context, history: [:])
+    precondition(decision.campaigns.count == DecisionFixture.campaignCount / 2, "half the campaigns target the visitor")
+
+    Benchmark("decide: 100 campaigns x 3 rules, 50 assigned") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(fixture.file.decide(visitorId: fixture.visitorId, context: fixture.context, history: [:]))
+        }
+    }
+
+    // A returning visitor: every assigned group is in the history, so no hash but one lookup each.
+    let history = Dictionary(uniqueKeysWithValues: decision.campaigns.map { ($0.variationGroupId, $0.variationId) })
+    Benchmark("decide: 100 campaigns x 3 rules, 50 assigned from history") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(fixture.file.decide(visitorId: fixture.visitorId, context: fixture.context, history: history))
+        }
+    }
+
+    Benchmark("baseline: 300 context lookups (one per rule)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            for key in fixture.ruleKeys {
+                blackHole(fixture.context[key])
+            }
+        }
+    }
+
+    Benchmark("baseline: 100 murmur3 hashes (group id + visitor id)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            for groupId in fixture.groupIds {
+                blackHole(MurmurHash3.x86_32(utf8Of: groupId, followedBy: fixture.visitorId))
+            }
+        }
+    }
+
+    Benchmark("parse: the 100-campaign file", configuration: .init(
+        metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds, warmupIterations: 10,
+        maxDuration: .seconds(5), maxIterations: 1_000
+    )) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? BucketingFile(json: fixture.json))
+        }
+    }
+}
+
+/// A file of `campaignCount` campaigns, each one variation group of three AND'ed rules (a string,
+/// a number and a boolean rule: every rule is evaluated) and two 50/50 variations, and a visitor
+/// whose context (predefined keys included) passes the first two rules of every campaign and the
+/// third of one campaign in two.
+struct DecisionFixture: Sendable {
+    static let campaignCount = 100
+
+    let json: Data
+    let file: BucketingFile
+    let visitorId = "c8f2a1d4-5b6e-4f70-9a3b-2d1e0f9c8b7a"
+    let context: [String: JSONValue] = [
+        "plan": .string("Premium"),
+        "device": .string("Google Pixel 8 Pro Emulator"),
+        "country": .string("IT"),
+        "appVersion": .string("2.4.1"),
+        "age": .int(34),
+        "visits": .int(12),
+        "cartValue": .double(120.25),
+        "vip": .bool(true),
+        "beta": .bool(false),
+        "sdk_osName": .string("Linux"),
+        "sdk_deviceType": .string("server"),
+        "sdk_deviceLanguage": .string("fr_FR"),
+        "sdk_deviceModel": .string("x86_64"),
+        "sdk_fsVersion": .string("4.0.0"),
+        "fs_client": .string("swift-linux"),
+        "fs_version": .string("4.0.0"),
+    ]
+    /// The key of every rule, in file order.
+    let ruleKeys: [String]
+    let groupIds: [String]
+
+    init() throws {
+        let strings = [
+            ("plan", "EQUALS", #""PREMIUM""#),
+            ("device", "CONTAINS", #""pixel""#),
+            ("country", "EQUALS", #"["fr", "de", "es", "it"]"#),
+            ("appVersion", "SEMVER_GREATER_THAN_OR_EQUALS", #""2.1.0""#),
+        ]
+        let numbers = [("age", "GREATER_THAN", "17"), ("visits", "LOWER_THAN_OR_EQUALS", "50"), ("cartValue", "GREATER_THAN_OR_EQUALS", "99.5")]
+        let booleans = [("vip", "EQUALS", "true"), ("beta", "EQUALS", "true")]
+
+        var campaigns: [String] = []
+        var ruleKeys: [String] = []
+        var groupIds: [String] = []
+        for index in 0..<Self.campaignCount {
+            let rules = [strings[index % strings.count], numbers[index % numbers.count], booleans[index % booleans.count]]
+            ruleKeys += rules.map(\.0)
+            let groupId = "cq4vg\(index)k2mpl0fh9t0"
+            groupIds.append(groupId)
+            let targetings = rules.map { #"{"key": "\#($0.0)", "operator": "\#($0.1)", "value": \#($0.2)}"# }
+            campaigns.append(#"""
+                {"id": "cq4c\#(index)k2mpl0fh9s0", "name": "Campaign \#(index)", "type": "ab", "variationGroups": [
+                  {"id": "\#(groupId)", "name": "Group \#(index)",
+                   "targeting": {"targetingGroups": [{"targetings": [\#(targetings.joined(separator: ", "))]}]},
+                   "variations": [
+                     {"id": "cq4v\#(index)a", "name": "Original", "reference": true, "allocation": 50,
+                      "modifications": {"type": "JSON", "value": {"flag\#(index)": "original", "shared": \#(index)}}},
+                     {"id": "cq4v\#(index)b", "name": "Variation 1", "allocation": 50,
+                      "modifications": {"type": "JSON", "value": {"flag\#(index)": "variation", "shared": -\#(index)}}}]}]}
+                """#)
+        }
+        json = Data(#"{"panic": false, "campaigns": [\#(campaigns.joined(separator: ",\n"))]}"#.utf8)
+        file = try BucketingFile(json: json)
+        self.ruleKeys = ruleKeys
+        self.groupIds = groupIds
+    }
+}
