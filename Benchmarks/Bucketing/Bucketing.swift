@@ -1,5 +1,7 @@
+import BenchSupport
 import Benchmark
 import Flagship
+import FlagshipLocalServer
 import Foundation
 
 /// The bucketing decision engine alone, no I/O: one visitor decided over a file of 100 campaigns
@@ -51,6 +53,32 @@ let benchmarks: @Sendable () -> Void = {
                 blackHole(MurmurHash3.x86_32(utf8Of: groupId, followedBy: fixture.visitorId))
             }
         }
+    }
+
+    // The same decision through the SDK, as an app makes it: `fetchFlags` in bucketing mode on a
+    // real store, which decides, then awaits the visitor cache row's commit (assignment history
+    // included) and hands the SEGMENT hit to the tracking manager (its commit is not awaited).
+    let session = Box<BucketingSession>()
+    Benchmark(
+        "fetchFlags (bucketing): decision + visitor cache write",
+        configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
+                             warmupIterations: 100, maxDuration: .seconds(10), maxIterations: 20_000)
+    ) { (benchmark: Benchmark, visitor: FSVisitor) async in
+        for _ in benchmark.scaledIterations {
+            do {
+                try await visitor.fetchFlags()
+            } catch {
+                benchmark.error("\(error)")
+            }
+        }
+    } setup: {
+        let started = try await BucketingSession(file: fixture.json, visitorId: fixture.visitorId,
+                                                    context: fixture.visitorContext)
+        session.value = started
+        return started.visitor
+    } teardown: {
+        await Flagship.sharedInstance.close()
+        session.value?.stop()
     }
 
     Benchmark("parse: the 100-campaign file", configuration: .init(
@@ -129,5 +157,52 @@ struct DecisionFixture: Sendable {
         file = try BucketingFile(json: json)
         self.ruleKeys = ruleKeys
         self.groupIds = groupIds
+    }
+}
+
+extension DecisionFixture {
+    /// The visitor's own context keys (the SDK adds the predefined ones itself).
+    var visitorContext: [String: Any] {
+        context.filter { !$0.key.hasPrefix("sdk_") && !$0.key.hasPrefix("fs_") }.compactMapValues { value -> Any? in
+            switch value {
+            case .string(let string): return string
+            case .int(let int): return Int(int)
+            case .double(let double): return double
+            case .bool(let bool): return bool
+            default: return nil
+            }
+        }
+    }
+}
+
+/// `Flagship.sharedInstance` in bucketing mode with the file downloaded from a local server into a
+/// store of its own, hits going nowhere (connection refused: they stay in SQLite), one visitor.
+final class BucketingSession: @unchecked Sendable {
+    // `@unchecked`: set up once in `setup`, read in `teardown`, never concurrently.
+    let server: LocalFlagshipServer
+    let directory: TemporaryDirectory
+    let visitor: FSVisitor
+
+    init(file: Data, visitorId: String, context: [String: Any]) async throws {
+        server = LocalFlagshipServer(envId: "bench_env", apiKey: "bench_key")
+        try server.setBucketingFile(file)
+        try server.start()
+        directory = try TemporaryDirectory()
+        let config = FSConfigBuilder().Bucketing()
+            .withBucketingBaseURL(server.bucketingBaseURL)
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(URL(string: "http://127.0.0.1:1")!)
+            .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
+            .withLogLevel(.NONE)
+            .build()
+        Flagship.sharedInstance.start(envId: "bench_env", apiKey: "bench_key", config: config)
+        visitor = Flagship.sharedInstance.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: context).build()
+        try await visitor.fetchFlags()  // waits for the first download
+    }
+
+    func stop() {
+        server.stop()
+        directory.remove()
     }
 }

@@ -203,11 +203,6 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-/// Holds what a setup made for its teardown.
-final class Box<Value> {
-    var value: Value?
-}
-
 struct FillFailed: Error, CustomStringConvertible {
     let rows: Int
     let expected: Int
