@@ -14,12 +14,23 @@ package final class FlagshipDatabase: Sendable {
     package let hits: HitRecordStore
     package let bucketing: BucketingRecordStore
     package let state: StateRecordStore
+    /// This session's marker in `sdk_state`, deleted by a clean `close()`.
+    private let sessionKey: String?
 
     package struct Opening: Sendable, Equatable {
         /// The schema version found in the file (0 for a new file).
         package var fromVersion: Int
         /// Where a damaged file was moved, with why it was judged damaged.
         package var movedAside: MovedAside?
+        /// Why the whole file was checked (`PRAGMA quick_check`) before use; `nil` when the last
+        /// session closed cleanly and the check was skipped.
+        package var fullCheck: String?
+
+        package init(fromVersion: Int, movedAside: MovedAside? = nil, fullCheck: String? = nil) {
+            self.fromVersion = fromVersion
+            self.movedAside = movedAside
+            self.fullCheck = fullCheck
+        }
     }
 
     package struct MovedAside: Sendable, Equatable {
@@ -27,10 +38,11 @@ package final class FlagshipDatabase: Sendable {
         package let reason: String
     }
 
-    private init(database: Database, schemaVersion: Int, opening: Opening) {
+    private init(database: Database, schemaVersion: Int, opening: Opening, sessionKey: String? = nil) {
         self.database = database
         self.schemaVersion = schemaVersion
         self.opening = opening
+        self.sessionKey = sessionKey
         visitors = VisitorRecordStore(database: database)
         hits = HitRecordStore(database: database)
         bucketing = BucketingRecordStore(database: database)
@@ -40,9 +52,11 @@ package final class FlagshipDatabase: Sendable {
     /// Opens (creating it if needed) the database at `url` and applies the missing migrations.
     ///
     /// The directory is created 0700 and the file 0600: visitor data is personal data.
-    /// A file that is not a database or fails `PRAGMA quick_check` is moved aside to
-    /// `<name>.corrupt-<timestamp>` (never deleted) and replaced by a fresh one. A file whose
-    /// schema is newer than this build throws `StoreError.schemaTooNew` and is left untouched.
+    /// A file that is not a database, was cut short, or fails `PRAGMA quick_check` is moved aside
+    /// to `<name>.corrupt-<timestamp>` (never deleted) and replaced by a fresh one. The full check
+    /// reads every page, so it runs only when the last session did not close cleanly (or met a
+    /// damaged page), never at every start: see `StoreSessions`. A file whose schema is newer
+    /// than this build throws `StoreError.schemaTooNew` and is left untouched.
     package static func open(
         at url: URL,
         options: DatabaseOptions = DatabaseOptions(),
@@ -58,7 +72,9 @@ package final class FlagshipDatabase: Sendable {
             var opened = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
             opened = FlagshipDatabase(
                 database: opened.database, schemaVersion: opened.schemaVersion,
-                opening: Opening(fromVersion: 0, movedAside: MovedAside(url: destination, reason: damage.reason))
+                opening: Opening(fromVersion: 0, movedAside: MovedAside(url: destination, reason: damage.reason),
+                                 fullCheck: opened.opening.fullCheck),
+                sessionKey: opened.sessionKey
             )
             return opened
         }
@@ -98,9 +114,26 @@ package final class FlagshipDatabase: Sendable {
         }
     }
 
-    /// Closes the connection. Safe to call more than once.
+    /// Closes the connection, first marking the session as closed cleanly, unless a statement
+    /// met a damaged page: then the marker stays and the next open checks the whole file.
+    /// Safe to call more than once.
     package func close() {
+        if let sessionKey, !database.hasMetDamage {
+            try? database.write { try StoreSessions.end(sessionKey, in: $0) }
+        }
+        if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close()
+    }
+
+    /// Ends the session as a killed process would: the connection closed without a checkpoint,
+    /// the session marker left in the file. For crash tests.
+    package func abandon() {
+        if let sessionKey { StoreSessions.forget(sessionKey) }
+        database.close(checkpoint: false)
+    }
+
+    deinit {
+        if let sessionKey { StoreSessions.forget(sessionKey) }
     }
 
     // MARK: - Opening
@@ -130,20 +163,30 @@ package final class FlagshipDatabase: Sendable {
             throw Damage(error) ?? error
         }
         do {
-            let check = try database.withConnection { try $0.query("PRAGMA quick_check").compactMap { $0[0].text } }
-            guard check == ["ok"] else {
-                throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
-            }
             if let damage = try cutShort(path: path, database: database) { throw damage }
+            let inMemory = path == ":memory:"
             // Checked in one snapshot, before the switch to WAL (the first write): a file that is
             // not ours stays as it was, and one another process is creating is not mistaken for it.
-            try database.read { try refuseUnlessOurs($0, path: path, migrator: migrator) }
+            let findings = try database.read { connection in
+                try refuseUnlessOurs(connection, path: path, migrator: migrator)
+                return inMemory ? nil : try StoreSessions.inspect(connection)
+            }
+            if findings?.reasonForFullCheck != nil {
+                let check = try database.withConnection { try $0.query("PRAGMA quick_check").compactMap { $0[0].text } }
+                guard check == ["ok"] else {
+                    throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
+                }
+            }
             try database.withConnection { try $0.query("PRAGMA journal_mode = WAL") }
             let outcome = try migrator.migrate(database, now: now)
-            let opened = FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
-                                          opening: Opening(fromVersion: outcome.fromVersion, movedAside: nil))
-            try database.write { try opened.hits.recount(in: $0) }
-            return opened
+            let sessionKey = try database.write { connection -> String? in
+                try HitRecordStore(database: database).recount(in: connection)
+                guard let findings else { return nil }
+                return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
+            }
+            return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
+                                    opening: Opening(fromVersion: outcome.fromVersion, fullCheck: findings?.reasonForFullCheck),
+                                    sessionKey: sessionKey)
         } catch {
             let damage = Damage(error)
             // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.

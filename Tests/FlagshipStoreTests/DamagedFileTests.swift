@@ -60,20 +60,34 @@ final class DamagedFileTests: StoreTestCase {
                              reasonContains: "the file is \(truncated.count) bytes, not a whole number of 4096-byte pages: it was cut short")
     }
 
-    func testDatabaseWithAnIndexPageOverwrittenByZerosIsMovedAsideByQuickCheck() throws {
-        // Opening never reads this page; only quick_check does.
+    func testIndexPageOverwrittenByZerosAfterACrashIsMovedAsideByTheFullCheck() throws {
+        // Opening never reads this page; only quick_check does, and it runs after a crash.
         _ = try writeDatabaseSpanningManyPages()
-        let database = try rawDatabase()
-        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = 'hits_by_visitor'"))
-        database.close()
-        var damaged = try fileBytes(url())
-        damaged.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
-        try damaged.write(to: url())
+        try openStore().abandon()
+        let damaged = try zeroIndexRootPage()
 
         let store = try openStore()
 
-        try assertMovedAside(store, originalBytes: damaged,
-                             reasonContains: "quick_check: *** in database main ***\nPage \(rootPage): btreeInitPage() returns error code 11")
+        try assertMovedAside(store, originalBytes: damaged.bytes,
+                             reasonContains: "quick_check: *** in database main ***\nPage \(damaged.rootPage): btreeInitPage() returns error code 11")
+    }
+
+    func testIndexPageDamagedAfterACleanCloseIsFoundAtFirstUseAndMovedAsideAtTheNextStart() throws {
+        _ = try writeDatabaseSpanningManyPages()
+        let damaged = try zeroIndexRootPage()
+
+        let first = try openStore()
+        XCTAssertNil(first.opening.fullCheck, "a clean close: no full check")
+        XCTAssertNil(first.opening.movedAside)
+        XCTAssertThrowsError(try first.hits.deleteHits(visitorId: "visitor-1", keepingConsentHits: false), "the damaged index is read") { error in
+            guard case .sqlite(let sqliteError)? = error as? StoreError else { return XCTFail("\(error)") }
+            XCTAssertTrue(sqliteError.meansFileIsDamaged, "\(sqliteError)")
+        }
+        first.close()
+        let second = try openStore()
+
+        let movedAside = try XCTUnwrap(second.opening.movedAside, "damage met keeps the session marker: a full check")
+        XCTAssertTrue(movedAside.reason.contains("Page \(damaged.rootPage): btreeInitPage() returns error code 11"), movedAside.reason)
     }
 
     func testDatabaseTruncatedToHalfWithCommittedTransactionsInItsWalIsMovedAsideWithItsWalUntouched() throws {
@@ -144,6 +158,17 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertGreaterThan(length, 100 * 4_096)
         XCTAssertFalse(FileManager.default.fileExists(atPath: url().path + "-wal"), "closing checkpoints the WAL into the file")
         return length
+    }
+
+    /// Overwrites the root page of the `hits_by_visitor` index with zeros; returns the file's bytes then.
+    private func zeroIndexRootPage() throws -> (bytes: Data, rootPage: Int64) {
+        let database = try rawDatabase()
+        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = 'hits_by_visitor'"))
+        database.close()
+        var damaged = try fileBytes(url())
+        damaged.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
+        try damaged.write(to: url())
+        return (damaged, rootPage)
     }
 
     /// A closed store spanning many pages, then cut to `keeping(length)` bytes; returns what is left.

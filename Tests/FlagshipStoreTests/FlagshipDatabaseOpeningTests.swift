@@ -174,3 +174,84 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
         XCTAssertEqual(StoreLocation.defaultDirectory(environment: ["FLAGSHIP_CACHE_DIR": "", "HOME": "/home/u"]).path, "/home/u/.cache/flagship")
     }
 }
+
+/// The full `quick_check` reads every page, so it runs only when the last session did not close
+/// cleanly: a killed process, or a session that met a damaged page.
+final class FullCheckTests: StoreTestCase {
+    func testNewFileIsNotCheckedAndCleanReopeningIsNotCheckedEither() throws {
+        let created = try openStore()
+        XCTAssertNil(created.opening.fullCheck)
+        created.close()
+
+        let reopened = try openStore()
+
+        XCTAssertNil(reopened.opening.fullCheck)
+    }
+
+    func testReopeningAfterAnAbandonedSessionRunsTheFullCheckOnceAndSaysWhy() throws {
+        try openStore().close()
+        let crashed = try openStore()
+        try crashed.hits.insert([.sample("h1")])
+        crashed.abandon()
+
+        let afterCrash = try openStore()
+        let reason = try XCTUnwrap(afterCrash.opening.fullCheck)
+        XCTAssertTrue(reason.hasPrefix("the last session (pid \(getpid())) did not close the store cleanly"), reason)
+        XCTAssertEqual(try afterCrash.hits.allIds(), ["visitor-1:h1"], "the committed hit survived")
+        afterCrash.close()
+
+        XCTAssertNil(try openStore().opening.fullCheck, "the stale marker was cleared by the check")
+    }
+
+    func testSessionOfAnotherLiveProcessIsNotStaleButOneOfADeadProcessIs() throws {
+        let store = try openStore()
+        let live = Int(getppid())
+        let dead = try deadProcessId()
+        try store.database.write { connection in
+            for pid in [live, dead] {
+                try connection.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)",
+                                       [.text("store.session.\(pid).0000")])
+            }
+        }
+        store.close()
+
+        let reopened = try openStore()
+
+        XCTAssertEqual(reopened.opening.fullCheck, "the last session (pid \(dead)) did not close the store cleanly")
+        let markers = try reopened.database.read { connection in
+            try connection.query("SELECT key FROM sdk_state WHERE key LIKE 'store.session.%' ORDER BY key").compactMap { $0[0].text }
+        }
+        XCTAssertTrue(markers.contains("store.session.\(live).0000"), "a live process's session stays: \(markers)")
+        XCTAssertFalse(markers.contains("store.session.\(dead).0000"), "a dead process's session goes: \(markers)")
+        XCTAssertEqual(markers.count, 2, "the live one and this session: \(markers)")
+    }
+
+    func testFileFromBeforeTheMarkersIsCheckedOnce() throws {
+        try openStore().close()
+        let database = try rawDatabase()
+        try database.write { try $0.execute("DELETE FROM sdk_state WHERE key LIKE 'store.%'") }
+        database.close()
+
+        let first = try openStore()
+        XCTAssertEqual(first.opening.fullCheck, "no full check is recorded for this file yet")
+        first.close()
+
+        XCTAssertNil(try openStore().opening.fullCheck)
+    }
+
+    func testMarkersAreLeftOutOfTheSDKState() throws {
+        let store = try openStore()
+        try store.state.setValue("1", forKey: "first_init", now: 1)
+
+        XCTAssertEqual(try store.state.all().map(\.key), ["first_init"])
+    }
+
+    /// The id of a process that has exited (and been reaped).
+    private func deadProcessId() throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/true")
+        try process.run()
+        process.waitUntilExit()
+        return Int(process.processIdentifier)
+    }
+}

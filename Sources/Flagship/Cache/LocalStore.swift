@@ -10,7 +10,10 @@ enum LocalStore {
         let database = try FlagshipDatabase.open(at: url)
         if let movedAside = database.opening.movedAside {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
-        } else if database.opening.fromVersion < database.schemaVersion {
+        } else if let reason = database.opening.fullCheck {
+            logger.info("Cache database checked in full before use: \(reason)", metadata: ["path": "\(url.path)"])
+        }
+        if database.opening.movedAside == nil, database.opening.fromVersion < database.schemaVersion {
             logger.info("Cache database at schema version \(database.schemaVersion) (was \(database.opening.fromVersion))", metadata: ["path": "\(url.path)"])
         }
         return database

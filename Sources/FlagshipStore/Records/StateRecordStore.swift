@@ -39,9 +39,11 @@ package struct StateRecordStore: Sendable {
         try database.write { try $0.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)]) }
     }
 
+    /// Every value the SDK keeps; the store's own bookkeeping (`store.*`: open sessions, the
+    /// last full check) is left out.
     package func all() throws -> [(key: String, value: String)] {
         try database.read { connection in
-            try connection.query("SELECT key, value FROM sdk_state ORDER BY key").map { (try $0.text(0), try $0.text(1)) }
+            try connection.query("SELECT key, value FROM sdk_state WHERE key NOT LIKE 'store.%' ORDER BY key").map { (try $0.text(0), try $0.text(1)) }
         }
     }
 }

@@ -45,6 +45,8 @@ package final class Database: @unchecked Sendable {
     /// nested call is told apart from another thread waiting its turn.
     private let holderLock = NSLock()
     private var holder: pthread_t?
+    /// Whether SQLite has said, since opening, that the file is corrupt (under `holderLock`).
+    private var damageMet = false
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -111,7 +113,20 @@ package final class Database: @unchecked Sendable {
             lock.unlock()
         }
         guard let connection else { throw StoreError.closed }
-        return try body(connection)
+        do {
+            return try body(connection)
+        } catch {
+            if case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged {
+                holderLock.withLock { damageMet = true }
+            }
+            throw error
+        }
+    }
+
+    /// Whether a statement has found the file damaged since it was opened: the next open must
+    /// then check the whole file.
+    package var hasMetDamage: Bool {
+        holderLock.withLock { damageMet }
     }
 
     /// Finalizes every statement and closes the connection. Safe to call more than once.
