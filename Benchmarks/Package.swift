@@ -61,6 +61,18 @@ let package = Package(
             path: "Tracking",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // A flag read through the public API beside a locked dictionary lookup.
+        .executableTarget(
+            name: "FlagRead",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "FlagRead",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // The bucketing decision engine alone (one visitor over 100 campaigns, beside its
         // baselines), and a bucketing fetchFlags through the SDK: decision + visitor cache write.
         .executableTarget(

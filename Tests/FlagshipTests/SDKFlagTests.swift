@@ -109,6 +109,33 @@ final class SDKFlagTests: SDKTestCase {
         XCTAssertEqual(server.activates.map { $0["vaid"] }, ["var2"])
     }
 
+    func testAnExposedVariationIsNotExposedAgainAfterANewFetchButIsForANewVisitorId() async throws {
+        let visitor = try await fetchedVisitor("anon-1")
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")  // same variation, new flags
+        visitor.authenticate(visitorId: "user-42")
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")  // a new id: exposed again
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        visitor.unauthenticate()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")  // anon-1 saw it already
+        await flagship.close()
+
+        XCTAssertEqual(server.activates.map { $0["vid"]?.stringValue ?? "" }, ["anon-1", "user-42"])
+    }
+
+    func testAReadWithoutConsentExposesNothingAndConsentLaterExposesOnce() async throws {
+        let visitor = try await fetchedVisitor()
+        visitor.setConsent(hasConsented: false)
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        visitor.setConsent(hasConsented: true)
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        await flagship.close()
+
+        XCTAssertEqual(server.activates.map { $0["vaid"] }, ["var2"])
+    }
+
     func testTheCollectionListsExposesAndDescribesEveryFlag() async throws {
         let visitor = try await fetchedVisitor()
         let flags = visitor.getFlags()

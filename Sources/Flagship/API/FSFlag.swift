@@ -17,18 +17,7 @@ public struct FSFlag: Sendable {
     /// With `visitorExposed` (the default), reading a flag that exists reports the exposure:
     /// one activate per variation for this visitor instance. A type mismatch reports nothing.
     public func value<T>(defaultValue: T?, visitorExposed: Bool = true) -> T? {
-        let (entry, status) = visitor.flagSnapshot(key)
-        guard let entry, status != .PANIC else { return defaultValue }
-        if entry.value.isNull {
-            if visitorExposed { visitor.expose(entry, defaultValue: Self.json(defaultValue)) }
-            return defaultValue
-        }
-        guard let value = FlagValue.convert(entry.value, to: T.self) else {
-            visitor.logMismatch(key: key, value: entry.value, expected: T.self)
-            return defaultValue
-        }
-        if visitorExposed { visitor.expose(entry, defaultValue: Self.json(defaultValue)) }
-        return value
+        visitor.readFlag(key, defaultValue: defaultValue, exposing: visitorExposed)
     }
 
     /// Reports that the visitor saw this flag (after `value(defaultValue:visitorExposed: false)`).
@@ -50,10 +39,6 @@ public struct FSFlag: Sendable {
 
     public var status: FSFlagStatus {
         visitor.flagSnapshot(key).status
-    }
-
-    private static func json(_ value: Any?) -> JSONValue {
-        value.flatMap { try? JSONValue(any: $0) } ?? .null
     }
 }
 

@@ -156,6 +156,31 @@ public final class FSVisitor: Sendable {
         }
     }
 
+    /// `FSFlag.value(defaultValue:visitorExposed:)`: the entry and whether its exposure is still
+    /// to report, in one pass under the lock (not generic, so nothing is boxed there). Once the
+    /// exposure is reported, a read takes no other lock and allocates nothing.
+    func readFlag<T>(_ key: String, defaultValue: T?, exposing: Bool) -> T? {
+        let panic = sdkStatus == .SDK_PANIC
+        let found = withState { state -> (entry: FlagEntry, expose: Bool)? in
+            guard !panic, state.fetchStatus != .PANIC, let entry = state.flags[key] else { return nil }
+            return (entry, exposing && !state.isExposureReported(entry))
+        }
+        guard let (entry, expose) = found else { return defaultValue }
+        let value: T?
+        if entry.value.isNull {
+            value = defaultValue
+        } else if let converted = FlagValue.convert(entry.value, to: T.self) {
+            value = converted
+        } else {
+            logMismatch(key: key, value: entry.value, expected: T.self)
+            return defaultValue
+        }
+        if expose {
+            self.expose(entry, defaultValue: defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null)
+        }
+        return value
+    }
+
     /// Reports that the visitor saw `entry`: one activate per variation group and variation
     /// for this visitor instance, then `onVisitorExposed` once it is delivered.
     func expose(_ entry: FlagEntry, defaultValue: JSONValue) {
@@ -167,8 +192,7 @@ public final class FSVisitor: Sendable {
         let metadata = entry.metadata
         let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed)? in
             guard state.hasConsented else { return nil }
-            let exposureKey = "\(state.visitorId)\u{1F}\(metadata.variationGroupId)\u{1F}\(metadata.variationId)"
-            guard state.exposures.insert(exposureKey).inserted else { return nil }
+            guard state.recordExposure(of: entry) else { return nil }
             var fields: [String: JSONValue] = [
                 "vid": .string(state.visitorId), "caid": .string(metadata.variationGroupId), "vaid": .string(metadata.variationId),
             ]
@@ -296,6 +320,7 @@ public final class FSVisitor: Sendable {
         requireFetch(.AUTHENTICATE) { state in
             if state.anonymousId == nil { state.anonymousId = state.visitorId }
             state.visitorId = newVisitorId
+            state.forgetReportedExposures()
             return true
         }
     }
@@ -311,6 +336,7 @@ public final class FSVisitor: Sendable {
             }
             state.visitorId = anonymousId
             state.anonymousId = nil
+            state.forgetReportedExposures()
             return true
         }
         if !authenticated { logger.error("unauthenticate ignored: visitor '\(visitorId)' is not authenticated") }

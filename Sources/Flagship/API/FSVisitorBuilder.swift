@@ -1,8 +1,10 @@
 import Foundation
 
 /// Builds a visitor: `Flagship.sharedInstance.newVisitor(...)...build()`.
-public final class FSVisitorBuilder: @unchecked Sendable {
-    // Used on one thread, then discarded: `build()` hands over a visitor.
+///
+/// Not `Sendable`: a builder is filled and built where it was made, then dropped; the visitor it
+/// builds is what is shared.
+public final class FSVisitorBuilder {
     private let flagship: Flagship
     private let visitorId: String
     private var consent: Bool
@@ -46,8 +48,26 @@ public final class FSVisitorBuilder: @unchecked Sendable {
     }
 
     /// The visitor, with its flags from the visitor cache when it has some (store first):
-    /// readable at once, offline. Waits for the cache at most its lookup timeout.
+    /// readable at once, offline. Blocks the calling thread while the cache is read, at most its
+    /// lookup timeout (the lookup runs on the cache's own queue, never on Swift's cooperative
+    /// pool, so this is safe from a task); from async code prefer `await buildAsync()`, which
+    /// suspends instead.
     public func build() -> FSVisitor {
+        let plan = plan()
+        return plan.finish(plan.loadStoredBlocking())
+    }
+
+    /// As `build()`, suspending instead of blocking while the visitor cache is read.
+    ///
+    /// A separate name rather than an `async` overload of `build()`: with both, Swift would pick
+    /// the `async` one in every async context, and each plain `builder.build()` there would stop
+    /// compiling.
+    public func buildAsync() async -> FSVisitor {
+        let plan = plan()
+        return plan.finish(await plan.loadStored())
+    }
+
+    private func plan() -> VisitorPlan {
         let runtime = flagship.currentRuntime
         let logger = runtime?.logger ?? Flagship.fallbackLogger
         let id = visitorId.isEmpty ? UUID().uuidString.lowercased() : visitorId
@@ -58,19 +78,63 @@ public final class FSVisitorBuilder: @unchecked Sendable {
             case .failure(let error): logger.error("Context key '\(key)' refused: \(error.reason)")
             }
         }
-        var state = VisitorState(visitorId: id, anonymousId: nil, context: values, hasConsented: consent)
-        if authenticated, let runtime {
-            state.anonymousId = runtime.persistentValue(forKey: "anonymous_id.\(id)") { UUID().uuidString.lowercased() }
+        return VisitorPlan(flagship: flagship, runtime: runtime, visitorId: id, context: values, consent: consent,
+                           authenticated: authenticated, instanceType: instanceType,
+                           onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
+    }
+}
+
+/// What a builder knows once filled: a value, so the store can be read off the caller's task.
+private struct VisitorPlan: Sendable {
+    let flagship: Flagship
+    let runtime: SDKRuntime?
+    let visitorId: String
+    let context: [String: JSONValue]
+    let consent: Bool
+    let authenticated: Bool
+    let instanceType: Instance
+    let onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?
+
+    /// What the store holds for the visitor: its anonymous id (authenticated visitors) and its
+    /// cached flags (with consent).
+    struct Stored: Sendable {
+        var anonymousId: String?
+        var lookup: CacheService.VisitorLookup?
+    }
+
+    private var anonymousIdKey: String? {
+        authenticated && runtime != nil ? "anonymous_id.\(visitorId)" : nil
+    }
+
+    func loadStoredBlocking() -> Stored {
+        guard let runtime else { return Stored() }
+        let anonymousId = anonymousIdKey.map { runtime.persistentValue(forKey: $0, default: UUID().uuidString.lowercased()) }
+        let lookup = consent ? runtime.caches?.lookupVisitorBlocking(visitorId) : nil
+        return Stored(anonymousId: anonymousId, lookup: lookup)
+    }
+
+    func loadStored() async -> Stored {
+        guard let runtime else { return Stored() }
+        var anonymousId: String?
+        if let key = anonymousIdKey {
+            anonymousId = await runtime.persistentValue(forKey: key, default: UUID().uuidString.lowercased())
         }
-        if consent, let caches = runtime?.caches, case .found(let document) = caches.lookupVisitorBlocking(id) {
+        let lookup = consent ? await runtime.caches?.lookupVisitor(visitorId) : nil
+        return Stored(anonymousId: anonymousId, lookup: lookup)
+    }
+
+    func finish(_ stored: Stored) -> FSVisitor {
+        let logger = runtime?.logger ?? Flagship.fallbackLogger
+        var state = VisitorState(visitorId: visitorId, anonymousId: stored.anonymousId, context: context, hasConsented: consent)
+        if case .found(let document) = stored.lookup {
             state.assign(document.campaigns, history: document.assignmentsHistory)
             state.fetchReason = .FETCHED_FROM_CACHE
-            logger.debug("Visitor '\(id)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")
+            logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")
         }
         let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
         visitor.notifyFetchStatus(state.fetchStatus, state.fetchReason)
         visitor.sendConsentHit(consent)
-        if !consent { runtime?.purgeVisitor(id) }
+        if !consent { runtime?.purgeVisitor(visitorId) }
         if instanceType == .SHARED_INSTANCE { flagship.setSharedVisitor(visitor) }
         return visitor
     }

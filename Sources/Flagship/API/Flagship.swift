@@ -10,35 +10,34 @@ import Logging
 /// try await visitor.fetchFlags()
 /// let color = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
 /// ```
-public final class Flagship: @unchecked Sendable {
+public final class Flagship: Sendable {
     public static let sharedInstance = Flagship()
 
     static let fallbackLogger = Logger(label: "io.flagship")
     static let fallbackCallbacks = DispatchQueue(label: "io.flagship.callbacks")
 
-    private let lock = NSLock()
-    private var runtime: SDKRuntime?
-    private var shared: FSVisitor?
+    /// The started instance and the shared visitor: one lock, one value, as in `FSVisitor`.
+    private struct State {
+        var runtime: SDKRuntime?
+        var shared: FSVisitor?
+    }
+
+    // Held only to read or swap the state: never across I/O, a close or a callback.
+    private let state = Locked(State())
 
     init() {}
 
     var currentRuntime: SDKRuntime? {
-        lock.lock()
-        defer { lock.unlock() }
-        return runtime
+        state.withLock { $0.runtime }
     }
 
     /// The last visitor built with `Instance.SHARED_INSTANCE`.
     public var sharedVisitor: FSVisitor? {
-        lock.lock()
-        defer { lock.unlock() }
-        return shared
+        state.withLock { $0.shared }
     }
 
     func setSharedVisitor(_ visitor: FSVisitor) {
-        lock.lock()
-        shared = visitor
-        lock.unlock()
+        state.withLock { $0.shared = visitor }
     }
 
     /// Starts the SDK for an environment. An empty or malformed env id or API key is refused
@@ -46,10 +45,10 @@ public final class Flagship: @unchecked Sendable {
     /// pending hits are sent first.
     public func start(envId: String, apiKey: String, config: FlagshipConfig = FSConfigBuilder().build()) {
         let logger = Self.makeLogger(config)
-        lock.lock()
-        let previous = runtime
-        runtime = nil
-        lock.unlock()
+        let previous = state.withLock { state in
+            defer { state.runtime = nil }
+            return state.runtime
+        }
         if let previous {
             Task { await previous.close() }
         }
@@ -61,9 +60,7 @@ public final class Flagship: @unchecked Sendable {
             return
         }
         let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger)
-        lock.lock()
-        runtime = started
-        lock.unlock()
+        state.withLock { $0.runtime = started }
         logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue))")
         started.begin()
     }
@@ -86,12 +83,9 @@ public final class Flagship: @unchecked Sendable {
     /// Closes like `close() async` and says what the tracking manager did since start: hits
     /// delivered, expired, rejected, and still waiting in the cache (for `flagship replay`).
     package func closeReporting() async -> TrackingStatistics? {
-        let closing = lock.withLock {
-            defer {
-                runtime = nil
-                shared = nil
-            }
-            return runtime
+        let closing = state.withLock { state in
+            defer { state = State() }
+            return state.runtime
         }
         guard let closing else { return nil }
         await closing.close()

@@ -43,8 +43,10 @@ public struct FlagshipConfig: Sendable {
 /// ```swift
 /// let config = FSConfigBuilder().DecisionApi().withTimeout(1500).withLogLevel(.INFO).build()
 /// ```
-public final class FSConfigBuilder: @unchecked Sendable {
-    // The builder is used on one thread, then discarded: `build()` hands over a value.
+///
+/// Not `Sendable`: a builder is filled and built where it was made; the `FlagshipConfig` it
+/// builds is a `Sendable` value.
+public final class FSConfigBuilder {
     private var config = FlagshipConfig()
 
     public init() {}

@@ -2,6 +2,7 @@ import Dispatch
 import FlagshipStore
 import Foundation
 import Logging
+import Synchronization
 
 /// Everything a started SDK instance owns: its configuration, logger, local store and caches,
 /// network clients and tracking manager, and its status.
@@ -17,6 +18,8 @@ final class SDKRuntime: Sendable {
     let tracking: TrackingManager
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
+    /// Small store reads and writes made for an `async` caller run here, off the cooperative pool.
+    private let storeQueue = DispatchQueue(label: "io.flagship.store")
     /// Whether this is the first start of the SDK with this store.
     let firstTimeInit: Bool
 
@@ -123,8 +126,8 @@ final class SDKRuntime: Sendable {
     }
 
     /// A value of the key/value state table, inserted if absent, so two processes agree.
-    func persistentValue(forKey key: String, default makeValue: () -> String) -> String {
-        let value = makeValue()
+    /// Reads and writes the store on the calling thread.
+    func persistentValue(forKey key: String, default value: String) -> String {
         guard let store else { return value }
         do {
             return try store.state.valueInsertingIfAbsent(value, forKey: key, now: config.now().unixMilliseconds)
@@ -132,6 +135,12 @@ final class SDKRuntime: Sendable {
             logger.error("SDK state '\(key)' could not be stored: \(error)")
             return value
         }
+    }
+
+    /// As `persistentValue(forKey:default:)`, on the store's queue: the caller's thread is
+    /// never held by the disk.
+    func persistentValue(forKey key: String, default value: String) async -> String {
+        await queuedCall(on: storeQueue) { self.persistentValue(forKey: key, default: value) }
     }
 
     private static func recordFirstInit(store: FlagshipDatabase?, now: @Sendable () -> Date, logger: Logger) -> Bool {
@@ -149,8 +158,11 @@ final class SDKRuntime: Sendable {
 
 /// The SDK status of one instance, told to `onSdkStatusChanged` on every real change.
 /// Its own object, so the bucketing poller can report a new file before the runtime is whole.
+///
+/// An atomic rather than a lock: every flag read asks for it.
 final class SDKStatusCell: Sendable {
-    private let value = Locked(FSSdkStatus.SDK_NOT_INITIALIZED)
+    private static let statuses = FSSdkStatus.allCases
+    private let value = Atomic<Int>(statuses.firstIndex(of: .SDK_NOT_INITIALIZED)!)
     private let logger: Logger
     private let callbacks: DispatchQueue
     private let onChange: (@Sendable (FSSdkStatus) -> Void)?
@@ -162,15 +174,12 @@ final class SDKStatusCell: Sendable {
     }
 
     var current: FSSdkStatus {
-        value.withLock { $0 }
+        Self.statuses[value.load(ordering: .acquiring)]
     }
 
     func set(_ status: FSSdkStatus) {
-        let changed = value.withLock { current -> Bool in
-            defer { current = status }
-            return current != status
-        }
-        guard changed else { return }
+        let index = Self.statuses.firstIndex(of: status)!
+        guard value.exchange(index, ordering: .acquiringAndReleasing) != index else { return }
         logger.info("SDK status: \(status.rawValue)")
         if let onChange {
             callbacks.async { onChange(status) }

@@ -7,14 +7,45 @@ struct VisitorState: Sendable {
     var hasConsented: Bool
     var campaigns: [AssignedCampaign] = []
     var flags: [String: FlagEntry] = [:]
+    /// By `FlagEntry.slot`: the flag's exposure is reported for the current visitor id.
+    var exposureReported: [Bool] = []
     /// Variation group id → variation id, kept across fetches.
     var assignmentsHistory: [String: String] = [:]
     var fetchStatus: FSFetchStatus = .FETCH_REQUIRED
     var fetchReason: FSFetchReasons = .VISITOR_CREATE
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
-    /// Variation groups and variations already exposed by this visitor instance.
-    var exposures: Set<String> = []
+    /// (visitor id, variation group, variation) already exposed by this visitor instance.
+    var exposures: Set<Exposure> = []
+
+    struct Exposure: Hashable, Sendable {
+        let visitorId: String
+        let variationGroupId: String
+        let variationId: String
+    }
+
+    /// Records that `entry`'s variation is exposed for the current visitor id; returns whether
+    /// it was not yet. Either way the flag read no longer needs to ask.
+    mutating func recordExposure(of entry: FlagEntry) -> Bool {
+        let exposure = Exposure(visitorId: visitorId, variationGroupId: entry.metadata.variationGroupId,
+                                variationId: entry.metadata.variationId)
+        let inserted = exposures.insert(exposure).inserted
+        if flags[entry.key] === entry, exposureReported.indices.contains(entry.slot) {
+            exposureReported[entry.slot] = true
+        }
+        return inserted
+    }
+
+    /// Whether `entry`'s exposure was already reported for the current visitor id: a read that
+    /// finds it so needs no exposure work at all.
+    func isExposureReported(_ entry: FlagEntry) -> Bool {
+        exposureReported.indices.contains(entry.slot) && exposureReported[entry.slot]
+    }
+
+    /// The visitor id changed (authenticate, unauthenticate): exposures are per id.
+    mutating func forgetReportedExposures() {
+        exposureReported = Array(repeating: false, count: exposureReported.count)
+    }
 
     /// Sets the fetch status; returns whether (status, reason) changed.
     mutating func setFetch(_ status: FSFetchStatus, _ reason: FSFetchReasons) -> Bool {
@@ -28,6 +59,7 @@ struct VisitorState: Sendable {
     mutating func assign(_ newCampaigns: [AssignedCampaign], history: [String: String] = [:]) {
         campaigns = newCampaigns
         flags = FlagEntry.merge(newCampaigns)
+        exposureReported = Array(repeating: false, count: FlagEntry.slotCount(newCampaigns))
         assignmentsHistory.merge(history) { _, new in new }
         for campaign in newCampaigns {
             assignmentsHistory[campaign.variationGroupId] = campaign.variationId
