@@ -193,13 +193,8 @@ public final class FSVisitor: Sendable {
         let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed)? in
             guard state.hasConsented else { return nil }
             guard state.recordExposure(of: entry) else { return nil }
-            var fields: [String: JSONValue] = [
-                "vid": .string(state.visitorId), "caid": .string(metadata.variationGroupId), "vaid": .string(metadata.variationId),
-            ]
-            if let anonymousId = state.anonymousId { fields["aid"] = .string(anonymousId) }
-            let createdAt = runtime.config.now().unixMilliseconds
-            let activate = OutgoingHit(id: HitID.make(visitorId: state.visitorId, createdAt: createdAt), type: "ACTIVATE",
-                                       createdAt: createdAt, fields: fields)
+            let activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
+                                                variationId: metadata.variationId, createdAt: runtime.config.now().unixMilliseconds)
             return (activate, FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context))
         }
         guard let prepared else { return }
@@ -387,22 +382,10 @@ public final class FSVisitor: Sendable {
         return (outgoingHit(type: encoded.type.rawValue, fields: encoded.fields, runtime: runtime), runtime.tracking)
     }
 
-    /// A hit with the visitor's identity and the environment: `vid` is the anonymous id while
-    /// authenticated, with `cuid` the visitor id (PROTOCOL.md section 2).
+    /// A hit of this visitor, as it is now, in this environment.
     private func outgoingHit(type: String, fields: [String: JSONValue], runtime: SDKRuntime) -> OutgoingHit {
-        withState { state in
-            var content = fields
-            if let anonymousId = state.anonymousId {
-                content["vid"] = .string(anonymousId)
-                content["cuid"] = .string(state.visitorId)
-            } else {
-                content["vid"] = .string(state.visitorId)
-            }
-            content["ds"] = .string("APP")
-            content["cid"] = .string(runtime.envId)
-            let createdAt = runtime.config.now().unixMilliseconds
-            return OutgoingHit(id: HitID.make(visitorId: state.visitorId, createdAt: createdAt), type: type,
-                               createdAt: createdAt, fields: content)
-        }
+        let identity = withState { $0.identity }
+        return OutgoingHit.hit(type: type, fields: fields, identity: identity, envId: runtime.envId,
+                               createdAt: runtime.config.now().unixMilliseconds)
     }
 }

@@ -112,8 +112,8 @@ final class DelegateHitQueue: HitQueue {
         try remove { $0.createdAt < boundary }
     }
 
-    func purge(visitorId: String) throws -> Int {
-        try remove { $0.visitorId == visitorId && !$0.isConsentHit }
+    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+        try remove { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
     }
 
     func count() throws -> Int {

@@ -19,7 +19,9 @@ protocol HitQueue: Sendable {
     /// Deletes the hits created before `boundary` (unix ms); returns how many.
     func deleteExpired(createdBefore boundary: Int64) throws -> Int
     /// Consent withdrawn: deletes the visitor's hits except consent hits; returns how many.
-    func purge(visitorId: String) throws -> Int
+    /// Deletes a visitor's hits but its consent hits and the hits in `keeping` (accepted after the
+    /// withdrawal); returns how many went.
+    func purge(visitorId: String, keeping: Set<String>) throws -> Int
     /// How many hits wait.
     func count() throws -> Int
     /// Ends this instance's claims, so the next start (or another process) sends those hits.

@@ -104,9 +104,9 @@ final class SQLiteHitQueue: HitQueue {
         return deleted
     }
 
-    func purge(visitorId: String) throws -> Int {
-        forgetRecent { $0.visitorId == visitorId && !$0.isConsentHit }
-        return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true)
+    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+        forgetRecent { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
+        return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping)
     }
 
     func count() throws -> Int {

@@ -135,6 +135,9 @@ final class TrackingManager: HitTracking {
         /// Told when the sender stops; each is safe to call more than once.
         var idleWaiters: [@Sendable () -> Void] = []
         var statistics = TrackingStatistics()
+        /// Consent withdrawals whose deletion has not run yet, by visitor: how many, and the ids of
+        /// the visitor's hits accepted since, which the deletion must spare.
+        var purging: [String: (pending: Int, acceptedSince: Set<String>)] = [:]
     }
 
     let settings: Settings
@@ -212,6 +215,9 @@ final class TrackingManager: HitTracking {
         let cached = settings.strategy == .CONTINUOUS_CACHING ? CachedHit(hit) : nil
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
+            if !state.purging.isEmpty, state.purging[hit.visitorId] != nil {
+                state.purging[hit.visitorId]?.acceptedSince.insert(hit.id)
+            }
             if let onDelivered {
                 if state.activateCallbacks.count < settings.pendingActivateCallbacksLimit {
                     state.activateCallbacks[hit.id] = onDelivered
@@ -358,13 +364,21 @@ final class TrackingManager: HitTracking {
     func purge(visitorId: String) {
         state.withLock { state in
             state.unwritten.removeAll { $0.visitorId == visitorId && !$0.isConsentHit && !state.unwrittenInFlight.contains($0.id) }
+            state.purging[visitorId, default: (0, [])].pending += 1
         }
+        // The deletion runs after the writes queued before it, but a group commit under way may
+        // also write hits accepted after this call (consent given again at once): those are spared.
         storeQueue.async { [self] in
+            let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
-                let deleted = try queue.purge(visitorId: visitorId)
+                let deleted = try queue.purge(visitorId: visitorId, keeping: spared)
                 if deleted > 0 { logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of visitor '\(visitorId)'") }
             } catch {
                 logger.error("Hits of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
+            }
+            state.withLock { state in
+                state.purging[visitorId]?.pending -= 1
+                if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
             }
         }
     }

@@ -66,6 +66,11 @@ struct VisitorState: Sendable {
         }
     }
 
+    /// Who this visitor's hits and activates are about.
+    var identity: OutgoingHit.Identity {
+        OutgoingHit.Identity(visitorId: visitorId, anonymousId: anonymousId)
+    }
+
     /// The visitor cache document of this state.
     var cacheDocument: VisitorCacheDocument {
         VisitorCacheDocument(visitorId: visitorId, anonymousId: anonymousId, consent: hasConsented, context: context,

@@ -245,16 +245,30 @@ package struct HitRecordStore: Sendable {
 
     /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
     @discardableResult
-    package func deleteHits(visitorId: String, keepingConsentHits: Bool, in connection: Connection) throws(StoreError) -> Int {
-        try counted(connection.execute(
-            "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
+    /// Deletes a visitor's hits (consent withdrawn), but those in `keepingIds`: hits accepted after
+    /// the withdrawal, which may reach the table before the deletion runs.
+    package func deleteHits(
+        visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = [], in connection: Connection
+    ) throws(StoreError) -> Int {
+        guard !keepingIds.isEmpty else {
+            return try counted(connection.execute(
+                "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
+                [.text(visitorId), SQLiteValue(keepingConsentHits)]
+            ), in: connection)
+        }
+        // The ids to delete are read, then deleted one bound id at a time (as `delete(ids:)`).
+        let doomed = try connection.query(
+            "SELECT id FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
             [.text(visitorId), SQLiteValue(keepingConsentHits)]
-        ), in: connection)
+        ).compactMap { $0[0].text }.filter { !keepingIds.contains($0) }
+        return try delete(ids: doomed, in: connection)
     }
 
     @discardableResult
-    package func deleteHits(visitorId: String, keepingConsentHits: Bool) throws -> Int {
-        try database.write { try deleteHits(visitorId: visitorId, keepingConsentHits: keepingConsentHits, in: $0) }
+    package func deleteHits(visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = []) throws -> Int {
+        try database.write {
+            try deleteHits(visitorId: visitorId, keepingConsentHits: keepingConsentHits, keepingIds: keepingIds, in: $0)
+        }
     }
 
     /// Deletes the hits created before `createdAt` (unix ms): expiry.
@@ -352,3 +366,4 @@ package struct HitRecordStore: Sendable {
         )
     }
 }
+
