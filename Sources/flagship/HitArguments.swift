@@ -19,14 +19,14 @@ struct HitArguments: ParsableArguments {
         valueName: "id"))
     var transaction: String?
     @Option(help: ArgumentHelp("The transaction's name (ta).", valueName: "name")) var affiliation: String?
-    @Option(help: ArgumentHelp("The transaction's total revenue (tr).", valueName: "amount")) var revenue: Double?
+    @Option(help: ArgumentHelp("The transaction's total revenue (tr).", valueName: "amount")) var revenue: Float?
     @Option(help: ArgumentHelp("The transaction's currency (tc), e.g. EUR.", valueName: "code")) var currency: String?
 
     @Option(help: ArgumentHelp(
         "An item hit of this product name (in): --item NAME --code CODE --transaction ID.", valueName: "name"))
     var item: String?
     @Option(help: ArgumentHelp("The item's product code or SKU (ic).", valueName: "code")) var code: String?
-    @Option(help: ArgumentHelp("The item's unit price (ip).", valueName: "amount")) var price: Double?
+    @Option(help: ArgumentHelp("The item's unit price (ip).", valueName: "amount")) var price: Float?
     @Option(help: ArgumentHelp("The item's quantity (iq).", valueName: "n")) var quantity: Int?
 
     enum EventCategory: String, ExpressibleByArgument, CaseIterable {
@@ -82,9 +82,9 @@ struct HitArguments: ParsableArguments {
     /// The hit to send; `number` (`--durable`) is carried by the hit, so that whoever receives it
     /// can tell which one it is: in its session event number (sen), and in an event's label.
     func hit(number: Int?) -> any FSTrackingProtocol {
-        var hit: any FSHitWithCommonFields
+        let hit: any FSHitWithCommonFields
         if let event {
-            var built = FSEvent(eventCategory: category == .engagement ? .User_Engagement : .Action_Tracking, eventAction: event)
+            let built = FSEvent(eventCategory: category == .engagement ? .User_Engagement : .Action_Tracking, eventAction: event)
             built.label = number.map { number in label.map { "\($0)-\(number)" } ?? "\(number)" } ?? label
             built.eventValue = value.flatMap { UInt(exactly: $0) }
             hit = built
@@ -93,12 +93,12 @@ struct HitArguments: ParsableArguments {
         } else if let page {
             hit = FSPage(page)
         } else if let item, let code, let transaction {
-            var built = FSItem(transactionId: transaction, name: item, code: code)
+            let built = FSItem(transactionId: transaction, name: item, code: code)
             built.price = price
             built.quantity = quantity
             hit = built
         } else {
-            var built = FSTransaction(transactionId: transaction ?? "", affiliation: affiliation ?? "")
+            let built = FSTransaction(transactionId: transaction ?? "", affiliation: affiliation ?? "")
             built.revenue = revenue
             built.currency = currency
             hit = built

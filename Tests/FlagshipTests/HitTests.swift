@@ -1,3 +1,4 @@
+import FlagshipLocalServer
 import XCTest
 
 @testable import Flagship
@@ -18,7 +19,7 @@ final class HitTests: XCTestCase {
     }
 
     func testTransactionSendsEveryFieldItHas() throws {
-        var transaction = FSTransaction(transactionId: "transacId", affiliation: "BasketTransac")
+        let transaction = FSTransaction(transactionId: "transacId", affiliation: "BasketTransac")
         transaction.revenue = 15
         transaction.shipping = 3.5
         transaction.tax = 2.6
@@ -44,7 +45,7 @@ final class HitTests: XCTestCase {
     }
 
     func testItemSendsEveryFieldItHas() throws {
-        var item = FSItem(transactionId: "transacId", name: "itemName", code: "codeSku")
+        let item = FSItem(transactionId: "transacId", name: "itemName", code: "codeSku")
         item.price = 20
         item.quantity = 2
         item.category = "shoes"
@@ -64,7 +65,7 @@ final class HitTests: XCTestCase {
     }
 
     func testEventSendsEveryFieldItHas() throws {
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "cta_Shop")
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "cta_Shop")
         event.label = "cta_Shop_label"
         event.eventValue = 1
 
@@ -91,28 +92,20 @@ final class HitTests: XCTestCase {
             "uip": .string("168.192.1.0"), "sr": .string("750 x 1334"), "ul": .string("fr"),
             "cst": .int(1_732_170_000), "sn": .int(12), "sd": .string("#fd0027"), "sen": .int(2),
         ]
-        var screen = FSScreen("home")
-        var page = FSPage("https://example.com/")
-        var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
-        var item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
-        screen.commonFields = session
-        page.commonFields = session
-        transaction.commonFields = session
-        item.commonFields = session
-        event.commonFields = session
-        let hits: [any WireEncodableHit] = [screen, page, transaction, item, event]
+        let hits: [any WireEncodableHit] = [
+            FSScreen("home"), FSPage("https://example.com/"), FSTransaction(transactionId: "T1", affiliation: "Basket"),
+            FSItem(transactionId: "T1", name: "shoe", code: "SKU1"), FSEvent(eventCategory: .Action_Tracking, eventAction: "click"),
+        ]
 
         for hit in hits {
-            var withoutSession = hit
-            withoutSession.commonFields = FSHitCommonFields()
-            let expected = try withoutSession.wireFields().merging(sessionWire) { _, new in new }
-            XCTAssertEqual(try hit.wireFields(), expected, "\(hit.type)")
+            let withoutSession = try hit.wireFields()
+            hit.commonFields = session
+            XCTAssertEqual(try hit.wireFields(), withoutSession.merging(sessionWire) { _, new in new }, "\(hit.type)")
         }
     }
 
     func testCommonFieldPropertiesAreTheHitsCommonFields() throws {
-        var screen = FSScreen("loginScreen")
+        let screen = FSScreen("loginScreen")
         screen.userIp = "168.192.1.0"
         screen.screenResolution = "750 x 1334"
         screen.userLanguage = "fr"
@@ -130,17 +123,115 @@ final class HitTests: XCTestCase {
         XCTAssertEqual(screen.sessionNumber, 1)
     }
 
-    func testHitsAreValuesSoACopyChangesAlone() throws {
-        var first = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
-        var second = first
-        second.label = "second"
-        second.userLanguage = "de"
-        first.label = "first"
+    func testTheReferencesHitsDeclaredWithLetSendTheirExactFields() throws {
+        let eventScreen = FSScreen("loginScreen")
+        eventScreen.userIp = "168.192.1.0"
+        eventScreen.sessionNumber = 12
+        let transacEvent: FSTransaction = FSTransaction(transactionId: "transacId", affiliation: "BasketTransac")
+        transacEvent.currency = "EUR"
+        transacEvent.itemCount = 0
+        transacEvent.tax = 2.6
+        transacEvent.revenue = 15
+        transacEvent.shipping = 3.5
+        let itemHit = FSItem(transactionId: "idTransaction", name: "itemName", code: "codeSku")
+        itemHit.price = 20
+        itemHit.category = "shoes"
+        itemHit.quantity = 2
+        let actionEvent: FSEvent = FSEvent(eventCategory: FSCategoryEvent.Action_Tracking, eventAction: "cta_Shop")
+        actionEvent.label = "cta_Shop_label"
+        actionEvent.eventValue = 1
 
-        XCTAssertEqual(try first.wireFields()["el"], .string("first"))
-        XCTAssertEqual(try first.wireFields()["ul"], nil)
-        XCTAssertEqual(try second.wireFields()["el"], .string("second"))
-        XCTAssertEqual(try second.wireFields()["ul"], .string("de"))
+        XCTAssertEqual(
+            try eventScreen.wireFields(),
+            ["t": .string("SCREENVIEW"), "dl": .string("loginScreen"), "uip": .string("168.192.1.0"), "sn": .int(12)])
+        XCTAssertEqual(
+            try transacEvent.wireFields(),
+            [
+                "t": .string("TRANSACTION"), "tid": .string("transacId"), "ta": .string("BasketTransac"),
+                "tc": .string("EUR"), "icn": .int(0), "tt": .double(2.6), "tr": .double(15), "ts": .double(3.5),
+            ])
+        XCTAssertEqual(
+            try itemHit.wireFields(),
+            [
+                "t": .string("ITEM"), "tid": .string("idTransaction"), "in": .string("itemName"),
+                "ic": .string("codeSku"), "ip": .double(20), "iv": .string("shoes"), "iq": .int(2),
+            ])
+        XCTAssertEqual(
+            try actionEvent.wireFields(),
+            [
+                "t": .string("EVENT"), "ec": .string("Action Tracking"), "ea": .string("cta_Shop"),
+                "el": .string("cta_Shop_label"), "ev": .int(1),
+            ])
+    }
+
+    func testFloatAmountsAreSentAsTheirShortestDecimalNotTheWidenedBinaryValue() throws {
+        let amounts: [(Float, Double, String)] = [
+            (19.99, 19.99, "19.99"), (2.6, 2.6, "2.6"), (15, 15, "15.0"), (0.1, 0.1, "0.1"),
+            (99_999.99, 99_999.99, "99999.99"), (1_234_567, 1_234_567, "1234567.0"),
+        ]
+        for (amount, expected, json) in amounts {
+            let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+            item.price = amount
+            let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+            transaction.revenue = amount
+
+            XCTAssertEqual(try item.wireFields()["ip"], .double(expected), "\(amount)")
+            XCTAssertEqual(try item.wireFields()["ip"]?.jsonString(), json, "\(amount)")
+            XCTAssertEqual(try transaction.wireFields()["tr"], .double(expected), "\(amount)")
+        }
+    }
+
+    func testAFloatVariableCanBeAssignedToEveryAmount() throws {
+        let price: Float = 19.99
+        let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+        item.price = price
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        transaction.revenue = price
+        transaction.shipping = price
+        transaction.tax = price
+
+        XCTAssertEqual(item.price, 19.99)
+        XCTAssertEqual(try transaction.wireFields()["ts"], .double(19.99))
+        XCTAssertEqual(try transaction.wireFields()["tt"], .double(19.99))
+    }
+
+    func testTwoTasksChangingOneHitAtOnceBothKeepEveryChange() async throws {
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        let rounds = 2_000
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for round in 1...rounds {
+                    event.label = "label-\(round)"
+                    event.sessionNumber = round
+                }
+            }
+            group.addTask {
+                for round in 1...rounds {
+                    event.eventValue = UInt(round)
+                    event.userLanguage = "lang-\(round)"
+                    _ = try? event.wireFields()
+                }
+            }
+        }
+
+        XCTAssertEqual(
+            try event.wireFields(),
+            [
+                "t": .string("EVENT"), "ec": .string("Action Tracking"), "ea": .string("click"),
+                "el": .string("label-\(rounds)"), "ev": .int(Int64(rounds)), "sn": .int(Int64(rounds)),
+                "ul": .string("lang-\(rounds)"),
+            ])
+    }
+
+    func testAHitIsOneObjectSoAChangeThroughAnyReferenceIsSeenByAll() throws {
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        let sameEvent = event
+        sameEvent.label = "changed"
+        sameEvent.userLanguage = "de"
+
+        XCTAssertEqual(event.label, "changed")
+        XCTAssertEqual(try event.wireFields()["ul"], .string("de"))
     }
 
     func testEveryHitTypeIsOneTheHitCacheAccepts() {
@@ -172,11 +263,54 @@ final class HitTests: XCTestCase {
     }
 
     func testAHitOfTheCallersWithCommonFieldsIsRefusedToo() {
-        struct CustomHit: FSHitWithCommonFields {
-            var commonFields = FSHitCommonFields(userIp: "10.0.0.1")
-            var type: FSTypeTrack { .SCREENVIEW }
-        }
-        expectHitRefused({ try encodedForSending(CustomHit()) }, .notAnSDKHit(typeName: "CustomHit"))
+        expectHitRefused({ try encodedForSending(CustomHitWithCommonFields()) }, .notAnSDKHit(typeName: "CustomHitWithCommonFields"))
+    }
+
+    func testTheCommonFieldPropertiesWorkOnAHitOfTheCallersToo() {
+        let hit = CustomHitWithCommonFields()
+        hit.sessionNumber = 3
+        hit.userLanguage = "fr"
+
+        XCTAssertEqual(hit.commonFields, FSHitCommonFields(userIp: "10.0.0.1", userLanguage: "fr", sessionNumber: 3))
+    }
+}
+
+/// `sendHit` takes the hit's fields at the call: the hit is the caller's object, what was sent is not.
+final class HitSentTests: TrackingTestCase {
+    func testChangingAHitRightAfterSendHitChangesNothingThatIsSent() async throws {
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+        item.price = 19.99
+        item.userIp = "203.0.113.7"
+
+        // The synchronous sendHit: it returns before the hit is written or sent.
+        let sendAndForget = { visitor.sendHit(item) }
+        sendAndForget()
+        item.name = "changed"
+        item.price = 1
+        item.quantity = 5
+        item.userIp = "10.0.0.1"
+        item.commonFields = FSHitCommonFields(userLanguage: "de")
+        let hits = try await server.waitForHits(count: 2)
+
+        let sent = try XCTUnwrap(hits.first { $0["t"] == "ITEM" })
+        XCTAssertEqual(
+            sent,
+            [
+                "t": "ITEM", "tid": "T1", "in": "shoe", "ic": "SKU1", "ip": 19.99, "uip": "203.0.113.7",
+                "vid": "v1", "ds": "APP", "cid": .string(Self.envId), "qt": 0,
+            ])
+    }
+}
+
+/// A hit type made outside the SDK: it can use the common-field properties, but cannot be sent.
+private final class CustomHitWithCommonFields: FSHitWithCommonFields, Sendable {
+    private let stored = Locked(FSHitCommonFields(userIp: "10.0.0.1"))
+    var type: FSTypeTrack { .SCREENVIEW }
+    var commonFields: FSHitCommonFields {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 

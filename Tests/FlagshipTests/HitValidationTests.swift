@@ -42,7 +42,7 @@ final class HitValidationTests: XCTestCase {
 
     func testTransactionCurrencyMustBeAnISOCodeInCapitals() throws {
         for currency in ["eur", "Eur", "EURO", "EU", "E1R", "", "€€€"] {
-            var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+            let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
             transaction.currency = currency
             expectHitRefused(
                 { try transaction.wireFields() },
@@ -50,21 +50,21 @@ final class HitValidationTests: XCTestCase {
                     hit: "TRANSACTION", field: "tc",
                     reason: "must be a 3-letter ISO 4217 currency code in capitals, e.g. EUR (got \"\(currency)\")"))
         }
-        var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
         transaction.currency = "JPY"
         XCTAssertEqual(try transaction.wireFields()["tc"], .string("JPY"))
     }
 
     func testTransactionNegativeAmountsAndItemCountAreRefused() {
-        let cases: [(WritableKeyPath<FSTransaction, Double?>, String)] = [(\.revenue, "tr"), (\.shipping, "ts"), (\.tax, "tt")]
+        let cases: [(ReferenceWritableKeyPath<FSTransaction, Float?>, String)] = [(\.revenue, "tr"), (\.shipping, "ts"), (\.tax, "tt")]
         for (amount, field) in cases {
-            var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+            let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
             transaction[keyPath: amount] = -0.5
             expectHitRefused(
                 { try transaction.wireFields() },
                 .invalidValue(hit: "TRANSACTION", field: field, reason: "must not be negative (got -0.5)"))
         }
-        var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
         transaction.itemCount = -1
         expectHitRefused(
             { try transaction.wireFields() },
@@ -72,7 +72,7 @@ final class HitValidationTests: XCTestCase {
     }
 
     func testTransactionAmountsThatJSONCannotHoldAreRefused() {
-        var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
         transaction.revenue = .nan
         expectHitRefused(
             { try transaction.wireFields() },
@@ -82,16 +82,46 @@ final class HitValidationTests: XCTestCase {
         expectHitRefused(
             { try transaction.wireFields() },
             .invalidValue(hit: "TRANSACTION", field: "tt", reason: "must be a finite number (got inf)"))
+        transaction.tax = nil
+        transaction.shipping = -.infinity
+        expectHitRefused(
+            { try transaction.wireFields() },
+            .invalidValue(hit: "TRANSACTION", field: "ts", reason: "must be a finite number (got -inf)"))
+    }
+
+    func testAnAmountBeyondFloatsRangeIsRefusedAsNotFinite() {
+        // Text beyond Float's range (the CLI's `--revenue 1e39`) reads as infinity: refused, not sent as null.
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        transaction.revenue = Float("1e39")
+        expectHitRefused(
+            { try transaction.wireFields() },
+            .invalidValue(hit: "TRANSACTION", field: "tr", reason: "must be a finite number (got inf)"))
+    }
+
+    func testItemPriceThatJSONCannotHoldIsRefused() {
+        let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+        item.price = .nan
+        expectHitRefused(
+            { try item.wireFields() }, .invalidValue(hit: "ITEM", field: "ip", reason: "must be a finite number (got nan)"))
+        item.price = -0.01
+        expectHitRefused(
+            { try item.wireFields() }, .invalidValue(hit: "ITEM", field: "ip", reason: "must not be negative (got -0.01)"))
+    }
+
+    func testLargestFiniteFloatAmountIsSentAsItsShortestDecimal() throws {
+        let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+        item.price = .greatestFiniteMagnitude
+        XCTAssertEqual(try item.wireFields()["ip"], .double(3.4028235e38))
     }
 
     func testZeroAmountsAndCountsAreAccepted() throws {
-        var transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
+        let transaction = FSTransaction(transactionId: "T1", affiliation: "Basket")
         transaction.revenue = 0
         transaction.itemCount = 0
-        var item = FSItem(transactionId: "T1", name: "gift", code: "SKU0")
+        let item = FSItem(transactionId: "T1", name: "gift", code: "SKU0")
         item.price = 0
         item.quantity = 0
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
         event.eventValue = 0
 
         XCTAssertEqual(try transaction.wireFields()["tr"], .double(0))
@@ -114,7 +144,7 @@ final class HitValidationTests: XCTestCase {
     }
 
     func testItemNegativePriceOrQuantityIsRefused() {
-        var item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
+        let item = FSItem(transactionId: "T1", name: "shoe", code: "SKU1")
         item.price = -20
         expectHitRefused(
             { try item.wireFields() }, .invalidValue(hit: "ITEM", field: "ip", reason: "must not be negative (got -20.0)"))
@@ -133,7 +163,7 @@ final class HitValidationTests: XCTestCase {
     func testEventActionOrLabelOver500BytesIsRefused() throws {
         let longest = String(repeating: "é", count: 250)  // 500 bytes in UTF-8
         let tooLong = longest + "a"
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: longest)
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: longest)
         event.label = longest
         XCTAssertEqual(try event.wireFields()["ea"], .string(longest))
 
@@ -149,7 +179,7 @@ final class HitValidationTests: XCTestCase {
     }
 
     func testEventValueBeyondWhatJSONIntegersHoldIsRefused() throws {
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
         event.eventValue = UInt(Int64.max)
         XCTAssertEqual(try event.wireFields()["ev"], .int(Int64.max))
 
@@ -161,16 +191,16 @@ final class HitValidationTests: XCTestCase {
     }
 
     func testNegativeSessionNumbersOrTimestampAreRefusedOnAnyHit() {
-        var screen = FSScreen("home")
+        let screen = FSScreen("home")
         screen.sessionNumber = -1
         expectHitRefused(
             { try screen.wireFields() },
             .invalidValue(hit: "SCREENVIEW", field: "sn", reason: "must not be negative (got -1)"))
-        var event = FSEvent(eventCategory: .User_Engagement, eventAction: "click")
+        let event = FSEvent(eventCategory: .User_Engagement, eventAction: "click")
         event.sessionEventNumber = -3
         expectHitRefused(
             { try event.wireFields() }, .invalidValue(hit: "EVENT", field: "sen", reason: "must not be negative (got -3)"))
-        var page = FSPage("https://example.com/")
+        let page = FSPage("https://example.com/")
         page.currentSessionTimeStamp = -1
         expectHitRefused(
             { try page.wireFields() }, .invalidValue(hit: "PAGEVIEW", field: "cst", reason: "must not be negative (got -1)"))

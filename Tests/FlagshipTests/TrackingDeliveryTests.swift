@@ -34,7 +34,7 @@ final class TrackingDeliveryTests: TrackingTestCase {
         first.start(envId: Self.envId, apiKey: Self.apiKey,
                     config: trackingBuilder().withEventsBaseURL(Self.deadURL).withDecisionBaseURL(Self.deadURL).build())
         let visitor = makeVisitor("v1", on: first)
-        var screen = FSScreen("home")
+        let screen = FSScreen("home")
         screen.commonFields.userIp = "203.0.113.7"
         try await visitor.sendHit(screen)
         for number in 1...5 { try await visitor.sendHit(click(number)) }
@@ -202,7 +202,7 @@ final class TrackingDeliveryTests: TrackingTestCase {
 
         try server.start()
         clock.advance(by: 1)
-        _ = try await server.waitForHits(count: 1)
+        _ = try await server.waitForHits(count: 2)  // the consent hit, delivered before the stop, and the click
         await flagship.waitUntilTrackingIsIdle()
         XCTAssertEqual(deliveredClickLabels(), ["hit-1"])
         XCTAssertEqual(try storedHits(), [])

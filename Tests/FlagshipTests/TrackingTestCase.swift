@@ -44,7 +44,7 @@ class TrackingTestCase: SDKTestCase {
     }
 
     static func click(_ number: Int) -> FSEvent {
-        var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
+        let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "click")
         event.label = "hit-\(number)"
         return event
     }

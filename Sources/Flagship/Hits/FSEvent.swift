@@ -7,40 +7,72 @@ public enum FSCategoryEvent: String, Sendable, CaseIterable {
 /// Something the visitor did (`EVENT`): a click on a button, a subscription... `eventAction` is the
 /// name the goal has in the reporting.
 ///
-/// Hits are values: declare one with `var` to set its optional fields.
+/// Declare the hit with `let` and set its optional fields; `sendHit` takes a copy of them, so
+/// changing the hit afterwards changes nothing sent.
 /// ```swift
-/// var event = FSEvent(eventCategory: .Action_Tracking, eventAction: "cta_Shop")
+/// let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "cta_Shop")
 /// event.label = "cta_Shop_label"
 /// event.eventValue = 1
 /// ```
-public struct FSEvent: FSHitWithCommonFields, Equatable {
+public final class FSEvent: FSHitWithCommonFields, Sendable {
     /// Flagship documents 500 bytes as the most an action or a label may hold (the Flutter SDK's
     /// `Event.action` and `Event.label` reference); longer ones are refused rather than cut.
     static let maxTextBytes = 500
 
-    /// `ec`: the event's category.
-    public var eventCategory: FSCategoryEvent
-    /// `ea`: the event's name (required, at most 500 bytes in UTF-8).
-    public var eventAction: String
-    /// `el`: a description of the event (at most 500 bytes in UTF-8).
-    public var label: String?
-    /// `ev`: the event's value.
-    public var eventValue: UInt?
-    public var commonFields = FSHitCommonFields()
+    struct Fields: HitFields {
+        static let type = FSTypeTrack.EVENT
+        var eventCategory: FSCategoryEvent
+        var eventAction: String
+        var label: String?
+        var eventValue: UInt?
+        var commonFields = FSHitCommonFields()
+    }
 
-    public var type: FSTypeTrack { .EVENT }
+    let fields: Locked<Fields>
 
     public init(eventCategory: FSCategoryEvent, eventAction: String) {
-        self.eventCategory = eventCategory
-        self.eventAction = eventAction
+        fields = Locked(Fields(eventCategory: eventCategory, eventAction: eventAction))
+    }
+
+    public var type: FSTypeTrack { Fields.type }
+
+    /// `ec`: the event's category.
+    public var eventCategory: FSCategoryEvent {
+        get { self[field: \.eventCategory] }
+        set { self[field: \.eventCategory] = newValue }
+    }
+
+    /// `ea`: the event's name (required, at most 500 bytes in UTF-8).
+    public var eventAction: String {
+        get { self[field: \.eventAction] }
+        set { self[field: \.eventAction] = newValue }
+    }
+
+    /// `el`: a description of the event (at most 500 bytes in UTF-8).
+    public var label: String? {
+        get { self[field: \.label] }
+        set { self[field: \.label] = newValue }
+    }
+
+    /// `ev`: the event's value.
+    public var eventValue: UInt? {
+        get { self[field: \.eventValue] }
+        set { self[field: \.eventValue] = newValue }
+    }
+
+    public var commonFields: FSHitCommonFields {
+        get { self[field: \.commonFields] }
+        set { self[field: \.commonFields] = newValue }
     }
 }
 
-extension FSEvent: WireEncodableHit {
+extension FSEvent: WireEncodableHit {}
+
+extension FSEvent.Fields {
     func writeOwnFields(to writer: inout HitFieldWriter) throws(HitValidationError) {
         writer.fields["ec"] = .string(eventCategory.rawValue)
-        try writer.required("ea", eventAction, maxBytes: Self.maxTextBytes)
-        try writer.optional("el", label, maxBytes: Self.maxTextBytes)
+        try writer.required("ea", eventAction, maxBytes: FSEvent.maxTextBytes)
+        try writer.optional("el", label, maxBytes: FSEvent.maxTextBytes)
         try writer.count("ev", eventValue)
     }
 }

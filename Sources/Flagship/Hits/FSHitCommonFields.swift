@@ -1,11 +1,11 @@
 /// The optional parameters every hit may carry (the reference's "common parameters").
 ///
 /// Each hit stores one of these in `commonFields` and exposes its fields as properties of its own
-/// (`screen.userIp`), so the two spellings are the same storage. Setting `commonFields` at once
-/// copies a session's parameters onto a hit:
+/// (`screen.userIp`), so the two spellings are the same storage. A value, unlike the hits: setting
+/// `commonFields` copies a session's parameters onto a hit, and later changes to `session` stay there.
 /// ```swift
-/// var session = FSHitCommonFields(userLanguage: "fr", sessionNumber: 3)
-/// var screen = FSScreen("checkout")
+/// let session = FSHitCommonFields(userLanguage: "fr", sessionNumber: 3)
+/// let screen = FSScreen("checkout")
 /// screen.commonFields = session
 /// ```
 public struct FSHitCommonFields: Sendable, Equatable {
@@ -56,7 +56,9 @@ public struct FSHitCommonFields: Sendable, Equatable {
 
 /// A hit that carries `FSHitCommonFields`; gives it the reference's property names
 /// (`userIp`, `sessionNumber`...) without each hit declaring them again.
-public protocol FSHitWithCommonFields: FSTrackingProtocol {
+///
+/// Class-bound, like the reference's hits, so the setters work on a `let` (`screen.userIp = ...`).
+public protocol FSHitWithCommonFields: FSTrackingProtocol, AnyObject {
     var commonFields: FSHitCommonFields { get set }
 }
 
@@ -64,42 +66,54 @@ extension FSHitWithCommonFields {
     /// `uip`: the visitor's IP address.
     public var userIp: String? {
         get { commonFields.userIp }
-        set { commonFields.userIp = newValue }
+        set { changeCommonFields { $0.userIp = newValue } }
     }
 
     /// `sr`: the screen resolution, e.g. `"750 x 1334"`.
     public var screenResolution: String? {
         get { commonFields.screenResolution }
-        set { commonFields.screenResolution = newValue }
+        set { changeCommonFields { $0.screenResolution = newValue } }
     }
 
     /// `ul`: the visitor's language, e.g. `"fr"`.
     public var userLanguage: String? {
         get { commonFields.userLanguage }
-        set { commonFields.userLanguage = newValue }
+        set { changeCommonFields { $0.userLanguage = newValue } }
     }
 
     /// `cst`: when the current session started (a timestamp; not negative).
     public var currentSessionTimeStamp: Int64? {
         get { commonFields.currentSessionTimeStamp }
-        set { commonFields.currentSessionTimeStamp = newValue }
+        set { changeCommonFields { $0.currentSessionTimeStamp = newValue } }
     }
 
     /// `sn`: the session number (not negative).
     public var sessionNumber: Int? {
         get { commonFields.sessionNumber }
-        set { commonFields.sessionNumber = newValue }
+        set { changeCommonFields { $0.sessionNumber = newValue } }
     }
 
     /// `sd`: the screen colour depth.
     public var screenColorDepth: String? {
         get { commonFields.screenColorDepth }
-        set { commonFields.screenColorDepth = newValue }
+        set { changeCommonFields { $0.screenColorDepth = newValue } }
     }
 
     /// `sen`: the number of this event in the session (not negative).
     public var sessionEventNumber: Int? {
         get { commonFields.sessionEventNumber }
-        set { commonFields.sessionEventNumber = newValue }
+        set { changeCommonFields { $0.sessionEventNumber = newValue } }
+    }
+
+    /// An SDK hit makes the change under its lock in one step: two tasks setting different fields
+    /// of one hit both keep theirs (a read then a write of `commonFields` could lose one).
+    private func changeCommonFields(_ change: (inout FSHitCommonFields) -> Void) {
+        if let hit = self as? any WireEncodableHit {
+            hit.updateCommonFields(change)
+        } else {
+            var fields = commonFields
+            change(&fields)
+            commonFields = fields
+        }
     }
 }

@@ -3,21 +3,38 @@ import Foundation
 /// A page view (`PAGEVIEW`): send one each time the visitor opens a page in an embedded web view.
 ///
 /// `location` must be an absolute URL with a scheme and a host (`https://example.com/cart`); for a
-/// screen of the app, send `FSScreen`. Hits are values: declare one with `var` to set its optional
-/// fields (`var page = FSPage(url); page.userIp = ...`).
-public struct FSPage: FSHitWithCommonFields, Equatable {
-    /// `dl`: the page's URL (required, absolute).
-    public var location: String
-    public var commonFields = FSHitCommonFields()
+/// screen of the app, send `FSScreen`. Declare it with `let` and set its optional fields
+/// (`let page = FSPage(url); page.userIp = ...`); `sendHit` takes a copy of the fields.
+public final class FSPage: FSHitWithCommonFields, Sendable {
+    struct Fields: HitFields {
+        static let type = FSTypeTrack.PAGEVIEW
+        var location: String
+        var commonFields = FSHitCommonFields()
+    }
 
-    public var type: FSTypeTrack { .PAGEVIEW }
+    let fields: Locked<Fields>
 
     public init(_ location: String) {
-        self.location = location
+        fields = Locked(Fields(location: location))
+    }
+
+    public var type: FSTypeTrack { Fields.type }
+
+    /// `dl`: the page's URL (required, absolute).
+    public var location: String {
+        get { self[field: \.location] }
+        set { self[field: \.location] = newValue }
+    }
+
+    public var commonFields: FSHitCommonFields {
+        get { self[field: \.commonFields] }
+        set { self[field: \.commonFields] = newValue }
     }
 }
 
-extension FSPage: WireEncodableHit {
+extension FSPage: WireEncodableHit {}
+
+extension FSPage.Fields {
     func writeOwnFields(to writer: inout HitFieldWriter) throws(HitValidationError) {
         try writer.required("dl", location)
         guard Self.isAbsoluteURL(location) else {

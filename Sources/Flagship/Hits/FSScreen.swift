@@ -1,24 +1,42 @@
 /// A screen view (`SCREENVIEW`): send one each time the visitor arrives on a new interface.
 ///
-/// Hits are values, not the reference's classes: declare one with `var` to set its optional fields.
+/// A hit is an object, as in the reference: declare it with `let` and set its optional fields.
+/// `sendHit` takes a copy of the fields, so changing the hit afterwards changes nothing sent.
 /// ```swift
-/// var screen = FSScreen("loginScreen")
+/// let screen = FSScreen("loginScreen")
 /// screen.userLanguage = "fr"
 /// visitor.sendHit(screen)
 /// ```
-public struct FSScreen: FSHitWithCommonFields, Equatable {
-    /// `dl`: the screen's name (required, not empty).
-    public var location: String
-    public var commonFields = FSHitCommonFields()
+public final class FSScreen: FSHitWithCommonFields, Sendable {
+    struct Fields: HitFields {
+        static let type = FSTypeTrack.SCREENVIEW
+        var location: String
+        var commonFields = FSHitCommonFields()
+    }
 
-    public var type: FSTypeTrack { .SCREENVIEW }
+    let fields: Locked<Fields>
 
     public init(_ location: String) {
-        self.location = location
+        fields = Locked(Fields(location: location))
+    }
+
+    public var type: FSTypeTrack { Fields.type }
+
+    /// `dl`: the screen's name (required, not empty).
+    public var location: String {
+        get { self[field: \.location] }
+        set { self[field: \.location] = newValue }
+    }
+
+    public var commonFields: FSHitCommonFields {
+        get { self[field: \.commonFields] }
+        set { self[field: \.commonFields] = newValue }
     }
 }
 
-extension FSScreen: WireEncodableHit {
+extension FSScreen: WireEncodableHit {}
+
+extension FSScreen.Fields {
     func writeOwnFields(to writer: inout HitFieldWriter) throws(HitValidationError) {
         try writer.required("dl", location)
     }

@@ -32,11 +32,14 @@ struct HitFieldWriter {
     }
 
     /// An amount of money: a finite number, not negative, sent as a JSON number.
-    mutating func amount(_ key: String, _ value: Double?) throws(HitValidationError) {
+    ///
+    /// Sent as the shortest decimal that reads back the same `Float` (its `description`): widening
+    /// the binary value would send `Float(19.99)` as 19.989999771118164.
+    mutating func amount(_ key: String, _ value: Float?) throws(HitValidationError) {
         guard let value else { return }
         guard value.isFinite else { throw invalid(key, "must be a finite number (got \(value))") }
         guard value >= 0 else { throw invalid(key, "must not be negative (got \(value))") }
-        fields[key] = .double(value)
+        fields[key] = .double(Double(value.description) ?? Double(value))
     }
 
     /// A count, value or timestamp: not negative and within a JSON integer (`Int64`).
