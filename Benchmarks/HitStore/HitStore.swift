@@ -40,6 +40,8 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    storeOpeningBenchmarks()
+
     rawBaseline("raw CSQLite 100k rows, one transaction", rows: hitCount, journal: .writeAheadLog) { table, rows in
         try table.insertInOneTransaction(rows)
     }

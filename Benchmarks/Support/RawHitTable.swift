@@ -102,6 +102,28 @@ public final class RawHitTable {
         return try count(handle)
     }
 
+    /// Runs `sql` (no parameters) on the database at `path`: what a benchmark's setup changes by hand.
+    public static func execute(_ sql: String, inDatabaseAt path: String) throws(SQLiteFailure) {
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let handle else { throw SQLiteFailure(code: code, handle: handle, sql: "open \(path)") }
+        let executed = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard executed == SQLITE_OK else { throw SQLiteFailure(code: executed, handle: handle, sql: sql) }
+    }
+
+    /// The floor of opening a store: open the file, read its schema (the first statement that
+    /// touches the file), close.
+    public static func openAndReadSchema(path: String) throws(SQLiteFailure) {
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let handle else { throw SQLiteFailure(code: code, handle: handle, sql: "open \(path)") }
+        let sql = "SELECT count(*) FROM sqlite_master"
+        let executed = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard executed == SQLITE_OK else { throw SQLiteFailure(code: executed, handle: handle, sql: sql) }
+    }
+
     private static func count(_ handle: OpaquePointer) throws(SQLiteFailure) -> Int {
         let sql = "SELECT count(*) FROM hits"
         var statement: OpaquePointer?
