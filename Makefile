@@ -42,4 +42,4 @@ bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 clean:
-	rm -rf .build .build-tsan Benchmarks/.build
+	rm -rf .build .build-tsan .build-snippets Benchmarks/.build

@@ -78,32 +78,19 @@ func visitorId(inBuckets buckets: ClosedRange<UInt32>, ofGroup groupId: String) 
     (0...).lazy.map { "visitor-\($0)" }.first { buckets.contains(bucket(of: $0, inGroup: groupId)) }!
 }
 
-/// Conformance data not found while `FLAGSHIP_REQUIRE_SHARED=1` says it must be there.
-struct MissingConformanceData: Error, CustomStringConvertible {
-    let description: String
-}
-
 extension Conformance {
     /// The conformance folder for bucketing: `$FLAGSHIP_SHARED_DIR/conformance`, else where
-    /// ``directory`` finds it. Absent, the test skips with a notice, or fails when
-    /// `FLAGSHIP_REQUIRE_SHARED=1` (CI, where skipping would hide that nothing was checked).
+    /// ``directory`` finds it (`$FLAGSHIP_CONFORMANCE_DIR`, `../shared/conformance`). Absent, the
+    /// test skips with a notice, or fails when `FLAGSHIP_REQUIRE_SHARED=1`.
     static func bucketingDirectory() throws -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let candidate: URL?
-        if let shared = environment["FLAGSHIP_SHARED_DIR"], !shared.isEmpty {
+        let candidate: URL
+        if let shared = ProcessInfo.processInfo.environment["FLAGSHIP_SHARED_DIR"], !shared.isEmpty {
             candidate = URL(fileURLWithPath: shared, isDirectory: true).appendingPathComponent("conformance", isDirectory: true)
         } else {
-            candidate = directory
+            candidate = directory ?? SharedData.besidePackage("conformance")
         }
-        if let candidate, FileManager.default.fileExists(atPath: candidate.appendingPathComponent("bucketing-cases.json").path) {
-            return candidate
-        }
-        let notice = "Bucketing conformance data not found at \(candidate?.path ?? "../shared/conformance beside the package")"
-            + " (set FLAGSHIP_SHARED_DIR to the shared/ folder)"
-        if environment["FLAGSHIP_REQUIRE_SHARED"] == "1" {
-            throw MissingConformanceData(description: notice + "; FLAGSHIP_REQUIRE_SHARED=1 makes this a failure")
-        }
-        throw XCTSkip(notice + "; conformance not checked")
+        return try SharedData.require(candidate, holding: "bucketing-cases.json", what: "Bucketing conformance data",
+                                      setting: "FLAGSHIP_SHARED_DIR to the shared/ folder")
     }
 
     /// A conformance file parsed as JSON.

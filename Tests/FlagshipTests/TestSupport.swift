@@ -28,6 +28,8 @@ final class LogCapture: @unchecked Sendable {
     struct Entry: Equatable {
         let level: Logger.Level
         let message: String
+        /// The rest of the event, as text: source, metadata (the logger's and the event's), error.
+        var details = ""
     }
 
     private let lock = NSLock()
@@ -65,7 +67,9 @@ private struct CapturingHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        capture.append(LogCapture.Entry(level: event.level, message: event.message.description))
+        let allMetadata = metadata.merging(event.metadata ?? [:]) { $1 }
+        let details = "\(event.source) \(allMetadata) \(event.error.map { "\($0)" } ?? "")"
+        capture.append(LogCapture.Entry(level: event.level, message: event.message.description, details: details))
     }
 }
 
@@ -94,28 +98,57 @@ final class TestClock: @unchecked Sendable {
 }
 
 /// The conformance data of the official SDKs, read in place: `$FLAGSHIP_CONFORMANCE_DIR`, else
-/// `../shared/conformance` beside the package. Tests that need it skip, saying so, without it.
+/// `../shared/conformance` beside the package. Tests that need it skip, saying so, without it
+/// (or fail, when `FLAGSHIP_REQUIRE_SHARED=1`).
 enum Conformance {
     static var directory: URL? {
         if let path = ProcessInfo.processInfo.environment["FLAGSHIP_CONFORMANCE_DIR"], !path.isEmpty {
             return URL(fileURLWithPath: path, isDirectory: true)
         }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let shared = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance", isDirectory: true)
+        let shared = SharedData.besidePackage("conformance")
         return FileManager.default.fileExists(atPath: shared.path) ? shared : nil
     }
 
+    /// A fixture's bytes. Absent, the test skips with a notice, or fails when `FLAGSHIP_REQUIRE_SHARED=1`.
     static func fixture(_ name: String) throws -> Data {
-        guard let directory else {
-            throw XCTSkip("Conformance data not found (set FLAGSHIP_CONFORMANCE_DIR or put shared/ beside the package): \(name) not checked")
-        }
-        let url = directory.appendingPathComponent("fixtures").appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw XCTSkip("Conformance fixture \(name) is absent from \(directory.path)")
-        }
-        return try Data(contentsOf: url)
+        let path = "fixtures/\(name)"
+        let found = try SharedData.require(directory ?? SharedData.besidePackage("conformance"), holding: path,
+                                           what: "Conformance fixture \(name)",
+                                           setting: "FLAGSHIP_CONFORMANCE_DIR, or put shared/ beside the package")
+        return try Data(contentsOf: found.appendingPathComponent(path))
     }
+}
+
+/// Data shared beside the package (`../shared/`): conformance cases, the reference documents.
+enum SharedData {
+    /// The package's root directory, from this file's path.
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/<folder>` beside the package.
+    static func besidePackage(_ folder: String) -> URL {
+        packageRoot.deletingLastPathComponent().appendingPathComponent("shared", isDirectory: true)
+            .appendingPathComponent(folder, isDirectory: true)
+    }
+
+    /// `directory` when it holds `marker`. Otherwise the test skips with a notice saying where it
+    /// looked, or fails when `FLAGSHIP_REQUIRE_SHARED=1` (CI, where skipping would hide that
+    /// nothing was checked).
+    static func require(_ directory: URL, holding marker: String, what: String, setting: String) throws -> URL {
+        if FileManager.default.fileExists(atPath: directory.appendingPathComponent(marker).path) {
+            return directory
+        }
+        let notice = "\(what) not found at \(directory.path) (set \(setting))"
+        if ProcessInfo.processInfo.environment["FLAGSHIP_REQUIRE_SHARED"] == "1" {
+            throw MissingSharedData(description: notice + "; FLAGSHIP_REQUIRE_SHARED=1 makes this a failure")
+        }
+        throw XCTSkip(notice + "; not checked")
+    }
+}
+
+/// Shared data not found while `FLAGSHIP_REQUIRE_SHARED=1` says it must be there.
+struct MissingSharedData: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// A hit cache document as a custom cache receives it.

@@ -4,10 +4,13 @@ import Foundation
 public struct FSFlag: Sendable {
     public let key: String
     let visitor: FSVisitor
+    /// The default the 3.2 call `getFlag(key:defaultValue:)` was given, for its `value()`.
+    let legacyDefault: JSONValue?
 
-    init(key: String, visitor: FSVisitor) {
+    init(key: String, visitor: FSVisitor, legacyDefault: JSONValue? = nil) {
         self.key = key
         self.visitor = visitor
+        self.legacyDefault = legacyDefault
     }
 
     /// The flag's value, or `defaultValue` when the flag does not exist, is `null`, or is not of

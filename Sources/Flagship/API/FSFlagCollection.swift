@@ -2,7 +2,7 @@ import Foundation
 
 /// A visitor's flags by key, as `getFlags()` gives them.
 public struct FSFlagCollection: Sendable, Sequence {
-    private let flags: [String: FSFlag]
+    private var flags: [String: FSFlag]
     private let visitor: FSVisitor
 
     init(flags: [String: FSFlag], visitor: FSVisitor) {
@@ -10,9 +10,11 @@ public struct FSFlagCollection: Sendable, Sequence {
         self.visitor = visitor
     }
 
-    /// The flag of that key; one that does not exist reads as its default.
+    /// The flag of that key; one that does not exist reads as its default. Setting puts a flag
+    /// in this collection under that key, as in a dictionary; the visitor's flags are unchanged.
     public subscript(key: String) -> FSFlag {
-        flags[key] ?? FSFlag(key: key, visitor: visitor)
+        get { flags[key] ?? FSFlag(key: key, visitor: visitor) }
+        set { flags[key] = newValue }
     }
 
     /// The keys, sorted; an empty array when there is no flag.

@@ -11,14 +11,16 @@ import Logging
 /// before it. A lookup that overruns its timeout is abandoned: the SDK goes on without it, and
 /// its late answer is dropped.
 final class CacheService: Sendable {
-    let visitorCache: any FSVisitorCacheDelegate
+    /// The visitor cache, called on its own serial queue only.
+    let visitorCache: ConfinedDelegate<any FSVisitorCacheDelegate>
     let visitorLookupTimeout: TimeInterval
     private let logger: Logger
-    private let visitorQueue = DispatchQueue(label: "io.flagship.cache.visitors")
+    private var visitorQueue: DispatchQueue { visitorCache.queue }
 
     /// The visitor cache of `manager`, or the SQLite default over `store` where it gives none.
     init(manager: FSCacheManager, store: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
-        visitorCache = manager.visitorCacheImp ?? FSDefaultCacheVisitor(database: store, now: now, logger: logger)
+        visitorCache = ConfinedDelegate(manager.visitorCacheImp ?? FSDefaultCacheVisitor(database: store, now: now, logger: logger),
+                                        label: "io.flagship.cache.visitors")
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.logger = logger
     }
@@ -37,7 +39,7 @@ final class CacheService: Sendable {
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
         let cache = visitorCache
         let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout) {
-            cache.lookupVisitor(visitorId: visitorId)
+            cache.onQueue { $0.lookupVisitor(visitorId: visitorId) }
         }
         return interpret(answer, visitorId: visitorId)
     }
@@ -48,8 +50,8 @@ final class CacheService: Sendable {
         let cache = visitorCache
         let answer = Locked<Data??>(nil)
         let answered = DispatchSemaphore(value: 0)
-        visitorQueue.async {
-            let found = cache.lookupVisitor(visitorId: visitorId)
+        cache.async { delegate in
+            let found = delegate.lookupVisitor(visitorId: visitorId)
             answer.withLock { $0 = .some(found) }
             answered.signal()
         }
@@ -81,12 +83,12 @@ final class CacheService: Sendable {
             return
         }
         let cache = visitorCache
-        await queuedCall(on: visitorQueue) { cache.cacheVisitor(visitorId: document.visitorId, data) }
+        await queuedCall(on: visitorQueue) { cache.onQueue { $0.cacheVisitor(visitorId: document.visitorId, data) } }
     }
 
     func flushVisitor(_ visitorId: String) async {
         let cache = visitorCache
-        await queuedCall(on: visitorQueue) { cache.flushVisitor(visitorId: visitorId) }
+        await queuedCall(on: visitorQueue) { cache.onQueue { $0.flushVisitor(visitorId: visitorId) } }
     }
 
     // MARK: Consent and closing
@@ -95,7 +97,7 @@ final class CacheService: Sendable {
     /// manager deletes its hits).
     func flushVisitorInBackground(_ visitorId: String) {
         let cache = visitorCache
-        visitorQueue.async { cache.flushVisitor(visitorId: visitorId) }
+        cache.async { $0.flushVisitor(visitorId: visitorId) }
     }
 
     /// Returns once every cache call queued so far has run.

@@ -8,7 +8,11 @@ import Foundation
 /// ```swift
 /// let caches = FSCacheManager(MyVisitorCache(), nil, visitorLookupTimeOut: 0.1)
 /// ```
-public final class FSCacheManager: Sendable {
+///
+/// `@unchecked Sendable` although the caches need not be: the manager never changes after `init`,
+/// and the SDK calls each cache on one serial queue of its own (`ConfinedDelegate`), never from
+/// two threads at once.
+public final class FSCacheManager: @unchecked Sendable {
     public let visitorCacheImp: (any FSVisitorCacheDelegate)?
     public let hitCacheImp: (any FSHitCacheDelegate)?
     /// Seconds (`TimeInterval`) a visitor lookup may take before the SDK goes on without it.

@@ -6,7 +6,7 @@ import Logging
 ///
 /// Writes of several hits share one transaction. Hits older than `hitLifetime` are deleted
 /// unsent; past `maxHits` rows, the oldest are evicted first. Both are counted in the log.
-public final class FSDefaultCacheHit: FSHitCacheDelegate {
+public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
     /// Hits older than this (seconds) are deleted unsent. Default: 4 hours.
     public let hitLifetime: TimeInterval
     /// The most rows the table keeps. Default: 100,000.

@@ -6,7 +6,7 @@ import Logging
 ///
 /// Each row keeps the document as JSON text beside plain columns (`visitor_id`, `anonymous_id`,
 /// `consent`, `updated_at`) that a person can query with the `sqlite3` shell.
-public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate {
+public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     private let database: FlagshipDatabase
     private let now: @Sendable () -> Date
     private let logger: Logger

@@ -4,9 +4,9 @@ import Foundation
 ///
 /// Keys are hit ids (`<visitorId>:<uuid>`); values are hit cache documents, version 1:
 /// `["version": 1, "data": ["visitorId": ..., "anonymousId": ..., "type": ..., "time": ..., "content": [...]]]`.
-/// Called from the SDK's background queue: an implementation must be safe from any thread.
+/// Called on a serial queue of the SDK's, one call at a time, never from the caller's thread.
 /// `lookupHits` is abandoned after `FSCacheManager.hitCacheLookupTimeout`.
-public protocol FSHitCacheDelegate: Sendable {
+public protocol FSHitCacheDelegate {
     /// Saves these hits, replacing any saved under the same id.
     func cacheHits(hits: [String: [String: Any]])
     /// Every hit saved.

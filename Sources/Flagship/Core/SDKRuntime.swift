@@ -188,7 +188,7 @@ final class SDKStatusCell: Sendable {
 }
 
 /// The hit cache when not even an in-memory database could be had: hits wait in memory only.
-private struct NoHitCache: FSHitCacheDelegate {
+private struct NoHitCache: FSHitCacheDelegate, Sendable {
     func cacheHits(hits: [String: [String: Any]]) {}
     func lookupHits() -> [String: [String: Any]] { [:] }
     func flushHits(hitIds: [String]) {}

@@ -16,14 +16,19 @@ final class DelegateHitQueue: HitQueue {
         var claimed: Set<String> = []
     }
 
-    private let delegate: any FSHitCacheDelegate
+    /// The app's hit cache, called on its own serial queue only (a late `lookupHits` included,
+    /// so it never overlaps a later call).
+    private let delegate: ConfinedDelegate<any FSHitCacheDelegate>
     private let capacity: Int
     private let lookupTimeout: TimeInterval
     private let logger: Logger
     private let state = Locked(State())
+    /// Set while a `lookupHits` the SDK gave up waiting for still runs: calls then queue behind it
+    /// instead of holding the tracking manager's thread (the hits are mirrored in memory meanwhile).
+    private let lookupOverran = Locked(false)
 
     init(delegate: any FSHitCacheDelegate, capacity: Int, lookupTimeout: TimeInterval, logger: Logger) {
-        self.delegate = delegate
+        self.delegate = ConfinedDelegate(delegate, label: "io.flagship.cache.hits")
         self.capacity = capacity
         self.lookupTimeout = lookupTimeout
         self.logger = logger
@@ -37,7 +42,8 @@ final class DelegateHitQueue: HitQueue {
         let logger = logger
         let answer = Locked<[String: HitCacheDocument]?>(nil)
         let answered = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let overran = lookupOverran
+        delegate.async { delegate in
             var documents: [String: HitCacheDocument] = [:]
             for (id, dictionary) in delegate.lookupHits() {
                 do {
@@ -47,9 +53,11 @@ final class DelegateHitQueue: HitQueue {
                 }
             }
             answer.withLock { $0 = documents }
+            overran.withLock { $0 = false }
             answered.signal()
         }
         guard answered.wait(timeout: .now() + lookupTimeout) == .success, let documents = answer.withLock({ $0 }) else {
+            overran.withLock { $0 = answer.withLock { $0 } == nil }
             logger.warning("Hit cache lookup took longer than \(lookupTimeout.millisecondsText): going on without the hits it holds (the next start tries again)")
             return
         }
@@ -70,7 +78,9 @@ final class DelegateHitQueue: HitQueue {
     func save(_ cached: [CachedHit]) throws -> Int {
         let hits = cached.map(\.hit)
         guard !hits.isEmpty else { return 0 }
-        delegate.cacheHits(hits: Dictionary(hits.map { ($0.id, $0.cacheDocument.dictionary) }, uniquingKeysWith: { _, last in last }))
+        call { delegate in
+            delegate.cacheHits(hits: Dictionary(hits.map { ($0.id, $0.cacheDocument.dictionary) }, uniquingKeysWith: { _, last in last }))
+        }
         let evicted = state.withLock { state -> [String] in
             let saved = Set(hits.map(\.id))
             state.waiting.removeAll { saved.contains($0.id) }
@@ -82,7 +92,7 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(evicted)
             return evicted
         }
-        if !evicted.isEmpty { delegate.flushHits(hitIds: evicted) }
+        if !evicted.isEmpty { call { $0.flushHits(hitIds: evicted) } }
         return evicted.count
     }
 
@@ -105,7 +115,7 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(gone)
             state.claimed.subtract(settlement.failed)
         }
-        if !gone.isEmpty { delegate.flushHits(hitIds: gone.sorted()) }
+        if !gone.isEmpty { call { $0.flushHits(hitIds: gone.sorted()) } }
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
@@ -124,6 +134,16 @@ final class DelegateHitQueue: HitQueue {
         state.withLock { $0.claimed.removeAll() }
     }
 
+    /// Calls the delegate on its queue and waits, or, while an overrun lookup still runs there,
+    /// queues the call behind it without waiting.
+    private func call(_ body: @escaping @Sendable (any FSHitCacheDelegate) -> Void) {
+        if lookupOverran.withLock({ $0 }) {
+            delegate.async(body)
+        } else {
+            delegate.sync(body)
+        }
+    }
+
     private func remove(where matches: (OutgoingHit) -> Bool) throws -> Int {
         let removed = state.withLock { state -> [String] in
             let removed = state.waiting.filter(matches).map(\.id)
@@ -131,7 +151,7 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(removed)
             return removed
         }
-        if !removed.isEmpty { delegate.flushHits(hitIds: removed) }
+        if !removed.isEmpty { call { $0.flushHits(hitIds: removed) } }
         return removed.count
     }
 }

@@ -1,0 +1,39 @@
+import Dispatch
+
+/// An app's cache delegate, called only on one serial queue.
+///
+/// The reference's cache protocols ask nothing of thread safety (its own example is a plain
+/// `public class`), so the SDK never calls one delegate from two threads at once: every call goes
+/// through this queue, in order. That confinement is what lets the SDK's `Sendable` types hold it.
+final class ConfinedDelegate<Delegate>: @unchecked Sendable {
+    // `@unchecked`: `delegate` is only used on `queue`, a serial queue (see `async` and `sync`).
+    private let delegate: Delegate
+    let queue: DispatchQueue
+
+    init(_ delegate: Delegate, label: String) {
+        self.delegate = delegate
+        queue = DispatchQueue(label: label)
+    }
+
+    /// Runs `body` with the delegate on the queue, after every call queued before it.
+    func async(_ body: @escaping @Sendable (Delegate) -> Void) {
+        queue.async { body(self.delegate) }
+    }
+
+    /// Runs `body` with the delegate on the queue and waits for it. Never from the queue itself.
+    func sync<T>(_ body: (Delegate) throws -> T) rethrows -> T {
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        return try queue.sync { try body(delegate) }
+    }
+
+    /// Runs `body` with the delegate, from a block already running on the queue.
+    func onQueue<T>(_ body: (Delegate) throws -> T) rethrows -> T {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try body(delegate)
+    }
+
+    /// Whether the delegate is of type `T` (no call is made to it).
+    func holds<T>(_ type: T.Type) -> Bool {
+        delegate is T
+    }
+}
