@@ -10,45 +10,34 @@ func storeOpeningBenchmarks() {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock], timeUnits: .microseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 30
     )
+    opening("baseline, sqlite3_open + schema read", configuration) { benchmark, file in
+        for _ in benchmark.scaledIterations {
+            try RawHitTable.openAndReadSchema(path: file.path)
+        }
+    }
+
+    opening("last session closed cleanly", configuration) { benchmark, file in
+        for _ in benchmark.scaledIterations {
+            blackHole(try file.open())
+        }
+    }
+
+    opening("last session did not close (full check)", configuration) { benchmark, file in
+        // The marker a killed process leaves: a session of a process that no longer exists.
+        try file.leaveSessionOfDeadProcess()
+        _ = try measure(benchmark) { blackHole(try file.open()) }
+    }
+}
+
+/// A benchmark "open a 30 MB store: `name`" over a store of 100,000 hits made in its setup.
+private func opening(
+    _ name: String, _ configuration: Benchmark.Configuration, _ body: @escaping (Benchmark, StoreFile) throws -> Void
+) {
     let store = Box<StoreFile>()
-
-    Benchmark("open a 30 MB store: baseline, sqlite3_open + schema read", configuration: configuration) { benchmark in
-        guard let file = store.value else { return benchmark.error("no store") }
-        for _ in benchmark.scaledIterations {
-            do {
-                try RawHitTable.openAndReadSchema(path: file.path)
-            } catch {
-                benchmark.error("\(error)")
-            }
-        }
-    } setup: {
-        store.value = try StoreFile(hits: 100_000)
-    } teardown: {
-        store.value?.directory.remove()
-    }
-
-    Benchmark("open a 30 MB store: last session closed cleanly", configuration: configuration) { benchmark in
-        guard let file = store.value else { return benchmark.error("no store") }
-        for _ in benchmark.scaledIterations {
-            do {
-                blackHole(try file.open())
-            } catch {
-                benchmark.error("\(error)")
-            }
-        }
-    } setup: {
-        store.value = try StoreFile(hits: 100_000)
-    } teardown: {
-        store.value?.directory.remove()
-    }
-
-    Benchmark("open a 30 MB store: last session did not close (full check)", configuration: configuration) { benchmark in
+    Benchmark("open a 30 MB store: \(name)", configuration: configuration) { benchmark in
         guard let file = store.value else { return benchmark.error("no store") }
         do {
-            // The marker a killed process leaves: a session of a process that no longer exists.
-            try file.leaveSessionOfDeadProcess()
-            let opened = try measure(benchmark) { blackHole(try file.open()) }
-            blackHole(opened)
+            try body(benchmark, file)
         } catch {
             benchmark.error("\(error)")
         }
