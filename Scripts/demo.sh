@@ -10,8 +10,10 @@ cleanup() {
     rm -rf "$workdir"
 }
 trap cleanup EXIT
-db="$workdir/flagship-demo_env.sqlite"
-credentials=(--env-id demo_env --api-key demo_key)
+# One env id for every step: it names the store file, and the seeded hits carry it (cid).
+env_id="demo_env"
+db="$workdir/flagship-$env_id.sqlite"
+credentials=(--env-id "$env_id" --api-key demo_key)
 
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
@@ -43,7 +45,7 @@ step "5. A fetch with the server down fails on time and keeps the cached flags (
 brief "$flagship" fetch "${credentials[@]}" --visitor-id alice --db "$db" "${urls[@]}" --timeout 500
 
 step "6. Unsent hits, written through FSDefaultCacheHit (and more visitors through FSDefaultCacheVisitor)"
-show "$flagship" demo seed --cache-dir "$workdir" --env-id demo_env
+show "$flagship" demo seed --cache-dir "$workdir" --env-id "$env_id"
 
 step "7. What the store holds"
 show "$flagship" db inspect --db "$db"
@@ -53,7 +55,7 @@ show "$flagship" hits --db "$db" --limit 5
 step "8. The same, with the sqlite3 shell: paste these to explore your own cache"
 printf 'DB=%s\n' "$db"
 query() { printf '$ sqlite3 -header -column %s "%s"\n' "\$DB" "$1"; sqlite3 -header -column "$db" "$1"; echo; }
-query "SELECT version, name, datetime(applied_at/1000,'unixepoch') AS applied_utc FROM schema_migrations;"
+query "SELECT version, name, datetime(applied_at/1000,'unixepoch') AS applied_utc, checksum FROM schema_migrations;"
 query "SELECT visitor_id, consent, datetime(updated_at/1000,'unixepoch') AS updated_utc FROM visitors;"
 query "SELECT json_extract(c.value,'\$.campaignId') AS campaign, json_extract(c.value,'\$.flags') AS flags FROM visitors, json_each(document,'\$.data.campaigns') AS c WHERE visitor_id = 'alice';"
 query "SELECT type, count(*) AS hits FROM hits GROUP BY type ORDER BY type;"

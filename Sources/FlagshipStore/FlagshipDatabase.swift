@@ -69,14 +69,8 @@ package final class FlagshipDatabase: Sendable {
         } catch let damage as Damage {
             let destination = try moveAside(url, reason: damage.reason, now: now())
             try prepareFile(at: url)
-            var opened = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
-            opened = FlagshipDatabase(
-                database: opened.database, schemaVersion: opened.schemaVersion,
-                opening: Opening(fromVersion: 0, movedAside: MovedAside(url: destination, reason: damage.reason),
-                                 fullCheck: opened.opening.fullCheck),
-                sessionKey: opened.sessionKey
-            )
-            return opened
+            return try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now,
+                                      movedAside: MovedAside(url: destination, reason: damage.reason))
         }
     }
 
@@ -132,8 +126,10 @@ package final class FlagshipDatabase: Sendable {
         database.close(checkpoint: false)
     }
 
+    /// A store dropped without `close()` (a default cache handed to a custom manager, say) ends
+    /// its session as cleanly as `close()` would.
     deinit {
-        if let sessionKey { StoreSessions.forget(sessionKey) }
+        close()
     }
 
     // MARK: - Opening
@@ -153,8 +149,10 @@ package final class FlagshipDatabase: Sendable {
         }
     }
 
+    /// - Parameter movedAside: the damaged file this one replaces, to report in `opening`.
     private static func openAndMigrate(
-        path: String, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date
+        path: String, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date,
+        movedAside: MovedAside? = nil
     ) throws -> FlagshipDatabase {
         let database: Database
         do {
@@ -185,7 +183,8 @@ package final class FlagshipDatabase: Sendable {
                 return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
             }
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
-                                    opening: Opening(fromVersion: outcome.fromVersion, fullCheck: findings?.reasonForFullCheck),
+                                    opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside,
+                                                     fullCheck: findings?.reasonForFullCheck),
                                     sessionKey: sessionKey)
         } catch {
             let damage = Damage(error)
@@ -214,6 +213,7 @@ package final class FlagshipDatabase: Sendable {
         guard version <= migrator.latestVersion else {
             throw .schemaTooNew(path: path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
         }
+        try migrator.checkHistory(connection, path: path)
     }
 
     /// SQLite writes whole pages, so a file whose length is not a whole number of pages was cut

@@ -6,6 +6,9 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
     case sqlite(SQLiteError)
     /// The file was written by a newer version of the SDK; it is left untouched.
     case schemaTooNew(path: String, databaseVersion: Int, latestKnownVersion: Int)
+    /// The file records a schema step other than this build's step of that version: a migration
+    /// renamed, replaced or edited after it shipped. The file is left untouched.
+    case migrationHistoryMismatch(path: String, version: Int, applied: MigrationRecord, embedded: MigrationRecord)
     /// The file is not a Flagship database (read-only opening never changes such a file).
     case notAFlagshipDatabase(path: String, reason: String)
     /// The file or its directory could not be created, opened or moved.
@@ -24,6 +27,12 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
             return error.description
         case let .schemaTooNew(path, databaseVersion, latestKnownVersion):
             return "\(path) has schema version \(databaseVersion), newer than version \(latestKnownVersion), the latest this build knows; it was left untouched (upgrade the SDK to use it)"
+        case let .migrationHistoryMismatch(path, version, applied, embedded):
+            let difference = applied.name == embedded.name
+                ? "records schema step \(version) '\(applied.name)' with checksum \(applied.checksum ?? "none"), but this build's step \(version) has checksum \(embedded.checksum ?? "none"): its SQL was edited"
+                : "records schema step \(version) as '\(applied.name)', but this build's step \(version) is '\(embedded.name)': a migration was renamed or replaced"
+            return "\(path) \(difference) after the file was migrated. Steps are append-only, so the file was left untouched "
+                + "(open it with the build that wrote it, or move it away to start afresh)"
         case let .notAFlagshipDatabase(path, reason):
             return "\(path) is not a Flagship database: \(reason)"
         case let .fileSystem(path, reason):

@@ -14,7 +14,8 @@ struct DatabaseArguments: ParsableArguments {
     var url: URL { URL(fileURLWithPath: path).standardizedFileURL }
 
     /// Opens the existing file read-only: nothing in it is changed, and a file that is not a
-    /// Flagship store is refused.
+    /// Flagship store is refused. A store the SDK would refuse although this build can read it
+    /// (its schema steps are not this build's) is opened with a warning saying so.
     func openForInspection() throws -> FlagshipDatabase {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
@@ -23,6 +24,12 @@ struct DatabaseArguments: ParsableArguments {
         guard !isDirectory.boolValue else {
             throw CommandFailure("\(url.path) is a directory, not a store file")
         }
-        return try FlagshipDatabase.openForInspection(at: url)
+        let store = try FlagshipDatabase.openForInspection(at: url)
+        do {
+            try store.database.withConnection { try Migrator().checkHistory($0, path: url.path) }
+        } catch {
+            Output.warn("the SDK will not use this store (it runs with an in-memory cache instead): \(error)")
+        }
+        return store
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Flagship
+import FlagshipStore
 import Foundation
 
 /// `flagship demo`: the steps of `make demo` that need the SDK itself.
@@ -17,13 +18,13 @@ struct DemoSeed: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed",
         abstract: "Write sample visitors and hits through the default caches.",
-        discussion: "The database is <cache-dir>/flagship-<env-id>.sqlite, created if needed."
+        discussion: "The database is <cache-dir>/flagship-<env-id>.sqlite, created if needed; each hit's cid is <env-id>."
     )
 
     @Option(help: ArgumentHelp("The cache directory.", valueName: "dir"))
     var cacheDir: String
 
-    @Option(help: ArgumentHelp("The environment id: it names the database file.", valueName: "id"))
+    @Option(help: ArgumentHelp("The environment id: it names the database file and is each hit's cid.", valueName: "id"))
     var envId: String = "demo_env"
 
     func run() throws {
@@ -45,21 +46,21 @@ struct DemoSeed: ParsableCommand {
         for (index, visitor) in visitors.enumerated() {
             // Spread over the last few minutes, so the oldest-first order shows.
             let base = now - Int64(300_000 - index * 60_000)
-            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base, "EVENT", [
+            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(envId: envId, time: base, "EVENT", [
                 "ec": "User Engagement", "ea": "fs_consent", "el": "swift-linux:true",
             ])
-            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base + 1_000, "SCREENVIEW", ["dl": "home"])
-            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(time: base + 2_000, "EVENT", [
+            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(envId: envId, time: base + 1_000, "SCREENVIEW", ["dl": "home"])
+            hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.hit(envId: envId, time: base + 2_000, "EVENT", [
                 "ec": "Action Tracking", "ea": "add_to_cart", "el": "cta", "ev": 1,
             ])
             hits["\(visitor.id):\(UUID().uuidString.lowercased())"] = visitor.activate(time: base + 3_000)
         }
-        hits["dave:\(UUID().uuidString.lowercased())"] = visitors[0].hit(time: now - 5_000, "TRANSACTION", [
+        hits["dave:\(UUID().uuidString.lowercased())"] = visitors[0].hit(envId: envId, time: now - 5_000, "TRANSACTION", [
             "tid": "order-1001", "ta": "checkout", "tr": 42.5, "tc": "EUR",
         ])
         hitCache.cacheHits(hits: hits)
 
-        print("cached \(visitors.count) visitors and \(hits.count) hits in \(directory.appendingPathComponent("flagship-\(envId).sqlite").path)")
+        print("cached \(visitors.count) visitors and \(hits.count) hits in \(StoreLocation.databaseFile(envId: envId, in: directory).path)")
     }
 }
 
@@ -85,12 +86,13 @@ private struct DemoVisitor {
         return try JSONSerialization.data(withJSONObject: ["version": 1, "data": data], options: [.sortedKeys])
     }
 
-    /// A hit cache document, version 1, with the wire fields of its type.
-    func hit(time: Int64, _ type: String, _ fields: [String: Any]) -> [String: Any] {
+    /// A hit cache document, version 1, with the wire fields of its type and the environment's
+    /// id (`cid`), as the SDK writes them.
+    func hit(envId: String, time: Int64, _ type: String, _ fields: [String: Any]) -> [String: Any] {
         var content = fields
         content["t"] = type
         content["ds"] = "APP"
-        content["cid"] = "demo_env"
+        content["cid"] = envId
         if let anonymousId {
             content["vid"] = anonymousId
             content["cuid"] = id
@@ -102,9 +104,11 @@ private struct DemoVisitor {
         ] as [String: Any]]
     }
 
-    /// An activate: the visitor saw the campaign's flag.
+    /// An activate: the visitor saw the campaign's flag. As the SDK writes it, no `cid` (the batch
+    /// carries it) and `aid` only for a visitor that has an anonymous id.
     func activate(time: Int64) -> [String: Any] {
-        let content: [String: Any] = ["vid": id, "aid": anonymousId ?? NSNull(), "caid": "vg-homepage", "vaid": "var-\(variation)"]
+        var content: [String: Any] = ["vid": id, "caid": "vg-homepage", "vaid": "var-\(variation)"]
+        if let anonymousId { content["aid"] = anonymousId }
         return ["version": 1, "data": [
             "visitorId": id, "anonymousId": anonymousId ?? NSNull(), "type": "ACTIVATE", "time": time, "content": content,
         ] as [String: Any]]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -11,7 +12,8 @@ struct HitsCommand: ParsableCommand {
             The file is opened read-only. Each hit shows its failed sends (ATTEMPTS), when the SDK \
             that failed last will try again (NEXT TRY: "in 41s", "due", or "-" before any failure), \
             and who is sending it right now (CLAIMED BY: an SDK instance, "pid <pid> <id>", until its \
-            claim lapses). --json includes each hit's cache document.
+            claim lapses). --json includes each hit's cache document. A document the SDK cannot \
+            send is listed all the same, with a warning saying why (CONTENT: ?).
             """
     )
 
@@ -31,6 +33,7 @@ struct HitsCommand: ParsableCommand {
         let store = try database.openForInspection()
         defer { store.close() }
         let hits = try store.hits.page(limit: limit)
+        let documents = hits.map(Self.cachedDocument)
         let now = Date()
         if json {
             try Output.printJSON(hits.map { jsonRow($0, now: now) })
@@ -41,7 +44,7 @@ struct HitsCommand: ParsableCommand {
             return
         }
         let header = ["ID", "TYPE", "VISITOR", "AGE", "ATTEMPTS", "NEXT TRY", "CLAIMED BY", "CONTENT"]
-        print(Output.table([header] + hits.map { textRow($0, now: now) }))
+        print(Output.table([header] + zip(hits, documents).map { textRow($0, $1, now: now) }))
         let total = try store.hits.count()
         if total > hits.count {
             print("the \(hits.count) oldest of \(total) hits (--limit to see more)")
@@ -65,7 +68,7 @@ struct HitsCommand: ParsableCommand {
         ]
     }
 
-    private func textRow(_ hit: HitRecord, now: Date) -> [String] {
+    private func textRow(_ hit: HitRecord, _ document: HitCacheDocument?, now: Date) -> [String] {
         [
             hit.id,
             hit.type,
@@ -74,7 +77,7 @@ struct HitsCommand: ParsableCommand {
             "\(hit.attempts)",
             Self.nextTry(hit, now: now),
             Self.claimHolder(hit, now: now) ?? "-",
-            contentSummary(hit),
+            document.map(Self.contentSummary) ?? "?",
         ]
     }
 
@@ -92,17 +95,26 @@ struct HitsCommand: ParsableCommand {
         return wait > 0 ? "in " + Output.age(seconds: wait) : "due"
     }
 
+    /// The hit's document as the SDK reads it before sending, or `nil` after a warning saying
+    /// why the SDK cannot send it.
+    private static func cachedDocument(_ hit: HitRecord) -> HitCacheDocument? {
+        do {
+            return try HitCacheDocument(JSONValue(json: Data(hit.document.utf8)))
+        } catch {
+            Output.warn("hit '\(hit.id)': its document is not a hit cache document (\(error)); the SDK will not send it")
+            return nil
+        }
+    }
+
     /// The few wire fields that tell hits of one type apart, as `key=value`.
-    private func contentSummary(_ hit: HitRecord) -> String {
-        let document = Output.embeddedJSON(hit.document) as? [String: Any]
-        guard let content = (document?["data"] as? [String: Any])?["content"] as? [String: Any] else { return "?" }
-        return (Self.telling[hit.type] ?? []).compactMap { key -> String? in
-            guard let value = content[key] else { return nil }
+    private static func contentSummary(_ document: HitCacheDocument) -> String {
+        (telling[document.type] ?? []).compactMap { key -> String? in
+            guard let value = document.content[key] else { return nil }
             let text: String
             switch value {
-            case let string as String: text = string
-            case let object as [String: Any]: text = "{\(object.count) keys}"
-            default: text = "\(value)"
+            case .string(let string): text = string
+            case .object(let object): text = "{\(object.count) keys}"
+            default: text = value.jsonString()
             }
             return "\(key)=\(text.count > 40 ? text.prefix(39) + "…" : text)"
         }.joined(separator: " ")

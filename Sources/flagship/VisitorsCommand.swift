@@ -1,4 +1,5 @@
 import ArgumentParser
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -7,7 +8,10 @@ struct VisitorsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "visitors",
         abstract: "List the cached visitors, most recently updated first.",
-        discussion: "The file is opened read-only. --json includes each visitor's cache document."
+        discussion: """
+            The file is opened read-only. --json includes each visitor's cache document. A document \
+            the SDK would not use is listed all the same, with a warning saying why (CAMPAIGNS: ?).
+            """
     )
 
     @OptionGroup var database: DatabaseArguments
@@ -19,13 +23,14 @@ struct VisitorsCommand: ParsableCommand {
         let store = try database.openForInspection()
         defer { store.close() }
         let visitors = try store.visitors.visitors()
+        let documents = visitors.map(Self.cachedDocument)
         if json {
             try Output.printJSON(visitors.map(jsonRow))
         } else if visitors.isEmpty {
             print("no visitors")
         } else {
             let header = ["VISITOR", "ANONYMOUS ID", "CONSENT", "UPDATED (UTC)", "CAMPAIGNS"]
-            print(Output.table([header] + visitors.map(textRow)))
+            print(Output.table([header] + zip(visitors, documents).map(textRow)))
         }
     }
 
@@ -40,15 +45,24 @@ struct VisitorsCommand: ParsableCommand {
         ]
     }
 
-    private func textRow(_ visitor: VisitorRecord) -> [String] {
-        let document = Output.embeddedJSON(visitor.document) as? [String: Any]
-        let campaigns = (document?["data"] as? [String: Any])?["campaigns"] as? [Any]
-        return [
+    private func textRow(_ visitor: VisitorRecord, _ document: VisitorCacheDocument?) -> [String] {
+        [
             visitor.visitorId,
             visitor.anonymousId ?? "-",
             visitor.consent ? "yes" : "no",
             Output.utc(unixMilliseconds: visitor.updatedAt),
-            campaigns.map { "\($0.count)" } ?? "?",
+            document.map { "\($0.campaignCount)" } ?? "?",
         ]
+    }
+
+    /// The visitor's document as the SDK reads it, or `nil` after a warning saying why the SDK
+    /// would ignore it.
+    private static func cachedDocument(_ visitor: VisitorRecord) -> VisitorCacheDocument? {
+        do {
+            return try VisitorCacheDocument(data: Data(visitor.document.utf8), expectedVisitorId: visitor.visitorId)
+        } catch {
+            Output.warn("visitor '\(visitor.visitorId)': \(error); the SDK ignores it")
+            return nil
+        }
     }
 }

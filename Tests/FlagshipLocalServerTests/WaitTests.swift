@@ -24,7 +24,9 @@ final class WaitTests: ServerTestCase {
         let requests = try await server.waitForRequests(route: .campaigns, count: 1, timeout: .seconds(5))
 
         XCTAssertEqual(requests.count, 1)
-        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(100))
+        // At once: not after a wait for another arrival or for the 5 s timeout. 1 s leaves room
+        // for a busy machine.
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
     }
 
     func testWaitForRequestsTimesOutSayingWhatArrived() async throws {
@@ -75,7 +77,8 @@ final class WaitTests: ServerTestCase {
         let start = ContinuousClock.now
         let result = await waiting.result
         XCTAssertThrowsError(try result.get()) { XCTAssertTrue($0 is CancellationError, "\($0)") }
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(1))
+        // Well before the 30 s timeout, with room for a busy machine.
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
     }
 
     func testManyConcurrentWaitersAreAllResumed() async throws {

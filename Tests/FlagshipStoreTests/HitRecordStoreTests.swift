@@ -55,6 +55,7 @@ final class HitRecordStoreTests: StoreTestCase {
         var records = (0..<1_003).map { HitRecord.sample(String(format: "hit-%04d", $0), createdAt: 1_000 + Int64($0 / 7)) }
         var generator = SplitMix64(seed: 42)
         records.shuffle(using: &generator)
+        XCTAssertNotEqual(records.prefix(20).map(\.id), (0..<20).map { String(format: "visitor-1:hit-%04d", $0) }, "inserted out of order")
         try hits.insert(records)
 
         var pages: [[HitRecord]] = []
@@ -262,6 +263,18 @@ final class HitRecordStoreTests: StoreTestCase {
     }
 }
 
+final class SplitMix64Tests: XCTestCase {
+    func testSplitMix64GivesThePublishedSequence() {
+        // The first outputs of Vigna's reference splitmix64.c for seed 1234567.
+        var generator = SplitMix64(seed: 1_234_567)
+
+        XCTAssertEqual((0..<5).map { _ in generator.next() }, [
+            6_457_827_717_110_365_317, 3_203_168_211_198_807_973, 9_817_491_932_198_370_423,
+            4_593_380_528_125_082_431, 16_408_922_859_458_223_821,
+        ])
+    }
+}
+
 /// A seeded generator, so that a shuffled order is the same at every run.
 struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
@@ -273,7 +286,7 @@ struct SplitMix64: RandomNumberGenerator {
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }

@@ -23,10 +23,13 @@ final class MigratorTests: StoreTestCase {
 
     func testFreshDatabaseSetsUserVersionAndApplicationID() throws {
         let store = try openStore()
-
         XCTAssertEqual(try store.database.integer("PRAGMA user_version"), Int64(Migrator().latestVersion))
-        XCTAssertEqual(try store.database.integer("PRAGMA application_id"), 0x4653_646B)
-        XCTAssertEqual(Migrator.applicationID, 0x4653_646B)
+        store.close()
+
+        // As `file` and other tools read the header: big-endian integers at offsets 60 and 68.
+        let header = try fileBytes(url()).prefix(100)
+        XCTAssertEqual(header[60..<64].reduce(0) { $0 << 8 | Int($1) }, Migrator().latestVersion)
+        XCTAssertEqual(String(decoding: header[68..<72], as: UTF8.self), "FSdk")
     }
 
     func testFreshDatabaseHasTheTablesAndViewsOfTheSchema() throws {
@@ -59,6 +62,113 @@ final class MigratorTests: StoreTestCase {
         XCTAssertEqual(outcome.fromVersion, Migrator().latestVersion)
         XCTAssertEqual(outcome.toVersion, Migrator().latestVersion)
         XCTAssertEqual(outcome.applied, [])
+    }
+
+    // MARK: - The history a file records
+
+    /// Migrations are append-only: a step that shipped never changes. Editing one fails here, in
+    /// the repository, before a user's file is refused for it. A new step adds its line.
+    func testTheEmbeddedStepsAreTheOnesThatShipped() {
+        XCTAssertEqual(Migration.embedded.map { "\($0.version) \($0.name) \($0.checksum)" }, [
+            "1 initial_schema fnv1a64:d44fb3dd4fef8a68",
+            "2 hit_delivery fnv1a64:5d8311d38cfc90a7",
+        ])
+    }
+
+    func testEveryStepIsRecordedWithTheChecksumOfItsSQL() throws {
+        let store = try openStore()
+
+        XCTAssertEqual(try recordedSteps(store.database), Migration.embedded.map { RecordedStep(version: $0.version, record: $0.record) })
+    }
+
+    func testTheChecksumChangesWithAnyByteOfTheSQL() {
+        let step = Migration(version: 1, name: "a", sql: "CREATE TABLE t (x);")
+
+        XCTAssertEqual(step.checksum, Migration(version: 9, name: "b", sql: "CREATE TABLE t (x);").checksum, "the SQL alone counts")
+        XCTAssertNotEqual(step.checksum, Migration(version: 1, name: "a", sql: "CREATE TABLE t (x); ").checksum)
+        XCTAssertNotEqual(step.checksum, Migration(version: 1, name: "a", sql: "CREATE TABLE t (y);").checksum)
+        // FNV-1a's published offset basis: the hash of no bytes.
+        XCTAssertEqual(Migration(version: 1, name: "a", sql: "").checksum, "fnv1a64:cbf29ce484222325")
+        XCTAssertEqual(Migration(version: 1, name: "a", sql: "a").checksum, "fnv1a64:af63dc4c8601ec8c")
+    }
+
+    func testAStepRenamedAfterItShippedIsRefusedNamingBothAndTheFileIsLeftByteForByteUnchanged() throws {
+        try openStore().close()
+        let before = try fileBytes(url())
+        let listing = try directoryListing()
+        let renamed = Migration(version: 1, name: "first_schema", sql: Migration.embedded[0].sql)
+
+        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [renamed] + Migration.embedded.dropFirst()))) { error in
+            XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
+                path: self.url().path, version: 1, applied: Migration.embedded[0].record, embedded: renamed.record))
+            XCTAssertEqual("\(error)", "\(self.url().path) records schema step 1 as 'initial_schema', but this build's step 1 is "
+                + "'first_schema': a migration was renamed or replaced after the file was migrated. Steps are append-only, "
+                + "so the file was left untouched (open it with the build that wrote it, or move it away to start afresh)")
+        }
+
+        XCTAssertEqual(try fileBytes(url()), before)
+        XCTAssertEqual(try directoryListing(), listing, "nothing moved aside, nothing left behind")
+    }
+
+    func testAStepEditedAfterItShippedIsRefusedByItsChecksumAndTheFileIsLeftByteForByteUnchanged() throws {
+        try openStore().close()
+        let before = try fileBytes(url())
+        let shipped = Migration.embedded[1]
+        let edited = Migration(version: 2, name: shipped.name, sql: shipped.sql + "\n-- a comment added later\n")
+
+        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], edited]))) { error in
+            XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
+                path: self.url().path, version: 2, applied: shipped.record, embedded: edited.record))
+            XCTAssertTrue("\(error)".contains(
+                "records schema step 2 'hit_delivery' with checksum \(shipped.checksum), but this build's step 2 has checksum "
+                + "\(edited.checksum): its SQL was edited after the file was migrated"), "\(error)")
+        }
+
+        XCTAssertEqual(try fileBytes(url()), before)
+    }
+
+    func testTheMigratorRefusesAnEditedStepBeforeApplyingTheNextOne() throws {
+        let database = try rawDatabase()
+        defer { database.close() }
+        _ = try Migrator(migrations: [Self.createNotes]).migrate(database, now: { fixedNow })
+        let edited = Migration(version: 1, name: "create_notes", sql: Self.createNotes.sql.replacingOccurrences(of: "'second'", with: "'2nd'"))
+
+        XCTAssertThrowsError(try Migrator(migrations: [edited, Self.addPinned]).migrate(database)) { error in
+            XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
+                path: self.url().path, version: 1, applied: Self.createNotes.record, embedded: edited.record))
+        }
+
+        XCTAssertEqual(try columnNames("notes", database), ["id", "body"], "step 2 not applied")
+        XCTAssertEqual(try database.integer("PRAGMA user_version"), 1)
+    }
+
+    /// Files written before checksums were recorded: their steps are compared by name, and the
+    /// column is added by the next step applied (in its transaction), not by merely opening.
+    func testAFileFromBeforeChecksumsIsComparedByNameAndRecordsTheChecksumsOfLaterSteps() throws {
+        try writeFileFromBeforeChecksums(at: url(), steps: [Migration.embedded[0]])
+
+        let store = try openStore()
+
+        XCTAssertEqual(store.opening.fromVersion, 1)
+        XCTAssertEqual(store.schemaVersion, Migrator().latestVersion)
+        XCTAssertEqual(try recordedSteps(store.database), Migration.embedded.map {
+            RecordedStep(version: $0.version, record: MigrationRecord(name: $0.name, checksum: $0.version == 1 ? nil : $0.checksum))
+        })
+    }
+
+    func testAnUpToDateFileFromBeforeChecksumsOpensUnchangedAndARenamedStepInItIsStillRefused() throws {
+        try writeFileFromBeforeChecksums(at: url(), steps: Migration.embedded)
+
+        let store = try openStore()
+        XCTAssertEqual(store.opening.fromVersion, Migrator().latestVersion)
+        XCTAssertEqual(try columnNames("schema_migrations", store.database), ["version", "name", "applied_at"], "opening alone adds no column")
+        store.close()
+
+        let renamed = Migration(version: 2, name: "delivery", sql: Migration.embedded[1].sql)
+        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], renamed]))) { error in
+            XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
+                path: self.url().path, version: 2, applied: MigrationRecord(name: "hit_delivery", checksum: nil), embedded: renamed.record))
+        }
     }
 
     // MARK: - Upgrades from every earlier version
@@ -299,6 +409,44 @@ final class MigratorTests: StoreTestCase {
             try connection.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").map {
                 AppliedMigration(version: try $0.int64(0), name: try $0.text(1), appliedAt: try $0.int64(2))
             }
+        }
+    }
+
+    struct RecordedStep: Equatable {
+        let version: Int
+        let record: MigrationRecord
+    }
+
+    /// What `schema_migrations` holds, checksums included (`nil` where the column is absent).
+    private func recordedSteps(_ database: Database) throws -> [RecordedStep] {
+        let hasChecksum = try columnNames("schema_migrations", database).contains("checksum")
+        return try database.read { connection in
+            try connection.query("SELECT version, name, \(hasChecksum ? "checksum" : "NULL") FROM schema_migrations ORDER BY version").map {
+                RecordedStep(version: try $0.int(0), record: MigrationRecord(name: try $0.text(1), checksum: try $0.optionalText(2)))
+            }
+        }
+    }
+
+    /// A file as builds before checksums left it: their `schema_migrations`, and `steps` applied.
+    private func writeFileFromBeforeChecksums(at url: URL, steps: [Migration]) throws {
+        let database = try rawDatabase(at: url)
+        defer { database.close() }
+        try database.withConnection { try $0.query("PRAGMA journal_mode = WAL") }
+        try database.write { connection in
+            try connection.executeScript("""
+                CREATE TABLE schema_migrations (
+                    version    INTEGER NOT NULL PRIMARY KEY,
+                    name       TEXT    NOT NULL,
+                    applied_at INTEGER NOT NULL  -- unix ms
+                );
+                """)
+            for step in steps {
+                try connection.executeScript(step.sql)
+                try connection.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                                       [SQLiteValue(step.version), .text(step.name), .integer(fixedNowMilliseconds)])
+            }
+            try connection.execute("PRAGMA user_version = \(steps.last?.version ?? 0)")
+            try connection.execute("PRAGMA application_id = \(Migrator.applicationID)")
         }
     }
 

@@ -41,7 +41,7 @@ final class BucketingFileParsingTests: XCTestCase {
         XCTAssertEqual(refusal(text)?.reason, "the document (\(text.utf8.count) bytes) is not valid JSON, or is truncated")
     }
 
-    func testEveryTruncationOfAFileIsRefusedOrReadWithoutCrashing() throws {
+    func testEveryTruncationOfAFileIsRefusedAsTruncated() throws {
         let text = J.text(
             J.campaign("c1", J.group("g1", targeting: J.targeting([J.rule("age", "GREATER_THAN", "17"), J.rule("plan", "EQUALS", #"["a", "b"]"#)]),
                                      J.variation("v1", 50, flags: #"{"title": "é\n\"quoted\"", "n": 1.5}"#), J.variation("v2", 50))),
@@ -50,10 +50,11 @@ final class BucketingFileParsingTests: XCTestCase {
         var refused = 0
         for length in 0..<bytes.count {
             do {
-                let file = try BucketingFile(json: Data(bytes[..<length]))
-                _ = file.decide(visitorId: "v", context: ["age": .int(20), "plan": .string("a")], history: [:])
+                _ = try BucketingFile(json: Data(bytes[..<length]))
+                XCTFail("the first \(length) bytes read as a file")
             } catch {
-                XCTAssertFalse(error.reason.isEmpty)
+                XCTAssertEqual(error.reason, length == 0
+                    ? "the document is empty" : "the document (\(length) bytes) is not valid JSON, or is truncated")
                 refused += 1
             }
         }
@@ -229,32 +230,60 @@ final class BucketingFileParsingTests: XCTestCase {
         XCTAssertEqual(file.assignedIds(visitorId: "v", context: ["k": .int(2)]), [])
     }
 
-    /// Values of every wrong type in every place: the file reads or is refused, deciding never crashes.
-    func testWrongTypesAnywhereNeverCrash() {
+    /// Values of every wrong type in every place: every file still reads (each is an object with
+    /// a list of campaigns), and deciding gives exactly what its usable parts say, over contexts
+    /// of every kind: by hash (a visitor, no history) and from the history (group g → variation v).
+    func testWrongTypesAnywhereAreReadAndDecideOnlyFromTheUsableParts() {
         let oddValues = ["null", "true", "-1", "1e300", #""text""#, "[]", "[null, 1]", "{}", #"{"a": []}"#]
-        let shapes: [(String) -> String] = [
-            { #"{"panic": \#($0), "campaigns": []}"# },
-            { #"{"campaigns": [\#($0)]}"# },
-            { #"{"accountSettings": \#($0), "campaigns": []}"# },
-            { #"{"campaigns": [{"id": "c", "name": \#($0), "slug": \#($0), "type": \#($0), "variationGroups": \#($0)}]}"# },
-            { #"{"campaigns": [{"id": "c", "variationGroups": [\#($0)]}]}"# },
-            { #"{"campaigns": [{"id": "c", "variationGroups": [{"id": "g", "name": \#($0), "targeting": \#($0), "variations": \#($0)}]}]}"# },
-            { #"{"campaigns": [{"id": "c", "variationGroups": [{"id": "g", "targeting": \#(J.everyone), "variations": [\#($0)]}]}]}"# },
-            { J.text(J.campaign("c", J.group("g", #"{"id": "v", "name": \#($0), "reference": \#($0), "allocation": \#($0), "modifications": \#($0)}"#))) },
-            { J.text(J.campaign("c", J.group("g", #"{"id": "v", "allocation": 100, "modifications": {"type": \#($0), "value": \#($0)}}"#))) },
-            { J.text(J.campaign("c", J.group("g", targeting: #"{"targetingGroups": [\#($0)]}"#, J.variation("v", 100)))) },
-            { J.text(J.campaign("c", J.group("g", targeting: J.targeting([#"{"key": "k", "operator": "EQUALS", "value": \#($0)}"#]), J.variation("v", 100)))) },
-            { J.text(J.campaign("c", J.group("g", targeting: J.targeting([#"{"key": \#($0), "operator": \#($0), "value": \#($0)}"#]), J.variation("v", 100)))) },
+        let nothing: (String) -> String = { _ in "nothing" }
+        let cases: [(shape: (String) -> String, outcome: (String) -> String)] = [
+            ({ #"{"panic": \#($0), "campaigns": []}"# }, { $0 == "true" ? "panic" : "nothing" }),
+            ({ #"{"campaigns": [\#($0)]}"# }, nothing),
+            ({ #"{"accountSettings": \#($0), "campaigns": []}"# }, nothing),
+            ({ #"{"campaigns": [{"id": "c", "name": \#($0), "slug": \#($0), "type": \#($0), "variationGroups": \#($0)}]}"# }, nothing),
+            ({ #"{"campaigns": [{"id": "c", "variationGroups": [\#($0)]}]}"# }, nothing),
+            ({ #"{"campaigns": [{"id": "c", "variationGroups": [{"id": "g", "name": \#($0), "targeting": \#($0), "variations": \#($0)}]}]}"# }, nothing),
+            ({ #"{"campaigns": [{"id": "c", "variationGroups": [{"id": "g", "targeting": \#(J.everyone), "variations": [\#($0)]}]}]}"# }, nothing),
+            // Only an allocation of 1e300 takes visitors by hash; the history finds v whatever its allocation.
+            ({ J.text(J.campaign("c", J.group("g", #"{"id": "v", "name": \#($0), "reference": \#($0), "allocation": \#($0), "modifications": \#($0)}"#))) },
+             { $0 == "1e300" ? "c/g/v by hash, c/g/v by history" : "c/g/v by history" }),
+            // Unusable modifications cost the flags, not the assignment.
+            ({ J.text(J.campaign("c", J.group("g", #"{"id": "v", "allocation": 100, "modifications": {"type": \#($0), "value": \#($0)}}"#))) },
+             { _ in "c/g/v by hash, c/g/v by history" }),
+            // A targeting group without rules is dropped: nobody is targeted.
+            ({ J.text(J.campaign("c", J.group("g", targeting: #"{"targetingGroups": [\#($0)]}"#, J.variation("v", 100)))) }, nothing),
+            // EQUALS matches one context value only: the number 1e300.
+            ({ J.text(J.campaign("c", J.group("g", targeting: J.targeting([#"{"key": "k", "operator": "EQUALS", "value": \#($0)}"#]), J.variation("v", 100)))) },
+             { $0 == "1e300" ? "c/g/v by hash, c/g/v by history" : "nothing" }),
+            // A rule without a usable key or operator never matches.
+            ({ J.text(J.campaign("c", J.group("g", targeting: J.targeting([#"{"key": \#($0), "operator": \#($0), "value": \#($0)}"#]), J.variation("v", 100)))) }, nothing),
         ]
         let contexts: [[String: JSONValue]] = [[:], ["k": .null], ["k": .array([])], ["k": .string("")], ["k": .double(1e300)]]
-        for shape in shapes {
+        func ids(_ decision: BucketingDecision) -> [String] {
+            decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }
+        }
+        for (number, testCase) in zip(1..., cases) {
             for odd in oddValues {
-                let text = shape(odd)
-                guard let file = try? BucketingFile(json: Data(text.utf8)) else { continue }
-                for context in contexts {
-                    _ = file.decide(visitorId: "", context: context, history: ["g": "v"])
-                    _ = file.decide(visitorId: "visitor", context: context, history: [:])
+                let file: BucketingFile
+                do {
+                    file = try BucketingFile(json: Data(testCase.shape(odd).utf8))
+                } catch {
+                    XCTFail("shape \(number) with \(odd): refused, \(error.reason)")
+                    continue
                 }
+                var panic = false
+                var byHash: Set<String> = []
+                var byHistory: Set<String> = []
+                for context in contexts {
+                    let hashed = file.decide(visitorId: "visitor", context: context, history: [:])
+                    let remembered = file.decide(visitorId: "", context: context, history: ["g": "v"])
+                    panic = panic || hashed.panic || remembered.panic
+                    byHash.formUnion(ids(hashed))
+                    byHistory.formUnion(ids(remembered))
+                }
+                let assigned = byHash.sorted().map { "\($0) by hash" } + byHistory.sorted().map { "\($0) by history" }
+                let outcome = panic ? "panic" : (assigned.isEmpty ? "nothing" : assigned.joined(separator: ", "))
+                XCTAssertEqual(outcome, testCase.outcome(odd), "shape \(number) with \(odd)")
             }
         }
     }

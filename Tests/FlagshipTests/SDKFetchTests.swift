@@ -144,7 +144,9 @@ final class SDKFetchTests: SDKTestCase {
         }
         let elapsed = ContinuousClock.now - started
 
-        XCTAssertLessThan(elapsed, .milliseconds(200 + 500))
+        // On time means at the 200 ms timeout, not when the server answers (3 s): a bound halfway
+        // tells them apart, however busy the machine.
+        XCTAssertLessThan(elapsed, .milliseconds(1_500))
         XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)
         XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "blue", visitorExposed: false), "red")
     }

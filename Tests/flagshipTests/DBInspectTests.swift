@@ -128,6 +128,29 @@ final class DBInspectTests: CommandTestCase {
         XCTAssertEqual(stderr, "Error: \(storeFile.path) is not a Flagship database: it has no schema_migrations table\n")
     }
 
+    /// Such a store is still readable, and what it holds helps decide what to do with it: it is
+    /// shown, with a warning that the SDK will not use it.
+    func testInspectShowsAStoreWhoseStepsAreNotThisBuildsAndWarnsThatTheSDKWillNotUseIt() throws {
+        try withStore { store in
+            try StoreFixture.populate(store)
+            _ = try store.database.write {
+                try $0.execute("UPDATE schema_migrations SET checksum = 'fnv1a64:0000000000000000' WHERE version = 2")
+            }
+        }
+        let shipped = Migration.embedded[1]
+
+        let result = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "warning: the SDK will not use this store (it runs with an in-memory cache instead): "
+            + "\(storeFile.path) records schema step 2 'hit_delivery' with checksum fnv1a64:0000000000000000, but this build's step 2 "
+            + "has checksum \(shipped.checksum): its SQL was edited after the file was migrated. Steps are append-only, so the file "
+            + "was left untouched (open it with the build that wrote it, or move it away to start afresh)\n")
+        let document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        XCTAssertEqual(document["visitors"] as? Int, 2)
+        XCTAssertEqual((document["hits"] as? [String: Any])?["total"] as? Int, 4)
+    }
+
     func testInspectOfAMissingFileFailsAndCreatesNothing() throws {
         let stderr = try stderrOfFailureLeavingStoreUntouched("db", "inspect", "--db", storeFile.path)
 

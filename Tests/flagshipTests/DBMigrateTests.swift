@@ -61,6 +61,18 @@ final class DBMigrateTests: CommandTestCase {
         XCTAssertTrue(stderr.contains("has schema version \(latest + 1), newer than version \(latest)"), stderr)
     }
 
+    func testMigrateRefusesAStoreWhoseStepsAreNotThisBuildsAndLeavesItUntouched() throws {
+        try withStore { store in
+            _ = try store.database.write { try $0.execute("UPDATE schema_migrations SET name = 'initial' WHERE version = 1") }
+        }
+
+        let stderr = try stderrOfFailureLeavingStoreUntouched("db", "migrate", "--db", storeFile.path)
+
+        XCTAssertEqual(stderr, "Error: \(storeFile.path) records schema step 1 as 'initial', but this build's step 1 is 'initial_schema': "
+            + "a migration was renamed or replaced after the file was migrated. Steps are append-only, so the file was left untouched "
+            + "(open it with the build that wrote it, or move it away to start afresh)\n")
+    }
+
     func testMigrateRefusesAnotherApplicationsDatabaseAndLeavesItUntouched() throws {
         let other = try Database(path: storeFile.path)
         try other.write { connection in

@@ -93,6 +93,24 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertEqual(try store.visitors.count(), 0)
     }
 
+    /// As for a file written by a newer SDK: the SDK keeps working in memory, says why, and
+    /// leaves the file as it was.
+    func testAStoreWhoseStepsAreNotThisBuildsIsLeftUntouchedAndTheSDKSaysItRunsInMemory() throws {
+        try withStore { store in
+            _ = try store.database.write { try $0.execute("UPDATE schema_migrations SET name = 'initial' WHERE version = 1") }
+        }
+        let before = try Data(contentsOf: storeFile)
+
+        let result = try fetch()
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try object(result)["fetchStatus"] as? String, "FETCHED")
+        XCTAssertTrue(result.stderr.contains("Cannot use the cache database: \(storeFile.path) records schema step 1 as 'initial', "
+            + "but this build's step 1 is 'initial_schema'"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("Running with an in-memory cache"), result.stderr)
+        XCTAssertEqual(try Data(contentsOf: storeFile), before)
+    }
+
     func testAContextThatIsNotAJSONObjectIsRefused() throws {
         let result = try fetch("--context", "[1, 2]")
 

@@ -118,6 +118,43 @@ final class HitsCommandTests: CommandTestCase {
         return seconds + String(format: ".%03dZ", Int(unixMilliseconds % 1000))
     }
 
+    /// Each document is read as the SDK reads it before sending: what it could not send shows `?`
+    /// and a warning saying why, and the listing goes on.
+    func testAHitDocumentTheSDKCannotSendIsListedWithAWarningSayingWhy() throws {
+        try withStore { store in
+            try StoreFixture.populate(store)
+            try store.hits.insert([
+                HitRecord(id: "v1:bad-version", visitorId: "v1", type: "EVENT",
+                          document: #"{"version": 2, "data": {"visitorId": "v1", "type": "EVENT", "time": 1, "content": {"ea": "click"}}}"#,
+                          createdAt: 1_732_170_000_200),
+                HitRecord(id: "v1:bad-content", visitorId: "v1", type: "EVENT",
+                          document: #"{"version": 1, "data": {"visitorId": "v1", "type": "EVENT", "time": 1, "content": ["ea"]}}"#,
+                          createdAt: 1_732_170_000_300),
+            ])
+        }
+
+        let result = try flagship("hits", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = result.stdout.split(separator: "\n").map {
+            $0.replacingOccurrences(of: " {2,}", with: "|", options: .regularExpression).split(separator: "|").map(String.init)
+        }
+        XCTAssertEqual(rows.map { $0.count > 7 ? [$0[0], $0[7]] : $0 }, [
+            ["ID", "CONTENT"],
+            ["v1:0001", "ea=click el=cta"],
+            ["v1:bad-version", "?"],
+            ["v1:bad-content", "?"],
+            ["v2:0002", "caid=vg1 vaid=var1"],
+            ["v1:0003", "dl=https://example.com/a"],
+            ["v1:0004", "ea=fs_consent el=swift:true"],
+        ])
+        XCTAssertEqual(result.stderr, """
+            warning: hit 'v1:bad-version': its document is not a hit cache document (version 2 is not 1); the SDK will not send it
+            warning: hit 'v1:bad-content': its document is not a hit cache document (field data.content must be an object); the SDK will not send it
+
+            """)
+    }
+
     func testHitsRefusesALimitBelowOne() throws {
         try withStore(StoreFixture.populate)
 

@@ -2,17 +2,17 @@ import Foundation
 
 /// The hit cache document, version 1: one value of the dictionary `FSHitCacheDelegate.cacheHits`
 /// receives. `content` holds the wire fields, so a replay sends exactly what would have been sent.
-struct HitCacheDocument: Sendable, Equatable {
+package struct HitCacheDocument: Sendable, Equatable {
     static let currentVersion = 1
     /// The wire types a hit cache may hold.
     static let knownTypes: Set<String> = ["SCREENVIEW", "PAGEVIEW", "TRANSACTION", "ITEM", "EVENT", "SEGMENT", "ACTIVATE"]
 
     var visitorId: String
     var anonymousId: String?
-    var type: String
+    package var type: String
     /// Creation time, unix milliseconds: the base of `qt` and of expiry.
     var time: Int64
-    var content: [String: JSONValue]
+    package var content: [String: JSONValue]
 
     init(visitorId: String, anonymousId: String? = nil, type: String, time: Int64, content: [String: JSONValue]) {
         self.visitorId = visitorId
@@ -42,14 +42,14 @@ struct HitCacheDocument: Sendable, Equatable {
 }
 
 /// Why a hit cache document was refused.
-enum HitCacheDocumentError: Error, Equatable, CustomStringConvertible {
+package enum HitCacheDocumentError: Error, Equatable, CustomStringConvertible {
     case unsupportedVersion(String)
     case missingField(String)
     case wrongType(field: String, expected: String)
     case unknownHitType(String)
     case notJSON(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .unsupportedVersion(let version):
             return "version \(version) is not \(HitCacheDocument.currentVersion)"
@@ -68,7 +68,7 @@ enum HitCacheDocumentError: Error, Equatable, CustomStringConvertible {
 extension HitCacheDocument {
     /// Reads and checks a document: version 1, `data.visitorId`, `data.type` (a known type),
     /// `data.time` (an integer) and `data.content` (an object) are required.
-    init(_ value: JSONValue) throws(HitCacheDocumentError) {
+    package init(_ value: JSONValue) throws(HitCacheDocumentError) {
         guard let version = value["version"] else { throw .missingField("version") }
         guard version.int64Value == Int64(Self.currentVersion) else {
             throw .unsupportedVersion(version.jsonString())

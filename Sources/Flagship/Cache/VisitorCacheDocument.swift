@@ -6,7 +6,7 @@ import Foundation
 /// Read leniently (unknown keys ignored, missing optional fields defaulted, `assignationHistory`
 /// accepted for `assignmentsHistory`), but never trusted blindly: another `version`, or another
 /// visitor's id, is refused.
-struct VisitorCacheDocument: Sendable, Equatable {
+package struct VisitorCacheDocument: Sendable, Equatable {
     static let currentVersion = 1
 
     var visitorId: String
@@ -16,6 +16,9 @@ struct VisitorCacheDocument: Sendable, Equatable {
     var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
     var assignmentsHistory: [String: String]
+
+    /// How many campaigns the visitor was assigned (what `flagship visitors` shows).
+    package var campaignCount: Int { campaigns.count }
 
     init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: JSONValue] = [:],
          campaigns: [AssignedCampaign] = [], assignmentsHistory: [String: String] = [:]) {
@@ -29,13 +32,13 @@ struct VisitorCacheDocument: Sendable, Equatable {
 }
 
 /// Why a visitor cache document was not used.
-enum VisitorCacheDocumentError: Error, Equatable, CustomStringConvertible {
+package enum VisitorCacheDocumentError: Error, Equatable, CustomStringConvertible {
     case notJSON(String)
     case unsupportedVersion(Int?)
     case wrongVisitor(expected: String, found: String)
     case invalid(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .notJSON(let reason):
             return "the visitor cache document is not JSON (\(reason))"
@@ -51,7 +54,7 @@ enum VisitorCacheDocumentError: Error, Equatable, CustomStringConvertible {
 
 extension VisitorCacheDocument {
     /// Reads a document, checking its version and, when given, that it is `expectedVisitorId`'s.
-    init(data: Data, expectedVisitorId: String? = nil) throws(VisitorCacheDocumentError) {
+    package init(data: Data, expectedVisitorId: String? = nil) throws(VisitorCacheDocumentError) {
         let envelope: Envelope
         do {
             _ = try JSONSerialization.jsonObject(with: data)
