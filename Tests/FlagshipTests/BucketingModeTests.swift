@@ -53,6 +53,13 @@ final class BucketingModeTests: TrackingTestCase {
             .withClock(clock)
     }
 
+    /// Moves the clock one polling interval once the poller waits on it: an advance made before
+    /// its sleep is armed would be lost. Two waits: the tracking manager's interval and the poller's.
+    private func advanceToNextPoll() async throws {
+        try await waitForSleepers(2)
+        clock.advance(by: 60)
+    }
+
     private func visitor(_ id: String, context: [String: Any] = [:], on flagship: Flagship? = nil) -> FSVisitor {
         (flagship ?? self.flagship).newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE)
             .withContext(context: context).build()
@@ -150,7 +157,7 @@ final class BucketingModeTests: TrackingTestCase {
         try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
         XCTAssertNil(bucketingRequests()[0].headers["if-modified-since"])
 
-        clock.advance(by: 60)
+        try await advanceToNextPoll()
         try await waitUntil("the second download") { bucketingRequests().count == 2 }
         XCTAssertEqual(bucketingRequests()[1].headers["if-modified-since"], "Thu, 13 Nov 2025 02:13:20 GMT")
         try await waitUntil("its answer") { bucketingRequests()[1].status == 304 }
@@ -160,7 +167,7 @@ final class BucketingModeTests: TrackingTestCase {
 
         let newer = Self.bucketingFile(vipValue: "express")
         try server.setBucketingFile(newer, lastModified: Date(timeIntervalSince1970: 1_763_000_600))
-        clock.advance(by: 60)
+        try await advanceToNextPoll()
         try await waitUntil("the new file in the store") { try self.storedFile()?.lastModified == "Thu, 13 Nov 2025 02:23:20 GMT" }
         try await waitUntil("the new file in use") { flagship.currentRuntime?.bucketing?.file?.campaignCount == 2 && bucketingRequests().count == 3 }
         try await vip.fetchFlags()
@@ -178,7 +185,7 @@ final class BucketingModeTests: TrackingTestCase {
                                 .malformedBody(.custom(Data(#"{"campaigns": 5}"#.utf8))), .status(500)]
         for (index, fault) in bad.enumerated() {
             let id = server.injectFault(fault, on: .bucketing)
-            clock.advance(by: 60)
+            try await advanceToNextPoll()
             try await waitUntil("download \(index + 2)") { bucketingRequests().count == index + 2 && bucketingRequests()[index + 1].status != nil }
             try await Task.sleep(nanoseconds: 20_000_000)  // the answer read and judged
             server.removeFault(id)
@@ -214,7 +221,7 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "none")
 
         try server.setBucketingFile(Self.bucketingFile(), lastModified: Date().addingTimeInterval(60))
-        clock.advance(by: 60)
+        try await advanceToNextPoll()
         try await waitUntil("the file after the panic") { flagship.getStatus() == .SDK_INITIALIZED }
         try await visitor.fetchFlags()
         XCTAssertEqual(visitor.fetchStatus, .FETCHED)
@@ -250,7 +257,7 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertTrue(log.allText.contains("experience continuity is not enabled"), log.allText)
 
         try server.setBucketingFile(Self.bucketingFile(enabledXPC: true), lastModified: Date().addingTimeInterval(60))
-        clock.advance(by: 60)
+        try await advanceToNextPoll()
         try await waitUntil("the file enabling continuity") {
             flagship.currentRuntime?.bucketing?.file?.accountSettings.enabledXPC == true
         }
@@ -277,7 +284,7 @@ final class BucketingModeTests: TrackingTestCase {
 
         // All new traffic to blue: green stays in the group, with no allocation.
         try server.setBucketingFile(Self.bucketingFile(greenShare: 0), lastModified: Date(timeIntervalSince1970: 1_763_000_600))
-        clock.advance(by: 60)
+        try await advanceToNextPoll()
         try await waitUntil("the new allocations in use") { try self.storedFile()?.lastModified == "Thu, 13 Nov 2025 02:23:20 GMT" }
         try await waitUntil("the new file in memory") { bucketingRequests().count == 2 && bucketingRequests()[1].status == 200 }
         try await Task.sleep(nanoseconds: 20_000_000)
