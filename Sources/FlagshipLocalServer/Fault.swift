@@ -21,6 +21,10 @@ public enum FaultKind: Sendable, Equatable {
     /// transfer cut off mid-way. (An answer with an empty body, like the events route's, is
     /// then just closed after its head.)
     case cutOffBody
+    /// Answer this redirect status (301, 302, 303, 307 or 308) with `Location: location` and an
+    /// empty body: a load balancer or a hijacked DNS entry sending the client somewhere else.
+    /// `location` may be absolute (another origin) or a path on this server.
+    case redirect(Int, location: String)
 }
 
 /// Bodies that are not the JSON a Flagship SDK expects.
@@ -72,6 +76,7 @@ extension FaultKind: CustomStringConvertible {
         case .dropConnection: return "drop connection"
         case .malformedBody(let body): return "malformed body \(body)"
         case .cutOffBody: return "cut-off body"
+        case .redirect(let status, let location): return "redirect \(status) to \(location)"
         }
     }
 

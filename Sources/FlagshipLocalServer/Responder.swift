@@ -93,6 +93,9 @@ final class Responder: Sendable {
         case .malformedBody(let body):
             let response = ServerResponse(status: 200, body: body.data)
             return (.respond(message(response), close: true), .answered(status: 200))
+        case .redirect(let status, let location):
+            let response = ServerResponse(status: status, body: Data())
+            return (.respond(message(response, headers: [("Location", location)]), close: false), .answered(status: status))
         case .cutOffBody:
             let response = await route(request, sources: sources)
             return (.cutOff(message(response)), .cutOff(status: response.status))
