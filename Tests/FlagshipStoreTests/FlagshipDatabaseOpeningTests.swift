@@ -80,6 +80,23 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
         XCTAssertEqual(try posixPermissions(url("flagship-test.sqlite-shm")), 0o600)
     }
 
+    /// The modes are asked for, not left to the process's umask: under a umask that masks
+    /// nothing, the directory is still 0700 and the file, its WAL and shared memory 0600.
+    func testModesHoldUnderAUmaskThatMasksNothing() throws {
+        let previous = umask(0)
+        defer { umask(previous) }
+        let cacheDirectory = directory.appendingPathComponent("open-umask", isDirectory: true)
+        let file = cacheDirectory.appendingPathComponent("flagship-env.sqlite")
+
+        let store = try openStore(at: file)
+        try store.hits.insert([.sample("a")])
+
+        XCTAssertEqual(try posixPermissions(cacheDirectory), 0o700)
+        for name in ["flagship-env.sqlite", "flagship-env.sqlite-wal", "flagship-env.sqlite-shm"] {
+            XCTAssertEqual(try posixPermissions(cacheDirectory.appendingPathComponent(name)), 0o600, name)
+        }
+    }
+
     func testConnectionUsesWalNormalSynchronousForeignKeysAndABusyTimeout() throws {
         let store = try openStore()
 

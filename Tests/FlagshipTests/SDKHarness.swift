@@ -81,6 +81,17 @@ class SDKTestCase: XCTestCase {
         try FlagshipDatabase.openForInspection(at: StoreLocation.databaseFile(envId: Self.envId, in: directory.url))
     }
 
+    /// The store's files (`file`, `file-wal`, `file-shm`) whose raw bytes hold `text`: every
+    /// table, free space and old WAL frames included. `cacheDirectory`: the test's directory.
+    func storeFilesHolding(_ text: String, cacheDirectory: URL? = nil) throws -> [String] {
+        let database = StoreLocation.databaseFile(envId: Self.envId, in: cacheDirectory ?? directory.url)
+        return try ["", "-wal", "-shm"].compactMap { suffix in
+            let file = URL(fileURLWithPath: database.path + suffix)
+            guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+            return try Data(contentsOf: file).range(of: Data(text.utf8)) == nil ? nil : "file" + suffix
+        }
+    }
+
     /// Two campaigns; `btnColor` is in both and the later one wins.
     static let decision: WireJSON = [
         "visitorId": "placeholder", "panic": false,
@@ -114,4 +125,7 @@ extension LogCapture {
 
     /// Every line, for a search.
     var allText: String { entries.map(\.message).joined(separator: "\n") }
+
+    /// Every line with all its event carried (metadata, source, error), for a search.
+    var everything: String { entries.map { "\($0.level) \($0.message) \($0.details)" }.joined(separator: "\n") }
 }

@@ -77,6 +77,10 @@ enum TransportError: Error, Equatable, CustomStringConvertible {
     case cancelled
     /// The answer's body is larger than the transport accepts (bytes); it was not read further.
     case responseTooLarge(limit: Int)
+    /// The answer redirected to another origin (scheme, host or port), which is not followed:
+    /// the request, its API key included, goes only where the SDK was configured to send it.
+    /// Both origins as `scheme://host:port`.
+    case redirectRefused(from: String, to: String)
 
     var description: String {
         switch self {
@@ -88,6 +92,8 @@ enum TransportError: Error, Equatable, CustomStringConvertible {
             return "the request was cancelled"
         case .responseTooLarge(let limit):
             return "the answer is larger than \(limit) bytes and was not read"
+        case .redirectRefused(let from, let to):
+            return "\(from) redirected the request to another origin, \(to), which was not followed (requests go only to the configured host)"
         }
     }
 }

@@ -12,6 +12,11 @@ import FoundationNetworking
 /// `.timedOut` and the data task is cancelled. Answers are read through a delegate, so a body over
 /// `maxResponseBytes` is cut off as it arrives instead of being held whole in memory.
 ///
+/// Redirects are followed here, not by Foundation, and only within the request's origin (scheme,
+/// host and port): FoundationNetworking resends the first request's headers, the API key
+/// included, to wherever `Location` points, and drops the body of a 307. A redirect to another
+/// origin fails the request with ``TransportError/redirectRefused(from:to:)``.
+///
 /// One session per transport, ephemeral: no cookies, no URL cache, no credentials kept.
 /// ``shutdown()`` cancels what is in flight and invalidates the session; safe to call twice.
 final class URLSessionTransport: HTTPTransport {
@@ -40,8 +45,36 @@ final class URLSessionTransport: HTTPTransport {
         if !state.withLock({ $0 }) { session.finishTasksAndInvalidate() }
     }
 
+    /// Redirects followed within the origin before a request fails.
+    static let maxRedirects = 5
+
+    /// Sends `request`, following redirects within its origin; its timeout bounds them all.
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        let exchange = Exchange(url: request.url, timeout: Self.sane(request.timeout), maxResponseBytes: maxResponseBytes)
+        let timeout = Self.sane(request.timeout)
+        let started = DispatchTime.now()
+        var current = request
+        var redirects = 0
+        while true {
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            let (result, redirect) = await exchange(current, timeout: max(0, timeout - elapsed))
+            let response: HTTPResponse
+            do {
+                response = try result.get()
+            } catch .timedOut {
+                throw .timedOut(after: timeout)
+            }
+            guard let redirect else { return response }
+            guard redirects < Self.maxRedirects else {
+                throw .connectionFailed("\(request.url.hostAndPort) redirected the request more than \(Self.maxRedirects) times")
+            }
+            redirects += 1
+            current = try Self.request(current, redirectedBy: redirect, from: request.url)
+        }
+    }
+
+    /// One request and its answer, or the redirect it met (declined, for `send` to judge).
+    private func exchange(_ request: HTTPRequest, timeout: TimeInterval) async -> (Exchange.Outcome, Redirect?) {
+        let exchange = Exchange(url: request.url, timeout: timeout, maxResponseBytes: maxResponseBytes)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 start(request, exchange: exchange, continuation: continuation)
@@ -49,7 +82,27 @@ final class URLSessionTransport: HTTPTransport {
         } onCancel: {
             exchange.finish(.failure(.cancelled))
         }
-        return try result.get()
+        return (result, exchange.redirect)
+    }
+
+    /// Where a redirect leads `request`, when it stays within the origin of `first` (the URL the
+    /// caller gave): a 307 or 308 keeps the method and body, any other turns a POST into a GET
+    /// without a body. The headers, API key included, go along: to the same origin only.
+    private static func request(_ request: HTTPRequest, redirectedBy redirect: Redirect,
+                                from first: URL) throws(TransportError) -> HTTPRequest {
+        let from = Origin(first)
+        let to = redirect.target.flatMap(Origin.init)
+        guard let from, let to, from == to, let target = redirect.target else {
+            throw .redirectRefused(from: from?.description ?? first.hostAndPort, to: to?.description ?? "an unusable URL")
+        }
+        var next = request
+        next.url = target
+        if request.method == .post, redirect.status != 307, redirect.status != 308 {
+            next.method = .get
+            next.body = nil
+            next.headers["Content-Type"] = nil
+        }
+        return next
     }
 
     func shutdown() {
@@ -112,6 +165,7 @@ private final class Exchange: Sendable {
         var deadline: DispatchWorkItem?
         var response: HTTPURLResponse?
         var body = Data()
+        var redirect: Redirect?
     }
 
     let url: URL
@@ -152,6 +206,22 @@ private final class Exchange: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: deadline)
         task.resume()
         return true
+    }
+
+    /// The redirect the answer asked for, once the exchange finished with it.
+    var redirect: Redirect? {
+        state.withLock { $0.redirect }
+    }
+
+    /// The answer is a redirect, declined: the exchange ends with it, and the task (its
+    /// redirect declined, it completes by itself) is not cancelled.
+    func redirected(_ redirect: Redirect) {
+        let first = state.withLock { state in
+            guard state.outcome == nil else { return false }
+            state.redirect = redirect
+            return true
+        }
+        if first { finish(.success(HTTPResponse(status: redirect.status))) }
     }
 
     /// The first call wins: resumes the caller and, for a failure, cancels the data task.
@@ -272,14 +342,50 @@ private final class ExchangeTable: NSObject, URLSessionDataDelegate, Sendable {
         exchange(dataTask)?.received(data)
     }
 
+    /// Every redirect is declined, and handed to `send`, which follows it only within the
+    /// origin. Declined before the exchange ends, never by cancelling the task: once the caller
+    /// resumes it may shut the session down, and FoundationNetworking traps when a task was
+    /// cancelled before its redirect callback ran.
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+        exchange(task)?.redirected(Redirect(status: response.statusCode, target: request.url))
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         exchange?.completed(error)
     }
 }
 
-/// A value behind an `NSLock` (rather than `Synchronization.Mutex`: the thread sanitizer sees it,
-/// and it needs no newer macOS than the package's).
+/// A redirect an answer asked for: its status, and the absolute URL of its `Location`.
+private struct Redirect: Sendable {
+    let status: Int
+    let target: URL?
+}
+
+/// A URL's origin (RFC 6454): scheme, host and port, the port written or the scheme's default.
+private struct Origin: Equatable, CustomStringConvertible {
+    let scheme: String
+    let host: String
+    let port: Int
+
+    init?(_ url: URL) {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        let defaultPort: Int? = switch scheme {
+        case "http": 80
+        case "https": 443
+        default: nil
+        }
+        guard let port = url.port ?? defaultPort else { return nil }
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    var description: String { "\(scheme)://\(host):\(port)" }
+}
+
 extension URL {
     /// `host:port` (or just the host), for messages that must not show a path or query.
     fileprivate var hostAndPort: String {

@@ -264,11 +264,15 @@ package struct HitRecordStore: Sendable {
         return try delete(ids: doomed, in: connection)
     }
 
+    /// As `deleteHits(visitorId:keepingConsentHits:keepingIds:in:)`, in a transaction of its own,
+    /// then erases the deleted hits' traces on disk (`Database.eraseWALHistory()`).
     @discardableResult
     package func deleteHits(visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = []) throws -> Int {
-        try database.write {
+        let deleted = try database.write {
             try deleteHits(visitorId: visitorId, keepingConsentHits: keepingConsentHits, keepingIds: keepingIds, in: $0)
         }
+        try database.eraseWALHistory()
+        return deleted
     }
 
     /// Deletes the hits created before `createdAt` (unix ms): expiry.

@@ -49,10 +49,13 @@ package struct VisitorRecordStore: Sendable {
         }
     }
 
-    /// Deletes the visitor's row; returns whether there was one.
+    /// Deletes the visitor's row, and its traces on disk (`Database.eraseWALHistory()`);
+    /// returns whether there was one.
     @discardableResult
     package func delete(visitorId: String) throws -> Bool {
-        try database.write { try $0.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0 }
+        let deleted = try database.write { try $0.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0 }
+        try database.eraseWALHistory()
+        return deleted
     }
 
     /// Visitors, most recently updated first.

@@ -115,6 +115,18 @@ package final class Connection {
         return statement
     }
 
+    /// Copies the whole WAL into the database file and truncates the WAL to zero bytes
+    /// (`SQLITE_CHECKPOINT_TRUNCATE`), waiting up to the busy timeout for other connections'
+    /// reads. `false` when a read still in progress kept it from finishing (`SQLITE_BUSY`).
+    func checkpointTruncatingWAL() throws(StoreError) -> Bool {
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if code & 0xFF == SQLITE_BUSY { return false }
+        guard code == SQLITE_OK else {
+            throw .sqlite(SQLiteError(code: code, handle: handle, sql: "wal_checkpoint(TRUNCATE)"))
+        }
+        return true
+    }
+
     /// `checkpoint: false` leaves the file and its WAL as they are: for a file about to be moved
     /// aside as damaged.
     func close(checkpoint: Bool = true) {

@@ -81,6 +81,9 @@ package final class Database: @unchecked Sendable {
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
         } else {
             try connection.query("PRAGMA synchronous = \(options.synchronous.rawValue)")
+            // Deleted rows are overwritten with zeros, not just unlinked: a visitor erased
+            // (consent withdrawn) leaves no bytes behind in free space. See `eraseWALHistory()`.
+            try connection.query("PRAGMA secure_delete = ON")
             // Statement journals (a multi-row DELETE's undo) stay in memory instead of spilling
             // to a file in /var/tmp: one write per row fewer.
             try connection.query("PRAGMA temp_store = MEMORY")
@@ -121,6 +124,17 @@ package final class Database: @unchecked Sendable {
             }
             throw error
         }
+    }
+
+    /// Checkpoints the write-ahead log and truncates it to zero bytes. Call it after deleting
+    /// personal data: with `secure_delete` the database file keeps no trace of deleted rows, but
+    /// the WAL still holds the page images written before the deletion until it is truncated.
+    /// Returns `false` when another connection's read in progress (another process's, after
+    /// waiting the busy timeout) kept the WAL from being emptied: the old pages then stay in it
+    /// until a later checkpoint, at the latest when the last connection to the file closes.
+    @discardableResult
+    package func eraseWALHistory() throws -> Bool {
+        try withConnection { try $0.checkpointTruncatingWAL() }
     }
 
     /// Whether a statement has found the file damaged since it was opened: the next open must

@@ -1,0 +1,112 @@
+import Foundation
+import XCTest
+
+import FlagshipStore
+
+/// A visitor's data deleted from the store is gone from the disk too: not left in the free space
+/// of a page (`secure_delete`), nor in the page images the write-ahead log still holds
+/// (`eraseWALHistory()`). Checked on the bytes of the database file and its `-wal` and `-shm`.
+final class SecureDeletionTests: StoreTestCase {
+    private static let context = "ultramarine-7d41c9"
+    private static let label = "basket-3f8e2a"
+
+    /// The bytes of the database file and of its `-wal` and `-shm` files, those that exist.
+    private func bytesOnDisk() throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for suffix in ["", "-wal", "-shm"] {
+            let file = URL(fileURLWithPath: url().path + suffix)
+            if FileManager.default.fileExists(atPath: file.path) { files["file" + suffix] = try fileBytes(file) }
+        }
+        return files
+    }
+
+    /// The files (`file`, `file-wal`...) holding `text`'s UTF-8 bytes.
+    private func filesHolding(_ text: String) throws -> [String] {
+        try bytesOnDisk().filter { $0.value.range(of: Data(text.utf8)) != nil }.keys.sorted()
+    }
+
+    private func visitor(_ visitorId: String, context: String, updatedAt: Int64 = fixedNowMilliseconds) -> VisitorRecord {
+        VisitorRecord(visitorId: visitorId, anonymousId: nil, consent: true,
+                      document: visitorDocument(visitorId: visitorId, context: ["colour": context]), updatedAt: updatedAt)
+    }
+
+    private func hit(_ suffix: String, visitorId: String = "visitor-1", label: String, isConsent: Bool = false) -> HitRecord {
+        HitRecord(id: "\(visitorId):\(suffix)", visitorId: visitorId, type: "EVENT", isConsent: isConsent,
+                  document: hitDocument(visitorId: visitorId, type: "EVENT", time: fixedNowMilliseconds, label: label),
+                  createdAt: fixedNowMilliseconds, attempts: 0)
+    }
+
+    func testTheConnectionOverwritesDeletedContent() throws {
+        let store = try openStore()
+
+        XCTAssertEqual(try store.database.integer("PRAGMA secure_delete"), 1)
+    }
+
+    func testADeletedVisitorLeavesNoByteInTheFileOrItsWAL() throws {
+        let store = try openStore()
+        // Saved three times, so older versions of the row sit in the WAL, and checkpointed
+        // once in between, so one is in the database file as well.
+        try store.visitors.save(visitor("visitor-1", context: Self.context + "-v1"))
+        try store.database.withConnection { try $0.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+        try store.visitors.save(visitor("visitor-1", context: Self.context + "-v2", updatedAt: fixedNowMilliseconds + 1))
+        try store.visitors.save(visitor("visitor-1", context: Self.context + "-v3", updatedAt: fixedNowMilliseconds + 2))
+        try store.visitors.save(visitor("visitor-2", context: "someone else"))
+        XCTAssertEqual(try filesHolding(Self.context + "-v1"), ["file", "file-wal"], "the check sees a row where it is")
+
+        try store.visitors.delete(visitorId: "visitor-1")
+
+        XCTAssertEqual(try filesHolding(Self.context), [])
+        XCTAssertEqual(try filesHolding("visitor-1"), [])
+        XCTAssertEqual(try store.visitors.visitors().map(\.visitorId), ["visitor-2"])
+        XCTAssertEqual(try filesHolding("someone else"), ["file"], "the others are kept, checkpointed into the file")
+    }
+
+    func testAVisitorsDeletedHitsLeaveNoByteWhileItsConsentHitStays() throws {
+        let store = try openStore()
+        try store.hits.insert([hit("a", label: Self.label + "-a"), hit("consent", label: "fs_consent", isConsent: true)])
+        try store.database.withConnection { try $0.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+        try store.hits.insert([hit("b", label: Self.label + "-b"), hit("other", visitorId: "visitor-2", label: "other-visitor")])
+        XCTAssertEqual(try filesHolding(Self.label + "-a"), ["file", "file-wal"], "the check sees a row where it is")
+
+        try store.hits.deleteHits(visitorId: "visitor-1", keepingConsentHits: true)
+
+        XCTAssertEqual(try filesHolding(Self.label), [])
+        XCTAssertEqual(try filesHolding("visitor-1:a"), [])
+        XCTAssertEqual(try filesHolding("fs_consent"), ["file"])
+        XCTAssertEqual(try store.hits.allIds(), ["visitor-1:consent", "visitor-2:other"])
+    }
+
+    func testTheWALIsEmptyAfterAnErasureAndGrowsAgainWithTheNextWrite() throws {
+        let store = try openStore()
+        try store.visitors.save(visitor("visitor-1", context: Self.context))
+
+        XCTAssertTrue(try store.database.eraseWALHistory())
+        XCTAssertEqual(try fileBytes(url("flagship-test.sqlite-wal")).count, 0)
+
+        try store.visitors.save(visitor("visitor-2", context: Self.context))
+        XCTAssertGreaterThan(try fileBytes(url("flagship-test.sqlite-wal")).count, 0)
+        XCTAssertEqual(try posixPermissions(url("flagship-test.sqlite-wal")), 0o600)
+    }
+
+    func testAReaderInAnotherConnectionOnlyDelaysTheErasureUntilItEnds() throws {
+        let store = try openStore()
+        try store.visitors.save(visitor("visitor-1", context: Self.context))
+        let reader = try FlagshipDatabase.openForInspection(at: url())
+        defer { reader.close() }
+        let fast = try Database(path: url().path, options: DatabaseOptions(busyTimeoutMilliseconds: 50))
+        defer { fast.close() }
+
+        // A read transaction left open on the old snapshot: the erasure cannot truncate the WAL.
+        try reader.database.withConnection { connection in
+            try connection.execute("BEGIN")
+            _ = try connection.scalar("SELECT count(*) FROM visitors")
+        }
+        try fast.write { try $0.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text("visitor-1")]) }
+        XCTAssertFalse(try fast.eraseWALHistory(), "busy: a reader still uses the old pages")
+        XCTAssertEqual(try filesHolding(Self.context), ["file-wal"])
+
+        try reader.database.withConnection { try $0.execute("COMMIT") }
+        XCTAssertTrue(try fast.eraseWALHistory())
+        XCTAssertEqual(try filesHolding(Self.context), [])
+    }
+}
