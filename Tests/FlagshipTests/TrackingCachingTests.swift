@@ -138,6 +138,7 @@ final class TrackingCachingTests: TrackingTestCase {
         XCTAssertEqual(document.content["el"], .string("hit-1"))
         XCTAssertNil(document.content["qt"], "qt is computed at each send, never cached")
         XCTAssertTrue(try storedHits().isEmpty, "a custom cache replaces the SQLite table")
+        await flagship.waitUntilTrackingIsIdle()  // the failed send over, its backoff armed
 
         try server.start()
         clock.advance(by: 1)
