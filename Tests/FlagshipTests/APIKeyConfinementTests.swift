@@ -56,7 +56,7 @@ final class APIKeyConfinementTests: TrackingTestCase {
         XCTAssertFalse(logged.contains(Self.apiKey), "a log line holds the key")
         XCTAssertEqual(filesWhileOpen, [])
         XCTAssertEqual(try storeFilesHolding(Self.apiKey), [])
-        XCTAssertEqual(try storeFilesHolding("\"plan\":\"gold\""), ["file"], "the search finds what the store holds")
+        XCTAssertEqual(try storeFilesHolding(SDKRuntime.firstInitKey), ["file"], "the search finds what the store holds")
 
         let requests = server.received
         for request in requests {

@@ -88,4 +88,29 @@ final class ConsentErasureTests: TrackingTestCase {
         XCTAssertEqual(try storeFilesHolding(Self.visitorId), [], "nothing at all once the consent hits are delivered")
         XCTAssertEqual(try tracesOnDisk(), [:])
     }
+
+    func testAnAuthenticatedVisitorWithdrawingConsentLeavesNeitherItsLoggedInNorItsAnonymousData() async throws {
+        server.decision = .echoingVisitorId(Self.erasureDecision)
+        start(trackingBuilder())
+        let visitor = flagship.newVisitor(visitorId: "anon-\(Self.visitorId)", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["favourite": Self.traces["context"]!]).build()
+        try await visitor.fetchFlags()
+        visitor.authenticate(visitorId: Self.visitorId)
+        try await visitor.fetchFlags()
+        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        let before = try inspectStore()
+        XCTAssertNotNil(try before.visitors.visitor(id: "anon-\(Self.visitorId)"), "the anonymous visitor was cached")
+        XCTAssertNotNil(try before.visitors.visitor(id: Self.visitorId), "and the logged-in one")
+        before.close()
+
+        visitor.setConsent(hasConsented: false)
+        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.waitUntilTrackingIsIdle()
+
+        let after = try inspectStore()
+        XCTAssertNil(try after.visitors.visitor(id: "anon-\(Self.visitorId)"))
+        XCTAssertNil(try after.visitors.visitor(id: Self.visitorId))
+        after.close()
+        XCTAssertEqual(try tracesOnDisk(), [:])
+    }
 }

@@ -292,9 +292,17 @@ public final class FSVisitor: Sendable {
     /// no hit but the consent hit are sent, and the visitor's cached data is deleted (its
     /// consent hits kept) until consent returns.
     public func setConsent(hasConsented: Bool) {
-        withState { $0.hasConsented = hasConsented }
+        let identity = withState { state in
+            state.hasConsented = hasConsented
+            return state.identity
+        }
         sendConsentHit(hasConsented)
-        if !hasConsented { runtime?.purgeVisitor(visitorId) }
+        guard !hasConsented else { return }
+        // The same person under both ids while authenticated: what was cached as the anonymous
+        // visitor goes too.
+        for id in [identity.visitorId, identity.anonymousId].compactMap({ $0 }) {
+            runtime?.purgeVisitor(id)
+        }
     }
 
     func sendConsentHit(_ hasConsented: Bool) {
