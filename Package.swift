@@ -56,6 +56,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Torture runs: kills the SDK's process at random points and checks nothing is lost
+        // (`make torture`; a short run in `make test`).
+        .executableTarget(
+            name: "flagship-torture",
+            dependencies: [
+                "Flagship",
+                "FlagshipStore",
+                "FlagshipLocalServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "FlagshipStoreTests",
             dependencies: ["FlagshipStore"]
@@ -75,7 +86,7 @@ let package = Package(
         ),
         .testTarget(
             name: "flagshipTests",
-            dependencies: ["flagship", "FlagshipStore", "FlagshipLocalServer"]
+            dependencies: ["flagship", "flagship-torture", "FlagshipStore", "FlagshipLocalServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

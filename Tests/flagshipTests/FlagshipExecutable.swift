@@ -13,14 +13,14 @@ enum FlagshipExecutable {
 
     /// Runs `flagship arguments`, its output captured in files under `outputDirectory`
     /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
-    static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60) throws -> Result {
-        try start(arguments, outputDirectory: outputDirectory).waitForExit(timeout: timeout)
+    static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60, executable: String = "flagship") throws -> Result {
+        try start(arguments, outputDirectory: outputDirectory, executable: executable).waitForExit(timeout: timeout)
     }
 
     /// Starts `flagship arguments` without waiting for it: its output can be read while it runs.
-    static func start(_ arguments: [String], outputDirectory: URL) throws -> Running {
+    static func start(_ arguments: [String], outputDirectory: URL, executable: String = "flagship") throws -> Running {
         let process = Process()
-        process.executableURL = try location()
+        process.executableURL = try location(of: executable)
         process.arguments = arguments
         let name = UUID().uuidString
         let stdoutURL = outputDirectory.appendingPathComponent("\(name).stdout")
@@ -80,12 +80,13 @@ enum FlagshipExecutable {
         }
     }
 
-    /// `flagship` sits in the products directory with the test bundle: on Linux the runner
-    /// executable itself is `<products>/<package>PackageTests.xctest`; on macOS the `.xctest`
-    /// bundle is a directory there. `FLAGSHIP_EXECUTABLE` overrides the search.
-    static func location() throws -> URL {
+    /// `flagship` (or `flagship-torture`) sits in the products directory with the test bundle:
+    /// on Linux the runner executable itself is `<products>/<package>PackageTests.xctest`; on
+    /// macOS the `.xctest` bundle is a directory there. `FLAGSHIP_EXECUTABLE` overrides the
+    /// search for `flagship`.
+    static func location(of name: String = "flagship") throws -> URL {
         let fileManager = FileManager.default
-        if let override = ProcessInfo.processInfo.environment["FLAGSHIP_EXECUTABLE"], !override.isEmpty {
+        if name == "flagship", let override = ProcessInfo.processInfo.environment["FLAGSHIP_EXECUTABLE"], !override.isEmpty {
             return URL(fileURLWithPath: override)
         }
         var directories = [
@@ -95,14 +96,14 @@ enum FlagshipExecutable {
         ].compactMap { $0 }
         directories += Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map { $0.bundleURL.deletingLastPathComponent() }
         for directory in directories {
-            let candidate = directory.appendingPathComponent("flagship")
+            let candidate = directory.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             if fileManager.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
                fileManager.isExecutableFile(atPath: candidate.path) {
                 return candidate
             }
         }
-        throw Failure("no flagship executable in \(directories.map(\.path)); build it or set FLAGSHIP_EXECUTABLE")
+        throw Failure("no \(name) executable in \(directories.map(\.path)); build it (swift build --build-tests)")
     }
 
     struct Failure: Error, CustomStringConvertible {
