@@ -71,7 +71,10 @@ extension JSONValue: Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .int(let value): try container.encode(value)
-        case .double(let value): try container.encode(value)
+        case .double(let value):
+            // An integral double is written as its exact integer: `JSONEncoder` writes 3.316666666666667e+17
+            // as 331666666666666700, which reads back as that integer, not the double's 331666666666666688.
+            if let exact = Int64(exactly: value) { try container.encode(exact) } else { try container.encode(value) }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
@@ -102,6 +105,12 @@ extension JSONValue {
             self = .int(Int64(int))
         case let int as Int64:
             self = .int(int)
+        case let decimal as NSDecimalNumber where decimal.doubleValue.isFinite:
+            // What `JSONSerialization` makes of a number with a long mantissa (0.5000000596046448,
+            // as `jsonString()` writes a `Float` widened; some 19-digit integers): its `Int` cast
+            // fails and its `Double` is off by an ulp, its decimal text is exact.
+            let text = decimal.stringValue
+            self = Int64(text).map(JSONValue.int) ?? .double(Double(text) ?? decimal.doubleValue)
         case let double as Double where double.isFinite:
             self = .double(double)
         case let float as Float where float.isFinite:

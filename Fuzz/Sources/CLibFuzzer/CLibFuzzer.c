@@ -1,0 +1,1 @@
+// Only the header matters: libFuzzer itself is linked by `-sanitize=fuzzer`.
