@@ -150,6 +150,24 @@ final class BucketingFileParsingTests: XCTestCase {
         ])
     }
 
+    /// Found by the bucketing fuzzer (Fuzz/Regressions/FuzzBucketing): a repeated id let the hash
+    /// choose the second variation while the history, naming it by id, gave back the first.
+    func testVariationRepeatingAnIdKeepsItsShareButGivesNothingSoTheHistoryAgreesWithTheHash() throws {
+        let file = try BucketingFile(json: Data(#"""
+            {"campaigns": [{"id": "c", "variationGroups": [{"id": "g", "targeting": \#(J.everyone), "variations": [
+              {"id": "v", "allocation": 50, "modifications": {"type": "FLAG", "value": {"layout": "grid"}}},
+              {"id": "v", "allocation": 50, "modifications": {"type": "FLAG", "value": {"layout": "list"}}}]}]}]}
+            """#.utf8))
+        let secondHalf = visitorId(inBuckets: 50...99, ofGroup: "g")
+
+        XCTAssertEqual(file.assignedIds(visitorId: visitorId(inBuckets: 0...49, ofGroup: "g")), ["c/g/v"])
+        XCTAssertEqual(file.assignedIds(visitorId: secondHalf), [])
+        XCTAssertEqual(file.decide(visitorId: secondHalf, context: [:], history: ["g": "v"]).campaigns.map { $0.flags["layout"] }, [.string("grid")])
+        XCTAssertEqual(file.warnings, [
+            #"campaign "c", variation group "g", variation #2: its id "v" repeats an earlier variation's; a visitor in its share gets nothing from the campaign"#,
+        ])
+    }
+
     // MARK: Allocations
 
     func testNegativeOrNonNumericAllocationCountsAsZero() throws {

@@ -10,7 +10,8 @@ import Foundation
 /// - a campaign or variation group without a usable `id` (missing, empty, not a string) is
 ///   skipped: it could be neither hashed nor remembered in the assignment history;
 /// - a variation without one keeps its share of the allocation, so the others keep their visitors,
-///   but a visitor it would take gets nothing from that campaign;
+///   but a visitor it would take gets nothing from that campaign; so does a variation whose id
+///   repeats an earlier one's in its group (the assignment history could not tell them apart);
 /// - an `allocation` that is negative or not a number counts as 0, like a missing one; allocations
 ///   summing over 100 leave the later variations what remains (maybe nothing);
 /// - a targeting rule without `key` or `operator`, or with an operator this SDK does not know,
@@ -213,8 +214,14 @@ extension BucketingFile.VariationGroup {
         var group = campaign
         group.variationGroupId = id
         group.variationGroupName = entry["name"]?.stringValue ?? ""
+        var seen = Set<String>()
         let variations = BucketingFile.list("variations", of: entry, at: location, with: &reader).enumerated().map {
-            BucketingFile.Variation(reading: $1, group: group, at: "\(location), variation #\($0 + 1)", with: &reader)
+            let variation = BucketingFile.Variation(reading: $1, group: group, at: "\(location), variation #\($0 + 1)", with: &reader)
+            guard let id = variation.id, !seen.insert(id).inserted else { return variation }
+            // The history names a variation by id: a second one with the same id could be chosen
+            // by the hash but never remembered, so it only holds its share, like one without an id.
+            reader.warn("\(location), variation #\($0 + 1): its id \"\(id)\" repeats an earlier variation's; a visitor in its share gets nothing from the campaign")
+            return BucketingFile.Variation(id: nil, allocation: variation.allocation, assignment: nil)
         }
         let total = variations.reduce(0) { $0 + $1.allocation }
         if total > 100 {
