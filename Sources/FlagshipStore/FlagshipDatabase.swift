@@ -16,6 +16,9 @@ package final class FlagshipDatabase: Sendable {
     package let state: StateRecordStore
     /// This session's marker in `sdk_state`, deleted by a clean `close()`.
     private let sessionKey: String?
+    /// The device and inode of the file when it was opened (`nil` in memory): an open connection
+    /// goes on writing to a file deleted under it, where no later start will find what it writes.
+    private let fileIdentity: FileIdentity?
 
     package struct Opening: Sendable, Equatable {
         /// The schema version found in the file (0 for a new file).
@@ -43,6 +46,11 @@ package final class FlagshipDatabase: Sendable {
         self.schemaVersion = schemaVersion
         self.opening = opening
         self.sessionKey = sessionKey
+        fileIdentity = database.path == ":memory:" ? nil : FileIdentity(path: database.path)
+        if fileIdentity != nil {
+            let path = database.path
+            database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
+        }
         visitors = VisitorRecordStore(database: database)
         hits = HitRecordStore(database: database)
         bucketing = BucketingRecordStore(database: database)
@@ -65,9 +73,17 @@ package final class FlagshipDatabase: Sendable {
     ) throws -> FlagshipDatabase {
         try prepareFile(at: url)
         do {
-            return try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
+            let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
+            // Checked once open, so that the full check (due, as the session kept its row) names
+            // the damaged page where it can.
+            if let damage = damageMarked(at: url) {
+                store.abandon()
+                throw damage
+            }
+            return store
         } catch let damage as Damage {
             let destination = try moveAside(url, reason: damage.reason, now: now())
+            try? FileManager.default.removeItem(atPath: url.path + damageMarkSuffix)
             try prepareFile(at: url)
             return try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now,
                                       movedAside: MovedAside(url: destination, reason: damage.reason))
@@ -108,6 +124,19 @@ package final class FlagshipDatabase: Sendable {
         }
     }
 
+    /// Whether the path still names the file this store opened: `false` once it was deleted,
+    /// moved, or replaced by another file (its directory removed, say) while open. Always `true`
+    /// in memory. One `stat`: cheap enough to ask before each group commit.
+    package var fileIsInPlace: Bool {
+        guard let fileIdentity else { return true }
+        return FileIdentity(path: database.path) == fileIdentity
+    }
+
+    /// Whether this store lives in memory only: nothing written to it survives the process.
+    package var isInMemory: Bool {
+        database.path == ":memory:"
+    }
+
     /// Closes the connection, first marking the session as closed cleanly, unless a statement
     /// met a damaged page: then the marker stays and the next open checks the whole file.
     /// Safe to call more than once.
@@ -133,6 +162,19 @@ package final class FlagshipDatabase: Sendable {
     }
 
     // MARK: - Opening
+
+    /// A file as the kernel knows it, whatever its name.
+    private struct FileIdentity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+
+        init?(path: String) {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+        }
+    }
 
     /// A file judged damaged: what `open` moves aside.
     private struct Damage: Error {
@@ -180,6 +222,7 @@ package final class FlagshipDatabase: Sendable {
             let sessionKey = try database.write { connection -> String? in
                 try HitRecordStore(database: database).recount(in: connection)
                 guard let findings else { return nil }
+                try checkSchema(connection, migrated: outcome.fromVersion < outcome.toVersion, now: now().unixMilliseconds)
                 return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
             }
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
@@ -187,11 +230,46 @@ package final class FlagshipDatabase: Sendable {
                                                      fullCheck: findings?.reasonForFullCheck),
                                     sessionKey: sessionKey)
         } catch {
-            let damage = Damage(error)
+            let damage = error as? Damage ?? Damage(error)
             // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.
             database.close(checkpoint: damage == nil)
             throw damage ?? error
         }
+    }
+
+    /// The schema SQLite reads from `sqlite_master` must be the one the migrations wrote: a byte
+    /// changed in a `CREATE` statement's text can leave it valid SQL that names another column,
+    /// and every statement using that column then fails with a plain `SQLITE_ERROR`, never
+    /// `SQLITE_CORRUPT`. After each migration the names of the schema's objects and an FNV-1a hash
+    /// of their definitions are recorded; each open hashes those objects again. Objects a person
+    /// added later (a view made in the `sqlite3` shell, say) are not the SDK's and are left out.
+    private static func checkSchema(_ connection: Connection, migrated: Bool, now: Int64) throws {
+        let key = "store.schema_hash"
+        if !migrated, let recorded = try connection.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(key)])?.text {
+            var lines = recorded.split(separator: "\n").map(String.init)
+            let expected = lines.isEmpty ? "" : lines.removeFirst()
+            let found = try schemaHash(connection, objects: lines)
+            guard found == expected else {
+                throw Damage(reason: "the schema in sqlite_master is not the one the migrations wrote (hash \(found), recorded \(expected))")
+            }
+            return
+        }
+        let objects = try connection.query("SELECT name FROM sqlite_master ORDER BY name").compactMap { $0[0].text }
+        let value = ([try schemaHash(connection, objects: objects)] + objects).joined(separator: "\n")
+        try connection.execute(
+            "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            [.text(key), .text(value), .integer(now)])
+    }
+
+    /// FNV-1a 64 of the definitions of `objects`, in that order (a missing one counts as such).
+    private static func schemaHash(_ connection: Connection, objects: [String]) throws -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for name in objects {
+            let row = try connection.query("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master WHERE name = ?", [.text(name)]).first
+            let definition = row.map { row in (0..<4).map { row[$0].text ?? "" }.joined(separator: "\u{1F}") } ?? "missing \(name)"
+            for byte in (definition + "\u{1E}").utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        }
+        return String(hash, radix: 16)
     }
 
     /// Refuses another application's database, and one written by a newer version of the SDK.
@@ -227,6 +305,25 @@ package final class FlagshipDatabase: Sendable {
               pageSize > 0, size % pageSize != 0
         else { return nil }
         return Damage(reason: "the file is \(size) bytes, not a whole number of \(pageSize)-byte pages: it was cut short")
+    }
+
+    /// Beside the file, `<name>-damaged` says a statement met SQLite's `SQLITE_CORRUPT` in it. A
+    /// file of its own, written the moment the damage is met: a row in the damaged file might not
+    /// be writable, and `quick_check` does not compare indexes with their tables (what statements
+    /// most often trip on), so the next open trusts SQLite's word and moves the file aside.
+    private static let damageMarkSuffix = "-damaged"
+
+    private static func markDamaged(path: String, error: SQLiteError) {
+        let note = Data("a statement met a damaged page: \(error.message)\n".utf8)
+        // Best effort: without it, the session's row left in the file still brings a `quick_check`.
+        _ = FileManager.default.createFile(atPath: path + damageMarkSuffix, contents: note, attributes: [.posixPermissions: 0o600])
+    }
+
+    /// The damage a session recorded beside the file, if any.
+    private static func damageMarked(at url: URL) -> Damage? {
+        guard let note = FileManager.default.contents(atPath: url.path + damageMarkSuffix) else { return nil }
+        let text = String(decoding: note, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Damage(reason: text.isEmpty ? "a statement met a damaged page" : text)
     }
 
     /// Creates the directory (0700) and an empty file (0600) when they do not exist yet.

@@ -142,6 +142,43 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertFalse(try directoryListing().contains { $0.contains(".corrupt-") })
     }
 
+    /// Valid SQL, another schema: storing a screen view would fail with a constraint error, never
+    /// `SQLITE_CORRUPT`, forever. The recorded hash of the schema's definitions catches it.
+    func testSchemaTextChangedIntoOtherValidSQLIsMovedAside() throws {
+        let first = try openStore()
+        try first.hits.insert([.sample("before")])
+        first.close()
+        let database = try rawDatabase()
+        try database.write { connection in
+            try connection.execute("PRAGMA writable_schema = ON")
+            try connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'SCREENVIEW', 'SCREENVIEX') WHERE name = 'hits'")
+        }
+        database.close()
+        let bytes = try fileBytes(url())
+
+        let store = try openStore()
+
+        try assertMovedAside(store, originalBytes: bytes, reasonContains: "the schema in sqlite_master is not the one the migrations wrote")
+    }
+
+    /// A view or an index a person makes in the `sqlite3` shell is theirs: the file is not damaged.
+    func testObjectsAddedFromTheShellDoNotMakeTheFileLookDamaged() throws {
+        let first = try openStore()
+        try first.hits.insert([.sample("before")])
+        first.close()
+        let database = try rawDatabase()
+        try database.write { connection in
+            try connection.execute("CREATE VIEW my_hits AS SELECT id, visitor_id FROM hits")
+            try connection.execute("CREATE INDEX my_hits_by_type ON hits (type)")
+        }
+        database.close()
+
+        let store = try openStore()
+
+        XCTAssertNil(store.opening.movedAside)
+        XCTAssertEqual(try store.hits.allIds(), ["visitor-1:before"])
+    }
+
     // MARK: - Helpers
 
     /// A closed store of 2,000 hits, well over a hundred pages; returns the file's length.

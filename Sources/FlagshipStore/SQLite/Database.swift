@@ -47,6 +47,8 @@ package final class Database: @unchecked Sendable {
     private var holder: pthread_t?
     /// Whether SQLite has said, since opening, that the file is corrupt (under `holderLock`).
     private var damageMet = false
+    /// Told the first time a statement finds the file damaged (under `holderLock`).
+    private var damageHandlers: [@Sendable (SQLiteError) -> Void] = []
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -120,7 +122,11 @@ package final class Database: @unchecked Sendable {
             return try body(connection)
         } catch {
             if case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged {
-                holderLock.withLock { damageMet = true }
+                let handlers = holderLock.withLock { () -> [@Sendable (SQLiteError) -> Void] in
+                    defer { damageMet = true }
+                    return damageMet ? [] : damageHandlers
+                }
+                for handler in handlers { handler(sqliteError) }
             }
             throw error
         }
@@ -135,6 +141,12 @@ package final class Database: @unchecked Sendable {
     @discardableResult
     package func eraseWALHistory() throws -> Bool {
         try withConnection { try $0.checkpointTruncatingWAL() }
+    }
+
+    /// Calls `handler` (on the thread of the statement, which must not use this database) the
+    /// first time a statement finds the file damaged: once per connection, to log it once.
+    package func onFirstDamage(_ handler: @escaping @Sendable (SQLiteError) -> Void) {
+        holderLock.withLock { damageHandlers.append(handler) }
     }
 
     /// Whether a statement has found the file damaged since it was opened: the next open must
