@@ -14,6 +14,8 @@ final class CacheService: Sendable {
     /// The visitor cache, called on its own serial queue only.
     let visitorCache: ConfinedDelegate<any FSVisitorCacheDelegate>
     let visitorLookupTimeout: TimeInterval
+    /// The SDK's store (the file, or its in-memory fallback), for tests that act on its connection.
+    let store: FlagshipDatabase
     private let logger: Logger
     private var visitorQueue: DispatchQueue { visitorCache.queue }
 
@@ -22,6 +24,7 @@ final class CacheService: Sendable {
         visitorCache = ConfinedDelegate(manager.visitorCacheImp ?? FSDefaultCacheVisitor(database: store, now: now, logger: logger),
                                         label: "io.flagship.cache.visitors")
         visitorLookupTimeout = manager.visitorLookupTimeOut
+        self.store = store
         self.logger = logger
     }
 

@@ -16,6 +16,11 @@ enum LocalStore {
         if database.opening.movedAside == nil, database.opening.fromVersion < database.schemaVersion {
             logger.info("Cache database at schema version \(database.schemaVersion) (was \(database.opening.fromVersion))", metadata: ["path": "\(url.path)"])
         }
+        // Moving the file aside while this process (or another) has it open would split it in
+        // two: this session keeps working, and the next start checks the file and moves it aside.
+        database.database.onFirstDamage { error in
+            logger.error("The cache database is damaged (\(error.message)): the SDK keeps working, what cannot be written waits in memory, and the next start checks the file and moves it aside", metadata: ["path": "\(url.path)"])
+        }
         return database
     }
 

@@ -34,6 +34,12 @@ final class EventsClient: Sendable {
         self.maxBatchBytes = maxBatchBytes
     }
 
+    /// The same client, its requests bounded by `timeout` seconds instead.
+    func withTimeout(_ timeout: TimeInterval) -> EventsClient {
+        EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: decisionBaseURL, eventsBaseURL: eventsBaseURL,
+                     timeout: timeout, sdkVersion: sdkVersion, transport: transport, maxBatchBytes: maxBatchBytes)
+    }
+
     /// `{events}/`: the root path.
     var hitsURL: URL { eventsBaseURL.flagshipEndpoint(path: [""]) }
     var activateURL: URL { decisionBaseURL.flagshipEndpoint(path: ["activate"]) }

@@ -27,6 +27,11 @@ final class SQLiteHitQueue: HitQueue {
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
 
+    /// Whether a saved hit survives a restart: not when the store fell back to memory.
+    var keepsHitsOnDisk: Bool {
+        !store.isInMemory
+    }
+
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
     /// released at once instead of lapsing a minute later, so a restart replays everything.
     func loadCached() {
@@ -52,6 +57,15 @@ final class SQLiteHitQueue: HitQueue {
 
     func save(_ hits: [CachedHit]) throws -> Int {
         guard !hits.isEmpty else { return 0 }
+        // SQLite would commit into the deleted file and call it durable; no restart would find it.
+        guard store.fileIsInPlace else {
+            throw StoreError.fileSystem(path: store.database.path, reason: "the database file was deleted or replaced while open")
+        }
+        // A damaged file may take a row it can no longer give back (a claim reads the damaged
+        // index), and the next start moves it aside: hits wait in memory and are sent from there.
+        guard !store.database.hasMetDamage else {
+            throw StoreError.fileSystem(path: store.database.path, reason: "the database file is damaged (it is moved aside at the next start)")
+        }
         let records = hits.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
                       isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)

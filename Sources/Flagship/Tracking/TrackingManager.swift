@@ -55,6 +55,21 @@ package struct TrackingStatistics: Sendable, Equatable {
     package var lost = 0
 }
 
+/// The tracking manager's in-memory structures, by entries: for tests that check memory stays
+/// bounded while the network fails.
+struct TrackingMemoryFootprint: Sendable, Equatable {
+    /// Accepted, waiting for the next group commit.
+    var ingress = 0
+    /// Held in memory unwritten: the periodic pool, or what the cache could not take.
+    var unwritten = 0
+    /// `onVisitorExposed` callbacks of activates not yet delivered.
+    var activateCallbacks = 0
+    /// Callers waiting for the sender to go idle or for `close()` to end.
+    var waiters = 0
+    /// Consent withdrawals whose deletion has not run yet.
+    var purging = 0
+}
+
 /// The tracking manager (SDK.md, "Tracking manager").
 ///
 /// - **Accepting** never blocks on I/O: a hit joins an in-memory ingress under a lock. Under
@@ -87,6 +102,9 @@ final class TrackingManager: HitTracking {
         var closeDeadline: TimeInterval = 5
         var backoffBase: TimeInterval = 1
         var backoffCap: TimeInterval = 300
+        /// Replaces the events client's timeout (at least 5 s otherwise): tests that make the
+        /// server answer too late pay a fraction of a second per timeout, not five.
+        var requestTimeout: TimeInterval?
         /// A random number in 0..<1 for the backoff's jitter (tests fix it).
         var jitter: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
@@ -115,7 +133,14 @@ final class TrackingManager: HitTracking {
         var drainScheduled = false
         /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
         var unwritten: [OutgoingHit] = []
+        /// Ids of unwritten hits being sent, or being written to the cache: taken by one, left by the other.
         var unwrittenInFlight: Set<String> = []
+        /// The cache refused the last write: later refusals are not logged again until it recovers.
+        var cacheWriteFailing = false
+        /// Hits dropped from memory since the cache began refusing writes, told when it recovers.
+        var droppedWhileFailing = 0
+        /// The endpoints whose cached hits could not be claimed last time (logged once until they can).
+        var cacheReadFailing: Set<HitEndpoint> = []
         /// Hits accepted since the last send started: the pool size that triggers a batch.
         var poolCount = 0
         var activateCallbacks: [String: @Sendable () -> Void] = [:]
@@ -149,13 +174,17 @@ final class TrackingManager: HitTracking {
     private let state: Locked<State>
     /// Signalled each time the writer takes hits out of the ingress: room for waiting producers.
     private let ingressRoom = NSCondition()
+    /// Why a hit written to the cache is still not durable, when the store fell back to memory.
+    private let inMemoryOnly: String?
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger) {
         self.queue = queue
-        self.events = events
+        self.events = settings.requestTimeout.map { events.withTimeout($0) } ?? events
         self.settings = settings
         self.clock = clock
         self.logger = logger
+        inMemoryOnly = (queue as? SQLiteHitQueue)?.keepsHitsOnDisk == false
+            ? "the hit cache runs in memory (its file could not be used): the hit would not survive a restart" : nil
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
     }
 
@@ -280,10 +309,12 @@ final class TrackingManager: HitTracking {
                     state.withLock { $0.statistics.evicted += evicted }
                     logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
                 }
+                if let inMemoryOnly { outcome = .failure(.hitNotCached(inMemoryOnly)) }
+                // What waited in memory for the cache goes in now, not at the next interval.
+                if cacheWritable() { writeUnwritten() }
             } catch {
-                logger.error("\(hits.count) hit(s) could not be written to the hit cache (\(error)): they are kept in memory and sent, but would not survive a restart")
                 outcome = .failure(.hitNotCached(String(describing: error)))
-                keepInMemory(hits)
+                keepInMemory(hits, notWritten: hits.count, becauseOf: error)
             }
             for accepted in batch { accepted.durable?(outcome) }
             let kick = state.withLock { state -> Bool in
@@ -306,36 +337,71 @@ final class TrackingManager: HitTracking {
         ingressRoom.unlock()
     }
 
-    /// Hits the cache could not take: sent from memory, the oldest dropped past the limit.
-    private func keepInMemory(_ hits: [OutgoingHit]) {
-        let dropped = state.withLock { state -> Int in
+    /// Hits the cache could not take: sent from memory, the oldest dropped past the limit (counted
+    /// as lost). Logged when the cache starts failing and when dropping starts, not per hit: a
+    /// full disk under a flood of hits must not flood the log too.
+    private func keepInMemory(_ hits: [OutgoingHit], notWritten: Int, becauseOf error: any Error) {
+        let (firstFailure, dropped, firstDrop) = state.withLock { state -> (Bool, Int, Bool) in
+            let firstFailure = !state.cacheWriteFailing
+            state.cacheWriteFailing = true
             state.unwritten += hits
             let excess = state.unwritten.count - settings.memoryLimit
-            guard excess > 0 else { return 0 }
+            guard excess > 0 else { return (firstFailure, 0, false) }
             let dropped = state.unwritten.prefix(excess).filter { !state.unwrittenInFlight.contains($0.id) }.map(\.id)
             state.unwritten.removeAll { dropped.contains($0.id) }
-            return dropped.count
+            let firstDrop = state.droppedWhileFailing == 0 && !dropped.isEmpty
+            state.droppedWhileFailing += dropped.count
+            state.statistics.lost += dropped.count
+            return (firstFailure, dropped.count, firstDrop)
         }
-        if dropped > 0 {
-            logger.error("\(dropped) unsent hit(s) dropped: the hit cache cannot be written and more than \(settings.memoryLimit) wait in memory")
+        if firstFailure {
+            logger.error("\(notWritten) hit(s) could not be written to the hit cache (\(error)): they are kept in memory and sent, but would not survive a restart. Until the cache can be written again, hits wait in memory (at most \(settings.memoryLimit))")
+        } else {
+            logger.debug("\(notWritten) hit(s) kept in memory: the hit cache still cannot be written (\(error))")
         }
+        if firstDrop {
+            logger.error("The oldest hits kept in memory are being dropped: more than \(settings.memoryLimit) wait while the hit cache cannot be written")
+        } else if dropped > 0 {
+            logger.debug("\(dropped) more unsent hit(s) dropped from memory")
+        }
+    }
+
+    /// A write to the cache succeeded: if it was failing, says so (with what was dropped meanwhile).
+    /// Returns whether the cache just recovered.
+    private func cacheWritable() -> Bool {
+        guard let dropped = state.withLock({ state -> Int? in
+            guard state.cacheWriteFailing else { return nil }
+            defer { state.droppedWhileFailing = 0 }
+            state.cacheWriteFailing = false
+            return state.droppedWhileFailing
+        }) else { return false }
+        logger.info("The hit cache can be written again\(dropped > 0 ? ": \(dropped) unsent hit(s) were dropped meanwhile" : "")")
+        return true
     }
 
     /// Periodic caching: the pool written to the cache (runs on the store queue).
     private func writeUnwritten() {
-        let pending = state.withLock { state in state.unwritten.filter { !state.unwrittenInFlight.contains($0.id) } }
+        // Taken (as in flight) while being written: a sender that took them from memory meanwhile
+        // would send hits that are then also in the cache, unclaimed, and sent a second time.
+        let pending = state.withLock { state in
+            let pending = state.unwritten.filter { !state.unwrittenInFlight.contains($0.id) }
+            state.unwrittenInFlight.formUnion(pending.map(\.id))
+            return pending
+        }
         guard !pending.isEmpty else { return }
+        let written = Set(pending.map(\.id))
         do {
             let evicted = try queue.save(pending.map(CachedHit.init))
-            let written = Set(pending.map(\.id))
             state.withLock { state in
                 state.unwritten.removeAll { written.contains($0.id) }
+                state.unwrittenInFlight.subtract(written)
                 state.statistics.evicted += evicted
             }
             if evicted > 0 { logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)") }
+            _ = cacheWritable()
         } catch {
-            logger.error("\(pending.count) hit(s) could not be written to the hit cache (\(error)): they stay in memory")
-            keepInMemory([])
+            state.withLock { $0.unwrittenInFlight.subtract(written) }
+            keepInMemory([], notWritten: pending.count, becauseOf: error)
         }
     }
 
@@ -443,12 +509,18 @@ final class TrackingManager: HitTracking {
         guard !stop else { return .failed }
         let limit = endpoint == .activate ? EventsClient.maxActivatesPerRequest : settings.pageSize
         let claimedAt = clock.now().unixMilliseconds
-        let claimed: [OutgoingHit]
+        var claimed: [OutgoingHit] = []
         do {
             claimed = try await onStore { [queue] in try queue.claim(endpoint, limit: limit, now: claimedAt) }
+            let recovered = state.withLock { state -> Bool in
+                state.cacheReadFailing.remove(endpoint) != nil
+            }
+            if recovered { logger.info("Cached hits can be read for sending again") }
         } catch {
-            logger.error("Cached hits could not be read for sending: \(error)")
-            return .failed
+            // Hits waiting in memory still go: a disk that fails must not hold them back too.
+            if state.withLock({ $0.cacheReadFailing.insert(endpoint).inserted }) {
+                logger.error("Cached hits could not be read for sending (\(error)): only hits waiting in memory are sent until they can")
+            }
         }
         let fromMemory = state.withLock { state -> [OutgoingHit] in
             var taken: [OutgoingHit] = []
@@ -499,6 +571,11 @@ final class TrackingManager: HitTracking {
             logger.error("The outcome of sending \(batch.count) hit(s) could not be recorded in the hit cache (\(error)): delivered ones may be sent again")
         }
         for callback in callbacks { callback() }
+        // Periodic pool hits that failed are written now: the interval's write skipped them while
+        // they were in flight, and they would otherwise wait unwritten for a second interval.
+        if failed, !fromMemory.isEmpty, settings.strategy == .PERIODIC_CACHING {
+            await onStore { [self] in writeUnwritten() }
+        }
         if failed { return .failed }
         return batch.count >= limit ? .full : .partial
     }
@@ -601,7 +678,7 @@ final class TrackingManager: HitTracking {
         let unwritten = state.withLock { state -> Int in
             state.finalFlush = false
             state.statistics.waiting = waiting
-            state.statistics.lost = state.unwritten.count
+            state.statistics.lost += state.unwritten.count
             return state.unwritten.count
         }
         if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
@@ -656,6 +733,17 @@ final class TrackingManager: HitTracking {
         return state.withLock { state in
             state.statistics.waiting = waiting + state.unwritten.count
             return state.statistics
+        }
+    }
+
+    /// How many entries each in-memory structure holds now: what must stay flat however long
+    /// the network fails (the hits themselves wait in the cache).
+    func memoryFootprint() -> TrackingMemoryFootprint {
+        state.withLock { state in
+            TrackingMemoryFootprint(
+                ingress: state.ingress.count, unwritten: state.unwritten.count,
+                activateCallbacks: state.activateCallbacks.count,
+                waiters: state.idleWaiters.count + state.closeWaiters.count, purging: state.purging.count)
         }
     }
 
