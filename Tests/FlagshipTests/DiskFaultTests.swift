@@ -54,6 +54,36 @@ final class DiskFaultTests: TrackingTestCase {
         XCTAssertEqual(try storedClickLabels(), ["hit-1"], "the cached row waits for the disk")
     }
 
+    /// Deleting expired hits is tried at every interval: a disk that stays full says so once, not
+    /// once per interval, and the hits go once it has room.
+    func testExpiredHitsTheFullDiskKeepsAreLoggedOnceAndDeletedOnceThereIsRoom() async throws {
+        let small = try mountTmpfs(bytes: 2 << 20)
+        start(trackingBuilder(hitLifetime: 600))
+        let alice = makeVisitor("alice")
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+        server.injectFault(.status(503), on: .events)
+        for number in 1...3 { try await alice.sendHit(click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+        let filler = small.appendingPathComponent("filler")
+        try Self.fillFilesystem(with: filler)
+
+        // Twenty intervals: the hits expire after ten, and every later interval tries to delete them.
+        for _ in 0..<20 {
+            try await waitForSleepers(1)
+            clock.advance(by: 60)
+            await flagship.waitUntilTrackingIsIdle()
+        }
+        XCTAssertEqual(errors(containing: "Expired hits could not be deleted").count, 1, log.allText)
+        XCTAssertEqual(try storedClickLabels().sorted(), ["hit-1", "hit-2", "hit-3"], "the disk refused the delete")
+
+        try FileManager.default.removeItem(at: filler)
+        try await tickUntil("the expired hits are deleted") { try self.storedClickLabels().isEmpty }
+        XCTAssertTrue(log.messages(at: .info).contains("Expired hits can be deleted again"), log.allText)
+        XCTAssertEqual(errors(containing: "Expired hits could not be deleted").count, 1, log.allText)
+        XCTAssertEqual(deliveredClickLabels(), [], "expired before the server took any")
+    }
+
     func testAtSQLitesPageLimitFlagsAreServedHitsWaitInMemoryAndAreWrittenAndDeliveredOnceThereIsRoom() async throws {
         try await assertFullDiskScenario(cacheDirectory: nil, everyWriteFails: false,
                                          fill: { try self.setPageLimit(toCurrentSize: true) },
@@ -274,6 +304,9 @@ final class DiskFaultTests: TrackingTestCase {
         XCTAssertEqual(bob.getFlag(key: "btnColor").value(defaultValue: "none"), "red", file: file, line: line)
         let noticed = errors(containing: "was deleted or replaced while open")
         XCTAssertEqual(noticed.count, 1, log.allText, file: file, line: line)
+        try await alice.fetchFlags()
+        XCTAssertEqual(errors(containing: "Visitors cached from now on go to a database file that no longer exists").count, 1,
+                       "the visitor cache says so too, once: \(log.allText)", file: file, line: line)
         server.clearFaults()
         try await advancePastTheBackoff(until: "the three hits are delivered") { self.deliveredClickLabels().count == 3 }
         await flagship.close()

@@ -10,6 +10,8 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     private let database: FlagshipDatabase
     private let now: @Sendable () -> Date
     private let logger: Logger
+    /// Whether the log already said the file is gone (once per store, not per visitor).
+    private let fileGoneLogged = Locked(false)
 
     /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
     /// - Parameter cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`,
@@ -64,5 +66,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         try database.visitors.save(VisitorRecord(
             visitorId: visitorId, anonymousId: document.anonymousId, consent: document.consent,
             document: text, updatedAt: now().unixMilliseconds))
+        // Still written: later lookups in this process read the open file. But no restart will.
+        if !database.fileIsInPlace, fileGoneLogged.withLock({ logged in defer { logged = true }; return !logged }) {
+            logger.error("Visitors cached from now on go to a database file that no longer exists (\(database.database.path) was deleted or moved while open): they will not survive a restart, which creates a new file")
+        }
     }
 }

@@ -141,6 +141,8 @@ final class TrackingManager: HitTracking {
         var droppedWhileFailing = 0
         /// The endpoints whose cached hits could not be claimed last time (logged once until they can).
         var cacheReadFailing: Set<HitEndpoint> = []
+        /// Deleting expired hits failed last time (logged once until it works again).
+        var expiryFailing = false
         /// Hits accepted since the last send started: the pool size that triggers a batch.
         var poolCount = 0
         var activateCallbacks: [String: @Sendable () -> Void] = [:]
@@ -411,8 +413,16 @@ final class TrackingManager: HitTracking {
         var expired = 0
         do {
             expired = try queue.deleteExpired(createdBefore: boundary)
+            if state.withLock({ state in defer { state.expiryFailing = false }; return state.expiryFailing }) {
+                logger.info("Expired hits can be deleted again")
+            }
         } catch {
-            logger.error("Expired hits could not be deleted: \(error)")
+            // Tried at every interval: a disk that stays full must not add a line each time.
+            if state.withLock({ state in defer { state.expiryFailing = true }; return !state.expiryFailing }) {
+                logger.error("Expired hits could not be deleted (\(error)): tried again at each interval, logged again once it works")
+            } else {
+                logger.debug("Expired hits still could not be deleted: \(error)")
+            }
         }
         let inMemory = state.withLock { state -> Int in
             let before = state.unwritten.count
