@@ -8,7 +8,7 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libsqlite3-dev pkg-config sqlite3
 
-.PHONY: demo test build deps tsan bench clean
+.PHONY: demo test build deps tsan bench clean torture
 
 deps:
 	@missing=""; \
@@ -26,12 +26,26 @@ build: deps
 	$(SWIFT) build --build-tests 2>&1 | tee .build/build-output.log; exit $${PIPESTATUS[0]}
 	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
+# Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes).
 test: build
 	$(SWIFT) test --skip-build --disable-swift-testing
+	$(MAKE) fuzz
 
 demo: deps
 	$(SWIFT) build --product flagship
 	@./Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/flagship"
+
+# The long torture runs (about half an hour on 2 cores): kill points, corruption seeds, simulated
+# minutes of network faults, the stress test, then every fuzz target for minutes.
+TORTURE_KILLS ?= 60
+TORTURE_SEEDS ?= 1000
+TORTURE_FAULT_MINUTES ?= 60
+torture: build
+	"$$($(SWIFT) build --show-bin-path)/flagship-torture" crash --kills $(TORTURE_KILLS)
+	FLAGSHIP_TORTURE_SEEDS=$(TORTURE_SEEDS) FLAGSHIP_TORTURE_FAULT_MINUTES=$(TORTURE_FAULT_MINUTES) \
+		$(SWIFT) test --skip-build --disable-swift-testing \
+		--filter 'CorruptionTortureTests|NetworkFaultSoakTests|DiskFaultTests|StressTests'
+	$(MAKE) fuzz-long
 
 # The suite under the thread sanitizer (slower; not part of `make test`).
 tsan: deps
@@ -41,5 +55,15 @@ tsan: deps
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
+# The libFuzzer targets (their own package under Fuzz/), each on a copy of its seed corpus:
+# seconds each for CI, minutes each for `make torture`. A crash fails the target, naming the input.
+.PHONY: fuzz fuzz-long
+FUZZ_SECONDS ?= 180
+fuzz: deps
+	SWIFT=$(SWIFT) ./Scripts/fuzz.sh 10
+
+fuzz-long: deps
+	SWIFT=$(SWIFT) ./Scripts/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf .build .build-tsan .build-snippets Benchmarks/.build
+	rm -rf .build .build-tsan .build-snippets Benchmarks/.build Fuzz/.build
