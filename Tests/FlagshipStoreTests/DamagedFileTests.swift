@@ -145,15 +145,10 @@ final class DamagedFileTests: StoreTestCase {
     /// Valid SQL, another schema: storing a screen view would fail with a constraint error, never
     /// `SQLITE_CORRUPT`, forever. The recorded hash of the schema's definitions catches it.
     func testSchemaTextChangedIntoOtherValidSQLIsMovedAside() throws {
-        let first = try openStore()
-        try first.hits.insert([.sample("before")])
-        first.close()
-        let database = try rawDatabase()
-        try database.write { connection in
+        try closedStoreWithOneHit { connection in
             try connection.execute("PRAGMA writable_schema = ON")
             try connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'SCREENVIEW', 'SCREENVIEX') WHERE name = 'hits'")
         }
-        database.close()
         let bytes = try fileBytes(url())
 
         let store = try openStore()
@@ -163,15 +158,10 @@ final class DamagedFileTests: StoreTestCase {
 
     /// A view or an index a person makes in the `sqlite3` shell is theirs: the file is not damaged.
     func testObjectsAddedFromTheShellDoNotMakeTheFileLookDamaged() throws {
-        let first = try openStore()
-        try first.hits.insert([.sample("before")])
-        first.close()
-        let database = try rawDatabase()
-        try database.write { connection in
+        try closedStoreWithOneHit { connection in
             try connection.execute("CREATE VIEW my_hits AS SELECT id, visitor_id FROM hits")
             try connection.execute("CREATE INDEX my_hits_by_type ON hits (type)")
         }
-        database.close()
 
         let store = try openStore()
 
@@ -195,6 +185,16 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertGreaterThan(length, 100 * 4_096)
         XCTAssertFalse(FileManager.default.fileExists(atPath: url().path + "-wal"), "closing checkpoints the WAL into the file")
         return length
+    }
+
+    /// A store holding one hit, closed, then changed through a plain connection (as the shell would).
+    private func closedStoreWithOneHit(changedBy change: (Connection) throws -> Void) throws {
+        let first = try openStore()
+        try first.hits.insert([.sample("before")])
+        first.close()
+        let database = try rawDatabase()
+        try database.write(change)
+        database.close()
     }
 
     /// Overwrites the root page of the `hits_by_visitor` index with zeros; returns the file's bytes then.
