@@ -80,7 +80,7 @@ struct CrashTortureCommand: AsyncParsableCommand {
                 executable: executable, arguments: workerArguments + ["--run", "\(index)"],
                 outputDirectory: workDirectory, name: "run-\(index)"
             )
-            let ending = worker.kill(at: point, killSwitch: killSwitch, stallTimeout: stallTimeout)
+            let ending = await worker.kill(at: point, killSwitch: killSwitch, stallTimeout: stallTimeout)
             let lines = worker.completeLines()
             fetches += lines.filter { $0.hasPrefix("fetched ") }.count
             switch ending {
@@ -94,7 +94,7 @@ struct CrashTortureCommand: AsyncParsableCommand {
             if integrity != ["ok"] { problems.append("run \(index) (\(point)): integrity_check says \(integrity.prefix(5))") }
             // The process is reaped and the next is not started: whatever the server holds
             // beyond `recorded`, once it has recorded all it read, came from this one.
-            let requests = Self.quiescentLog(of: server)
+            let requests = await Self.quiescentLog(of: server)
             ledger.runs.append(CrashLedger.Run(
                 acknowledged: lines.filter { $0.hasPrefix("ack ") }.map { String($0.dropFirst(4)) },
                 acceptedBatches: Self.acceptedBatches(requests[recorded...]),
@@ -112,8 +112,8 @@ struct CrashTortureCommand: AsyncParsableCommand {
                 executable: executable, arguments: workerArguments + ["--run", "\(kills + attempt)", "--drain"],
                 outputDirectory: workDirectory, name: "drain-\(attempt)"
             )
-            let ending = worker.waitForExit(timeout: 120)
-            let requests = Self.quiescentLog(of: server)
+            let ending = await worker.waitForExit(timeout: 120)
+            let requests = await Self.quiescentLog(of: server)
             ledger.runs.append(CrashLedger.Run(acknowledged: [], acceptedBatches: Self.acceptedBatches(requests[recorded...]), killed: false))
             recorded = requests.count
             guard ending == .exited(status: 0, bySignal: false),
@@ -161,10 +161,10 @@ struct CrashTortureCommand: AsyncParsableCommand {
 
     /// What the server recorded, once no request it read is still being recorded (a request
     /// is recorded by a task a moment after it is read: wait until the log stops growing).
-    private static func quiescentLog(of server: LocalFlagshipServer) -> [RecordedRequest] {
+    private static func quiescentLog(of server: LocalFlagshipServer) async -> [RecordedRequest] {
         var log = server.received
         while true {
-            usleep(20_000)
+            await pause(microseconds: 20_000)
             let again = server.received
             if again.count == log.count { return again }
             log = again

@@ -54,7 +54,8 @@ struct WorkerProcess {
     }
 
     /// Waits for `point`, then sends SIGKILL (unless `killSwitch` already did) and reaps the process.
-    func kill(at point: KillPoint, killSwitch: KillSwitch, stallTimeout: TimeInterval) -> Ending {
+    /// Polls with `Task.sleep`: no thread of the cooperative pool (the server's too) is held.
+    func kill(at point: KillPoint, killSwitch: KillSwitch, stallTimeout: TimeInterval) async -> Ending {
         let started = Date()
         let deadline = started.addingTimeInterval(stallTimeout)
         if case .whenServerAccepts(let batches) = point { killSwitch.arm(process.processIdentifier, afterAcceptedBatches: batches) }
@@ -67,10 +68,10 @@ struct WorkerProcess {
                 ending = .stalled
                 break
             }
-            usleep(500)
+            await pause(microseconds: 500)
         }
         _ = Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await reaped()
         // Ended by itself: before the kill point, or between the last check and the signal.
         if process.terminationReason == .exit || process.terminationStatus != SIGKILL {
             return .exited(status: process.terminationStatus, bySignal: process.terminationReason == .uncaughtSignal)
@@ -79,17 +80,22 @@ struct WorkerProcess {
     }
 
     /// Waits for the process to end by itself (a drain run), killing it after `timeout`.
-    func waitForExit(timeout: TimeInterval) -> Ending {
+    func waitForExit(timeout: TimeInterval) async -> Ending {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
             if Date() >= deadline {
                 _ = Foundation.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await reaped()
                 return .stalled
             }
-            usleep(2_000)
+            await pause(microseconds: 2_000)
         }
         return .exited(status: process.terminationStatus, bySignal: process.terminationReason == .uncaughtSignal)
+    }
+
+    /// Returns once the process has ended and been reaped (`waitUntilExit` would block a thread).
+    private func reaped() async {
+        while process.isRunning { await pause(microseconds: 1_000) }
     }
 
     private func acknowledgedCount() -> Int {
@@ -190,4 +196,9 @@ struct TortureFailure: Error, CustomStringConvertible {
     init(_ description: String) {
         self.description = description
     }
+}
+
+/// A short wait between polls, off the cooperative pool's threads.
+func pause(microseconds: UInt64) async {
+    try? await Task.sleep(nanoseconds: microseconds * 1_000)
 }
