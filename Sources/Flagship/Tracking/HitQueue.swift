@@ -28,10 +28,14 @@ protocol HitQueue: Sendable {
     func releaseClaims() throws
     /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
     func loadCached()
+    /// Whether a saved hit survives a restart (not when the store fell back to memory).
+    var keepsHitsOnDisk: Bool { get }
 }
 
 extension HitQueue {
     func loadCached() {}
+    /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
+    var keepsHitsOnDisk: Bool { true }
 }
 
 /// A hit with its cache document already written as JSON text. Made on the thread of whoever

@@ -27,7 +27,6 @@ final class SQLiteHitQueue: HitQueue {
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
 
-    /// Whether a saved hit survives a restart: not when the store fell back to memory.
     var keepsHitsOnDisk: Bool {
         !store.isInMemory
     }

@@ -185,8 +185,8 @@ final class TrackingManager: HitTracking {
         self.settings = settings
         self.clock = clock
         self.logger = logger
-        inMemoryOnly = (queue as? SQLiteHitQueue)?.keepsHitsOnDisk == false
-            ? "the hit cache runs in memory (its file could not be used): the hit would not survive a restart" : nil
+        inMemoryOnly = queue.keepsHitsOnDisk
+            ? nil : "the hit cache runs in memory (its file could not be used): the hit would not survive a restart"
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
     }
 
