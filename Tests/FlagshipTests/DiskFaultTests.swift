@@ -131,6 +131,48 @@ final class DiskFaultTests: TrackingTestCase {
         XCTAssertEqual(statistics?.lost, 6, "the dropped hits are counted as lost")
     }
 
+    func testAnOldHitBeingSentWhenTheMemoryBoundIsPassedIsDroppedOnceItsSendFails() async throws {
+        let small = try mountTmpfs(bytes: 2 << 20)
+        start(trackingBuilder().withTrackingSettings { settings in
+            settings.jitter = { 1 }
+            settings.memoryLimit = 4
+        })
+        let visitor = makeVisitor("alice")
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+        try Self.fillFilesystem(with: small.appendingPathComponent("filler"))
+        // The server holds the batch of the first refused hit for a second, then fails it.
+        let latency = server.injectFault(.latency(.seconds(1)), on: .events)
+        server.injectFault(.status(503), on: .events)
+        await assertThrows(.hitNotCached("")) { try await visitor.sendHit(self.click(1)) }
+        let requests = try await server.waitForRequests(route: .events, count: 2)
+        XCTAssertEqual(requests.last?.json?["h"]?.arrayValue?.compactMap { $0["el"]?.stringValue }, ["hit-1"])
+
+        // While hit 1 is out, it is not dropped, nor a newer hit in its place: of the oldest four
+        // past the bound, 2, 3 and 4 go.
+        for number in 2...8 {
+            await assertThrows(.hitNotCached("")) { try await visitor.sendHit(self.click(number)) }
+        }
+        let lostWhileHeld = await flagship.currentRuntime?.tracking.statistics().lost
+        XCTAssertEqual(lostWhileHeld, 3, log.allText)
+        // Back from the failed send, hit 1 is the oldest past the bound: dropped then.
+        await flagship.waitUntilTrackingIsIdle()
+        let lostAfterTheFailure = await flagship.currentRuntime?.tracking.statistics().lost
+        XCTAssertEqual(lostAfterTheFailure, 4, log.allText)
+        XCTAssertEqual(errors(containing: "dropped").count, 1, log.allText)
+
+        server.removeFault(latency)
+        try FileManager.default.removeItem(at: small.appendingPathComponent("filler"))
+        try await tickUntil("the 4 newest hits are written") { try storedClickLabels().count == 4 }
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(5...8))
+        XCTAssertTrue(log.messages(at: .info).contains("The hit cache can be written again: 4 unsent hit(s) were dropped meanwhile"), log.allText)
+        server.clearFaults()
+        try await advancePastTheBackoff(until: "the kept hits are delivered") { self.deliveredClickLabels().count == 4 }
+        XCTAssertEqual(deliveredClickLabels().sorted(), labels(5...8))
+        let statistics = await flagship.closeReporting()
+        XCTAssertEqual(statistics?.lost, 4, "every dropped hit is counted once")
+    }
+
     // MARK: A directory the SDK may not write
 
     func testUnderARegularFileTheSDKRunsInMemoryServesFlagsAndSaysHitsAreNotDurable() async throws {

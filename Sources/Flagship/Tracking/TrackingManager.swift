@@ -343,28 +343,45 @@ final class TrackingManager: HitTracking {
     /// as lost). Logged when the cache starts failing and when dropping starts, not per hit: a
     /// full disk under a flood of hits must not flood the log too.
     private func keepInMemory(_ hits: [OutgoingHit], notWritten: Int, becauseOf error: any Error) {
-        let (firstFailure, dropped, firstDrop) = state.withLock { state -> (Bool, Int, Bool) in
+        let (firstFailure, drop) = state.withLock { state -> (Bool, MemoryDrop) in
             let firstFailure = !state.cacheWriteFailing
             state.cacheWriteFailing = true
             state.unwritten += hits
-            let excess = state.unwritten.count - settings.memoryLimit
-            guard excess > 0 else { return (firstFailure, 0, false) }
-            let dropped = state.unwritten.prefix(excess).filter { !state.unwrittenInFlight.contains($0.id) }.map(\.id)
-            state.unwritten.removeAll { dropped.contains($0.id) }
-            let firstDrop = state.droppedWhileFailing == 0 && !dropped.isEmpty
-            state.droppedWhileFailing += dropped.count
-            state.statistics.lost += dropped.count
-            return (firstFailure, dropped.count, firstDrop)
+            return (firstFailure, dropPastTheMemoryLimit(&state))
         }
         if firstFailure {
             logger.error("\(notWritten) hit(s) could not be written to the hit cache (\(error)): they are kept in memory and sent, but would not survive a restart. Until the cache can be written again, hits wait in memory (at most \(settings.memoryLimit))")
         } else {
             logger.debug("\(notWritten) hit(s) kept in memory: the hit cache still cannot be written (\(error))")
         }
-        if firstDrop {
+        log(drop)
+    }
+
+    private struct MemoryDrop {
+        var count = 0
+        var first = false
+    }
+
+    /// While the cache refuses writes, keeps the `memoryLimit` newest hits in memory by dropping
+    /// the oldest (counted as lost). An old hit being sent is not dropped under the sender, nor
+    /// a newer one in its place: if its send fails, it is dropped when it is back.
+    private func dropPastTheMemoryLimit(_ state: inout State) -> MemoryDrop {
+        let excess = state.unwritten.count - settings.memoryLimit
+        guard state.cacheWriteFailing, excess > 0 else { return MemoryDrop() }
+        let dropped = Set(state.unwritten.prefix(excess).filter { !state.unwrittenInFlight.contains($0.id) }.map(\.id))
+        guard !dropped.isEmpty else { return MemoryDrop() }
+        state.unwritten.removeAll { dropped.contains($0.id) }
+        for id in dropped { state.activateCallbacks[id] = nil }
+        defer { state.droppedWhileFailing += dropped.count }
+        state.statistics.lost += dropped.count
+        return MemoryDrop(count: dropped.count, first: state.droppedWhileFailing == 0)
+    }
+
+    private func log(_ drop: MemoryDrop) {
+        if drop.first {
             logger.error("The oldest hits kept in memory are being dropped: more than \(settings.memoryLimit) wait while the hit cache cannot be written")
-        } else if dropped > 0 {
-            logger.debug("\(dropped) more unsent hit(s) dropped from memory")
+        } else if drop.count > 0 {
+            logger.debug("\(drop.count) more unsent hit(s) dropped from memory")
         }
     }
 
@@ -553,7 +570,7 @@ final class TrackingManager: HitTracking {
         let cachedIds = Set(claimed.map(\.id))
         var settlement = HitSettlement()
         var callbacks: [@Sendable () -> Void] = []
-        state.withLock { state in
+        let drop = state.withLock { state -> MemoryDrop in
             settlement.nextAttemptAt = state.retryAt?.unixMilliseconds
             var done = Set<String>()
             for result in results {
@@ -574,7 +591,10 @@ final class TrackingManager: HitTracking {
             }
             state.unwritten.removeAll { done.contains($0.id) }
             state.unwrittenInFlight.subtract(fromMemory.map(\.id))
+            // Hits back from a failed send count toward the memory limit again.
+            return dropPastTheMemoryLimit(&state)
         }
+        log(drop)
         do {
             try await onStore { [queue, settlement] in try queue.settle(settlement) }
         } catch {
