@@ -27,8 +27,14 @@ build: deps
 	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
 # Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes).
+# A failing run ends by repeating its failures, so that the last lines of a long log name them.
 test: build
-	$(SWIFT) test --skip-build --disable-swift-testing
+	@$(SWIFT) test --skip-build --disable-swift-testing 2>&1 | tee .build/test-output.log; status=$${PIPESTATUS[0]}; \
+	if [ $$status -ne 0 ]; then \
+		echo "== The failures above, again:"; \
+		grep -E ": error: |Test Case .* failed|Fatal error|Crash" .build/test-output.log | tail -40; \
+		exit $$status; \
+	fi
 	$(MAKE) fuzz
 
 demo: deps
