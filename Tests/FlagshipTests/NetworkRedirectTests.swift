@@ -193,6 +193,9 @@ final class NetworkRedirectTests: TrackingTestCase {
         server.injectFault(.redirect(302, location: elsewhere.bucketingBaseURL.flagshipEndpoint(path: [Self.envId, "bucketing.json"]).absoluteString),
                            on: .bucketing)
 
+        // An advance made before the poller's wait is armed would be lost: the tracking
+        // manager's interval and the poller's.
+        try await waitForSleepers(2)
         clock.advance(by: 60)
         try await waitUntil("the refusal logged") { self.log.allText.contains("Bucketing file not downloaded") }
 

@@ -45,6 +45,7 @@ final class TrackingCachingTests: TrackingTestCase {
 
         _ = try await server.waitForHits(count: 3)
         await flagship.waitUntilTrackingIsIdle()
+        try await waitForSleepers(1)
         clock.advance(by: 10)
         await flagship.waitUntilTrackingIsIdle()
 
