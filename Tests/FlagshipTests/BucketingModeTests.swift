@@ -187,7 +187,7 @@ final class BucketingModeTests: TrackingTestCase {
             let id = server.injectFault(fault, on: .bucketing)
             try await advanceToNextPoll()
             try await waitUntil("download \(index + 2)") { bucketingRequests().count == index + 2 && bucketingRequests()[index + 1].status != nil }
-            try await Task.sleep(nanoseconds: 20_000_000)  // the answer read and judged
+            try await waitForSleepers(2)  // the poller waits again: the answer was read and judged
             server.removeFault(id)
         }
         let visitor = visitor("erin", context: ["isVip": true])
@@ -286,8 +286,8 @@ final class BucketingModeTests: TrackingTestCase {
         try server.setBucketingFile(Self.bucketingFile(greenShare: 0), lastModified: Date(timeIntervalSince1970: 1_763_000_600))
         try await advanceToNextPoll()
         try await waitUntil("the new allocations in use") { try self.storedFile()?.lastModified == "Thu, 13 Nov 2025 02:23:20 GMT" }
-        try await waitUntil("the new file in memory") { bucketingRequests().count == 2 && bucketingRequests()[1].status == 200 }
-        try await Task.sleep(nanoseconds: 20_000_000)
+        try await waitUntil("the new file downloaded") { bucketingRequests().count == 2 && bucketingRequests()[1].status == 200 }
+        try await waitForSleepers(2)  // the poller waits again: the new file is in memory too
 
         let returning = visitor(seen)  // a new instance: the history comes from the visitor cache
         try await returning.fetchFlags()
