@@ -14,6 +14,9 @@ final class TrackingConcurrencyTests: TrackingTestCase {
         for number in 1...300 { try await visitor.sendHit(click(number)) }
         await flagship.close()
         try server.start()
+        // 30 batches of 10, each answered 50 ms later: one instance alone would take 1.5 s, so
+        // both take part even when the machine is slow to start the second.
+        server.injectFault(.latency(.milliseconds(50)), on: .events)
 
         flagship = Flagship()
         let other = Flagship()
