@@ -94,13 +94,7 @@ final class DiskFaultTests: TrackingTestCase {
         // A real full filesystem where one can be mounted: under SQLite's page limit the cache may
         // take a row now and then (see `assertFullDiskScenario`), which changes what is dropped.
         let small = try? mountTmpfs(bytes: 2 << 20)
-        start(trackingBuilder().withTrackingSettings { settings in
-            settings.jitter = { 1 }
-            settings.memoryLimit = 4
-        })
-        let visitor = makeVisitor("alice")
-        _ = try await server.waitForHits(count: 1)
-        await flagship.waitUntilTrackingIsIdle()
+        let visitor = try await startWithRoomForFourHitsInMemory()
         server.injectFault(.status(503), on: .events)
         if let small {
             try Self.fillFilesystem(with: small.appendingPathComponent("filler"))
@@ -133,13 +127,7 @@ final class DiskFaultTests: TrackingTestCase {
 
     func testAnOldHitBeingSentWhenTheMemoryBoundIsPassedIsDroppedOnceItsSendFails() async throws {
         let small = try mountTmpfs(bytes: 2 << 20)
-        start(trackingBuilder().withTrackingSettings { settings in
-            settings.jitter = { 1 }
-            settings.memoryLimit = 4
-        })
-        let visitor = makeVisitor("alice")
-        _ = try await server.waitForHits(count: 1)
-        await flagship.waitUntilTrackingIsIdle()
+        let visitor = try await startWithRoomForFourHitsInMemory()
         try Self.fillFilesystem(with: small.appendingPathComponent("filler"))
         // The server holds the batch of the first refused hit for a second, then fails it.
         let latency = server.injectFault(.latency(.seconds(1)), on: .events)
@@ -366,6 +354,18 @@ final class DiskFaultTests: TrackingTestCase {
 
     /// Sends clicks 1, 2, 3... (of 6 kB each) with `try await sendHit` until the cache has refused
     /// `refusals` of them; once refused, every later one is refused too (the disk stays full).
+    /// Starts with at most 4 hits waiting in memory; returns a visitor whose consent hit is delivered.
+    private func startWithRoomForFourHitsInMemory() async throws -> FSVisitor {
+        start(trackingBuilder().withTrackingSettings { settings in
+            settings.jitter = { 1 }
+            settings.memoryLimit = 4
+        })
+        let visitor = makeVisitor("alice")
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+        return visitor
+    }
+
     private func sendUntilRefused(_ visitor: FSVisitor, refusals: Int) async throws -> (durable: [Int], refused: [Int]) {
         var durable: [Int] = []
         var refused: [Int] = []
