@@ -372,9 +372,10 @@ final class TrackingManager: HitTracking {
         guard !dropped.isEmpty else { return MemoryDrop() }
         state.unwritten.removeAll { dropped.contains($0.id) }
         for id in dropped { state.activateCallbacks[id] = nil }
-        defer { state.droppedWhileFailing += dropped.count }
+        let first = state.droppedWhileFailing == 0
+        state.droppedWhileFailing += dropped.count
         state.statistics.lost += dropped.count
-        return MemoryDrop(count: dropped.count, first: state.droppedWhileFailing == 0)
+        return MemoryDrop(count: dropped.count, first: first)
     }
 
     private func log(_ drop: MemoryDrop) {
