@@ -6,9 +6,10 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libsqlite3-dev pkg-config sqlite3
+# iproute2 and curl: the README's examples run offline in a network namespace of their own.
+APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl
 
-.PHONY: demo test build deps tsan bench clean torture
+.PHONY: demo test build deps tsan bench clean torture hostile
 
 deps:
 	@missing=""; \
@@ -36,6 +37,11 @@ test: build
 		exit $$status; \
 	fi
 	$(MAKE) fuzz
+
+# The hostile suite alone (part of `make test`): symlinks, refused and damaged files, locks, full
+# disks, redirects, bad input, forged lines, and the README's examples run as written.
+hostile: build
+	$(SWIFT) test --skip-build --disable-swift-testing --filter 'Hostile'
 
 demo: deps
 	$(SWIFT) build --product flagship

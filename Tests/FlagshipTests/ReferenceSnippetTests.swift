@@ -155,6 +155,27 @@ final class ReferenceSnippetTests: XCTestCase {
         }
     }
 
+    /// Built, each README block runs to its end with exit status 0, offline: in a network
+    /// namespace of its own (a request to Flagship's hosts fails at once, the local server on
+    /// loopback works), with an empty home directory for its store.
+    func testEverySwiftBlockOfTheReadmeRunsOffline() throws {
+        try XCTSkipUnless(OfflineSandbox.isAvailable, "no network namespace can be made here (unshare)")
+        let outcome = try Self.sharedOutcome()
+        if let problem = outcome.report.problem { return XCTFail(problem) }
+        let blocks = outcome.targets.filter { $0.snippet.document == "README" }
+        XCTAssertFalse(blocks.isEmpty, "the README has no ```swift block")
+        let scratch = SnippetPackage(repository: SharedData.packageRoot).scratch
+        for block in blocks where outcome.report.built.contains(block.name) {
+            let home = FileManager.default.temporaryDirectory.appendingPathComponent("readme-run-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: home) }
+            let binary = scratch.appendingPathComponent("debug").appendingPathComponent(block.name)
+            let result = try OfflineSandbox.run(binary.path, in: home, environment: ["HOME": home.path, "PATH": "/usr/bin:/bin"], timeout: 60)
+            XCTAssertEqual(result.status, 0, "README block \(block.snippet.name), \(block.snippet.summary), failed when run offline:\n"
+                + "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        }
+    }
+
     // MARK: The extractor and the harness, on text of their own
 
     func testFencedSnippetsAreTheSwiftAndGroovyFencesFromTheLineAfterTheFence() {
