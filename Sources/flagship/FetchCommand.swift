@@ -21,7 +21,8 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The visitor context, a JSON object of strings, numbers and booleans.", valueName: "json"))
     var context: String?
     @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
-    @Flag(help: "Do not fetch: show what the local store alone gives.") var offline = false
+    @Flag(help: "Nothing leaves the process: show what the local store alone gives; the consent hit waits in the store.")
+    var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
     @Option(help: ArgumentHelp("How flags are decided: api (the Decision API) or bucketing (the bucketing file, on this machine).",
                                valueName: "api|bucketing"))
@@ -46,6 +47,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     private func config() -> FlagshipConfig {
         let builder = sdk.configBuilder().withTimeout(timeout)
+        if offline { builder.withNetworkDisabled() }
         if mode == .bucketing {
             builder.Bucketing()
             if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }
