@@ -11,7 +11,10 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run a local Flagship backend on 127.0.0.1 until interrupted.",
         discussion: """
             Answers the Decision API (POST /v2/<env-id>/campaigns), activates (POST /v2/activate), \
-            hit batches (POST /) and telemetry, checking x-api-key on the first two. With a bucketing \
+            hit batches (POST /) and telemetry. As the platform, the Decision API needs the x-api-key, \
+            activates refuse a wrong one but take none (the official Python SDK sends none), hit \
+            batches need none. --record appends each request, its body byte for byte, to a file only \
+            its owner can read (created 0600). With a bucketing \
             file (--bucketing-file or --sample-bucketing) it also serves that file (GET \
             /<env-id>/bucketing.json, with Last-Modified and 304 answers to If-Modified-Since), and the \
             Decision API answers with the SDK's bucketing engine on it, so both modes get the same \
