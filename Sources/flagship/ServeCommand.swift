@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @Option(help: "The environment id the SDK is started with.") var envId: String
-    @Option(help: "The API key the SDK is started with.") var apiKey: String
+    @OptionGroup(title: "API key (the one the SDK is started with)") var key: APIKeyArguments
     @Option(help: "The port on 127.0.0.1 (0: any free port).") var port: UInt16 = 0
     @Option(help: ArgumentHelp("A decision JSON file to answer with (default: a built-in sample).", valueName: "file"))
     var decisionFile: String?
@@ -44,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let apiKey = try key.key()
         let decision: DecisionSource
         let served: ServedBucketingFile?
         do {
