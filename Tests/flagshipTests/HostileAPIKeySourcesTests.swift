@@ -129,14 +129,7 @@ final class HostileAPIKeySourcesTests: CommandTestCase {
         let running = try FlagshipExecutable.start(["serve", "--env-id", "env", "--port", "0"], outputDirectory: outputDirectory,
                                                    environment: environment(key: "served-key"))
         defer { running.kill(SIGTERM) }
-        var printed = ""
-        let deadline = Date().addingTimeInterval(10)
-        while !printed.contains("Ctrl-C to stop."), Date() < deadline, running.process.isRunning {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            printed = try running.stdoutSoFar()
-        }
-        let decisionURL = try XCTUnwrap(printed.split(whereSeparator: \.isWhitespace).drop { $0 != "--decision-url" }.dropFirst().first,
-                                        printed)
+        let decisionURL = try await running.decisionURLPrinted()
 
         var statuses: [Int] = []
         for key in ["served-key", "wrong"] {

@@ -23,14 +23,7 @@ final class HostileServeCommandTests: CommandTestCase {
         let running = FlagshipExecutable.Running(process: process, arguments: process.arguments ?? [], stdoutURL: stdoutURL,
                                                  stderrURL: stderrURL)
         addTeardownBlock { running.kill(SIGTERM) }
-        var printed = ""
-        let deadline = Date().addingTimeInterval(10)
-        while !printed.contains("Ctrl-C to stop."), Date() < deadline, running.process.isRunning {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            printed = try running.stdoutSoFar()
-        }
-        let url = try XCTUnwrap(printed.split(whereSeparator: \.isWhitespace).drop { $0 != "--decision-url" }.dropFirst().first, printed)
-        return (running, String(url))
+        return (running, try await running.decisionURLPrinted())
     }
 
     func testAPythonSDKActivateWithoutAKeyIsTakenAndRecordedExactlyInAPrivateFile() async throws {
@@ -59,5 +52,18 @@ final class HostileServeCommandTests: CommandTestCase {
         }
         XCTAssertEqual(lines.map { $0["status"] as? Int }, [204, 403])
         XCTAssertEqual(lines.map { ($0["bodyText"] as? String).map { Data($0.utf8) } }, [body, body])
+    }
+}
+
+extension FlagshipExecutable.Running {
+    /// Waits (10 s at most) for `flagship serve` to print its URLs, and returns its --decision-url.
+    func decisionURLPrinted() async throws -> String {
+        var printed = ""
+        let deadline = Date().addingTimeInterval(10)
+        while !printed.contains("Ctrl-C to stop."), Date() < deadline, process.isRunning {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            printed = try stdoutSoFar()
+        }
+        return String(try XCTUnwrap(printed.split(whereSeparator: \.isWhitespace).drop { $0 != "--decision-url" }.dropFirst().first, printed))
     }
 }
