@@ -58,9 +58,8 @@ struct APIKeyArguments: ParsableArguments {
         guard !key.contains(where: \.isNewline) else {
             throw CommandFailure("the API key file \(path) must hold the key alone, on one line")
         }
-        if let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber,
-           mode.intValue & 0o077 != 0 {
-            Output.warn("other users can read or change the API key file \(path) (mode \(String(mode.intValue & 0o777, radix: 8))): chmod 600 it")
+        if let mode = FileMode.openToOthers(atPath: path) {
+            Output.warn("other users can read or change the API key file \(path) (mode \(FileMode.octal(mode))): chmod 600 it")
         }
         return String(key)
     }

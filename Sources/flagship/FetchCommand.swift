@@ -10,9 +10,10 @@ struct FetchCommand: AsyncParsableCommand {
         discussion: """
             The local store answers first: a visitor cached by an earlier run has its flags before \
             any network call (fetchReason FETCHED_FROM_CACHE with --offline), and keeps them when the \
-            fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once, \
-            offline too (a newer one is downloaded in the background and stored for the next run); \
-            with none stored, the fetch waits for the first download.
+            fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once \
+            (online, a newer one is downloaded in the background and stored for the next run); \
+            with none stored, the fetch waits for the first download. With --offline nothing leaves \
+            the process, not even the consent hit: it waits in the store for the next online run.
             """
     )
 

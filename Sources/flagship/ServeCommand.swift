@@ -69,6 +69,10 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as LocalServerError {
             throw CommandFailure(error.description)
         }
+        // A new record file is created 0600; one that was already there keeps its mode.
+        if let record, let mode = FileMode.openToOthers(atPath: record) {
+            Output.warn("other users can read or change the record file \(record) (mode \(FileMode.octal(mode))), which will hold what visitors send: chmod 600 it")
+        }
         let source = served.map { "bucketing file \(bucketingFile ?? "built-in sample"), \($0.campaignCount) campaign(s)" }
             ?? decisionFile ?? "built-in sample"
         let bucketingOption = served == nil ? "" : " --bucketing-url \(server.bucketingBaseURL.absoluteString)"

@@ -53,6 +53,17 @@ final class HostileServeCommandTests: CommandTestCase {
         XCTAssertEqual(lines.map { $0["status"] as? Int }, [204, 403])
         XCTAssertEqual(lines.map { ($0["bodyText"] as? String).map { Data($0.utf8) } }, [body, body])
     }
+
+    func testAnExistingRecordFileOthersCanReadIsNamedInAWarning() async throws {
+        let record = outputDirectory.appendingPathComponent("shared.jsonl")
+        XCTAssertTrue(FileManager.default.createFile(atPath: record.path, contents: nil, attributes: [.posixPermissions: 0o644]))
+        let (serving, _) = try await serveUnderUmask000(["--env-id", "env", "--api-key", "k", "--record", record.path])
+        serving.kill(SIGTERM)
+        let result = try serving.waitForExit(timeout: 10)
+
+        XCTAssertTrue(result.stderr.contains("warning: other users can read or change the record file \(record.path) (mode 644)"),
+                      result.stderr)
+    }
 }
 
 extension FlagshipExecutable.Running {
