@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// The requests the server received, in arrival order: kept in memory for tests, appended to a
@@ -24,24 +31,19 @@ final class RequestLog: Sendable {
         recordFileURL = recordFile
     }
 
-    /// Opens the record file for appending, creating it if needed; once is enough.
+    /// Opens the record file for appending, creating it if needed; once is enough. A new file is
+    /// made readable and writable by its owner alone (0600), whatever the umask: it holds what
+    /// visitors sent. An existing file keeps the mode it has.
     func openRecordFile() throws {
         guard let url = recordFileURL else { return }
         try recordFile.withLock { handle in
             guard handle == nil else { return }
-            let manager = FileManager.default
-            if !manager.fileExists(atPath: url.path) {
-                guard manager.createFile(atPath: url.path, contents: nil) else {
-                    throw LocalServerError.recordFile(path: url.path, reason: "cannot create it")
-                }
+            let descriptor = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                let reason = errno == ENOENT ? "cannot create it" : String(cString: strerror(errno))
+                throw LocalServerError.recordFile(path: url.path, reason: reason)
             }
-            do {
-                let opened = try FileHandle(forWritingTo: url)
-                try opened.seekToEnd()
-                handle = opened
-            } catch {
-                throw LocalServerError.recordFile(path: url.path, reason: error.localizedDescription)
-            }
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         }
     }
 
@@ -133,7 +135,8 @@ final class RequestLog: Sendable {
     }
 
     /// One request as one line of JSON. The API key is masked: a record file is shared and
-    /// kept, and the key is a secret; the status says whether it was right.
+    /// kept, and the key is a secret; the status says whether it was right. The body is kept
+    /// exactly: `bodyText` (UTF-8) or `bodyBase64` (anything else).
     static func jsonLine(_ record: RecordedRequest) -> Data {
         let request = record.request
         var headers: [String: WireJSON] = [:]
@@ -157,11 +160,15 @@ final class RequestLog: Sendable {
             "outcome": .string(RequestLog.name(of: record.outcome)),
             "faults": .array(record.faults.map { .string($0.description) }),
         ]
-        if let json = request.json {
-            line["body"] = json
+        // The body byte for byte: as text when it is UTF-8 (a JSON string holds any), else in
+        // base64. `body`, the JSON parsed, is for reading only: it loses spacing, key order,
+        // duplicate keys and the spelling of numbers.
+        if let text = String(validating: request.body, as: UTF8.self) {
+            line["bodyText"] = .string(text)
         } else {
-            line["bodyText"] = .string(String(decoding: request.body, as: UTF8.self))
+            line["bodyBase64"] = .string(request.body.base64EncodedString())
         }
+        if let json = request.json { line["body"] = json }
         return WireJSON.object(line).jsonData()
     }
 

@@ -141,7 +141,8 @@ final class Responder: Sendable {
             }
             return BucketingRoutes.download(for: request, file: file)
         case .activate:
-            if let refusal = checkAPIKey(request) { return refusal }
+            // The platform takes activates without a key (the official Python SDK sends none).
+            if let refusal = checkAPIKey(request, required: false) { return refusal }
             guard request.json?.objectValue != nil else { return .error(400, "the body is not a JSON object") }
             return ServerResponse(status: 204, body: Data())
         case .events:
@@ -152,9 +153,12 @@ final class Responder: Sendable {
         }
     }
 
-    /// The 403 the Decision API gives for a missing or wrong `x-api-key`; `nil` when it is right.
-    private func checkAPIKey(_ request: ServerRequest) -> ServerResponse? {
-        guard let key = request.headers["x-api-key"] else { return .error(403, "missing x-api-key header") }
+    /// The 403 the Decision API gives for a wrong `x-api-key`, or a missing one where it is
+    /// `required`; `nil` when it is right, or absent and not required.
+    private func checkAPIKey(_ request: ServerRequest, required: Bool = true) -> ServerResponse? {
+        guard let key = request.headers["x-api-key"] else {
+            return required ? .error(403, "missing x-api-key header") : nil
+        }
         guard key == apiKey else { return .error(403, "invalid x-api-key") }
         return nil
     }

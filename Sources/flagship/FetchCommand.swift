@@ -10,9 +10,10 @@ struct FetchCommand: AsyncParsableCommand {
         discussion: """
             The local store answers first: a visitor cached by an earlier run has its flags before \
             any network call (fetchReason FETCHED_FROM_CACHE with --offline), and keeps them when the \
-            fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once, \
-            offline too (a newer one is downloaded in the background and stored for the next run); \
-            with none stored, the fetch waits for the first download.
+            fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once \
+            (online, a newer one is downloaded in the background and stored for the next run); \
+            with none stored, the fetch waits for the first download. With --offline nothing leaves \
+            the process, not even the consent hit: it waits in the store for the next online run.
             """
     )
 
@@ -21,7 +22,8 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The visitor context, a JSON object of strings, numbers and booleans.", valueName: "json"))
     var context: String?
     @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
-    @Flag(help: "Do not fetch: show what the local store alone gives.") var offline = false
+    @Flag(help: "Nothing leaves the process: show what the local store alone gives; the consent hit waits in the store.")
+    var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
     @Option(help: ArgumentHelp("How flags are decided: api (the Decision API) or bucketing (the bucketing file, on this machine).",
                                valueName: "api|bucketing"))
@@ -46,6 +48,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     private func config() -> FlagshipConfig {
         let builder = sdk.configBuilder().withTimeout(timeout)
+        if offline { builder.withNetworkDisabled() }
         if mode == .bucketing {
             builder.Bucketing()
             if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }

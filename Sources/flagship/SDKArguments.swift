@@ -7,7 +7,7 @@ import Foundation
 /// environment, which store file, which servers.
 struct SDKArguments: ParsableArguments {
     @Option(help: "The environment id.") var envId: String
-    @Option(help: "The API key.") var apiKey: String
+    @OptionGroup var key: APIKeyArguments
     @Option(help: ArgumentHelp("The store file (default: <cache dir>/flagship-<envId>.sqlite).", valueName: "path"))
     var db: String?
     @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
@@ -48,9 +48,9 @@ struct SDKArguments: ParsableArguments {
     /// Starts `Flagship.sharedInstance` with `config`; fails if the SDK refused to start.
     func startSDK(_ config: FlagshipConfig) throws -> Flagship {
         let flagship = Flagship.sharedInstance
-        flagship.start(envId: envId, apiKey: apiKey, config: config)
+        flagship.start(envId: envId, apiKey: try key.key(), config: config)
         guard flagship.getStatus() != .SDK_NOT_INITIALIZED else {
-            throw CommandFailure("the SDK did not start: check --env-id and --api-key")
+            throw CommandFailure("the SDK did not start: check --env-id and the API key")
         }
         return flagship
     }

@@ -11,7 +11,10 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run a local Flagship backend on 127.0.0.1 until interrupted.",
         discussion: """
             Answers the Decision API (POST /v2/<env-id>/campaigns), activates (POST /v2/activate), \
-            hit batches (POST /) and telemetry, checking x-api-key on the first two. With a bucketing \
+            hit batches (POST /) and telemetry. As the platform, the Decision API needs the x-api-key, \
+            activates refuse a wrong one but take none (the official Python SDK sends none), hit \
+            batches need none. --record appends each request, its body byte for byte, to a file only \
+            its owner can read (created 0600). With a bucketing \
             file (--bucketing-file or --sample-bucketing) it also serves that file (GET \
             /<env-id>/bucketing.json, with Last-Modified and 304 answers to If-Modified-Since), and the \
             Decision API answers with the SDK's bucketing engine on it, so both modes get the same \
@@ -20,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @Option(help: "The environment id the SDK is started with.") var envId: String
-    @Option(help: "The API key the SDK is started with.") var apiKey: String
+    @OptionGroup(title: "API key (the one the SDK is started with)") var key: APIKeyArguments
     @Option(help: "The port on 127.0.0.1 (0: any free port).") var port: UInt16 = 0
     @Option(help: ArgumentHelp("A decision JSON file to answer with (default: a built-in sample).", valueName: "file"))
     var decisionFile: String?
@@ -41,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let apiKey = try key.key()
         let decision: DecisionSource
         let served: ServedBucketingFile?
         do {
@@ -64,6 +68,10 @@ struct ServeCommand: AsyncParsableCommand {
             try server.start()
         } catch let error as LocalServerError {
             throw CommandFailure(error.description)
+        }
+        // A new record file is created 0600; one that was already there keeps its mode.
+        if let record, let mode = FileMode.openToOthers(atPath: record) {
+            Output.warn("other users can read or change the record file \(record) (mode \(FileMode.octal(mode))), which will hold what visitors send: chmod 600 it")
         }
         let source = served.map { "bucketing file \(bucketingFile ?? "built-in sample"), \($0.campaignCount) campaign(s)" }
             ?? decisionFile ?? "built-in sample"

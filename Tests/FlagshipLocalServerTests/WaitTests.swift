@@ -48,7 +48,7 @@ final class WaitTests: ServerTestCase {
         let server = self.server!
         async let hits = server.waitForHits(count: 3)
         async let activates = server.waitForActivates(count: 1)
-        _ = try await activate([["vid": "refused"]], apiKey: nil)
+        _ = try await activate([["vid": "refused"]], apiKey: "wrong")
         _ = try await sendHits([["vid": "a", "t": "EVENT", "ea": "1"], ["vid": "a", "t": "EVENT", "ea": "2"]])
         _ = try await activate([["vid": "accepted"]])
         _ = try await sendHits([["vid": "a", "t": "EVENT", "ea": "3"]])

@@ -13,15 +13,20 @@ enum FlagshipExecutable {
 
     /// Runs `flagship arguments`, its output captured in files under `outputDirectory`
     /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
-    static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60, executable: String = "flagship") throws -> Result {
-        try start(arguments, outputDirectory: outputDirectory, executable: executable).waitForExit(timeout: timeout)
+    /// `environment`: the child's whole environment (default: this process's).
+    static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60, executable: String = "flagship",
+                    environment: [String: String]? = nil) throws -> Result {
+        try start(arguments, outputDirectory: outputDirectory, executable: executable, environment: environment)
+            .waitForExit(timeout: timeout)
     }
 
     /// Starts `flagship arguments` without waiting for it: its output can be read while it runs.
-    static func start(_ arguments: [String], outputDirectory: URL, executable: String = "flagship") throws -> Running {
+    static func start(_ arguments: [String], outputDirectory: URL, executable: String = "flagship",
+                      environment: [String: String]? = nil) throws -> Running {
         let process = Process()
         process.executableURL = try location(of: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let name = UUID().uuidString
         let stdoutURL = outputDirectory.appendingPathComponent("\(name).stdout")
         let stderrURL = outputDirectory.appendingPathComponent("\(name).stderr")

@@ -34,6 +34,8 @@ public struct FlagshipConfig: Sendable {
     /// The same clock, with waiting: batch intervals and backoff.
     var clock: any SDKClock = SystemClock()
     var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
+    /// Nothing leaves the process: no transport is made, hits wait in the cache.
+    var networkDisabled = false
 
     init() {}
 }
@@ -177,6 +179,14 @@ public final class FSConfigBuilder {
     @discardableResult
     func withTrackingSettings(_ adjust: @escaping @Sendable (inout TrackingManager.Settings) -> Void) -> FSConfigBuilder {
         config.adjustTracking = adjust
+        return self
+    }
+
+    /// Nothing leaves the process (`flagship fetch --offline`): no decision request, no
+    /// bucketing download, no hit sent; hits wait in the cache for a later start.
+    @discardableResult
+    package func withNetworkDisabled() -> FSConfigBuilder {
+        config.networkDisabled = true
         return self
     }
 

@@ -24,7 +24,8 @@ final class SDKRuntime: Sendable {
     let firstTimeInit: Bool
 
     private let store: FlagshipDatabase?
-    private let transport: URLSessionTransport
+    /// `DisabledTransport` when the network is disabled: then no request can leave.
+    let transport: any HTTPTransport
     private let statusCell: SDKStatusCell
 
     /// The state key recording that the SDK has started with this store before.
@@ -38,7 +39,7 @@ final class SDKRuntime: Sendable {
         self.store = store
         caches = store.map { CacheService(manager: config.cacheManager, store: $0, now: config.now, logger: logger) }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
-        transport = URLSessionTransport()
+        transport = config.networkDisabled ? DisabledTransport() : URLSessionTransport()
         let timeout = config.timeout / 1000
         statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
         if config.mode == .BUCKETING {
@@ -61,6 +62,7 @@ final class SDKRuntime: Sendable {
                                   maxBatchBytes: config.trackingConfig.maxBatchBytes)
         var settings = TrackingManager.Settings(config.trackingConfig)
         config.adjustTracking?(&settings)
+        if config.networkDisabled { settings.sends = false }
         tracking = TrackingManager(
             queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
             events: events, settings: settings, clock: config.clock, logger: logger)
@@ -76,7 +78,7 @@ final class SDKRuntime: Sendable {
         }
         bucketing.loadStored()
         if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
-        bucketing.start()
+        if !config.networkDisabled { bucketing.start() }
     }
 
     /// Where hits wait: the custom hit cache when one is configured, else the `hits` table of the

@@ -49,7 +49,7 @@ final class DecisionAPIClient: Sendable {
             switch error {
             case .timedOut(let after): throw .timedOut(after: after)
             case .responseTooLarge: throw .malformedBody(error.description(redacting: apiKey))
-            case .connectionFailed, .cancelled, .redirectRefused: throw .transport(error.description(redacting: apiKey))
+            case .connectionFailed, .cancelled, .redirectRefused, .redirectNotFollowed, .networkDisabled: throw .transport(error.description(redacting: apiKey))
             }
         }
         guard response.isSuccess else { throw .httpStatus(response.status) }

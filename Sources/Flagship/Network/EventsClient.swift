@@ -111,13 +111,19 @@ final class EventsClient: Sendable {
     }
 
     /// PROTOCOL.md section 6: 2xx delivered; 4xx other than 408 and 429 rejected; anything else
-    /// (408, 429, 5xx, an unexpected 1xx or 3xx, no answer) retried, since it may yet succeed.
+    /// (408, 429, 5xx, an unexpected 1xx or 3xx, a redirect not followed, no answer) retried,
+    /// since it may yet succeed. Only a 2xx to the request that carried the hits delivers them.
     private func result(of request: HTTPRequest, hitIds: [String], service: String) async -> SendResult {
         let response: HTTPResponse
         do {
             response = try await transport.send(request)
         } catch {
-            let reason = "\(service) could not be reached: \(error.description(redacting: apiKey))"
+            // A redirect not followed is an answer, but not one that says the hits arrived.
+            let reached = switch error {
+            case .redirectRefused, .redirectNotFollowed: "answered with a redirect"
+            default: "could not be reached"
+            }
+            let reason = "\(service) \(reached): \(error.description(redacting: apiKey))"
             return SendResult(hitIds: hitIds, outcome: .retryLater(reason: reason))
         }
         switch response.status {

@@ -15,6 +15,13 @@ extension HTTPTransport {
     func shutdown() {}
 }
 
+/// The transport of an SDK whose network is disabled: refuses every request, sends nothing.
+struct DisabledTransport: HTTPTransport {
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        throw .networkDisabled
+    }
+}
+
 struct HTTPRequest: Sendable, Equatable {
     enum Method: String, Sendable {
         case get = "GET"
@@ -81,6 +88,12 @@ enum TransportError: Error, Equatable, CustomStringConvertible {
     /// the request, its API key included, goes only where the SDK was configured to send it.
     /// Both origins as `scheme://host:port`.
     case redirectRefused(from: String, to: String)
+    /// The answer to a request with a body redirected it with a status (301, 302, 303) that
+    /// would send it again as a GET without its body: not followed, since the answer to that GET
+    /// would say nothing of the body. `to`: the target, without its query or fragment.
+    case redirectNotFollowed(status: Int, to: String)
+    /// The SDK was started with its network disabled: no request leaves the process.
+    case networkDisabled
 
     var description: String {
         switch self {
@@ -94,6 +107,10 @@ enum TransportError: Error, Equatable, CustomStringConvertible {
             return "the answer is larger than \(limit) bytes and was not read"
         case .redirectRefused(let from, let to):
             return "\(from) redirected the request to another origin, \(to), which was not followed (requests go only to the configured host)"
+        case .networkDisabled:
+            return "the network is disabled (offline): nothing is sent"
+        case .redirectNotFollowed(let status, let to):
+            return "the answer was a redirect (HTTP \(status)) to \(to), not followed: it would send the request again as a GET without its body"
         }
     }
 }

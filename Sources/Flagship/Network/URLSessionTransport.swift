@@ -15,7 +15,9 @@ import FoundationNetworking
 /// Redirects are followed here, not by Foundation, and only within the request's origin (scheme,
 /// host and port): FoundationNetworking resends the first request's headers, the API key
 /// included, to wherever `Location` points, and drops the body of a 307. A redirect to another
-/// origin fails the request with ``TransportError/redirectRefused(from:to:)``.
+/// origin fails the request with ``TransportError/redirectRefused(from:to:)``; a 301, 302 or 303
+/// to a request with a body fails it with ``TransportError/redirectNotFollowed(status:to:)``
+/// (followed, it would be a GET without the body, and its 200 would pass for a delivery).
 ///
 /// One session per transport, ephemeral: no cookies, no URL cache, no credentials kept.
 /// ``shutdown()`` cancels what is in flight and invalidates the session; safe to call twice.
@@ -86,8 +88,10 @@ final class URLSessionTransport: HTTPTransport {
     }
 
     /// Where a redirect leads `request`, when it stays within the origin of `first` (the URL the
-    /// caller gave): a 307 or 308 keeps the method and body, any other turns a POST into a GET
-    /// without a body. The headers, API key included, go along: to the same origin only.
+    /// caller gave). A 307 or 308 keeps the method and the body. Any other would turn a request
+    /// with a body into a GET without it, whose answer says nothing about the body (a batch of
+    /// hits would look delivered): it is followed only by a request without a body. The headers,
+    /// API key included, go along: to the same origin only.
     private static func request(_ request: HTTPRequest, redirectedBy redirect: Redirect,
                                 from first: URL) throws(TransportError) -> HTTPRequest {
         let from = Origin(first)
@@ -95,13 +99,12 @@ final class URLSessionTransport: HTTPTransport {
         guard let from, let to, from == to, let target = redirect.target else {
             throw .redirectRefused(from: from?.description ?? first.hostAndPort, to: to?.description ?? "an unusable URL")
         }
+        let keepsBody = redirect.status == 307 || redirect.status == 308
+        guard keepsBody || (request.method == .get && request.body == nil) else {
+            throw .redirectNotFollowed(status: redirect.status, to: to.description + target.pathForMessages)
+        }
         var next = request
         next.url = target
-        if request.method == .post, redirect.status != 307, redirect.status != 308 {
-            next.method = .get
-            next.body = nil
-            next.headers["Content-Type"] = nil
-        }
         return next
     }
 
@@ -391,5 +394,12 @@ extension URL {
     fileprivate var hostAndPort: String {
         let host = host ?? "the server"
         return port.map { "\(host):\($0)" } ?? host
+    }
+
+    /// The path as written (`/` when empty), without the query or fragment, which may hold
+    /// secrets: what a message shows of a redirect's target within the origin.
+    fileprivate var pathForMessages: String {
+        let path = URLComponents(url: self, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
+        return path.isEmpty ? "/" : path
     }
 }

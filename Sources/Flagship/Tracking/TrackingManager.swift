@@ -105,6 +105,8 @@ final class TrackingManager: HitTracking {
         /// Replaces the events client's timeout (at least 5 s otherwise): tests that make the
         /// server answer too late pay a fraction of a second per timeout, not five.
         var requestTimeout: TimeInterval?
+        /// `false`: nothing is sent (the SDK's network is disabled); hits wait in the cache.
+        var sends = true
         /// A random number in 0..<1 for the backoff's jitter (tests fix it).
         var jitter: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
@@ -481,6 +483,7 @@ final class TrackingManager: HitTracking {
 
     /// Starts the sender unless it runs (then it goes round once more) or the backoff gate is closed.
     private func requestFlush() {
+        guard settings.sends else { return }
         let start = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             if state.senderRunning {
@@ -696,7 +699,7 @@ final class TrackingManager: HitTracking {
         let deadline = Date().addingTimeInterval(settings.closeDeadline)
         await waitForSender(until: deadline)
         state.withLock { $0.finalFlush = true }
-        await flushRound(until: deadline)
+        if settings.sends { await flushRound(until: deadline) }
         let waiting = await onStore { [self] () -> Int in
             writeUnwritten()
             do {

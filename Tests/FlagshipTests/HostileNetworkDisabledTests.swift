@@ -1,0 +1,47 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// An SDK started with its network disabled (`fetch --offline`) makes no transport that could
+/// reach a host, the public ones included: nothing leaves the process, hits wait in the cache.
+final class HostileNetworkDisabledTests: TrackingTestCase {
+    func testNothingIsSentAndTheHitsWaitUntried() async throws {
+        start(trackingBuilder().withNetworkDisabled())
+        let visitor = makeVisitor()
+
+        try await visitor.sendHit(click(1))
+        do {
+            try await visitor.fetchFlags()
+            XCTFail("an offline fetch cannot succeed")
+        } catch FlagshipError.fetchFailed(let reason) {
+            XCTAssertTrue(reason.contains("the network is disabled"), reason)
+        }
+        clock.advance(by: 600)
+        await flagship.waitUntilTrackingIsIdle()
+        await flagship.close()
+
+        XCTAssertEqual(server.received.count, 0)
+        let hits = try storedHits()
+        XCTAssertEqual(hits.map(\.isConsent), [true, false])
+        XCTAssertEqual(hits.map(\.attempts), [0, 0], "not even tried")
+        XCTAssertEqual(try storedClickLabels(), ["hit-1"])
+    }
+
+    func testWithTheDefaultPublicHostsNoTransportCanReachThem() async throws {
+        flagship.start(envId: Self.envId, apiKey: Self.apiKey,
+                       config: FSConfigBuilder().withCacheDirectory(directory.url).withNetworkDisabled().build())
+        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        XCTAssertTrue(runtime.transport is DisabledTransport, "\(type(of: runtime.transport))")
+        await runtime.tracking.waitUntilIdle()
+        await flagship.close()
+
+        XCTAssertEqual(visitor.visitorId, "v1")
+        XCTAssertEqual(try storedHits().map(\.isConsent), [true], "the consent hit waits")
+        XCTAssertEqual(try storedHits().map(\.attempts), [0])
+    }
+}
