@@ -71,6 +71,7 @@ package final class FlagshipDatabase: Sendable {
         migrator: Migrator = Migrator(),
         now: @escaping @Sendable () -> Date = Date.init
     ) throws -> FlagshipDatabase {
+        try refuseUnlessRegularFile(at: url)
         try prepareFile(at: url)
         do {
             let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
@@ -101,6 +102,7 @@ package final class FlagshipDatabase: Sendable {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StoreError.fileSystem(path: url.path, reason: "no such file")
         }
+        try refuseUnlessRegularFile(at: url)
         let database: Database
         do {
             database = try Database(path: url.path, options: DatabaseOptions(readOnly: true))
@@ -324,6 +326,25 @@ package final class FlagshipDatabase: Sendable {
         guard let note = FileManager.default.contents(atPath: url.path + damageMarkSuffix) else { return nil }
         let text = String(decoding: note, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return Damage(reason: text.isEmpty ? "a statement met a damaged page" : text)
+    }
+
+    /// A FIFO, a directory, a socket or a device at the store path is refused at once: SQLite would
+    /// block opening a FIFO (no writer ever comes) or fail later with a vaguer error. The path's
+    /// target is judged (`stat` follows a symbolic link); a path that does not exist yet passes.
+    private static func refuseUnlessRegularFile(at url: URL) throws(StoreError) {
+        var status = stat()
+        guard stat(url.path, &status) == 0 else { return }
+        let kind: String
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO (named pipe)"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR: kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        default: kind = "not a regular file"
+        }
+        throw .fileSystem(path: url.path, reason: "it is \(kind), not a store file: give the path of a regular file (or of none yet)")
     }
 
     /// Creates the directory (0700) and an empty file (0600) when they do not exist yet.
