@@ -71,6 +71,7 @@ package final class FlagshipDatabase: Sendable {
         migrator: Migrator = Migrator(),
         now: @escaping @Sendable () -> Date = Date.init
     ) throws -> FlagshipDatabase {
+        let url = try followingSymbolicLink(url)
         try refuseUnlessRegularFile(at: url)
         try prepareFile(at: url)
         do {
@@ -99,6 +100,7 @@ package final class FlagshipDatabase: Sendable {
     /// Opens an existing store for reading only: nothing in the file is ever changed, and a file
     /// that is not a Flagship database (or is newer than this build) is refused.
     package static func openForInspection(at url: URL, migrator: Migrator = Migrator()) throws -> FlagshipDatabase {
+        let url = try followingSymbolicLink(url)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StoreError.fileSystem(path: url.path, reason: "no such file")
         }
@@ -326,6 +328,21 @@ package final class FlagshipDatabase: Sendable {
         guard let note = FileManager.default.contents(atPath: url.path + damageMarkSuffix) else { return nil }
         let text = String(decoding: note, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return Damage(reason: text.isEmpty ? "a statement met a damaged page" : text)
+    }
+
+    /// A store path that is a symbolic link names the file it points to: that file is opened,
+    /// checked, and (if damaged) moved aside and replaced, never the link itself, which would
+    /// strand the target's hits. A link whose target does not exist is refused rather than
+    /// followed: creating the store there would put a file wherever the link points.
+    private static func followingSymbolicLink(_ url: URL) throws(StoreError) -> URL {
+        var status = stat()
+        guard lstat(url.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { return url }
+        guard let resolved = realpath(url.path, nil) else {
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? "?"
+            throw .fileSystem(path: url.path, reason: "it is a symbolic link to \(target), which does not exist: create the store at the link's target, or give its path")
+        }
+        defer { free(resolved) }
+        return URL(fileURLWithPath: String(cString: resolved))
     }
 
     /// The file's permission bits when other users may read or change it (any of 0o077 set),

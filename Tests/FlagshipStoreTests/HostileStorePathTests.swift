@@ -88,3 +88,54 @@ private final class OutcomeBox: @unchecked Sendable {
     func set(_ value: Result<FlagshipDatabase, any Error>) { lock.withLock { result = value } }
     func get() -> Result<FlagshipDatabase, any Error>? { lock.withLock { result } }
 }
+
+/// Point 1 of the hardening issue: a store path that is a symbolic link.
+final class HostileSymbolicLinkTests: XCTestCase {
+    private var directory = URL(fileURLWithPath: "/nonexistent")
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-link-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("real"), withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: directory)
+        try super.tearDownWithError()
+    }
+
+    func testALinkToAStoreOpensTheStoreItPointsToAndLeavesTheLink() throws {
+        let target = directory.appendingPathComponent("real/flagship-env.sqlite")
+        let link = directory.appendingPathComponent("flagship-env.sqlite")
+        let first = try FlagshipDatabase.open(at: target)
+        try first.database.write { connection in
+            try connection.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES ('test.marker', 'kept', 1)")
+        }
+        first.close()
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+
+        let store = try FlagshipDatabase.open(at: link)
+        let marker = try store.database.read { try $0.scalar("SELECT value FROM sdk_state WHERE key = 'test.marker'")?.text }
+        store.close()
+        let inspected = try FlagshipDatabase.openForInspection(at: link)
+        inspected.close()
+
+        XCTAssertEqual(marker, "kept", "the target's data, not a new store")
+        XCTAssertNil(store.opening.movedAside, "the link is not judged by its own size and moved aside")
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: link.path), target.path, "the link is still a link to the target")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted(), ["flagship-env.sqlite", "real"])
+    }
+
+    func testADanglingLinkIsRefusedAndNothingIsCreatedWhereItPoints() throws {
+        let target = directory.appendingPathComponent("real/missing.sqlite")
+        let link = directory.appendingPathComponent("flagship-env.sqlite")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+
+        XCTAssertThrowsError(try FlagshipDatabase.open(at: link)) { error in
+            guard case .fileSystem(_, let reason)? = error as? StoreError else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("a symbolic link to \(target.path), which does not exist"), reason)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "no store created where the link points")
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: link.path), target.path)
+    }
+}
