@@ -49,13 +49,14 @@ final class HostileStorePathTests: XCTestCase {
     /// The `fileSystem` reason `body` throws, on a thread of its own: a regression that blocks
     /// (SQLite opening a FIFO waits for a writer forever) fails the test instead of hanging it.
     private static func refusal(within seconds: Int, _ body: @escaping @Sendable () throws -> FlagshipDatabase) -> String {
-        let outcome = OutcomeBox()
+        let outcome = Locked<Result<FlagshipDatabase, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            outcome.set(Result { try body() })
+            let result = Result { try body() }
+            outcome.withValue { $0 = result }
             done.signal()
         }
-        guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = outcome.get() else {
+        guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = outcome.withValue({ $0 }) else {
             XCTFail("opening did not return within \(seconds) s: it blocks on what is at the path")
             return ""
         }
@@ -78,15 +79,6 @@ final class HostileStorePathTests: XCTestCase {
         guard lstat(url.path, &status) == 0 else { throw NSError(domain: NSPOSIXErrorDomain, code: Int(errno)) }
         return status.st_mode & S_IFMT
     }
-}
-
-/// One result handed from a detached thread, under a lock.
-private final class OutcomeBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<FlagshipDatabase, any Error>?
-
-    func set(_ value: Result<FlagshipDatabase, any Error>) { lock.withLock { result = value } }
-    func get() -> Result<FlagshipDatabase, any Error>? { lock.withLock { result } }
 }
 
 /// Point 1 of the hardening issue: a store path that is a symbolic link.

@@ -6,20 +6,7 @@ import XCTest
 /// `fetch --offline` sends nothing at all: not the decision request, not the consent hit, not
 /// to the servers given, not to the public hosts when none is given. What would have gone waits
 /// in the store for the next run that is online.
-final class HostileOfflineFetchTests: CommandTestCase {
-    private var server: LocalFlagshipServer!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        server = LocalFlagshipServer(envId: "env", apiKey: "key")
-        try server.start()
-    }
-
-    override func tearDownWithError() throws {
-        server.stop()
-        try super.tearDownWithError()
-    }
-
+final class HostileOfflineFetchTests: HitCommandTestCase {
     /// This environment without an API key, plus `extra`.
     private func environment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
