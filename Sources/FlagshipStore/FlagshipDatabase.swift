@@ -345,15 +345,6 @@ package final class FlagshipDatabase: Sendable {
         return URL(fileURLWithPath: String(cString: resolved))
     }
 
-    /// The file's permission bits when other users may read or change it (any of 0o077 set),
-    /// else `nil`: a store holds personal data, and one made by hand or copied may be 0644.
-    package static func permissionsOpenToOthers(at url: URL) -> mode_t? {
-        var status = stat()
-        guard stat(url.path, &status) == 0 else { return nil }
-        let permissions = status.st_mode & 0o777
-        return permissions & 0o077 == 0 ? nil : permissions
-    }
-
     /// A FIFO, a directory, a socket or a device at the store path is refused at once: SQLite would
     /// block opening a FIFO (no writer ever comes) or fail later with a vaguer error. The path's
     /// target is judged (`stat` follows a symbolic link); a path that does not exist yet passes.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FlagshipStore
 import Foundation
 
 /// Where a command takes the API key from: `--api-key`, `--api-key-file`, or the
@@ -58,8 +59,8 @@ struct APIKeyArguments: ParsableArguments {
         guard !key.contains(where: \.isNewline) else {
             throw CommandFailure("the API key file \(path) must hold the key alone, on one line")
         }
-        if let mode = FileMode.openToOthers(atPath: path) {
-            Output.warn("other users can read or change the API key file \(path) (mode \(FileMode.octal(mode))): chmod 600 it")
+        if let mode = FilePermissions.openToOthers(atPath: path) {
+            Output.warn("other users can read or change the API key file \(path) (mode \(FilePermissions.octal(mode))): chmod 600 it")
         }
         return String(key)
     }

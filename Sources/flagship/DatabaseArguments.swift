@@ -25,8 +25,8 @@ struct DatabaseArguments: ParsableArguments {
             throw CommandFailure("\(url.path) is a directory, not a store file")
         }
         let store = try FlagshipDatabase.openForInspection(at: url)
-        if let permissions = FlagshipDatabase.permissionsOpenToOthers(at: url) {
-            Output.warn("other users can read or change \(url.path) (mode \(String(permissions, radix: 8))), which holds visitor data: chmod 600 it")
+        if let permissions = FilePermissions.openToOthers(atPath: url.path) {
+            Output.warn("other users can read or change \(url.path) (mode \(FilePermissions.octal(permissions))), which holds visitor data: chmod 600 it")
         }
         do {
             try store.database.withConnection { try Migrator().checkHistory($0, path: url.path) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import FlagshipLocalServer
+import FlagshipStore
 import Foundation
 
 /// `flagship serve`: a Flagship-compatible backend on 127.0.0.1, in the foreground, to point an
@@ -70,8 +71,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         // A new record file is created 0600; one that was already there keeps its mode.
-        if let record, let mode = FileMode.openToOthers(atPath: record) {
-            Output.warn("other users can read or change the record file \(record) (mode \(FileMode.octal(mode))), which will hold what visitors send: chmod 600 it")
+        if let record, let mode = FilePermissions.openToOthers(atPath: record) {
+            Output.warn("other users can read or change the record file \(record) (mode \(FilePermissions.octal(mode))), which will hold what visitors send: chmod 600 it")
         }
         let source = served.map { "bucketing file \(bucketingFile ?? "built-in sample"), \($0.campaignCount) campaign(s)" }
             ?? decisionFile ?? "built-in sample"

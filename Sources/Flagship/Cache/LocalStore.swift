@@ -8,8 +8,8 @@ enum LocalStore {
     static func open(envId: String, directory: URL?, file: URL? = nil, logger: Logger) throws -> FlagshipDatabase {
         let url = file ?? StoreLocation.databaseFile(envId: envId, in: directory ?? StoreLocation.defaultDirectory())
         let database = try FlagshipDatabase.open(at: url)
-        if let permissions = FlagshipDatabase.permissionsOpenToOthers(at: url) {
-            logger.warning("Other users can read or change the cache database (mode \(String(permissions, radix: 8))), which holds visitor data: chmod 600 it", metadata: ["path": "\(url.path)"])
+        if let permissions = FilePermissions.openToOthers(atPath: url.path) {
+            logger.warning("Other users can read or change the cache database (mode \(FilePermissions.octal(permissions))), which holds visitor data: chmod 600 it", metadata: ["path": "\(url.path)"])
         }
         if let movedAside = database.opening.movedAside {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
