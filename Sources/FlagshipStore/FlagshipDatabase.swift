@@ -221,7 +221,7 @@ package final class FlagshipDatabase: Sendable {
                     throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
                 }
             }
-            try database.withConnection { try $0.query("PRAGMA journal_mode = WAL") }
+            if !inMemory { try enterWAL(database) }
             let outcome = try migrator.migrate(database, now: now)
             let sessionKey = try database.write { connection -> String? in
                 try HitRecordStore(database: database).recount(in: connection)
@@ -238,6 +238,27 @@ package final class FlagshipDatabase: Sendable {
             // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.
             database.close(checkpoint: damage == nil)
             throw damage ?? error
+        }
+    }
+
+    /// Switches the file to WAL, a mode it keeps: a file already in it is left alone (no write
+    /// lock taken). The switch needs the file to itself, and SQLite answers `SQLITE_BUSY` at once,
+    /// without its busy handler, when another connection is reading it (several processes opening
+    /// one new file together): the switch is tried again, within the busy timeout.
+    private static func enterWAL(_ database: Database) throws {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(database.options.busyTimeoutMilliseconds) * 1_000_000
+        var pause: UInt32 = 1_000
+        while true {
+            do {
+                try database.withConnection { connection in
+                    guard try connection.scalar("PRAGMA journal_mode")?.text?.lowercased() != "wal" else { return }
+                    try connection.query("PRAGMA journal_mode = WAL")
+                }
+                return
+            } catch StoreError.sqlite(let error) where error.code == SQLITE_BUSY && DispatchTime.now().uptimeNanoseconds < deadline {
+                usleep(pause)
+                pause = min(pause * 2, 50_000)
+            }
         }
     }
 
