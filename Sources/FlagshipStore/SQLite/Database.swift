@@ -99,9 +99,41 @@ package final class Database: @unchecked Sendable {
     }
 
     /// Runs `body` in one write transaction: all of it is committed, or none of it.
+    ///
+    /// A write that found the file locked for the whole busy timeout (another process holding a
+    /// write transaction) shortens the wait of the writes after it to `contendedBusyTimeout`, until
+    /// one commits: a store locked for minutes costs one full wait, not one per statement, and a
+    /// caller that keeps what it could not write (the tracking manager) stays responsive.
     @discardableResult
     package func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try withConnection { try $0.transaction(immediate: true, body) }
+        try withConnection { connection in
+            do {
+                let result = try connection.transaction(immediate: true, body)
+                if contended {
+                    contended = false
+                    sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+                }
+                return result
+            } catch StoreError.sqlite(let error) where error.code == SQLITE_BUSY {
+                if !contended {
+                    contended = true
+                    sqlite3_busy_timeout(connection.handle, min(Self.contendedBusyTimeout, options.busyTimeoutMilliseconds))
+                }
+                throw StoreError.sqlite(error)
+            }
+        }
+    }
+
+    /// How long a write waits for the lock after one found it held for the whole busy timeout.
+    package static let contendedBusyTimeout: Int32 = 200
+
+    /// Whether the last write found the file locked (read and written under `lock`).
+    private var contended = false
+
+    /// Whether the last write found the file locked for the whole busy timeout, so that writes
+    /// now wait `contendedBusyTimeout` at most.
+    package var isContended: Bool {
+        (try? withConnection { _ in contended }) ?? false
     }
 
     /// Runs `body` with the connection and no transaction around it (pragmas, migrations that
