@@ -15,17 +15,24 @@ enum FlagshipExecutable {
     /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
     /// `environment`: the child's whole environment (default: this process's).
     static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60, executable: String = "flagship",
-                    environment: [String: String]? = nil) throws -> Result {
-        try start(arguments, outputDirectory: outputDirectory, executable: executable, environment: environment)
+                    environment: [String: String]? = nil, shellPrefix: String? = nil) throws -> Result {
+        try start(arguments, outputDirectory: outputDirectory, executable: executable, environment: environment, shellPrefix: shellPrefix)
             .waitForExit(timeout: timeout)
     }
 
     /// Starts `flagship arguments` without waiting for it: its output can be read while it runs.
+    /// `shellPrefix` (`ulimit -f 100`, say) runs in `/bin/sh` first, which then execs the tool.
     static func start(_ arguments: [String], outputDirectory: URL, executable: String = "flagship",
-                      environment: [String: String]? = nil) throws -> Running {
+                      environment: [String: String]? = nil, shellPrefix: String? = nil) throws -> Running {
         let process = Process()
-        process.executableURL = try location(of: executable)
-        process.arguments = arguments
+        let tool = try location(of: executable)
+        if let shellPrefix {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", shellPrefix + "; exec \"$0\" \"$@\"", tool.path] + arguments
+        } else {
+            process.executableURL = tool
+            process.arguments = arguments
+        }
         if let environment { process.environment = environment }
         let name = UUID().uuidString
         let stdoutURL = outputDirectory.appendingPathComponent("\(name).stdout")

@@ -10,7 +10,7 @@ final class SendHitCommandTests: HitCommandTestCase {
         let result = try sendHit(["--event", "click", "--label", "cta", "--value", "3", "--count", "5"])
 
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual(result.stdout, #"{"sent": 5, "delivered": 0, "rejected": 0, "waiting": 6}"# + "\n")
+        XCTAssertEqual(result.stdout, #"{"sent": 5, "delivered": 0, "rejected": 0, "waiting": 6, "lost": 0}"# + "\n")
         XCTAssertEqual(try storedHits(), [Self.consentHit: 1, StoredHit(type: "EVENT", action: "click", label: "cta"): 5])
     }
 
@@ -18,7 +18,7 @@ final class SendHitCommandTests: HitCommandTestCase {
         let result = try sendHit(["--event", "click", "--category", "engagement", "--label", "cta", "--value", "3", "--count", "3"])
 
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual(result.stdout, #"{"sent": 3, "delivered": 4, "rejected": 0, "waiting": 0}"# + "\n")
+        XCTAssertEqual(result.stdout, #"{"sent": 3, "delivered": 4, "rejected": 0, "waiting": 0, "lost": 0}"# + "\n")
         let clicks = server.hits.filter { $0["ea"] == "click" }
         XCTAssertEqual(clicks.count, 3)
         XCTAssertEqual(clicks.first?["ec"], "User Engagement")
@@ -61,7 +61,7 @@ final class SendHitCommandTests: HitCommandTestCase {
             acknowledged 1
             acknowledged 2
             acknowledged 3
-            {"sent": 3, "delivered": 0, "rejected": 0, "waiting": 4}
+            {"sent": 3, "delivered": 0, "rejected": 0, "waiting": 4, "lost": 0}
 
             """)
         XCTAssertEqual(try storedHits(), [
@@ -116,7 +116,6 @@ final class SendHitCommandTests: HitCommandTestCase {
             (["--item", "shoe", "--code", "c"], "Error: --item needs --code and --transaction"),
             (["--event", "a", "--value=-1"], "Error: --value, the event's value (ev), must not be negative (got -1)\n"),
             (["--event", "a", "--count", "0"], "Error: --count must be a positive number of hits, not 0\n"),
-            (["--event", "a", "--durable", "--strategy", "periodic"], "Error: --durable needs --strategy continuous"),
             (["--event", "a", "--category", "other"], "Error: The value 'other' is invalid for '--category <category>'"),
         ]
         for invalid in cases {

@@ -11,6 +11,16 @@ public enum BatchCachingStrategy: String, Sendable {
     case PERIODIC_CACHING
 }
 
+/// What `try await visitor.sendHit(_:until:)` waits for before it returns.
+public enum FSHitAcknowledgement: Sendable, Equatable {
+    /// What the caching strategy gives: committed to the hit cache under `CONTINUOUS_CACHING`,
+    /// in the in-memory pool under `PERIODIC_CACHING` (written at the next interval or at close).
+    case strategyDefault
+    /// Committed to the hit cache under either strategy: the hit survives a crash of the
+    /// process. Under `PERIODIC_CACHING` such a hit skips the pool and joins the next group commit.
+    case committed
+}
+
 /// How the tracking manager batches, caches and keeps hits.
 ///
 /// ```swift

@@ -203,7 +203,7 @@ public final class FSVisitor: Sendable {
             let queue = runtime.callbacks
             return { @Sendable in queue.async { callback(prepared.exposed, flag) } }
         }
-        runtime.tracking.track(prepared.activate, onDelivered: callback, durable: nil)
+        runtime.tracking.track(prepared.activate, onDelivered: callback)
     }
 
     // MARK: Context
@@ -368,13 +368,30 @@ public final class FSVisitor: Sendable {
         }
     }
 
-    /// Sends a hit and returns once it is durable: committed to the hit cache (continuous
-    /// caching; it then survives a crash and is sent after a restart) or in the pool (periodic
-    /// caching). Throws why it was refused (an invalid hit names the field), or
+    /// Sends a hit and returns once the caching strategy has it:
+    ///
+    /// - `CONTINUOUS_CACHING`: once it is committed to the hit cache (in one group commit with
+    ///   the hits sent at the same time). It then survives a crash and is sent after a restart.
+    /// - `PERIODIC_CACHING`: once it is in the in-memory pool, which is written to the cache at
+    ///   the next batch interval and at `close()`: a crash before then loses it. To wait for the
+    ///   commit under this strategy too, use `sendHit(_:until: .committed)`.
+    ///
+    /// Throws why it was refused (an invalid hit names the field), or
     /// `FlagshipError.hitNotCached` when the cache could not take it (it is still sent from memory).
     public func sendHit<T: FSTrackingProtocol>(_ event: T) async throws {
+        try await sendHit(event, until: .strategyDefault)
+    }
+
+    /// Sends a hit and returns once `acknowledgement` holds. With `.committed` the hit is
+    /// written to the hit cache at once under either strategy (periodic caching included) and
+    /// this returns after the commit: an acknowledged hit survives `kill -9`.
+    ///
+    /// ```swift
+    /// try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "checkout"), until: .committed)
+    /// ```
+    public func sendHit<T: FSTrackingProtocol>(_ event: T, until acknowledgement: FSHitAcknowledgement) async throws {
         let (hit, tracking) = try prepareHit(event)
-        try await tracking.trackDurably(hit)
+        try await tracking.trackDurably(hit, committed: acknowledgement == .committed)
     }
 
     private func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, TrackingManager) {

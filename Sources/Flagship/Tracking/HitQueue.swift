@@ -28,7 +28,8 @@ protocol HitQueue: Sendable {
     func releaseClaims() throws
     /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
     func loadCached()
-    /// Whether a saved hit survives a restart (not when the store fell back to memory).
+    /// Whether a saved hit is in a file the next start finds: not when the store fell back to
+    /// memory, nor once its file was deleted or replaced under the running SDK.
     var keepsHitsOnDisk: Bool { get }
 }
 

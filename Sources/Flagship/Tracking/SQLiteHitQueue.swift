@@ -28,7 +28,7 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     var keepsHitsOnDisk: Bool {
-        !store.isInMemory
+        !store.isInMemory && store.fileIsInPlace
     }
 
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are

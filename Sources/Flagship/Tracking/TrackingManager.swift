@@ -8,10 +8,10 @@ import Logging
 /// The seam between visitors and the tracking manager: visitors only ever call these.
 protocol HitTracking: Sendable {
     /// Accepts a hit or an activate and returns at once. `durable` is told once the hit is in the
-    /// cache (continuous caching) or in the pool (periodic caching), or why it was not;
-    /// `onDelivered` (activates) runs once the server accepted it.
+    /// cache (continuous caching, or `committed`) or in the pool (periodic caching), or why it
+    /// was not; `onDelivered` (activates) runs once the server accepted it.
     func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
-               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?)
+               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool)
     /// Consent withdrawn: the visitor's waiting hits are deleted, consent hits excepted, after
     /// every hit accepted before this call.
     func purge(visitorId: String)
@@ -22,14 +22,18 @@ protocol HitTracking: Sendable {
 
 extension HitTracking {
     func track(_ hit: OutgoingHit) {
-        track(hit, onDelivered: nil, durable: nil)
+        track(hit, onDelivered: nil, durable: nil, committed: false)
     }
 
-    /// Accepts a hit and returns once it is durable: committed to the cache (continuous caching)
-    /// or in the pool (periodic caching).
-    func trackDurably(_ hit: OutgoingHit) async throws(FlagshipError) {
+    func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?) {
+        track(hit, onDelivered: onDelivered, durable: nil, committed: false)
+    }
+
+    /// Accepts a hit and returns once it is committed to the cache (continuous caching, or
+    /// `committed`: the next group commit, whatever the strategy) or in the pool (periodic caching).
+    func trackDurably(_ hit: OutgoingHit, committed: Bool = false) async throws(FlagshipError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlagshipError>, Never>) in
-            track(hit, onDelivered: nil, durable: { continuation.resume(returning: $0) })
+            track(hit, onDelivered: nil, durable: { continuation.resume(returning: $0) }, committed: committed)
         }
         try result.get()
     }
@@ -240,12 +244,14 @@ final class TrackingManager: HitTracking {
     // MARK: Accepting
 
     func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
-               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?) {
+               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) {
         enum Next { case refused, drain, accepted(kick: Bool, overflow: Bool), none }
         if durable == nil { waitForIngressRoom() }
         var callbackDropped = false
+        // A hit to be committed at once goes through the group commit, as under continuous caching.
+        let pooled = settings.strategy == .PERIODIC_CACHING && !committed
         // Encoded here, on the sender's thread: the writer's one thread only writes.
-        let cached = settings.strategy == .CONTINUOUS_CACHING ? CachedHit(hit) : nil
+        let cached = pooled ? nil : CachedHit(hit)
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
             if !state.purging.isEmpty, state.purging[hit.visitorId] != nil {
@@ -258,18 +264,16 @@ final class TrackingManager: HitTracking {
                     callbackDropped = true
                 }
             }
-            switch settings.strategy {
-            case .CONTINUOUS_CACHING:
+            guard pooled else {
                 state.ingress.append(Accepted(hit: cached ?? CachedHit(hit), durable: durable))
                 guard !state.drainScheduled else { return .none }
                 state.drainScheduled = true
                 return .drain
-            case .PERIODIC_CACHING:
-                state.unwritten.append(hit)
-                if !hit.isActivate { state.poolCount += 1 }
-                return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize,
-                                 overflow: state.unwritten.count == settings.memoryLimit)
             }
+            state.unwritten.append(hit)
+            if !hit.isActivate { state.poolCount += 1 }
+            return .accepted(kick: hit.isActivate || state.poolCount >= settings.poolMaxSize,
+                             overflow: state.unwritten.count == settings.memoryLimit)
         }
         if callbackDropped {
             logger.warning("onVisitorExposed will not be called for activate '\(hit.id)': \(settings.pendingActivateCallbacksLimit) activates already wait for delivery")
@@ -700,23 +704,29 @@ final class TrackingManager: HitTracking {
         await waitForSender(until: deadline)
         state.withLock { $0.finalFlush = true }
         if settings.sends { await flushRound(until: deadline) }
-        let waiting = await onStore { [self] () -> Int in
+        let (waiting, stranded) = await onStore { [self] () -> (Int, Int) in
             writeUnwritten()
             do {
                 try queue.releaseClaims()
             } catch {
                 logger.error("Claims on cached hits could not be released (\(error)): they lapse by themselves")
             }
-            return (try? queue.count()) ?? 0
+            let count = (try? queue.count()) ?? 0
+            // Rows of an in-memory cache, or of a file no longer at the store path, end with this
+            // process: they are lost, never waiting.
+            return queue.keepsHitsOnDisk ? (count, 0) : (0, count)
         }
         let unwritten = state.withLock { state -> Int in
             state.finalFlush = false
             state.statistics.waiting = waiting
-            state.statistics.lost += state.unwritten.count
+            state.statistics.lost += state.unwritten.count + stranded
             return state.unwritten.count
         }
         if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
         if unwritten > 0 { logger.error("\(unwritten) unsent hit(s) are lost: the hit cache could not take them") }
+        if stranded > 0 {
+            logger.error("\(stranded) unsent hit(s) are lost: they are in a hit cache no restart finds (in memory, or in a file deleted or replaced while the SDK ran)")
+        }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closeFinished = true
             defer { state.closeWaiters.removeAll() }
