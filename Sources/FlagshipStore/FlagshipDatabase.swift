@@ -19,6 +19,8 @@ package final class FlagshipDatabase: Sendable {
     /// The device and inode of the file when it was opened (`nil` in memory): an open connection
     /// goes on writing to a file deleted under it, where no later start will find what it writes.
     private let fileIdentity: FileIdentity?
+    /// The private directory holding the copy an inspection reads, if it reads one.
+    private let scratch: URL?
 
     package struct Opening: Sendable, Equatable {
         /// The schema version found in the file (0 for a new file).
@@ -41,12 +43,17 @@ package final class FlagshipDatabase: Sendable {
         package let reason: String
     }
 
-    private init(database: Database, schemaVersion: Int, opening: Opening, sessionKey: String? = nil) {
+    /// - Parameter inspection: a store opened to be read (`openForInspection`), which writes
+    ///   nothing beside the file either (no damage marker); `scratch` is the private copy it reads,
+    ///   removed at close.
+    private init(database: Database, schemaVersion: Int, opening: Opening, sessionKey: String? = nil,
+                 inspection: Bool = false, scratch: URL? = nil) {
         self.database = database
         self.schemaVersion = schemaVersion
         self.opening = opening
         self.sessionKey = sessionKey
-        fileIdentity = database.path == ":memory:" ? nil : FileIdentity(path: database.path)
+        self.scratch = scratch
+        fileIdentity = database.path == ":memory:" || inspection ? nil : FileIdentity(path: database.path)
         if fileIdentity != nil {
             let path = database.path
             database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
@@ -97,18 +104,51 @@ package final class FlagshipDatabase: Sendable {
         try openAndMigrate(path: ":memory:", options: DatabaseOptions(), migrator: migrator, now: now)
     }
 
-    /// Opens an existing store for reading only: nothing in the file is ever changed, and a file
-    /// that is not a Flagship database (or is newer than this build) is refused.
+    /// Opens an existing store for reading only, writing nothing at all: the file is never
+    /// changed, and no `-wal`, `-shm` or marker is created beside it, so it works on a read-only
+    /// file or in a read-only directory. A file that is not a Flagship database (or is newer than
+    /// this build) is refused.
+    ///
+    /// How it reads depends on what lies beside the file:
+    /// - a `-shm`: a process has it open (or died with it open): read through SQLite's locks and
+    ///   that shared index, which sees every committed transaction;
+    /// - a `-wal` holding transactions, and no `-shm`: no process has it open, and the last one did
+    ///   not checkpoint; the file and its `-wal` are copied to a private directory (0700), read
+    ///   there, and the copy is removed at close;
+    /// - neither: read as immutable (no lock, nothing created).
     package static func openForInspection(at url: URL, migrator: Migrator = Migrator()) throws -> FlagshipDatabase {
         let url = try followingSymbolicLink(url)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StoreError.fileSystem(path: url.path, reason: "no such file")
         }
         try refuseUnlessRegularFile(at: url)
+        let fileManager = FileManager.default
+        let walBytes = (try? fileManager.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? NSNumber
+        var scratch: URL?
+        let path: String
+        let options: DatabaseOptions
+        if fileManager.fileExists(atPath: url.path + "-shm") {
+            (path, options) = (url.path, DatabaseOptions(readOnly: true))
+        } else if let walBytes, walBytes.int64Value > 0 {
+            let directory = try privateDirectory()
+            scratch = directory
+            let copy = directory.appendingPathComponent(url.lastPathComponent)
+            do {
+                try fileManager.copyItem(atPath: url.path, toPath: copy.path)
+                try fileManager.copyItem(atPath: url.path + "-wal", toPath: copy.path + "-wal")
+            } catch {
+                try? fileManager.removeItem(at: directory)
+                throw StoreError.fileSystem(path: url.path, reason: "cannot copy it and its -wal to read them: \(error.localizedDescription)")
+            }
+            (path, options) = (copy.path, DatabaseOptions(readOnly: true))
+        } else {
+            (path, options) = (url.path, DatabaseOptions(immutable: true))
+        }
         let database: Database
         do {
-            database = try Database(path: url.path, options: DatabaseOptions(readOnly: true))
+            database = try Database(path: path, options: options)
         } catch {
+            if let scratch { try? fileManager.removeItem(at: scratch) }
             throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
         }
         do {
@@ -121,11 +161,25 @@ package final class FlagshipDatabase: Sendable {
             guard version <= migrator.latestVersion else {
                 throw StoreError.schemaTooNew(path: url.path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
             }
-            return FlagshipDatabase(database: database, schemaVersion: version, opening: Opening(fromVersion: version, movedAside: nil))
+            return FlagshipDatabase(database: database, schemaVersion: version, opening: Opening(fromVersion: version, movedAside: nil),
+                                    inspection: true, scratch: scratch)
         } catch {
-            database.close()
+            database.close(checkpoint: false)
+            if let scratch { try? fileManager.removeItem(at: scratch) }
             throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
         }
+    }
+
+    /// A new directory only this user can enter, in the temporary directory.
+    private static func privateDirectory() throws(StoreError) -> URL {
+        var template = Array((NSTemporaryDirectory() + "/flagship-inspect-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress.flatMap { mkdtemp($0) }.map { String(cString: $0) }
+        }
+        guard let made else {
+            throw .fileSystem(path: NSTemporaryDirectory(), reason: "cannot create a private directory: \(String(cString: strerror(errno)))")
+        }
+        return URL(fileURLWithPath: made, isDirectory: true)
     }
 
     /// Whether the path still names the file this store opened: `false` once it was deleted,
@@ -150,6 +204,7 @@ package final class FlagshipDatabase: Sendable {
         }
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close()
+        if let scratch { try? FileManager.default.removeItem(at: scratch) }
     }
 
     /// Ends the session as a killed process would: the connection closed without a checkpoint,

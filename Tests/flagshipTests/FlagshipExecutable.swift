@@ -15,18 +15,26 @@ enum FlagshipExecutable {
     /// (files, unlike pipes, never fill up and block the child), and kills it after `timeout`.
     /// `environment`: the child's whole environment (default: this process's).
     static func run(_ arguments: [String], outputDirectory: URL, timeout: TimeInterval = 60, executable: String = "flagship",
-                    environment: [String: String]? = nil, shellPrefix: String? = nil) throws -> Result {
-        try start(arguments, outputDirectory: outputDirectory, executable: executable, environment: environment, shellPrefix: shellPrefix)
+                    environment: [String: String]? = nil, shellPrefix: String? = nil, readOnlyDirectory: URL? = nil) throws -> Result {
+        try start(arguments, outputDirectory: outputDirectory, executable: executable, environment: environment, shellPrefix: shellPrefix,
+                  readOnlyDirectory: readOnlyDirectory)
             .waitForExit(timeout: timeout)
     }
 
     /// Starts `flagship arguments` without waiting for it: its output can be read while it runs.
     /// `shellPrefix` (`ulimit -f 100`, say) runs in `/bin/sh` first, which then execs the tool.
+    /// `readOnlyDirectory`: the tool runs in a mount namespace of its own where that directory is
+    /// mounted read-only (as root: `unshare --mount`), so that not even root can write there.
     static func start(_ arguments: [String], outputDirectory: URL, executable: String = "flagship",
-                      environment: [String: String]? = nil, shellPrefix: String? = nil) throws -> Running {
+                      environment: [String: String]? = nil, shellPrefix: String? = nil,
+                      readOnlyDirectory: URL? = nil) throws -> Running {
         let process = Process()
         let tool = try location(of: executable)
-        if let shellPrefix {
+        if let readOnlyDirectory {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            let script = #"d="$1"; shift; mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" && exec "$0" "$@""#
+            process.arguments = ["--mount", "--propagation", "private", "/bin/sh", "-c", script, tool.path, readOnlyDirectory.path] + arguments
+        } else if let shellPrefix {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", shellPrefix + "; exec \"$0\" \"$@\"", tool.path] + arguments
         } else {

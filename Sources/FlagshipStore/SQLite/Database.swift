@@ -15,11 +15,16 @@ package struct DatabaseOptions: Sendable, Equatable {
     package var busyTimeoutMilliseconds: Int32 = 5_000
     /// Opens without any write: the file and its schema are never changed.
     package var readOnly = false
+    /// Reads the file as one that nothing changes (SQLite's `immutable`): no lock, no `-wal`, no
+    /// `-shm` created or read. Only for a file no connection has open (`readOnly` implied).
+    package var immutable = false
 
-    package init(synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 5_000, readOnly: Bool = false) {
+    package init(synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 5_000, readOnly: Bool = false,
+                 immutable: Bool = false) {
         self.synchronous = synchronous
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
-        self.readOnly = readOnly
+        self.readOnly = readOnly || immutable
+        self.immutable = immutable
     }
 }
 
@@ -54,9 +59,14 @@ package final class Database: @unchecked Sendable {
         self.path = path
         self.options = options
         var handle: OpaquePointer?
-        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        var name = path
+        if options.immutable {
+            flags |= SQLITE_OPEN_URI
+            name = Self.immutableURI(path)
+        }
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let error = SQLiteError(code: code, handle: handle, sql: nil)
             sqlite3_close_v2(handle)
@@ -71,6 +81,14 @@ package final class Database: @unchecked Sendable {
             throw error
         }
         self.connection = connection
+    }
+
+    /// `file:<path>?mode=ro&immutable=1`, the path percent-encoded as SQLite's URIs want.
+    private static func immutableURI(_ path: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
+        return "file:\(encoded)?mode=ro&immutable=1"
     }
 
     private static func configure(_ connection: Connection, options: DatabaseOptions) throws(StoreError) {
