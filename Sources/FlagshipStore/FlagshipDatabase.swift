@@ -30,11 +30,16 @@ package final class FlagshipDatabase: Sendable {
         /// Why the whole file was checked (`PRAGMA quick_check`) before use; `nil` when the last
         /// session closed cleanly and the check was skipped.
         package var fullCheck: String?
+        /// Why the file was opened for reading only: another process held its write lock, or
+        /// the file or its directory cannot be written. What it holds is served; nothing is
+        /// written to it by this connection.
+        package var readOnly: String?
 
-        package init(fromVersion: Int, movedAside: MovedAside? = nil, fullCheck: String? = nil) {
+        package init(fromVersion: Int, movedAside: MovedAside? = nil, fullCheck: String? = nil, readOnly: String? = nil) {
             self.fromVersion = fromVersion
             self.movedAside = movedAside
             self.fullCheck = fullCheck
+            self.readOnly = readOnly
         }
     }
 
@@ -80,6 +85,75 @@ package final class FlagshipDatabase: Sendable {
     ) throws -> FlagshipDatabase {
         let url = try followingSymbolicLink(url)
         try refuseUnlessRegularFile(at: url)
+        do {
+            return try openWritable(at: url, options: options, migrator: migrator, now: now)
+        } catch {
+            // A current store that cannot be written now (locked, read-only) still serves what it has.
+            guard let reason = cannotWriteReason(error),
+                  let store = try? openReadable(at: url, options: options, migrator: migrator, reason: reason)
+            else { throw error }
+            return store
+        }
+    }
+
+    /// How long opening a current store waits for another process's write lock before it
+    /// reads the file instead.
+    package static let openingLockWaitMilliseconds: Int32 = 1_000
+
+    /// Why `error` means the file cannot be written now (rather than that it is not ours or damaged).
+    private static func cannotWriteReason(_ error: any Error) -> String? {
+        switch error as? StoreError {
+        case .sqlite(let sqliteError)?:
+            switch sqliteError.code {
+            case SQLITE_BUSY: return "another process holds its write lock"
+            case SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_IOERR:
+                return "it cannot be written (\(sqliteError.message))"
+            default: return nil
+            }
+        case .fileSystem(_, let reason)?:
+            return "it cannot be written (\(reason))"
+        default:
+            return nil
+        }
+    }
+
+    /// Opens a store for reading only, through SQLite's locks (another process may be writing
+    /// it): only a Flagship store at this build's latest schema, whose steps are this build's.
+    private static func openReadable(at url: URL, options: DatabaseOptions, migrator: Migrator, reason: String) throws -> FlagshipDatabase {
+        guard FileManager.default.fileExists(atPath: url.path) else { throw StoreError.fileSystem(path: url.path, reason: "no such file") }
+        var readOptions = options
+        readOptions.readOnly = true
+        let database: Database
+        do {
+            database = try Database(path: url.path, options: readOptions)
+        } catch {
+            // A WAL file in a directory where no `-shm` can be made (mounted read-only, say) opens
+            // only as immutable; with no `-wal` beside it and none creatable, no process writes it.
+            let fileManager = FileManager.default
+            guard !fileManager.fileExists(atPath: url.path + "-wal"), !fileManager.fileExists(atPath: url.path + "-shm") else { throw error }
+            readOptions.immutable = true
+            database = try Database(path: url.path, options: readOptions)
+        }
+        do {
+            try database.read { connection in
+                try refuseUnlessOurs(connection, path: url.path, migrator: migrator)
+                guard try connection.tableExists("schema_migrations"),
+                      try Migrator.appliedVersion(connection) == migrator.latestVersion else {
+                    throw StoreError.fileSystem(path: url.path, reason: "its schema is not current, and it cannot be migrated now")
+                }
+            }
+        } catch {
+            database.close(checkpoint: false)
+            throw error
+        }
+        return FlagshipDatabase(database: database, schemaVersion: migrator.latestVersion,
+                                opening: Opening(fromVersion: migrator.latestVersion, readOnly: reason))
+    }
+
+    /// `open`, writable: creates, migrates, moves a damaged file aside.
+    private static func openWritable(
+        at url: URL, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date
+    ) throws -> FlagshipDatabase {
         try prepareFile(at: url)
         do {
             let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
@@ -278,12 +352,20 @@ package final class FlagshipDatabase: Sendable {
             }
             if !inMemory { try enterWAL(database) }
             let outcome = try migrator.migrate(database, now: now)
-            let sessionKey = try database.write { connection -> String? in
-                try HitRecordStore(database: database).recount(in: connection)
-                guard let findings else { return nil }
-                try checkSchema(connection, migrated: outcome.fromVersion < outcome.toVersion, now: now().unixMilliseconds)
-                return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
+            let beginSession = {
+                try database.write { connection -> String? in
+                    try HitRecordStore(database: database).recount(in: connection)
+                    guard let findings else { return nil }
+                    try checkSchema(connection, migrated: outcome.fromVersion < outcome.toVersion, now: now().unixMilliseconds)
+                    return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
+                }
             }
+            // A current file can be served read-only: when another process holds the write lock,
+            // the session's first write waits a second, not the whole busy timeout, before `open`
+            // falls back to reading it.
+            let sessionKey = outcome.fromVersion == outcome.toVersion && !inMemory
+                ? try database.withBusyTimeout(min(openingLockWaitMilliseconds, options.busyTimeoutMilliseconds), beginSession)
+                : try beginSession()
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside,
                                                      fullCheck: findings?.reasonForFullCheck),

@@ -32,4 +32,40 @@ final class HostileLockedStoreTests: StoreTestCase {
         try write()
         XCTAssertFalse(writer.isContended, "a commit gives back the full wait")
     }
+
+    /// A current store whose write lock another process holds opens for reading within the
+    /// opening wait (1 s), and serves what it holds (issue 18, point 10).
+    func testACurrentStoreLockedByAnotherProcessOpensForReading() throws {
+        let first = try openStore()
+        try first.visitors.save(.sample("alice"))
+        first.close()
+        let holder = try rawDatabase()
+        defer { holder.close() }
+
+        let store = try holder.withConnection { connection -> FlagshipDatabase in
+            _ = try connection.execute("BEGIN IMMEDIATE")
+            defer { _ = try? connection.execute("ROLLBACK") }
+            return try openStore()
+        }
+
+        XCTAssertEqual(store.opening.readOnly, "another process holds its write lock")
+        XCTAssertNotNil(try store.visitors.visitor(id: "alice"))
+        XCTAssertThrowsError(try store.visitors.save(.sample("bob")), "nothing written through it")
+    }
+
+    /// A store written by a newer SDK is refused as before, locked or not: reading it
+    /// read-only is no way around the schema check.
+    func testANewerStoreLockedByAnotherProcessIsStillRefused() throws {
+        try writeNewerSchemaDatabase(at: url(), version: 99)
+        let holder = try rawDatabase()
+        defer { holder.close() }
+
+        try holder.withConnection { connection in
+            _ = try connection.execute("BEGIN IMMEDIATE")
+            defer { _ = try? connection.execute("ROLLBACK") }
+            XCTAssertThrowsError(try FlagshipDatabase.open(at: url())) { error in
+                guard case .schemaTooNew? = error as? StoreError else { return XCTFail("\(error)") }
+            }
+        }
+    }
 }

@@ -169,10 +169,14 @@ final class DiskFaultTests: TrackingTestCase {
         try await assertRunsInMemory(cacheDirectory: regularFile.appendingPathComponent("cache"), reason: "cannot create the directory")
     }
 
-    func testOnAReadOnlyMountTheSDKRunsInMemoryAndLeavesTheFileUntouched() async throws {
+    /// A current store on a read-only mount (a cache baked into an image, say) is read, not
+    /// written (issue 18, point 10): the visitor it cached is found, hits are sent from memory
+    /// and are not durable, and not a byte of the file changes. It used to run in memory.
+    func testOnAReadOnlyMountTheSDKReadsTheStoreAndLeavesTheFileUntouched() async throws {
         let cache = directory.url.appendingPathComponent("cache", isDirectory: true)
         start(trackingBuilder().withCacheDirectory(cache))
-        _ = makeVisitor("alice")
+        let first = makeVisitor("alice")
+        try await first.fetchFlags()
         _ = try await server.waitForHits(count: 1)
         await flagship.close()
         let file = StoreLocation.databaseFile(envId: Self.envId, in: cache)
@@ -181,7 +185,18 @@ final class DiskFaultTests: TrackingTestCase {
         server.clearReceived()
         flagship = Flagship()
 
-        try await assertRunsInMemory(cacheDirectory: cache, reason: "unable to open database file")
+        start(trackingBuilder().withCacheDirectory(cache))
+        let alice = makeVisitor("alice")
+        try await alice.fetchFlags()
+
+        XCTAssertEqual(alice.getFlag(key: "btnColor").value(defaultValue: "none"), "red")
+        let readOnly = log.messages(at: .warning).filter { $0.hasPrefix("The cache database is read, not written") }
+        XCTAssertEqual(readOnly.count, 1, log.allText)
+        XCTAssertEqual(log.messages(at: .error).filter { $0.hasPrefix("Cannot use the cache database") }, [], "not in memory")
+        await assertThrows(.hitNotCached("read, not written")) { try await alice.sendHit(self.click(1)) }
+        _ = try await server.waitForHits(count: 2)
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "sent from memory")
+        await flagship.close()
         XCTAssertEqual(try Data(contentsOf: file), before, "not a byte changed")
     }
 

@@ -32,6 +32,11 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     }
 
     public func cacheVisitor(visitorId: String, _ visitorData: Data) {
+        // Said once at open (`LocalStore`): a store that can only be read keeps what it has.
+        guard database.opening.readOnly == nil else {
+            logger.debug("Visitor '\(visitorId)' not cached: the cache database can only be read")
+            return
+        }
         do {
             try save(visitorId: visitorId, visitorData)
         } catch {

@@ -11,6 +11,9 @@ enum LocalStore {
         if let permissions = FilePermissions.openToOthers(atPath: url.path) {
             logger.warning("Other users can read or change the cache database (mode \(FilePermissions.octal(permissions))), which holds visitor data: chmod 600 it", metadata: ["path": "\(url.path)"])
         }
+        if let reason = database.opening.readOnly {
+            logger.warning("The cache database is read, not written: \(reason). Cached visitors and the stored bucketing file are served from it; visitors and hits are not written to it (hits wait in memory and are lost if the process ends before they are sent)", metadata: ["path": "\(url.path)"])
+        }
         if let movedAside = database.opening.movedAside {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
         } else if let reason = database.opening.fullCheck {

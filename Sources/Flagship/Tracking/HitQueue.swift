@@ -31,12 +31,16 @@ protocol HitQueue: Sendable {
     /// Whether a saved hit is in a file the next start finds: not when the store fell back to
     /// memory, nor once its file was deleted or replaced under the running SDK.
     var keepsHitsOnDisk: Bool { get }
+    /// Whether the hits waiting in the queue are in a file the next start finds (also when this
+    /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
+    var waitingHitsSurvive: Bool { get }
 }
 
 extension HitQueue {
     func loadCached() {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     var keepsHitsOnDisk: Bool { true }
+    var waitingHitsSurvive: Bool { true }
 }
 
 /// A hit with its cache document already written as JSON text. Made on the thread of whoever

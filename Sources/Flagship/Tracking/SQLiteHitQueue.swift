@@ -28,12 +28,17 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     var keepsHitsOnDisk: Bool {
+        store.opening.readOnly == nil && waitingHitsSurvive
+    }
+
+    var waitingHitsSurvive: Bool {
         !store.isInMemory && store.fileIsInPlace
     }
 
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
     /// released at once instead of lapsing a minute later, so a restart replays everything.
     func loadCached() {
+        guard store.opening.readOnly == nil else { return }
         do {
             let owners = try store.hits.claimOwners(now: Date().unixMilliseconds)
             for (owner, rows) in owners {
@@ -56,6 +61,9 @@ final class SQLiteHitQueue: HitQueue {
 
     func save(_ hits: [CachedHit]) throws -> Int {
         guard !hits.isEmpty else { return 0 }
+        if let reason = store.opening.readOnly {
+            throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written: \(reason)")
+        }
         // SQLite would commit into the deleted file and call it durable; no restart would find it.
         guard store.fileIsInPlace else {
             throw StoreError.fileSystem(path: store.database.path, reason: "the database file was deleted or replaced while open")
@@ -77,6 +85,8 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
+        guard store.opening.readOnly == nil else { return [] }
         let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
         let records = try store.database.write { connection in
             try store.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit, in: connection)
@@ -112,6 +122,7 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
+        guard store.opening.readOnly == nil else { return 0 }
         let deleted = try store.hits.deleteHits(createdBefore: boundary)
         if deleted > 0 { forgetRecent { $0.createdAt < boundary } }
         return deleted
@@ -127,6 +138,7 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     func releaseClaims() throws {
+        guard store.opening.readOnly == nil else { return }
         try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
     }
 

@@ -192,7 +192,7 @@ final class TrackingManager: HitTracking {
         self.clock = clock
         self.logger = logger
         inMemoryOnly = queue.keepsHitsOnDisk
-            ? nil : "the hit cache runs in memory (its file could not be used): the hit would not survive a restart"
+            ? nil : "the hit cache runs in memory, or its file can only be read: the hit would not survive a restart"
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
     }
 
@@ -714,7 +714,7 @@ final class TrackingManager: HitTracking {
             let count = (try? queue.count()) ?? 0
             // Rows of an in-memory cache, or of a file no longer at the store path, end with this
             // process: they are lost, never waiting.
-            return queue.keepsHitsOnDisk ? (count, 0) : (0, count)
+            return queue.waitingHitsSurvive ? (count, 0) : (0, count)
         }
         let unwritten = state.withLock { state -> Int in
             state.finalFlush = false

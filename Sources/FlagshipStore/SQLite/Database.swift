@@ -142,6 +142,19 @@ package final class Database: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` with writes waiting at most `milliseconds` for the lock (the configured busy
+    /// timeout is back afterwards): for a write that may be skipped when the file is busy.
+    package func withBusyTimeout<T>(_ milliseconds: Int32, _ body: () throws -> T) throws -> T {
+        try withConnection { sqlite3_busy_timeout($0.handle, milliseconds) }
+        defer {
+            _ = try? withConnection { connection in
+                sqlite3_busy_timeout(connection.handle, contended ? min(Self.contendedBusyTimeout, options.busyTimeoutMilliseconds)
+                                                                  : options.busyTimeoutMilliseconds)
+            }
+        }
+        return try body()
+    }
+
     /// How long a write waits for the lock after one found it held for the whole busy timeout.
     package static let contendedBusyTimeout: Int32 = 200
 
