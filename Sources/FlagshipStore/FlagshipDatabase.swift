@@ -34,9 +34,14 @@ package final class FlagshipDatabase: Sendable {
         /// the file or its directory cannot be written. What it holds is served; nothing is
         /// written to it by this connection.
         package var readOnly: String?
+        /// A `-wal` beside the file that is not this file's (garbage, or another database's, by
+        /// its header), kept where it was moved instead of being overwritten by SQLite.
+        package var walSetAside: MovedAside?
 
-        package init(fromVersion: Int, movedAside: MovedAside? = nil, fullCheck: String? = nil, readOnly: String? = nil) {
+        package init(fromVersion: Int, movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil, fullCheck: String? = nil,
+                     readOnly: String? = nil) {
             self.fromVersion = fromVersion
+            self.walSetAside = walSetAside
             self.movedAside = movedAside
             self.fullCheck = fullCheck
             self.readOnly = readOnly
@@ -154,9 +159,13 @@ package final class FlagshipDatabase: Sendable {
     private static func openWritable(
         at url: URL, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date
     ) throws -> FlagshipDatabase {
+        // Another application's file, by its header alone, is refused before anything beside it moves.
+        try refuseIfNotOursByHeader(url)
+        let walSetAside = try setAsideForeignWAL(of: url, now: now())
+        try refuseIfNotOurs(url, migrator: migrator)
         try prepareFile(at: url)
         do {
-            let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now)
+            let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now, walSetAside: walSetAside)
             // Checked once open, so that the full check (due, as the session kept its row) names
             // the damaged page where it can.
             if let damage = damageMarked(at: url) {
@@ -169,7 +178,7 @@ package final class FlagshipDatabase: Sendable {
             try? FileManager.default.removeItem(atPath: url.path + damageMarkSuffix)
             try prepareFile(at: url)
             return try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now,
-                                      movedAside: MovedAside(url: destination, reason: damage.reason))
+                                      movedAside: MovedAside(url: destination, reason: damage.reason), walSetAside: walSetAside)
         }
     }
 
@@ -196,6 +205,35 @@ package final class FlagshipDatabase: Sendable {
             throw StoreError.fileSystem(path: url.path, reason: "no such file")
         }
         try refuseUnlessRegularFile(at: url)
+        let database: Database
+        let scratch: URL?
+        do {
+            (database, scratch) = try readingWithoutWriting(url)
+        } catch {
+            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
+        }
+        do {
+            let version = try database.withConnection { connection -> Int in
+                guard try connection.tableExists("schema_migrations") else {
+                    throw StoreError.notAFlagshipDatabase(path: url.path, reason: "it has no schema_migrations table")
+                }
+                return try Migrator.appliedVersion(connection)
+            }
+            guard version <= migrator.latestVersion else {
+                throw StoreError.schemaTooNew(path: url.path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
+            }
+            return FlagshipDatabase(database: database, schemaVersion: version, opening: Opening(fromVersion: version, movedAside: nil),
+                                    inspection: true, scratch: scratch)
+        } catch {
+            database.close(checkpoint: false)
+            if let scratch { try? FileManager.default.removeItem(at: scratch) }
+            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
+        }
+    }
+
+    /// A read-only connection to `url` that writes nothing in or beside the file (see
+    /// `openForInspection`), and the private directory of the copy it reads, if any.
+    private static func readingWithoutWriting(_ url: URL) throws -> (Database, scratch: URL?) {
         let fileManager = FileManager.default
         let walBytes = (try? fileManager.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? NSNumber
         var scratch: URL?
@@ -218,29 +256,33 @@ package final class FlagshipDatabase: Sendable {
         } else {
             (path, options) = (url.path, DatabaseOptions(immutable: true))
         }
-        let database: Database
         do {
-            database = try Database(path: path, options: options)
+            return (try Database(path: path, options: options), scratch)
         } catch {
             if let scratch { try? fileManager.removeItem(at: scratch) }
-            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
+            throw error
+        }
+    }
+
+    /// Decides, before anything is written, whether an existing file is one `open` may write:
+    /// another application's database, a newer store, or one whose steps are not this build's is
+    /// refused here, left byte for byte with its `-wal` and `-shm` (a read-write connection would
+    /// checkpoint the other application's last transactions into its file, and make a `-shm`).
+    /// A file SQLite cannot read passes: `open` judges it damaged and moves it aside whole.
+    private static func refuseIfNotOurs(_ url: URL, migrator: Migrator) throws {
+        let size = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+        guard size > 0, let (database, scratch) = try? readingWithoutWriting(url) else { return }
+        defer {
+            database.close(checkpoint: false)
+            if let scratch { try? FileManager.default.removeItem(at: scratch) }
         }
         do {
-            let version = try database.withConnection { connection -> Int in
-                guard try connection.tableExists("schema_migrations") else {
-                    throw StoreError.notAFlagshipDatabase(path: url.path, reason: "it has no schema_migrations table")
-                }
-                return try Migrator.appliedVersion(connection)
+            try database.read { try refuseUnlessOurs($0, path: url.path, migrator: migrator) }
+        } catch let error as StoreError {
+            switch error {
+            case .notAFlagshipDatabase, .schemaTooNew, .migrationHistoryMismatch: throw error
+            default: return
             }
-            guard version <= migrator.latestVersion else {
-                throw StoreError.schemaTooNew(path: url.path, databaseVersion: version, latestKnownVersion: migrator.latestVersion)
-            }
-            return FlagshipDatabase(database: database, schemaVersion: version, opening: Opening(fromVersion: version, movedAside: nil),
-                                    inspection: true, scratch: scratch)
-        } catch {
-            database.close(checkpoint: false)
-            if let scratch { try? fileManager.removeItem(at: scratch) }
-            throw Damage(error).map { StoreError.notAFlagshipDatabase(path: url.path, reason: $0.reason) } ?? error
         }
     }
 
@@ -327,7 +369,7 @@ package final class FlagshipDatabase: Sendable {
     /// - Parameter movedAside: the damaged file this one replaces, to report in `opening`.
     private static func openAndMigrate(
         path: String, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date,
-        movedAside: MovedAside? = nil
+        movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil
     ) throws -> FlagshipDatabase {
         let database: Database
         do {
@@ -367,13 +409,19 @@ package final class FlagshipDatabase: Sendable {
                 ? try database.withBusyTimeout(min(openingLockWaitMilliseconds, options.busyTimeoutMilliseconds), beginSession)
                 : try beginSession()
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
-                                    opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside,
+                                    opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
                                                      fullCheck: findings?.reasonForFullCheck),
                                     sessionKey: sessionKey)
         } catch {
             let damage = error as? Damage ?? Damage(error)
             // A damaged file is moved aside as found: no checkpoint into it, its WAL kept.
-            database.close(checkpoint: damage == nil)
+            // A refused file is left as found too: no checkpoint of another application's WAL.
+            let refused: Bool
+            switch error as? StoreError {
+            case .notAFlagshipDatabase?, .schemaTooNew?, .migrationHistoryMismatch?: refused = true
+            default: refused = false
+            }
+            database.close(checkpoint: damage == nil && !refused)
             throw damage ?? error
         }
     }
@@ -545,17 +593,7 @@ package final class FlagshipDatabase: Sendable {
 
     /// Moves a damaged file, and its `-wal` and `-shm` companions, to `<name>.corrupt-<timestamp>`.
     private static func moveAside(_ url: URL, reason: String, now: Date) throws -> URL {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
-        let stamp = formatter.string(from: now)
-        var destination = URL(fileURLWithPath: url.path + ".corrupt-" + stamp)
-        var attempt = 1
-        while FileManager.default.fileExists(atPath: destination.path) {
-            attempt += 1
-            destination = URL(fileURLWithPath: url.path + ".corrupt-" + stamp + "-\(attempt)")
-        }
+        let destination = freeName(url.path + ".corrupt-", now: now)
         do {
             try FileManager.default.moveItem(at: url, to: destination)
             for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
@@ -565,5 +603,92 @@ package final class FlagshipDatabase: Sendable {
             throw StoreError.fileSystem(path: url.path, reason: "damaged (\(reason)) and could not be moved aside: \(error.localizedDescription)")
         }
         return destination
+    }
+
+    /// `<prefix><UTC timestamp>`, or with `-2`, `-3`... when that name is taken.
+    private static func freeName(_ prefix: String, now: Date) -> URL {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
+        let stamp = formatter.string(from: now)
+        var destination = URL(fileURLWithPath: prefix + stamp)
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: destination.path) {
+            attempt += 1
+            destination = URL(fileURLWithPath: prefix + stamp + "-\(attempt)")
+        }
+        return destination
+    }
+
+    /// A `-wal` beside a file no process has open (no `-shm`) that cannot be this file's: too
+    /// short for a header, not a WAL header, a header whose checksum fails, or pages of another
+    /// size than the file's. SQLite would treat it as empty and overwrite it at the first write,
+    /// so it is moved to `<name>-wal.unreadable-<timestamp>`, kept byte for byte, and reported.
+    /// (A valid WAL of another database with the same page size cannot be told apart by its header.)
+    private static func setAsideForeignWAL(of url: URL, now: Date) throws -> MovedAside? {
+        let fileManager = FileManager.default
+        let wal = url.path + "-wal"
+        guard !fileManager.fileExists(atPath: url.path + "-shm"), let handle = FileHandle(forReadingAtPath: wal) else { return nil }
+        let header = (try? handle.read(upToCount: 32)) ?? Data()
+        try? handle.close()
+        guard !header.isEmpty, let reason = foreignWALReason(header: header, databasePageSize: databasePageSize(url)) else { return nil }
+        let destination = freeName(wal + ".unreadable-", now: now)
+        do {
+            try fileManager.moveItem(atPath: wal, toPath: destination.path)
+        } catch {
+            throw StoreError.fileSystem(path: wal, reason: "not this store's WAL (\(reason)) and could not be moved aside: \(error.localizedDescription)")
+        }
+        return MovedAside(url: destination, reason: reason)
+    }
+
+    /// Why a WAL header (its first 32 bytes) cannot be the WAL of a file of `databasePageSize`.
+    static func foreignWALReason(header: Data, databasePageSize: Int?) -> String? {
+        guard header.count >= 32 else { return "it is \(header.count) bytes, shorter than a WAL header" }
+        let bytes = [UInt8](header.prefix(32))
+        func word(_ offset: Int, bigEndian: Bool = true) -> UInt32 {
+            let slice = bytes[offset..<(offset + 4)].map(UInt32.init)
+            return bigEndian ? slice[0] << 24 | slice[1] << 16 | slice[2] << 8 | slice[3]
+                             : slice[3] << 24 | slice[2] << 16 | slice[1] << 8 | slice[0]
+        }
+        let magic = word(0)
+        guard magic == 0x377F_0682 || magic == 0x377F_0683 else { return "it does not start like a SQLite WAL" }
+        // SQLite's checksum over the first 24 bytes, in the byte order the magic names.
+        let bigEndian = magic & 1 == 1
+        var (s0, s1): (UInt32, UInt32) = (0, 0)
+        for offset in stride(from: 0, to: 24, by: 8) {
+            s0 = s0 &+ word(offset, bigEndian: bigEndian) &+ s1
+            s1 = s1 &+ word(offset + 4, bigEndian: bigEndian) &+ s0
+        }
+        guard s0 == word(24), s1 == word(28) else { return "its header checksum does not match" }
+        let pageSize = Int(word(8))
+        if let databasePageSize, pageSize != databasePageSize {
+            return "its pages are \(pageSize) bytes, the file's \(databasePageSize): it belongs to another database"
+        }
+        return nil
+    }
+
+    /// Refuses a file whose header names another application (`PRAGMA application_id`, at
+    /// offset 68), reading those bytes only.
+    private static func refuseIfNotOursByHeader(_ url: URL) throws(StoreError) {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 100), header.count == 100,
+              header.starts(with: Array("SQLite format 3\u{0}".utf8)) else { return }
+        let id = header[(header.startIndex + 68)..<(header.startIndex + 72)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let applicationID = Int64(Int32(bitPattern: id))
+        guard applicationID == 0 || applicationID == Int64(Migrator.applicationID) else {
+            throw .notAFlagshipDatabase(path: url.path, reason: "its application_id is \(applicationID), not Flagship's (\(Migrator.applicationID))")
+        }
+    }
+
+    /// The page size in a database file's header; `nil` for a file too short to have one.
+    private static func databasePageSize(_ url: URL) -> Int? {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 100), header.count == 100,
+              header.starts(with: Array("SQLite format 3\u{0}".utf8)) else { return nil }
+        let raw = Int(header[header.startIndex + 16]) << 8 | Int(header[header.startIndex + 17])
+        return raw == 1 ? 65_536 : raw
     }
 }

@@ -23,6 +23,12 @@ struct DBMigrate: ParsableCommand {
                 "\(database.url.path) was damaged (\(movedAside.reason)): moved it aside to \(movedAside.url.path) and created a new store"
             )
         }
+        if let wal = store.opening.walSetAside {
+            Output.warn("the -wal beside \(database.url.path) is not this store's (\(wal.reason)): kept as \(wal.url.path), not replayed")
+        }
+        if let reason = store.opening.readOnly {
+            throw CommandFailure("\(database.url.path) cannot be migrated now: \(reason)")
+        }
         let from = store.opening.fromVersion
         if from == store.schemaVersion {
             print("already at schema version \(store.schemaVersion)")

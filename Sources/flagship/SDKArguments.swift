@@ -38,10 +38,15 @@ struct SDKArguments: ParsableArguments {
     /// store when the file cannot be used (and only logs it); a command that promises hits are
     /// on disk checks first, so that it fails instead of reporting what a restart would not find.
     func checkStoreIsUsable() throws {
+        let store: FlagshipDatabase
         do {
-            try FlagshipDatabase.open(at: storeFile).close()
+            store = try FlagshipDatabase.open(at: storeFile)
         } catch {
             throw CommandFailure("the store \(storeFile.path) cannot be used: \(error)")
+        }
+        defer { store.close() }
+        if let reason = store.opening.readOnly {
+            throw CommandFailure("the store \(storeFile.path) cannot be written now: \(reason)")
         }
     }
 

@@ -54,6 +54,24 @@ final class HostileHitLossTests: HitCommandTestCase {
         XCTAssertEqual(try storedHits().values.reduce(0, +), counts["waiting"], "what is waiting is in the file")
     }
 
+    /// A store another process keeps locked when `send-hit` starts: it stops at once (after the
+    /// 1 s opening wait), sending nothing, rather than acknowledge hits it cannot store.
+    func testAStoreLockedAtStartStopsTheCommandBeforeSending() throws {
+        try withStore { _ in }
+        let lock = try Database(path: storeFile.path)
+        defer { lock.close() }
+
+        let result = try lock.withConnection { connection -> FlagshipExecutable.Result in
+            _ = try connection.execute("BEGIN IMMEDIATE")
+            defer { _ = try? connection.execute("ROLLBACK") }
+            return try sendHit(["--event", "locked", "--count", "10"])
+        }
+
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("cannot be written now: another process holds its write lock"), result.stderr)
+        XCTAssertEqual(server.received.count, 0, "nothing sent")
+    }
+
     /// The store file deleted while `send-hit` runs: the hits written to it exist nowhere a
     /// restart looks, so they are lost, not waiting, and the command exits 1.
     func testAStoreDeletedMidRunIsALossNotWaitingHits() throws {

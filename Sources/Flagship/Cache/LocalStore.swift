@@ -14,6 +14,9 @@ enum LocalStore {
         if let reason = database.opening.readOnly {
             logger.warning("The cache database is read, not written: \(reason). Cached visitors and the stored bucketing file are served from it; visitors and hits are not written to it (hits wait in memory and are lost if the process ends before they are sent)", metadata: ["path": "\(url.path)"])
         }
+        if let wal = database.opening.walSetAside {
+            logger.error("The -wal beside the cache database is not its own (\(wal.reason)): kept as \(wal.url.path), not replayed", metadata: ["path": "\(url.path)"])
+        }
         if let movedAside = database.opening.movedAside {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
         } else if let reason = database.opening.fullCheck {
