@@ -9,6 +9,9 @@ package struct StoreSummary: Sendable, Equatable {
     package let hitCount: Int
     /// Hits by wire type (`EVENT`, `ACTIVATE`...); types without hits are absent.
     package let hitCountByType: [String: Int]
+    /// Hits the SDK can never send exactly (bytes that are not UTF-8, a document that is not a
+    /// hit cache document): kept out of every send, counted in `hitCount`, until they expire.
+    package let deadLetterCount: Int
     /// Unix milliseconds when the oldest hit was created, `nil` when there is none.
     package let oldestHitCreatedAt: Int64?
     /// One summary per stored bucketing file, by env id.
@@ -19,6 +22,7 @@ package struct StoreSummary: Sendable, Equatable {
         visitorCount = try database.visitors.count()
         hitCountByType = try database.hits.countByType()
         hitCount = hitCountByType.values.reduce(0, +)
+        deadLetterCount = try database.hits.deadLetterCount()
         oldestHitCreatedAt = try database.hits.oldestCreatedAt()
         bucketing = try database.bucketing.summaries()
     }

@@ -73,6 +73,7 @@ struct DBInspect: ParsableCommand {
             "schemaVersion": summary.schemaVersion,
             "visitors": summary.visitorCount,
             "hits": ["total": summary.hitCount, "byType": summary.hitCountByType],
+            "deadLetters": summary.deadLetterCount,
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
             "oldestHitAgeSeconds": oldestHitAge ?? NSNull(),
             "bucketing": bucketing.map { file -> [String: Any] in
@@ -98,6 +99,7 @@ struct DBInspect: ParsableCommand {
             ["hits", "\(summary.hitCount)"],
         ]
         rows += summary.hitCountByType.sorted { $0.key < $1.key }.map { ["  \($0.key)", "\($0.value)"] }
+        rows.append(["dead letters", summary.deadLetterCount == 0 ? "0" : "\(summary.deadLetterCount) (never sent: `flagship hits` says why)"])
         if let createdAt = summary.oldestHitCreatedAt, let oldestHitAge {
             rows.append(["oldest hit", "\(Output.age(seconds: oldestHitAge)) ago (\(Output.utc(unixMilliseconds: createdAt)))"])
         } else {

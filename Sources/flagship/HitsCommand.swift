@@ -64,6 +64,7 @@ struct HitsCommand: ParsableCommand {
             "nextAttemptAt": hit.nextAttemptAt ?? NSNull(),
             "nextAttemptAtUTC": hit.nextAttemptAt.map { Output.utc(unixMilliseconds: $0) } ?? NSNull(),
             "leaseOwner": Self.claimHolder(hit, now: now) ?? NSNull(),
+            "deadLetter": hit.deadLetter ?? NSNull(),
             "document": Output.embeddedJSON(hit.document),
         ]
     }
@@ -76,7 +77,7 @@ struct HitsCommand: ParsableCommand {
             Output.age(seconds: Output.ageSeconds(sinceUnixMilliseconds: hit.createdAt, now: now)),
             "\(hit.attempts)",
             Self.nextTry(hit, now: now),
-            Self.claimHolder(hit, now: now) ?? "-",
+            hit.deadLetter ?? Self.claimHolder(hit, now: now) ?? "-",
             document.map(Self.contentSummary) ?? "?",
         ]
     }
@@ -84,6 +85,7 @@ struct HitsCommand: ParsableCommand {
     /// Who holds a claim on the hit now; `nil` when nobody does or the claim lapsed (its holder
     /// died: the next sender takes the hit over).
     private static func claimHolder(_ hit: HitRecord, now: Date) -> String? {
+        guard hit.deadLetter == nil else { return nil }
         guard let owner = hit.leaseOwner, let until = hit.leaseUntil, until > now.unixMilliseconds else { return nil }
         return owner
     }

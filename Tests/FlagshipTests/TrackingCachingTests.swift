@@ -219,7 +219,7 @@ final class TrackingCachingTests: TrackingTestCase {
         XCTAssertEqual(server.hits.count, 1, "the consent hit; the edited one cannot be sent")
         let left = try storedHits()
         XCTAssertEqual(left.map(\.id), [click.id], "kept, set aside")
-        XCTAssertEqual(left.first?.leaseOwner, "unreadable document")
+        XCTAssertEqual(left.first?.deadLetter, "dead letter: unreadable document")
         XCTAssertTrue(log.messages(at: .error).contains { $0.contains("Cached hit '\(click.id)' cannot be sent") })
     }
 

@@ -24,7 +24,7 @@ final class DBInspectTests: CommandTestCase {
         document["bucketing"] = files
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 2,
-             "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}},
+             "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
              "bucketing": [
                 {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
@@ -43,7 +43,7 @@ final class DBInspectTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
-             "hits": {"total": 0, "byType": {}}, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null, "bucketing": []}
+             "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null, "bucketing": []}
             """
         XCTAssertEqual(try canonicalJSON(try parseJSON(result.stdout)), try canonicalJSON(try parseJSON(expected)))
     }
@@ -55,8 +55,8 @@ final class DBInspectTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.count, 11, result.stdout)
-        XCTAssertEqual(Array(lines.prefix(7)), [
+        XCTAssertEqual(lines.count, 12, result.stdout)
+        XCTAssertEqual(Array(lines.prefix(8)), [
             "path            \(storeFile.path)",
             "schema version  \(Migrator().latestVersion)",
             "visitors        2",
@@ -64,9 +64,10 @@ final class DBInspectTests: CommandTestCase {
             "  ACTIVATE      1",
             "  EVENT         2",
             "  PAGEVIEW      1",
+            "dead letters    0",
         ])
-        XCTAssertTrue(lines[7].hasPrefix("oldest hit      "), lines[7])
-        XCTAssertTrue(lines[7].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[7])
+        XCTAssertTrue(lines[8].hasPrefix("oldest hit      "), lines[8])
+        XCTAssertTrue(lines[8].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[8])
         let bucketing = Array(lines.suffix(3))
         XCTAssertTrue(bucketing[0].hasPrefix("bucketing       env-a: 0 campaigns, 33 bytes, downloaded "), bucketing[0])
         XCTAssertTrue(bucketing[0].hasSuffix(" ago (2024-11-21T06:00:00.000Z), Last-Modified Thu, 21 Nov 2024 06:00:00 GMT"), bucketing[0])

@@ -24,13 +24,13 @@ final class HitsCommandTests: CommandTestCase {
         let expected = """
             [{"id": "v1:0001", "visitorId": "v1", "type": "EVENT", "isConsent": false, "attempts": 2,
               "createdAt": 1732170000123, "createdAtUTC": "2024-11-21T06:20:00.123Z",
-              "nextAttemptAt": null, "nextAttemptAtUTC": null, "leaseOwner": null,
+              "nextAttemptAt": null, "nextAttemptAtUTC": null, "leaseOwner": null, "deadLetter": null,
               "document": {"version": 1, "data": {"visitorId": "v1", "anonymousId": null, "type": "EVENT", "time": 1732170000123,
                            "content": {"t": "EVENT", "vid": "v1", "ec": "Action Tracking", "ea": "click", "el": "cta",
                                        "ds": "APP", "cid": "env"}}}},
              {"id": "v2:0002", "visitorId": "v2", "type": "ACTIVATE", "isConsent": false, "attempts": 0,
               "createdAt": 1732170005000, "createdAtUTC": "2024-11-21T06:20:05.000Z",
-              "nextAttemptAt": null, "nextAttemptAtUTC": null, "leaseOwner": null,
+              "nextAttemptAt": null, "nextAttemptAtUTC": null, "leaseOwner": null, "deadLetter": null,
               "document": {"version": 1, "data": {"visitorId": "v2", "anonymousId": "anon-2", "type": "ACTIVATE", "time": 1732170005000,
                            "content": {"vid": "v2", "aid": "anon-2", "caid": "vg1", "vaid": "var1", "cid": "env"}}}}]
             """

@@ -19,6 +19,13 @@ package struct HitRecord: Sendable, Equatable {
     package var leaseOwner: String?
     package var leaseUntil: Int64?
 
+    /// Why the hit is a dead letter, if it is one: a row the SDK can never send exactly, kept
+    /// out of every claim (`lease_until` at its maximum, `lease_owner` saying why).
+    package var deadLetter: String? {
+        guard leaseUntil == HitRecordStore.deadLetterUntil, let leaseOwner else { return nil }
+        return leaseOwner
+    }
+
     package init(id: String, visitorId: String, type: String, isConsent: Bool = false, document: String, createdAt: Int64,
                  attempts: Int = 0, nextAttemptAt: Int64? = nil, leaseOwner: String? = nil, leaseUntil: Int64? = nil) {
         self.id = id
@@ -153,20 +160,50 @@ package struct HitRecordStore: Sendable {
         let rows = try connection.query(
             """
             UPDATE hits SET lease_owner = ?1, lease_until = ?2
-            WHERE id IN (
-                SELECT id FROM hits
+            WHERE rowid IN (
+                SELECT rowid FROM hits
                 WHERE (type = 'ACTIVATE') = ?3
                   AND (lease_until IS NULL OR lease_until <= ?4)
                 ORDER BY created_at, rowid
                 LIMIT ?5)
-            RETURNING \(Self.columns), rowid
+            RETURNING \(Self.columns), rowid, CAST(id AS BLOB), CAST(document AS BLOB)
             """,
             [.text(owner), .integer(leaseUntil), endpoint.isActivate, .integer(now), SQLiteValue(max(0, limit))]
         )
+        // A row whose text is not UTF-8 (written by hand or by another program) would be read,
+        // sent and deleted with its bytes replaced: never sent, it becomes a dead letter.
+        var claimed: [Row] = []
+        var dead: [Int64] = []
+        for row in rows {
+            if Self.isUTF8(row[11]), Self.isUTF8(row[12]) {
+                claimed.append(row)
+            } else if let rowid = row[10].int64 {
+                dead.append(rowid)
+            }
+        }
+        try connection.executeMany("UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE rowid = ?1",
+                                   dead.map { [.integer($0), .text(Self.notUTF8), .integer(Self.deadLetterUntil)] })
         // RETURNING gives no order: put the claim back in sending order (hits created in the same
         // millisecond in the order they were accepted).
-        return try rows.sorted { (($0[5].int64 ?? 0), ($0[10].int64 ?? 0)) < (($1[5].int64 ?? 0), ($1[10].int64 ?? 0)) }
+        return try claimed.sorted { (($0[5].int64 ?? 0), ($0[10].int64 ?? 0)) < (($1[5].int64 ?? 0), ($1[10].int64 ?? 0)) }
             .map(Self.record)
+    }
+
+    /// `lease_until` of a dead letter: a claim that never lapses.
+    package static let deadLetterUntil = Int64.max
+    static let notUTF8 = "dead letter: its id or document holds bytes that are not valid UTF-8, so it cannot be sent exactly"
+
+    private static func isUTF8(_ value: SQLiteValue) -> Bool {
+        switch value {
+        case .blob(let bytes): return String(validating: bytes, as: UTF8.self) != nil
+        case .null: return true
+        default: return false
+        }
+    }
+
+    /// How many hits are dead letters.
+    package func deadLetterCount() throws -> Int {
+        try database.read { Int(try $0.scalar("SELECT count(*) FROM hits WHERE lease_until = ?", [.integer(Self.deadLetterUntil)])?.int64 ?? 0) }
     }
 
     /// Adds one failed attempt to each of these hits, notes when they may be tried again, and
@@ -219,7 +256,7 @@ package struct HitRecordStore: Sendable {
     package func setAside(ids: [String], reason: String, in connection: Connection) throws(StoreError) {
         try connection.executeMany(
             "UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
-            Set(ids).map { [.text($0), .text(reason), .integer(.max)] }
+            Set(ids).map { [.text($0), .text("dead letter: " + reason), .integer(Self.deadLetterUntil)] }
         )
     }
 

@@ -1,0 +1,56 @@
+import FlagshipStore
+import Foundation
+import XCTest
+
+/// A hit that can never be sent exactly becomes a dead letter (issue 18, point 13): bytes that
+/// are not UTF-8 in its id or document (a hand edit, another writer) used to be re-sent at every
+/// replay and never deleted. Now such a row is sent never, kept out of every claim, counted by
+/// `db inspect` and listed by `hits`, while every other hit is delivered and deleted.
+final class HostileDeadLetterTests: HitCommandTestCase {
+    /// Bytes of an event hit document whose label holds 0xFF 0xFE (never valid UTF-8).
+    private static func documentBytes(label: [UInt8]) -> [UInt8] {
+        Array(#"{"version": 1, "data": {"visitorId": "v9", "anonymousId": null, "type": "EVENT", "time": 1732170000123, "content": {"t": "EVENT", "vid": "v9", "ec": "Action Tracking", "ea": "click", "el": ""#.utf8)
+            + label + Array(#"", "ds": "APP", "cid": "env"}}}"#.utf8)
+    }
+
+    private func insertRaw(id: [UInt8], document: [UInt8], into store: FlagshipDatabase) throws {
+        _ = try store.database.write { connection in
+            try connection.execute(
+                "INSERT INTO hits (id, visitor_id, type, document, created_at) VALUES (CAST(?1 AS TEXT), 'v9', 'EVENT', CAST(?2 AS TEXT), ?3)",
+                [.blob(id), .blob(document), .integer(Int64(Date().timeIntervalSince1970 * 1000))])
+        }
+    }
+
+    func testHitsWithBytesThatAreNotUTF8BecomeDeadLettersNotResentForever() throws {
+        try withStore { store in
+            // Recent: past the hit lifetime (4 h) the replay would delete them unsent.
+            try insertRaw(id: Array("v9:good".utf8), document: Self.documentBytes(label: Array("good".utf8)), into: store)
+            try insertRaw(id: Array("v9:bad-document".utf8), document: Self.documentBytes(label: [0x63, 0xFF, 0xFE]), into: store)
+            try insertRaw(id: Array("v9:bad-id-".utf8) + [0xC3, 0x28], document: Self.documentBytes(label: Array("ok".utf8)), into: store)
+        }
+
+        let first = try replay()
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let sentFirst = server.hits.filter { $0["vid"] == "v9" }.count
+        server.clearReceived()
+        let second = try replay()
+        XCTAssertEqual(second.status, 0, second.stderr)
+
+        XCTAssertEqual(server.hits.filter { $0["ea"] == "click" }.count, 0, "nothing sent again: \(second.stderr)")
+        XCTAssertEqual(sentFirst, 1, "only the good hit, never one with its bytes changed")
+        let inspect = try FlagshipExecutable.run(["db", "inspect", "--json", "--db", storeFile.path], outputDirectory: outputDirectory)
+        XCTAssertEqual(inspect.status, 0, inspect.stderr)
+        let document = try XCTUnwrap(try parseJSON(inspect.stdout) as? [String: Any])
+        XCTAssertEqual(document["deadLetters"] as? Int, 2, inspect.stdout)
+        XCTAssertEqual((document["hits"] as? [String: Any])?["total"] as? Int, 2, "the good hit was delivered and deleted")
+        let hits = try FlagshipExecutable.run(["hits", "--json", "--db", storeFile.path], outputDirectory: outputDirectory)
+        let rows = try XCTUnwrap(try parseJSON(hits.stdout) as? [[String: Any]], hits.stdout)
+        XCTAssertEqual(rows.count, 2)
+        for row in rows {
+            let reason = try XCTUnwrap(row["deadLetter"] as? String, "\(row)")
+            XCTAssertTrue(reason.contains("not valid UTF-8"), reason)
+        }
+        let text = try FlagshipExecutable.run(["hits", "--db", storeFile.path], outputDirectory: outputDirectory)
+        XCTAssertTrue(text.stdout.contains("dead letter"), text.stdout)
+    }
+}
