@@ -156,14 +156,26 @@ package final class FlagshipDatabase: Sendable {
     }
 
     /// `open`, writable: creates, migrates, moves a damaged file aside.
+    ///
+    /// Processes opening one file agree through `flock` on it (SQLite's own locks are `fcntl`
+    /// locks, apart from these): each holds a shared lock while it opens and judges the file, and
+    /// one that finds it damaged takes the lock exclusively to move it aside. One process moves a
+    /// damaged file aside; the others wait, see that the path names another file, and open that one,
+    /// never moving aside the fresh store the first made, nor reading files being renamed.
     private static func openWritable(
-        at url: URL, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date
+        at url: URL, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date, attempt: Int = 1
     ) throws -> FlagshipDatabase {
         // Another application's file, by its header alone, is refused before anything beside it moves.
         try refuseIfNotOursByHeader(url)
+        try prepareFile(at: url)
+        let descriptor = Foundation.open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw StoreError.fileSystem(path: url.path, reason: "cannot open the file: \(String(cString: strerror(errno)))")
+        }
+        defer { _ = Foundation.close(descriptor) }
+        _ = flock(descriptor, LOCK_SH)
         let walSetAside = try setAsideForeignWAL(of: url, now: now())
         try refuseIfNotOurs(url, migrator: migrator)
-        try prepareFile(at: url)
         do {
             let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now, walSetAside: walSetAside)
             // Checked once open, so that the full check (due, as the session kept its row) names
@@ -174,6 +186,15 @@ package final class FlagshipDatabase: Sendable {
             }
             return store
         } catch let damage as Damage {
+            _ = flock(descriptor, LOCK_EX)
+            guard FileIdentity(descriptor: descriptor) == FileIdentity(path: url.path) else {
+                // Another process moved this file aside while this one judged it: open what is there now.
+                guard attempt < 5 else {
+                    throw StoreError.fileSystem(path: url.path, reason: "damaged (\(damage.reason)), and replaced by other processes \(attempt) times while opening")
+                }
+                _ = flock(descriptor, LOCK_UN)
+                return try openWritable(at: url, options: options, migrator: migrator, now: now, attempt: attempt + 1)
+            }
             let destination = try moveAside(url, reason: damage.reason, now: now())
             try? FileManager.default.removeItem(atPath: url.path + damageMarkSuffix)
             try prepareFile(at: url)
@@ -346,6 +367,13 @@ package final class FlagshipDatabase: Sendable {
         init?(path: String) {
             var status = stat()
             guard stat(path, &status) == 0 else { return nil }
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+        }
+
+        init?(descriptor: Int32) {
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { return nil }
             device = UInt64(status.st_dev)
             inode = UInt64(status.st_ino)
         }
@@ -636,6 +664,9 @@ package final class FlagshipDatabase: Sendable {
         let destination = freeName(wal + ".unreadable-", now: now)
         do {
             try fileManager.moveItem(atPath: wal, toPath: destination.path)
+        } catch where !fileManager.fileExists(atPath: wal) {
+            // Another process opening the store set it aside first.
+            return nil
         } catch {
             throw StoreError.fileSystem(path: wal, reason: "not this store's WAL (\(reason)) and could not be moved aside: \(error.localizedDescription)")
         }
