@@ -37,10 +37,14 @@ package final class FlagshipDatabase: Sendable {
         /// A `-wal` beside the file that is not this file's (garbage, or another database's, by
         /// its header), kept where it was moved instead of being overwritten by SQLite.
         package var walSetAside: MovedAside?
+        /// What was copied from the damaged file moved aside (`movedAside`) into the new one,
+        /// or why nothing could be.
+        package var salvage: Result<Salvage, StoreError>?
 
-        package init(fromVersion: Int, movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil, fullCheck: String? = nil,
-                     readOnly: String? = nil) {
+        package init(fromVersion: Int, movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil,
+                     salvage: Result<Salvage, StoreError>? = nil, fullCheck: String? = nil, readOnly: String? = nil) {
             self.fromVersion = fromVersion
+            self.salvage = salvage
             self.walSetAside = walSetAside
             self.movedAside = movedAside
             self.fullCheck = fullCheck
@@ -254,13 +258,15 @@ package final class FlagshipDatabase: Sendable {
 
     /// A read-only connection to `url` that writes nothing in or beside the file (see
     /// `openForInspection`), and the private directory of the copy it reads, if any.
-    private static func readingWithoutWriting(_ url: URL) throws -> (Database, scratch: URL?) {
+    /// `copyingWAL`: a `-wal` holding transactions is read from a private copy even when a
+    /// `-shm` lies beside it (a file moved aside: that `-shm` is a dead process's).
+    static func readingWithoutWriting(_ url: URL, copyingWAL: Bool = false) throws -> (Database, scratch: URL?) {
         let fileManager = FileManager.default
         let walBytes = (try? fileManager.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? NSNumber
         var scratch: URL?
         let path: String
         let options: DatabaseOptions
-        if fileManager.fileExists(atPath: url.path + "-shm") {
+        if !copyingWAL, fileManager.fileExists(atPath: url.path + "-shm") {
             (path, options) = (url.path, DatabaseOptions(readOnly: true))
         } else if let walBytes, walBytes.int64Value > 0 {
             let directory = try privateDirectory()
@@ -436,8 +442,21 @@ package final class FlagshipDatabase: Sendable {
             let sessionKey = outcome.fromVersion == outcome.toVersion && !inMemory
                 ? try database.withBusyTimeout(min(openingLockWaitMilliseconds, options.busyTimeoutMilliseconds), beginSession)
                 : try beginSession()
+            // What the damaged file still holds goes into the new one (never a reason to fail).
+            let salvage = movedAside.map { movedAside in
+                Result { () throws(StoreError) -> Salvage in
+                    do {
+                        return try Salvage.copy(from: movedAside.url, into: database, now: now())
+                    } catch let error as StoreError {
+                        throw error
+                    } catch {
+                        throw .fileSystem(path: movedAside.url.path, reason: "\(error)")
+                    }
+                }
+            }
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
+                                                     salvage: salvage,
                                                      fullCheck: findings?.reasonForFullCheck),
                                     sessionKey: sessionKey)
         } catch {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlagshipStore
+import Foundation
 
 /// `flagship db migrate`: creates the store or brings its schema up to date.
 struct DBMigrate: ParsableCommand {
@@ -18,14 +19,7 @@ struct DBMigrate: ParsableCommand {
     func run() throws {
         let store = try FlagshipDatabase.open(at: database.url)
         defer { store.close() }
-        if let movedAside = store.opening.movedAside {
-            Output.warn(
-                "\(database.url.path) was damaged (\(movedAside.reason)): moved it aside to \(movedAside.url.path) and created a new store"
-            )
-        }
-        if let wal = store.opening.walSetAside {
-            Output.warn("the -wal beside \(database.url.path) is not this store's (\(wal.reason)): kept as \(wal.url.path), not replayed")
-        }
+        Self.report(store.opening, of: database.url)
         if let reason = store.opening.readOnly {
             throw CommandFailure("\(database.url.path) cannot be migrated now: \(reason)")
         }
@@ -34,6 +28,27 @@ struct DBMigrate: ParsableCommand {
             print("already at schema version \(store.schemaVersion)")
         } else {
             print("schema version \(store.schemaVersion) (migrated from \(from))")
+        }
+    }
+
+    /// What opening the store at `url` had to do, on stderr: a damaged file moved aside and
+    /// what was kept of it, a -wal that was not the store's.
+    static func report(_ opening: FlagshipDatabase.Opening, of url: URL) {
+        if let movedAside = opening.movedAside {
+            Output.warn(
+                "\(url.path) was damaged (\(movedAside.reason)): moved it aside to \(movedAside.url.path) and created a new store"
+            )
+        }
+        switch opening.salvage {
+        case .success(let salvage)?:
+            Output.warn("kept what the damaged file still held: \(salvage.hitsCopied) hit(s) and \(salvage.visitorsCopied) visitor(s) copied into the new store\(salvage.unreadableStretches > 0 ? " (\(salvage.unreadableStretches) damaged stretch(es) could not be read)" : "")")
+        case .failure(let error)?:
+            Output.warn("nothing could be copied from the damaged file: \(error)")
+        case nil:
+            break
+        }
+        if let wal = opening.walSetAside {
+            Output.warn("the -wal beside \(url.path) is not this store's (\(wal.reason)): kept as \(wal.url.path), not replayed")
         }
     }
 }

@@ -45,6 +45,7 @@ struct SDKArguments: ParsableArguments {
             throw CommandFailure("the store \(storeFile.path) cannot be used: \(error)")
         }
         defer { store.close() }
+        DBMigrate.report(store.opening, of: storeFile)
         if let reason = store.opening.readOnly {
             throw CommandFailure("the store \(storeFile.path) cannot be written now: \(reason)")
         }

@@ -45,6 +45,7 @@ final class DBMigrateTests: CommandTestCase {
         XCTAssertEqual(
             result.stderr,
             "warning: \(storeFile.path) was damaged (file is not a database): moved it aside to \(moved.path) and created a new store\n"
+                + "warning: nothing could be copied from the damaged file: SQLite error 26 (file is not a database): file is not a database [statement: SELECT count(*) FROM sqlite_master]\n"
         )
         XCTAssertEqual(try Data(contentsOf: moved), garbage)
         let store = try FlagshipDatabase.openForInspection(at: storeFile)

@@ -14,6 +14,14 @@ enum LocalStore {
         if let reason = database.opening.readOnly {
             logger.warning("The cache database is read, not written: \(reason). Cached visitors and the stored bucketing file are served from it; visitors and hits are not written to it (hits wait in memory and are lost if the process ends before they are sent)", metadata: ["path": "\(url.path)"])
         }
+        switch database.opening.salvage {
+        case .success(let salvage)?:
+            logger.warning("Kept what the damaged cache database still held: \(salvage.hitsCopied) hit(s) and \(salvage.visitorsCopied) visitor(s) copied into the new one\(salvage.unreadableStretches > 0 ? "; \(salvage.unreadableStretches) damaged stretch(es) could not be read" : "")", metadata: ["path": "\(url.path)"])
+        case .failure(let error)?:
+            logger.error("Nothing could be copied from the damaged cache database: \(error)", metadata: ["path": "\(url.path)"])
+        case nil:
+            break
+        }
         if let wal = database.opening.walSetAside {
             logger.error("The -wal beside the cache database is not its own (\(wal.reason)): kept as \(wal.url.path), not replayed", metadata: ["path": "\(url.path)"])
         }

@@ -1,0 +1,143 @@
+import CSQLite
+import Foundation
+
+/// Copies what can still be read in a damaged store (one moved aside) into a sound one: every
+/// hit and visitor whose row can be read, each once.
+///
+/// The damaged file is never written: it is read through a private copy (with its `-wal`).
+/// Rows are read by rowid, straight from each table's b-tree, so a damaged index costs nothing,
+/// and a damaged table page costs only the rows on it: the scan skips past it and goes on. A hit
+/// or visitor already in the sound store is left as it is there. The sound store records that the
+/// file was salvaged (`sdk_state`, key `salvaged:<file name>`), so a second salvage of the same
+/// file is refused: a hit delivered and deleted since is not put back.
+package struct Salvage: Sendable, Equatable {
+    /// Hits copied into the sound store.
+    package var hitsCopied = 0
+    /// Hits read that the sound store already had (same id).
+    package var hitsAlreadyThere = 0
+    package var visitorsCopied = 0
+    package var visitorsAlreadyThere = 0
+    /// Rows read but refused by the sound store's checks (a document that is not JSON, say).
+    package var rowsRefused = 0
+    /// Stretches of a table that could not be read (damaged pages), skipped.
+    package var unreadableStretches = 0
+
+    /// The `sdk_state` key recording that `file` was salvaged into a store.
+    static func stateKey(_ file: URL) -> String {
+        "salvaged:" + file.lastPathComponent
+    }
+
+    /// When `file` was salvaged into `store` (unix ms), if it was.
+    package static func salvagedAt(_ file: URL, into store: Database) throws -> Int64? {
+        try store.read { try $0.scalar("SELECT updated_at FROM sdk_state WHERE key = ?", [.text(stateKey(file))])?.int64 }
+    }
+
+    /// Copies the readable hits and visitors of `damaged` into `store`, in one transaction.
+    /// Throws `StoreError.fileSystem` when `damaged` was already salvaged into `store`.
+    package static func copy(from damaged: URL, into store: Database, now: Date = Date()) throws -> Salvage {
+        if let when = try salvagedAt(damaged, into: store) {
+            throw StoreError.fileSystem(path: damaged.path, reason: "already salvaged into this store (at unix ms \(when)): each hit is copied once")
+        }
+        var salvage = Salvage()
+        let (source, scratch) = try FlagshipDatabase.readingWithoutWriting(damaged, copyingWAL: true)
+        defer {
+            source.close(checkpoint: false)
+            if let scratch { try? FileManager.default.removeItem(at: scratch) }
+        }
+        let hits = try readableRows(of: .hits, in: source, salvage: &salvage)
+        let visitors = try readableRows(of: .visitors, in: source, salvage: &salvage)
+        try store.write { connection in
+            for row in hits {
+                do {
+                    let inserted = try connection.execute(
+                        """
+                        INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (id) DO NOTHING
+                        """, Array(row.prefix(7)))
+                    if inserted == 1 { salvage.hitsCopied += 1 } else { salvage.hitsAlreadyThere += 1 }
+                } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
+                    salvage.rowsRefused += 1
+                }
+            }
+            for row in visitors {
+                do {
+                    let inserted = try connection.execute(
+                        """
+                        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (visitor_id) DO NOTHING
+                        """, Array(row.prefix(5)))
+                    if inserted == 1 { salvage.visitorsCopied += 1 } else { salvage.visitorsAlreadyThere += 1 }
+                } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
+                    salvage.rowsRefused += 1
+                }
+            }
+            try HitRecordStore(database: store).recount(in: connection)
+            let note = "\(salvage.hitsCopied) hits, \(salvage.visitorsCopied) visitors from \(damaged.path)"
+            _ = try connection.execute(
+                "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                [.text(stateKey(damaged)), .text(note), .integer(now.unixMilliseconds)])
+        }
+        return salvage
+    }
+
+    /// A table salvaged, with the two statements that read it by rowid.
+    private struct Table {
+        let name: String
+        let page: String
+        let probe: String
+
+        static let hits = Table(
+            name: "hits",
+            page: "SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts FROM hits WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            probe: "SELECT rowid FROM hits WHERE rowid > ? ORDER BY rowid LIMIT 1")
+        static let visitors = Table(
+            name: "visitors",
+            page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            probe: "SELECT rowid FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
+    }
+
+    /// The rows of `table` that can be read, in rowid order, 500 at a time. A read that meets a
+    /// damaged page is done again one row at a time, up to the damage; past it, the first rowid
+    /// from which reading works again is found by doubling a step, then narrowing it by halves.
+    private static func readableRows(of table: Table, in database: Database, salvage: inout Salvage) throws -> [[SQLiteValue]] {
+        guard (try? database.read({ try $0.tableExists(table.name) })) == true else { return [] }
+        let (page, probe) = (table.page, table.probe)
+        var rows: [[SQLiteValue]] = []
+        var last = Int64.min
+        var limit: Int64 = 500
+        func readable(after start: Int64) -> Bool {
+            (try? database.read { try $0.query(probe, [.integer(start)]) }) != nil
+        }
+        while true {
+            do {
+                let batch = try database.read { try $0.query(page, [.integer(last), .integer(limit)]) }
+                // A damaged b-tree may hand back rows out of order: only rowids past `last` count,
+                // so the scan always moves on.
+                let fresh = batch.filter { ($0[0].int64 ?? .min) > last }
+                guard let end = fresh.compactMap({ $0[0].int64 }).max() else { return rows }
+                rows += fresh.map { Array($0.values.dropFirst()) }
+                last = end
+            } catch {
+                guard case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged else { throw error }
+                guard limit == 1 else {
+                    limit = 1
+                    continue
+                }
+                salvage.unreadableStretches += 1
+                var step: Int64 = 1
+                while !readable(after: last.addingReportingOverflow(step).partialValue) {
+                    let (doubled, overflow) = step.multipliedReportingOverflow(by: 2)
+                    guard !overflow, !last.addingReportingOverflow(doubled).overflow else { return rows }
+                    step = doubled
+                }
+                var (low, high) = (step / 2, step)
+                while high - low > 1 {
+                    let middle = low + (high - low) / 2
+                    if readable(after: last + middle) { high = middle } else { low = middle }
+                }
+                last += high
+                limit = 500
+            }
+        }
+    }
+}
