@@ -37,8 +37,8 @@ struct DBInspect: ParsableCommand {
         // Every page read once: what the counts above did not touch is checked too.
         let check = try store.database.withConnection { try $0.query("PRAGMA quick_check(20)").compactMap { $0[0].text } }
         guard check == ["ok"] else {
-            let lines = check.map { "  " + $0 }.joined(separator: "\n")
-            throw CommandFailure("the store is damaged; its quick_check says:\n\(lines)")
+            let lines = check.joined(separator: "; ")
+            throw CommandFailure("the store is damaged; its quick_check says: \(lines)")
         }
     }
 

@@ -34,8 +34,10 @@ enum Output {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
     }
 
-    /// Rows of cells as columns aligned on their widest cell, two spaces apart.
+    /// Rows of cells as columns aligned on their widest cell, two spaces apart. Each cell is
+    /// escaped (`TerminalText`): a visitor id or hit field cannot break a row or drive the terminal.
     static func table(_ rows: [[String]]) -> String {
+        let rows = rows.map { $0.map { TerminalText.escaped($0) } }
         var widths: [Int] = []
         for row in rows {
             for (column, cell) in row.enumerated() {
@@ -77,7 +79,7 @@ enum Output {
 
     /// Writes `warning: <message>` to stderr: something the user must know that did not stop the command.
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("warning: \(TerminalText.escaped(message, limit: 4_096))\n".utf8))
     }
 
     private static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
@@ -90,7 +92,8 @@ enum Output {
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
 
+    /// `description` is escaped (`TerminalText`): what it quotes from outside stays on its line.
     init(_ description: String) {
-        self.description = description
+        self.description = TerminalText.escaped(description, limit: 4_096)
     }
 }

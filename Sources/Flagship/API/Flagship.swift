@@ -13,7 +13,7 @@ import Logging
 public final class Flagship: Sendable {
     public static let sharedInstance = Flagship()
 
-    static let fallbackLogger = Logger(label: "io.flagship")
+    static let fallbackLogger = Logger.flagship()
     static let fallbackCallbacks = DispatchQueue(label: "io.flagship.callbacks")
 
     /// The started instance and the shared visitor: one lock, one value, as in `FSVisitor`.
@@ -129,10 +129,8 @@ public final class Flagship: Sendable {
         var logger: Logger
         if config.logLevel == .NONE {
             logger = Logger(label: "io.flagship") { _ in SwiftLogNoOpLogHandler() }
-        } else if let factory = config.logHandlerFactory {
-            logger = Logger(label: "io.flagship", factory: factory)
         } else {
-            logger = Logger(label: "io.flagship")
+            logger = Logger.flagship(factory: config.logHandlerFactory)
         }
         switch config.logLevel {
         case .NONE, .EXCEPTIONS: logger.logLevel = .critical

@@ -26,7 +26,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         hitLifetime: TimeInterval = 4 * 3600,
         maxHits: Int = 100_000
     ) throws(FSCacheError) {
-        let logger = Logger(label: "io.flagship")
+        let logger = Logger.flagship()
         do {
             let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
             self.init(database: database, hitLifetime: hitLifetime, maxHits: maxHits, logger: logger)

@@ -17,7 +17,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     /// - Parameter cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`,
     ///   else `~/.cache/flagship`.
     public convenience init(envId: String, cacheDirectory: URL? = nil) throws(FSCacheError) {
-        let logger = Logger(label: "io.flagship")
+        let logger = Logger.flagship()
         do {
             self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
         } catch {
