@@ -21,6 +21,9 @@ package final class FlagshipDatabase: Sendable {
     private let fileIdentity: FileIdentity?
     /// The private directory holding the copy an inspection reads, if it reads one.
     private let scratch: URL?
+    /// This store's entry in `openHere`, taken out at the first `close()`.
+    private let registered: FileIdentity?
+    private let unregistered = OnceFlag()
 
     package struct Opening: Sendable, Equatable {
         /// The schema version found in the file (0 for a new file).
@@ -68,6 +71,8 @@ package final class FlagshipDatabase: Sendable {
         self.sessionKey = sessionKey
         self.scratch = scratch
         fileIdentity = database.path == ":memory:" || inspection ? nil : FileIdentity(path: database.path)
+        registered = database.path == ":memory:" || database.options.immutable ? nil : FileIdentity(path: database.path)
+        if let registered { Self.openHere.insert(registered) }
         if fileIdentity != nil {
             let path = database.path
             database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
@@ -139,7 +144,8 @@ package final class FlagshipDatabase: Sendable {
             // A WAL file in a directory where no `-shm` can be made (mounted read-only, say) opens
             // only as immutable; with no `-wal` beside it and none creatable, no process writes it.
             let fileManager = FileManager.default
-            guard !fileManager.fileExists(atPath: url.path + "-wal"), !fileManager.fileExists(atPath: url.path + "-shm") else { throw error }
+            guard !fileManager.fileExists(atPath: url.path + "-wal"), !fileManager.fileExists(atPath: url.path + "-shm"),
+                  !isOpenHere(url) else { throw error }
             readOptions.immutable = true
             database = try Database(path: url.path, options: readOptions)
         }
@@ -161,25 +167,26 @@ package final class FlagshipDatabase: Sendable {
 
     /// `open`, writable: creates, migrates, moves a damaged file aside.
     ///
-    /// Processes opening one file agree through `flock` on it (SQLite's own locks are `fcntl`
-    /// locks, apart from these): each holds a shared lock while it opens and judges the file, and
+    /// Processes opening one file agree through `flock` on its directory (apart from SQLite's
+    /// own `fcntl` locks): each holds a shared lock while it opens and judges the file, and
     /// one that finds it damaged takes the lock exclusively to move it aside. One process moves a
     /// damaged file aside; the others wait, see that the path names another file, and open that one,
     /// never moving aside the fresh store the first made, nor reading files being renamed.
     private static func openWritable(
         at url: URL, options: DatabaseOptions, migrator: Migrator, now: @escaping @Sendable () -> Date, attempt: Int = 1
     ) throws -> FlagshipDatabase {
+        let ours = isOpenHere(url)
         // Another application's file, by its header alone, is refused before anything beside it moves.
-        try refuseIfNotOursByHeader(url)
+        if !ours { try refuseIfNotOursByHeader(url) }
         try prepareFile(at: url)
-        let descriptor = Foundation.open(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw StoreError.fileSystem(path: url.path, reason: "cannot open the file: \(String(cString: strerror(errno)))")
-        }
-        defer { _ = Foundation.close(descriptor) }
-        _ = flock(descriptor, LOCK_SH)
-        let walSetAside = try setAsideForeignWAL(of: url, now: now())
-        try refuseIfNotOurs(url, migrator: migrator)
+        // The lock is taken on the directory: a descriptor of the database file itself, once
+        // closed, would drop every POSIX lock this process holds on it, SQLite's included.
+        let descriptor = Foundation.open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if descriptor >= 0 { _ = Foundation.close(descriptor) } }
+        if descriptor >= 0 { _ = flock(descriptor, LOCK_SH) }
+        let judged = FileIdentity(path: url.path)
+        let walSetAside = ours ? nil : try setAsideForeignWAL(of: url, now: now())
+        if !ours { try refuseIfNotOurs(url, migrator: migrator) }
         do {
             let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now, walSetAside: walSetAside)
             // Checked once open, so that the full check (due, as the session kept its row) names
@@ -190,13 +197,13 @@ package final class FlagshipDatabase: Sendable {
             }
             return store
         } catch let damage as Damage {
-            _ = flock(descriptor, LOCK_EX)
-            guard FileIdentity(descriptor: descriptor) == FileIdentity(path: url.path) else {
+            if descriptor >= 0 { _ = flock(descriptor, LOCK_EX) }
+            guard judged == FileIdentity(path: url.path) else {
                 // Another process moved this file aside while this one judged it: open what is there now.
                 guard attempt < 5 else {
                     throw StoreError.fileSystem(path: url.path, reason: "damaged (\(damage.reason)), and replaced by other processes \(attempt) times while opening")
                 }
-                _ = flock(descriptor, LOCK_UN)
+                if descriptor >= 0 { _ = flock(descriptor, LOCK_UN) }
                 return try openWritable(at: url, options: options, migrator: migrator, now: now, attempt: attempt + 1)
             }
             let destination = try moveAside(url, reason: damage.reason, now: now())
@@ -266,7 +273,7 @@ package final class FlagshipDatabase: Sendable {
         var scratch: URL?
         let path: String
         let options: DatabaseOptions
-        if !copyingWAL, fileManager.fileExists(atPath: url.path + "-shm") {
+        if !copyingWAL, fileManager.fileExists(atPath: url.path + "-shm") || isOpenHere(url) {
             (path, options) = (url.path, DatabaseOptions(readOnly: true))
         } else if let walBytes, walBytes.int64Value > 0 {
             let directory = try privateDirectory()
@@ -347,6 +354,7 @@ package final class FlagshipDatabase: Sendable {
         }
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close()
+        if let registered, unregistered.claim() { Self.openHere.remove(registered) }
         if let scratch { try? FileManager.default.removeItem(at: scratch) }
     }
 
@@ -355,6 +363,7 @@ package final class FlagshipDatabase: Sendable {
     package func abandon() {
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close(checkpoint: false)
+        if let registered, unregistered.claim() { Self.openHere.remove(registered) }
     }
 
     /// A store dropped without `close()` (a default cache handed to a custom manager, say) ends
@@ -365,8 +374,36 @@ package final class FlagshipDatabase: Sendable {
 
     // MARK: - Opening
 
+    /// The files this process has open through SQLite, by identity, with how many stores each.
+    ///
+    /// A file open here is read only through SQLite's shared descriptors: any descriptor of our
+    /// own on it (an immutable connection's included), once closed, would drop every POSIX lock
+    /// this process holds on the file, SQLite's own, and another process could then checkpoint
+    /// and delete the WAL under the open store. Such a file needs no probe either: it is ours.
+    private static let openHere = OpenFiles()
+
+    private final class OpenFiles: @unchecked Sendable {
+        // `@unchecked`: `counts` is only touched under `lock`.
+        private let lock = NSLock()
+        private var counts: [FileIdentity: Int] = [:]
+
+        func insert(_ file: FileIdentity) { lock.withLock { counts[file, default: 0] += 1 } }
+        func remove(_ file: FileIdentity) {
+            lock.withLock {
+                counts[file, default: 1] -= 1
+                if counts[file] == 0 { counts[file] = nil }
+            }
+        }
+        func contains(_ file: FileIdentity?) -> Bool { file.map { file in lock.withLock { counts[file] != nil } } ?? false }
+    }
+
+    /// Whether this process has the file at `url` open through SQLite.
+    static func isOpenHere(_ url: URL) -> Bool {
+        openHere.contains(FileIdentity(path: url.path))
+    }
+
     /// A file as the kernel knows it, whatever its name.
-    private struct FileIdentity: Equatable {
+    fileprivate struct FileIdentity: Hashable {
         let device: UInt64
         let inode: UInt64
 
@@ -377,12 +414,6 @@ package final class FlagshipDatabase: Sendable {
             inode = UInt64(status.st_ino)
         }
 
-        init?(descriptor: Int32) {
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { return nil }
-            device = UInt64(status.st_dev)
-            inode = UInt64(status.st_ino)
-        }
     }
 
     /// A file judged damaged: what `open` moves aside.
@@ -676,10 +707,13 @@ package final class FlagshipDatabase: Sendable {
     private static func setAsideForeignWAL(of url: URL, now: Date) throws -> MovedAside? {
         let fileManager = FileManager.default
         let wal = url.path + "-wal"
+        // A connection using the WAL maps the -shm before it writes the WAL's header (in one
+        // 32-byte write): a -wal without a -shm and with a header is no live connection's.
         guard !fileManager.fileExists(atPath: url.path + "-shm"), let handle = FileHandle(forReadingAtPath: wal) else { return nil }
         let header = (try? handle.read(upToCount: 32)) ?? Data()
         try? handle.close()
-        guard !header.isEmpty, let reason = foreignWALReason(header: header, databasePageSize: databasePageSize(url)) else { return nil }
+        guard !header.isEmpty, let reason = foreignWALReason(header: header, databasePageSize: databasePageSize(url)),
+              !fileManager.fileExists(atPath: url.path + "-shm") else { return nil }
         let destination = freeName(wal + ".unreadable-", now: now)
         do {
             try fileManager.moveItem(atPath: wal, toPath: destination.path)
@@ -721,24 +755,41 @@ package final class FlagshipDatabase: Sendable {
     /// Refuses a file whose header names another application (`PRAGMA application_id`, at
     /// offset 68), reading those bytes only.
     private static func refuseIfNotOursByHeader(_ url: URL) throws(StoreError) {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { return }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 100), header.count == 100,
-              header.starts(with: Array("SQLite format 3\u{0}".utf8)) else { return }
-        let id = header[(header.startIndex + 68)..<(header.startIndex + 72)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let applicationID = Int64(Int32(bitPattern: id))
+        guard let applicationID = headerValue("PRAGMA application_id", of: url) else { return }
         guard applicationID == 0 || applicationID == Int64(Migrator.applicationID) else {
             throw .notAFlagshipDatabase(path: url.path, reason: "its application_id is \(applicationID), not Flagship's (\(Migrator.applicationID))")
         }
     }
 
-    /// The page size in a database file's header; `nil` for a file too short to have one.
+    /// The page size in a database file's header; `nil` for a file that has none.
     private static func databasePageSize(_ url: URL) -> Int? {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { return nil }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 100), header.count == 100,
-              header.starts(with: Array("SQLite format 3\u{0}".utf8)) else { return nil }
-        let raw = Int(header[header.startIndex + 16]) << 8 | Int(header[header.startIndex + 17])
-        return raw == 1 ? 65_536 : raw
+        guard (((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0) >= 100 else { return nil }
+        return headerValue("PRAGMA page_size", of: url).map(Int.init)
+    }
+
+    /// A value of the file's header, read through SQLite as an immutable file (its WAL ignored).
+    /// Never through a descriptor of our own: closing any descriptor of a file drops every POSIX
+    /// lock this process holds on it, SQLite's included (SQLite's own descriptors are shared and
+    /// their closing deferred for this reason).
+    private static func headerValue(_ pragma: String, of url: URL) -> Int64? {
+        guard FileManager.default.fileExists(atPath: url.path),
+              let database = try? Database(path: url.path, options: DatabaseOptions(immutable: true)) else { return nil }
+        defer { database.close(checkpoint: false) }
+        return (try? database.withConnection { try $0.scalar(pragma) })??.int64
+    }
+}
+
+/// A flag that can be claimed once, from any thread.
+private final class OnceFlag: @unchecked Sendable {
+    // `@unchecked`: `claimed` is only touched under `lock`.
+    private let lock = NSLock()
+    private var claimed = false
+
+    /// `true` the first time only.
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
     }
 }

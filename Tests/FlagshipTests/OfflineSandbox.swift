@@ -3,7 +3,9 @@ import Foundation
 /// Runs a program the way a reader runs a README example, but with no network: in a new network
 /// namespace (`unshare --net`) that has only its own loopback, brought up, so a local server on
 /// 127.0.0.1:8080 works and nothing reaches another host (a request to a public host fails at
-/// once). A new PID namespace too, so a server the example starts in the background ends with it.
+/// once). A new PID namespace too, so a server the example starts in the background ends with it,
+/// with its own `/proc` (`--mount-proc`): the Swift runtime reads `/proc/<tid>/stat`, and the
+/// host's `/proc` seen from a new PID namespace names other processes (or none: a crash).
 /// As root (CI) the namespaces are plain; otherwise `--map-root-user` makes them in a user namespace.
 enum OfflineSandbox {
     struct Result {
@@ -32,7 +34,7 @@ enum OfflineSandbox {
         environment["PATH"] = (environment["PATH"].map { $0 + ":" } ?? "") + "/usr/sbin:/sbin"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["--net", "--pid", "--fork", "--kill-child"] + (getuid() == 0 ? [] : ["--map-root-user"])
+        process.arguments = ["--net", "--pid", "--fork", "--kill-child", "--mount-proc"] + (getuid() == 0 ? [] : ["--map-root-user"])
             + ["/bin/sh", "-c", #"ip link set lo up && exec "$0" "$@""#, program] + arguments
         process.currentDirectoryURL = directory
         process.environment = environment

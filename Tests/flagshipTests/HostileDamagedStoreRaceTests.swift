@@ -40,3 +40,25 @@ final class HostileDamagedStoreRaceTests: CommandTestCase {
         }
     }
 }
+
+/// A live store's `-wal` is never taken for a stranger's: a process that opens the store while
+/// another is creating or using it (its `-wal` there, its `-shm` not yet) must not set that `-wal`
+/// aside, which would split the store in two views and send every hit twice.
+final class HostileLiveWALTests: HitCommandTestCase {
+    func testProcessesOpeningOneStoreTogetherNeverSetItsWALAside() throws {
+        for round in 1...6 {
+            let store = storeDirectory.appendingPathComponent("live-\(round).sqlite")
+            let running = try (0..<4).map { index in
+                try FlagshipExecutable.start(
+                    ["send-hit", "--visitor-id", "v\(index)", "--event", "live", "--count", "200"] + sdkOptions(db: store),
+                    outputDirectory: outputDirectory)
+            }
+            let results = try running.map { try $0.waitForExit(timeout: 60) }
+
+            for result in results { XCTAssertEqual(result.status, 0, "round \(round): \(result.stderr)") }
+            let listing = try storeDirectoryListing()
+            XCTAssertEqual(listing.filter { $0.contains(".unreadable-") }, [], "round \(round)")
+        }
+        XCTAssertEqual(server.hits.filter { $0["ea"] == "live" }.count, 6 * 4 * 200, "each hit once")
+    }
+}
