@@ -60,6 +60,7 @@ enum ContextArgument {
                     skipWhitespace()
                     let value = try self.value(key: key)
                     if result[key] != nil { throw refusal(key, "appears twice") }
+                    if key.hasPrefix("fs_") { throw ValidationError(#"--context: "\#(key)" is refused: keys starting with fs_ belong to the SDK"#) }
                     result[key] = value
                     skipWhitespace()
                     guard index < bytes.count else { throw notAnObject }

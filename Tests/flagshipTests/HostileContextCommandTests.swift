@@ -31,6 +31,7 @@ final class HostileContextCommandTests: CommandTestCase {
             (#"{"plan": "pro", "big": 1e29}"#, #"the value of "big" 1e29 is an integer outside"#),
             (#"{"plan": "pro", "huge": 1e309}"#, #"the value of "huge" 1e309 is not a finite number"#),
             (#"{"plan": "pro", "nan": NaN}"#, #"the value of "nan" NaN is not a finite number"#),
+            (#"{"plan": "pro", "fs_client": "forged"}"#, #""fs_client" is refused: keys starting with fs_ belong to the SDK"#),
             (#"{"plan": "pro", "nested": {"a": 1}}"#, #"the value of "nested" must be a string, a number or a boolean"#),
         ]
         for (context, reason) in cases {
