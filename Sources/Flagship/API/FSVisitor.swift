@@ -98,7 +98,7 @@ public final class FSVisitor: Sendable {
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
         }
-        for skipped in response.skippedCampaigns {
+        for skipped in response.skippedCampaigns + response.droppedFlags {
             logger.warning("Decision for visitor '\(request.visitorId)': \(skipped)")
         }
         if response.panic {
