@@ -68,7 +68,7 @@ extension DecisionResponse {
             guard unusable.path.count >= 6, unusable.path[0] == .key("campaigns"), case .index(let campaign) = unusable.path[1],
                   Array(unusable.path[2...4]) == [.key("variation"), .key("modifications"), .key("value")],
                   case .key(let flag) = unusable.path[5] else {
-                throw .malformedBody("\(unusable.path.map(\.description).joined(separator: ".")): \(unusable.reason)")
+                throw .malformedBody(unusable.sentence)
             }
             unusableFlags[campaign, default: [:]][flag] = unusable.reason
         }

@@ -23,6 +23,15 @@ package struct TolerantJSON {
     package struct Unusable: Equatable, Sendable {
         package let path: [Step]
         package let reason: String
+
+        /// `campaigns[0].variation.id: a string holds a lone surrogate`.
+        package var sentence: String {
+            let location = path.map { step in
+                if case .index = step { return step.description }
+                return "." + step.description
+            }.joined()
+            return "\(location.drop { $0 == "." }): \(reason)"
+        }
     }
 
     package struct SyntaxError: Error, Equatable {
@@ -241,5 +250,31 @@ package struct TolerantJSON {
 
     private struct ReasonError: Error {
         let reason: String
+    }
+}
+
+extension JSONValue {
+    /// Takes out the value at `path` (an object's key, an array's element); nothing when there is none.
+    package mutating func remove(at path: ArraySlice<TolerantJSON.Step>) {
+        guard let first = path.first else { return }
+        switch (self, first) {
+        case (.object(var object), .key(let key)):
+            if path.count == 1 {
+                object[key] = nil
+            } else if var child = object[key] {
+                child.remove(at: path.dropFirst())
+                object[key] = child
+            }
+            self = .object(object)
+        case (.array(var array), .index(let index)) where array.indices.contains(index):
+            if path.count == 1 {
+                array.remove(at: index)
+            } else {
+                array[index].remove(at: path.dropFirst())
+            }
+            self = .array(array)
+        default:
+            return
+        }
     }
 }
