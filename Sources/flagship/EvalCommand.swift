@@ -106,17 +106,7 @@ struct EvalCommand: ParsableCommand {
 
     private func parsedContext() throws -> [String: JSONValue] {
         guard let context else { return [:] }
-        let example = #"for example '{"plan": "pro", "age": 32, "isVip": true}'"#
-        guard let value = try? JSONValue(json: Data(context.utf8)), case .object(let object) = value else {
-            throw ValidationError("--context must be a JSON object, \(example)")
-        }
-        for key in object.keys.sorted() {
-            switch object[key] {
-            case .string?, .int?, .double?, .bool?: continue
-            default: throw ValidationError(#"--context: the value of "\#(key)" must be a string, a number or a boolean"#)
-            }
-        }
-        return object
+        return try ContextArgument.parse(context)
     }
 
     private func parsedHistory() throws -> [String: String] {

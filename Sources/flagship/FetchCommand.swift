@@ -84,10 +84,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     private func parseContext() throws -> [String: Any] {
         guard let context else { return [:] }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(context.utf8)) as? [String: Any] else {
-            throw ValidationError("--context must be a JSON object, for example '{\"plan\": \"pro\", \"age\": 32}'")
-        }
-        return object
+        return ContextArgument.anyValues(try ContextArgument.parse(context))
     }
 
     /// Each flag's value (read without exposure) and its campaign.

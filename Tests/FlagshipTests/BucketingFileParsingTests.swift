@@ -34,11 +34,11 @@ final class BucketingFileParsingTests: XCTestCase {
         XCTAssertEqual(refusal("{}")?.description, #"The bucketing file is unusable: it has no "campaigns" and is not in panic."#)
     }
 
-    /// JSON can write numbers no `Double` holds; Foundation's parser refuses the whole document,
-    /// as the Decision API's own reader would.
-    func testNumberBeyondTheRangeOfADoubleMakesTheDocumentUnreadable() {
+    /// JSON can write numbers no `Double` holds; outside a flag's value such a number refuses the
+    /// document, naming where it is (inside one, only that flag is dropped: `HostileBucketingFileTests`).
+    func testNumberBeyondTheRangeOfADoubleOutsideAFlagValueMakesTheDocumentUnreadable() {
         let text = J.text(J.campaign("c", J.group("g", #"{"id": "v", "allocation": 1e400}"#)))
-        XCTAssertEqual(refusal(text)?.reason, "the document (\(text.utf8.count) bytes) is not valid JSON, or is truncated")
+        XCTAssertEqual(refusal(text)?.reason, "campaigns[0].variationGroups[0].variations[0].allocation: the number 1e400 is beyond the range of a double")
     }
 
     func testEveryTruncationOfAFileIsRefusedAsTruncated() throws {

@@ -86,7 +86,7 @@ public final class FSVisitor: Sendable {
             state.fetchGeneration += 1
             return (state.fetchGeneration, DecisionRequest(
                 visitorId: state.visitorId, anonymousId: state.anonymousId,
-                context: state.context.merging(Self.clientContext) { own, _ in own },
+                context: state.context.merging(Self.clientContext) { _, sdk in sdk },
                 hasConsented: state.hasConsented, assignmentsHistory: state.assignmentsHistory))
         }
         setFetch(.FETCHING, .NONE, ifGeneration: generation)
@@ -98,7 +98,7 @@ public final class FSVisitor: Sendable {
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
         }
-        for skipped in response.skippedCampaigns {
+        for skipped in response.skippedCampaigns + response.droppedFlags {
             logger.warning("Decision for visitor '\(request.visitorId)': \(skipped)")
         }
         if response.panic {
@@ -208,29 +208,41 @@ public final class FSVisitor: Sendable {
 
     // MARK: Context
 
-    /// Sets one context value (String, Bool, Int or Double); anything else is refused and logged.
+    /// Sets one context value (String, Bool, Int or Double); anything else, or an `fs_` key (the
+    /// SDK's own), is refused and logged.
     public func updateContext(_ key: String, _ newValue: Any) {
-        switch ContextValue.validate(newValue) {
+        switch ContextValue.check(key: key, newValue) {
         case .success(let value):
             applyContext([key: value], refused: [])
         case .failure(let error):
-            logger.error("Context key '\(key)' refused: \(error.reason). The context is unchanged")
+            logger.error("\(error). The context is unchanged")
         }
     }
 
-    /// Sets several context values; each that is not a String, Bool, Int or Double is refused.
+    /// Sets several context values; each that is not a String, Bool, Int or Double, or whose key
+    /// starts with `fs_`, is refused and logged, and the others are set.
     public func updateContext(_ context: [String: Any]) {
         var accepted: [String: JSONValue] = [:]
         var refused: [String] = []
         for (key, rawValue) in context {
-            switch ContextValue.validate(rawValue) {
+            switch ContextValue.check(key: key, rawValue) {
             case .success(let value): accepted[key] = value
             case .failure(let error):
                 refused.append(key)
-                logger.error("Context key '\(key)' refused: \(error.reason)")
+                logger.error("\(error)")
             }
         }
         applyContext(accepted, refused: refused)
+    }
+
+    /// As `updateContext(_:)`, all or nothing: the first refused key (in key order) is thrown and
+    /// the context is unchanged.
+    public func updateContext(checking context: [String: Any]) throws(ContextError) {
+        var accepted: [String: JSONValue] = [:]
+        for (key, value) in context.sorted(by: { $0.key < $1.key }) {
+            accepted[key] = try ContextValue.check(key: key, value).get()
+        }
+        applyContext(accepted, refused: [])
     }
 
     /// Sets a predefined context key, checking the type that key takes.

@@ -27,6 +27,16 @@ public final class FSVisitorBuilder {
         return self
     }
 
+    /// As `withContext(context:)`, refusing at once: the first value that is not a String, Bool,
+    /// Int or Double, or key starting with `fs_` (in key order), is thrown and nothing is added.
+    @discardableResult
+    public func withContext(checking context: [String: Any]) throws(ContextError) -> FSVisitorBuilder {
+        for (key, value) in context.sorted(by: { $0.key < $1.key }) {
+            _ = try ContextValue.check(key: key, value).get()
+        }
+        return withContext(context: context)
+    }
+
     /// `true`: the visitor id is a logged-in user's; an anonymous id is generated beside it.
     @discardableResult
     public func isAuthenticated(_ autenticated: Bool) -> FSVisitorBuilder {
@@ -73,9 +83,9 @@ public final class FSVisitorBuilder {
         let id = visitorId.isEmpty ? UUID().uuidString.lowercased() : visitorId
         var values = runtime.map { FlagshipContext.autoSetValues(firstTimeInit: $0.firstTimeInit) } ?? [:]
         for (key, rawValue) in context {
-            switch ContextValue.validate(rawValue) {
+            switch ContextValue.check(key: key, rawValue) {
             case .success(let value): values[key] = value
-            case .failure(let error): logger.error("Context key '\(key)' refused: \(error.reason)")
+            case .failure(let error): logger.error("\(error)")
             }
         }
         return VisitorPlan(flagship: flagship, runtime: runtime, visitorId: id, context: values, consent: consent,

@@ -113,16 +113,30 @@ extension BucketingFile {
     /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
     package init(json data: Data) throws(BucketingFileError) {
         guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
-        let root: JSONValue
+        let parsed: TolerantJSON
         do {
-            root = try JSONValue(json: data)
+            parsed = try TolerantJSON(data)
         } catch {
             throw BucketingFileError(reason: "the document (\(data.count) bytes) is not valid JSON, or is truncated")
+        }
+        var reader = BucketingFileReader()
+        // An unusable value inside one flag's value of a variation costs that flag only; anywhere else, the file.
+        var root = parsed.value
+        for unusable in parsed.unusable {
+            let path = unusable.path
+            guard path.count >= 9, path[0] == .key("campaigns"), case .index(let campaign) = path[1],
+                  path[2] == .key("variationGroups"), case .index(let group) = path[3],
+                  path[4] == .key("variations"), case .index(let variation) = path[5],
+                  Array(path[6...7]) == [.key("modifications"), .key("value")], case .key(let flag) = path[8] else {
+                throw BucketingFileError(reason: unusable.sentence)
+            }
+            root.remove(at: path[...8])
+            reader.warn("campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
+                + "flag \"\(flag)\" was dropped: \(unusable.reason)")
         }
         guard case .object(let body) = root else {
             throw BucketingFileError(reason: "the document is JSON but not an object")
         }
-        var reader = BucketingFileReader()
 
         let panic: Bool
         switch body["panic"] {

@@ -23,9 +23,13 @@ struct DecisionResponse: Sendable, Equatable {
     /// One sentence per campaign left out, naming its position (from 1), its id when it has one,
     /// and what it lacked: `campaign #3 (id "c3") was skipped: it has no "variationGroupId"`.
     var skippedCampaigns: [String]
+    /// One sentence per flag left out of a kept campaign because its value is unusable (a number beyond
+    /// a double, a lone surrogate, invalid UTF-8, nested too deep): the campaign's other flags are kept.
+    var droppedFlags: [String]
 
     init(visitorId: String? = nil, panic: Bool = false, campaigns: [AssignedCampaign] = [],
-         accountSettings: AccountSettings? = nil, skippedCampaigns: [String] = []) {
+         accountSettings: AccountSettings? = nil, skippedCampaigns: [String] = [], droppedFlags: [String] = []) {
+        self.droppedFlags = droppedFlags
         self.visitorId = visitorId
         self.panic = panic
         self.campaigns = campaigns
@@ -52,25 +56,41 @@ extension DecisionResponse {
     /// Reads a Decision API body.
     init(json data: Data) throws(DecisionError) {
         guard !data.isEmpty else { throw .malformedBody("the body is empty") }
-        let root: JSONValue
+        let parsed: TolerantJSON
         do {
-            root = try JSONValue(json: data)
+            parsed = try TolerantJSON(data)
         } catch {
             throw .malformedBody("the body (\(data.count) bytes) is not valid JSON, or is truncated")
         }
-        guard case .object(let body) = root else {
+        // An unusable value inside one flag's value costs that flag only; anywhere else, the body.
+        var unusableFlags: [Int: [String: String]] = [:]
+        for unusable in parsed.unusable {
+            guard unusable.path.count >= 6, unusable.path[0] == .key("campaigns"), case .index(let campaign) = unusable.path[1],
+                  Array(unusable.path[2...4]) == [.key("variation"), .key("modifications"), .key("value")],
+                  case .key(let flag) = unusable.path[5] else {
+                throw .malformedBody(unusable.sentence)
+            }
+            unusableFlags[campaign, default: [:]][flag] = unusable.reason
+        }
+        guard case .object(let body) = parsed.value else {
             throw .malformedBody("the body is JSON but not an object")
         }
 
         var campaigns: [AssignedCampaign] = []
         var skipped: [String] = []
+        var droppedFlags: [String] = []
         switch body["campaigns"] {
         case nil, .null?:
             break
         case .array(let entries)?:
             for (index, entry) in entries.enumerated() {
                 do {
-                    campaigns.append(try AssignedCampaign(decided: entry))
+                    var campaign = try AssignedCampaign(decided: entry)
+                    for (flag, reason) in (unusableFlags[index] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                        campaign.flags[flag] = nil
+                        droppedFlags.append("flag \"\(flag)\" of campaign \"\(campaign.campaignId)\" was dropped: \(reason)")
+                    }
+                    campaigns.append(campaign)
                 } catch {
                     let id = entry["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
                     skipped.append("campaign #\(index + 1)\(id) was skipped: \(error.reason)")
@@ -85,7 +105,7 @@ extension DecisionResponse {
                             enabled1V1T: settings["enabled1V1T"]?.boolValue ?? false)
         }
         self.init(visitorId: body["visitorId"]?.stringValue, panic: body["panic"]?.boolValue ?? false,
-                  campaigns: campaigns, accountSettings: settings, skippedCampaigns: skipped)
+                  campaigns: campaigns, accountSettings: settings, skippedCampaigns: skipped, droppedFlags: droppedFlags)
     }
 }
 

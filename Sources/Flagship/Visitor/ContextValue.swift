@@ -2,6 +2,15 @@ import Foundation
 
 /// Context values are String, Bool, Int or Double: what targeting can compare.
 enum ContextValue {
+    /// The value `key` takes in the visitor's context, or why it cannot: `fs_` keys are the SDK's own
+    /// (sent beside the context with every decision request), and the value must be one targeting compares.
+    static func check(key: String, _ value: Any) -> Result<JSONValue, ContextError> {
+        if key.hasPrefix("fs_") {
+            return .failure(ContextError(key: key, reason: "keys starting with fs_ belong to the SDK"))
+        }
+        return validate(value).mapError { ContextError(key: key, reason: $0.reason) }
+    }
+
     /// `value` as a context value, or a sentence saying why it cannot be one.
     static func validate(_ value: Any) -> Result<JSONValue, ContextValueError> {
         switch value {
@@ -15,11 +24,20 @@ enum ContextValue {
             guard double.isFinite else { return .failure(ContextValueError(reason: "\(double) is not a finite number")) }
             return .success(.double(double))
         default:
-            // What `JSONSerialization` reads: `NSNumber`s, whose booleans must stay booleans.
-            if type(of: value) is NSNumber.Type, let number = try? JSONValue(any: value) {
-                return .success(number)
+            // What `JSONSerialization` reads: `NSNumber`s, whose booleans must stay booleans, and whose
+            // integers beyond `Int64` (`18446744073709551615`) would only be sent as a nearby double.
+            if let number = value as? NSNumber, type(of: value) is NSNumber.Type {
+                let text = number.stringValue
+                let isFloatingPoint = !(number is NSDecimalNumber) && ["d", "f"].contains(String(cString: number.objCType))
+                if !isFloatingPoint, text.range(of: #"^-?[0-9]+$"#, options: .regularExpression) != nil, Int64(text) == nil {
+                    return .failure(ContextValueError(reason: "\(text) is an integer outside the 64-bit range and cannot be sent exactly"))
+                }
+                if let converted = try? JSONValue(any: value) { return .success(converted) }
             }
-            if let integer = value as? any BinaryInteger, let exact = Int64(exactly: integer) {
+            if let integer = value as? any BinaryInteger {
+                guard let exact = Int64(exactly: integer) else {
+                    return .failure(ContextValueError(reason: "\(integer) is an integer outside the 64-bit range and cannot be sent exactly"))
+                }
                 return .success(.int(exact))
             }
             if let float = value as? Float, float.isFinite {
@@ -32,4 +50,13 @@ enum ContextValue {
 
 struct ContextValueError: Error {
     let reason: String
+}
+
+/// A context value refused: its key, and why. Thrown by `updateContext(checking:)` and
+/// `withContext(checking:)`; the other context calls log it and keep the other keys.
+public struct ContextError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let key: String
+    public let reason: String
+
+    public var description: String { "Context key '\(key)' refused: \(reason)" }
 }

@@ -1,0 +1,280 @@
+import Foundation
+
+/// JSON text read so that one unusable value costs only itself: a number beyond `Double` (`1e400`), a
+/// string with a lone surrogate (`"\ud800"`) or invalid UTF-8, or a value nested deeper than
+/// ``maximumDepth`` is replaced by `null` and reported with its path, instead of refusing the whole
+/// document as `JSONSerialization` does. Integers that fit `Int64` are kept exactly. Anything that is not
+/// JSON syntax still refuses the document.
+package struct TolerantJSON {
+    /// One step of a path from the root.
+    package enum Step: Equatable, Sendable, CustomStringConvertible {
+        case key(String)
+        case index(Int)
+
+        package var description: String {
+            switch self {
+            case .key(let key): return key
+            case .index(let index): return "[\(index)]"
+            }
+        }
+    }
+
+    /// A value replaced by `null`, where it was and why.
+    package struct Unusable: Equatable, Sendable {
+        package let path: [Step]
+        package let reason: String
+
+        /// `campaigns[0].variation.id: a string holds a lone surrogate`.
+        package var sentence: String {
+            let location = path.map { step in
+                if case .index = step { return step.description }
+                return "." + step.description
+            }.joined()
+            return "\(location.drop { $0 == "." }): \(reason)"
+        }
+    }
+
+    package struct SyntaxError: Error, Equatable {
+        package let offset: Int
+    }
+
+    /// Deeper than this, a value is unusable (`JSONSerialization` refuses about 500 levels).
+    package static let maximumDepth = 256
+
+    package let value: JSONValue
+    package let unusable: [Unusable]
+
+    package init(_ data: Data) throws(SyntaxError) {
+        var reader = Reader(bytes: [UInt8](data))
+        reader.skipWhitespace()
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == reader.bytes.count else { throw SyntaxError(offset: reader.index) }
+        self.value = value
+        self.unusable = reader.unusable
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var index = 0
+        var path: [Step] = []
+        var unusable: [Unusable] = []
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
+                index += 1
+            }
+        }
+
+        private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+        private mutating func expect(_ byte: UInt8) throws(SyntaxError) {
+            guard current == byte else { throw SyntaxError(offset: index) }
+            index += 1
+        }
+
+        private mutating func mark(_ reason: String) -> JSONValue {
+            unusable.append(Unusable(path: path, reason: reason))
+            return .null
+        }
+
+        mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard let byte = current else { throw SyntaxError(offset: index) }
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                if depth >= TolerantJSON.maximumDepth {
+                    try skipNested()
+                    return mark("nested deeper than \(TolerantJSON.maximumDepth) levels")
+                }
+                return byte == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
+            case UInt8(ascii: "\""):
+                switch try string() {
+                case .success(let string): return .string(string)
+                case .failure(let reason): return mark(reason.reason)
+                }
+            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "n"): try literal("null"); return .null
+            default: return try number()
+            }
+        }
+
+        private mutating func literal(_ word: String) throws(SyntaxError) {
+            for byte in word.utf8 { try expect(byte) }
+        }
+
+        private mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
+            try expect(UInt8(ascii: "{"))
+            var object: [String: JSONValue] = [:]
+            skipWhitespace()
+            if current == UInt8(ascii: "}") { index += 1; return .object(object) }
+            while true {
+                skipWhitespace()
+                guard current == UInt8(ascii: "\"") else { throw SyntaxError(offset: index) }
+                let keyStart = index
+                guard case .success(let key) = try string() else { throw SyntaxError(offset: keyStart) }
+                skipWhitespace()
+                try expect(UInt8(ascii: ":"))
+                skipWhitespace()
+                path.append(.key(key))
+                object[key] = try value(depth: depth + 1)
+                path.removeLast()
+                skipWhitespace()
+                if current == UInt8(ascii: ",") { index += 1; continue }
+                try expect(UInt8(ascii: "}"))
+                return .object(object)
+            }
+        }
+
+        private mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
+            try expect(UInt8(ascii: "["))
+            var array: [JSONValue] = []
+            skipWhitespace()
+            if current == UInt8(ascii: "]") { index += 1; return .array(array) }
+            while true {
+                skipWhitespace()
+                path.append(.index(array.count))
+                array.append(try value(depth: depth + 1))
+                path.removeLast()
+                skipWhitespace()
+                if current == UInt8(ascii: ",") { index += 1; continue }
+                try expect(UInt8(ascii: "]"))
+                return .array(array)
+            }
+        }
+
+        /// Passes over a nested value too deep to keep, checking only that its brackets and strings close.
+        private mutating func skipNested() throws(SyntaxError) {
+            var closers: [UInt8] = []
+            repeat {
+                guard let byte = current else { throw SyntaxError(offset: index) }
+                switch byte {
+                case UInt8(ascii: "{"): closers.append(UInt8(ascii: "}")); index += 1
+                case UInt8(ascii: "["): closers.append(UInt8(ascii: "]")); index += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    guard closers.popLast() == byte else { throw SyntaxError(offset: index) }
+                    index += 1
+                case UInt8(ascii: "\""): _ = try string()
+                default: index += 1
+                }
+            } while !closers.isEmpty
+        }
+
+        /// A string token: its text, or why its text is unusable (the token itself is well formed).
+        private mutating func string() throws(SyntaxError) -> Result<String, ReasonError> {
+            try expect(UInt8(ascii: "\""))
+            var units: [UInt16] = []
+            var problem: String?
+            var raw: [UInt8] = []
+            func flushRaw() {
+                guard !raw.isEmpty else { return }
+                if let text = String(validating: raw, as: UTF8.self) {
+                    units.append(contentsOf: text.utf16)
+                } else if problem == nil {
+                    problem = "a string is not valid UTF-8"
+                }
+                raw.removeAll()
+            }
+            while true {
+                guard let byte = current else { throw SyntaxError(offset: index) }
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    flushRaw()
+                    if let problem { return .failure(ReasonError(reason: problem)) }
+                    guard let text = String(validating: units, as: UTF16.self) else {
+                        return .failure(ReasonError(reason: "a string holds a lone surrogate"))
+                    }
+                    return .success(text)
+                case UInt8(ascii: "\\"):
+                    flushRaw()
+                    guard let escaped = current else { throw SyntaxError(offset: index) }
+                    index += 1
+                    switch escaped {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(UInt16(escaped))
+                    case UInt8(ascii: "b"): units.append(0x08)
+                    case UInt8(ascii: "f"): units.append(0x0C)
+                    case UInt8(ascii: "n"): units.append(0x0A)
+                    case UInt8(ascii: "r"): units.append(0x0D)
+                    case UInt8(ascii: "t"): units.append(0x09)
+                    case UInt8(ascii: "u"):
+                        guard index + 4 <= bytes.count,
+                              let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+                            throw SyntaxError(offset: index)
+                        }
+                        index += 4
+                        units.append(unit)
+                    default: throw SyntaxError(offset: index - 1)
+                    }
+                case 0x00..<0x20:
+                    throw SyntaxError(offset: index - 1)
+                default:
+                    raw.append(byte)
+                }
+            }
+        }
+
+        private mutating func number() throws(SyntaxError) -> JSONValue {
+            let start = index
+            if current == UInt8(ascii: "-") { index += 1 }
+            func digits() -> Int {
+                let from = index
+                while let byte = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) { index += 1 }
+                return index - from
+            }
+            let integerDigits = digits()
+            guard integerDigits > 0 else { throw SyntaxError(offset: start) }
+            if integerDigits > 1, bytes[index - integerDigits] == UInt8(ascii: "0") { throw SyntaxError(offset: start) }
+            var isInteger = true
+            if current == UInt8(ascii: ".") {
+                index += 1
+                isInteger = false
+                guard digits() > 0 else { throw SyntaxError(offset: index) }
+            }
+            if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+                index += 1
+                isInteger = false
+                if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
+                guard digits() > 0 else { throw SyntaxError(offset: index) }
+            }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            if isInteger, let exact = Int64(text) { return .int(exact) }
+            guard let double = Double(text), double.isFinite else {
+                return mark("the number \(text.prefix(40)) is beyond the range of a double")
+            }
+            return .double(double)
+        }
+    }
+
+    private struct ReasonError: Error {
+        let reason: String
+    }
+}
+
+extension JSONValue {
+    /// Takes out the value at `path` (an object's key, an array's element); nothing when there is none.
+    package mutating func remove(at path: ArraySlice<TolerantJSON.Step>) {
+        guard let first = path.first else { return }
+        switch (self, first) {
+        case (.object(var object), .key(let key)):
+            if path.count == 1 {
+                object[key] = nil
+            } else if var child = object[key] {
+                child.remove(at: path.dropFirst())
+                object[key] = child
+            }
+            self = .object(object)
+        case (.array(var array), .index(let index)) where array.indices.contains(index):
+            if path.count == 1 {
+                array.remove(at: index)
+            } else {
+                array[index].remove(at: path.dropFirst())
+            }
+            self = .array(array)
+        default:
+            return
+        }
+    }
+}
