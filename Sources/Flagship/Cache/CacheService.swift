@@ -70,7 +70,11 @@ final class CacheService: Sendable {
         }
         guard let data = answer else { return .notFound }
         do {
-            return .found(try VisitorCacheDocument(data: data, expectedVisitorId: visitorId))
+            let document = try VisitorCacheDocument(data: data, expectedVisitorId: visitorId)
+            for dropped in document.droppedFlags {
+                logger.warning("Cached data of visitor '\(visitorId)': \(dropped)")
+            }
+            return .found(document)
         } catch {
             logger.error("Cached data of visitor '\(visitorId)' ignored: \(error)")
             return .rejected(error)

@@ -16,6 +16,10 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
     var assignmentsHistory: [String: String]
+    /// The flags dropped when the document was read, each as a sentence: a flag value that could
+    /// not be read (a number beyond a double, a lone surrogate, invalid UTF-8, nested too deep)
+    /// costs that flag alone. Not part of the document: left out of `==` and of `jsonData()`.
+    var droppedFlags: [String] = []
 
     /// How many campaigns the visitor was assigned (what `flagship visitors` shows).
     package var campaignCount: Int { campaigns.count }
@@ -28,6 +32,11 @@ package struct VisitorCacheDocument: Sendable, Equatable {
         self.context = context
         self.campaigns = campaigns
         self.assignmentsHistory = assignmentsHistory
+    }
+
+    package static func == (lhs: VisitorCacheDocument, rhs: VisitorCacheDocument) -> Bool {
+        lhs.visitorId == rhs.visitorId && lhs.anonymousId == rhs.anonymousId && lhs.consent == rhs.consent
+            && lhs.context == rhs.context && lhs.campaigns == rhs.campaigns && lhs.assignmentsHistory == rhs.assignmentsHistory
     }
 }
 
@@ -55,14 +64,29 @@ package enum VisitorCacheDocumentError: Error, Equatable, CustomStringConvertibl
 extension VisitorCacheDocument {
     /// Reads a document, checking its version and, when given, that it is `expectedVisitorId`'s.
     package init(data: Data, expectedVisitorId: String? = nil) throws(VisitorCacheDocumentError) {
+        // Read tolerantly: an unusable value inside one flag's value costs that flag only.
+        var parsed: JSONValue
+        var dropped: [(campaign: Int, flag: String, reason: String)] = []
+        do {
+            let tolerant = try TolerantJSON(data)
+            parsed = tolerant.value
+            for unusable in tolerant.unusable {
+                let path = unusable.path
+                guard path.count >= 5, path[0] == .key("data"), path[1] == .key("campaigns"), case .index(let campaign) = path[2],
+                      path[3] == .key("flags"), case .key(let flag) = path[4] else {
+                    throw VisitorCacheDocumentError.notJSON(unusable.sentence)
+                }
+                parsed.remove(at: path[0...4])
+                dropped.append((campaign, flag, unusable.reason))
+            }
+        } catch let error as VisitorCacheDocumentError {
+            throw error
+        } catch {
+            throw .notJSON("the document (\(data.count) bytes) is not valid JSON, or is truncated")
+        }
         let envelope: Envelope
         do {
-            _ = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            throw .notJSON(error.localizedDescription)
-        }
-        do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: data)
+            envelope = try JSONDecoder().decode(Envelope.self, from: dropped.isEmpty ? data : Data(parsed.jsonString().utf8))
         } catch {
             throw .invalid(Self.describe(error))
         }
@@ -74,6 +98,11 @@ extension VisitorCacheDocument {
         self.init(visitorId: body.visitorId, anonymousId: body.anonymousId, consent: body.consent ?? true,
                   context: body.context ?? [:], campaigns: body.campaigns ?? [],
                   assignmentsHistory: body.assignmentsHistory ?? body.assignationHistory ?? [:])
+        let campaignIds = campaigns.map(\.campaignId)
+        droppedFlags = dropped.map { drop in
+            let campaign = campaignIds.indices.contains(drop.campaign) ? "campaign \"\(campaignIds[drop.campaign])\"" : "campaign #\(drop.campaign + 1)"
+            return "flag \"\(drop.flag)\" of \(campaign) was dropped: \(drop.reason)"
+        }
     }
 
     /// The document as JSON text, in the documented shape.
