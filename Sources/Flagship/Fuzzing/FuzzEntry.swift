@@ -53,7 +53,8 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
 extension FuzzEntry {
     private static func decisionResponse(_ input: Data) throws(Violation) -> Outcome {
         guard let response = try? DecisionResponse(json: input) else { return .refused }
-        let entries = (try? JSONValue(json: input))?["campaigns"].flatMap { value -> [JSONValue]? in
+        // Counted as the response reads them: tolerantly (one unreadable flag value costs that flag only).
+        let entries = (try? TolerantJSON(input))?.value["campaigns"].flatMap { value -> [JSONValue]? in
             if case .array(let entries) = value { return entries }
             return nil
         } ?? []
