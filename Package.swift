@@ -46,7 +46,7 @@ let package = Package(
         ),
         // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets), deciding with the
         // SDK's own bucketing engine when given a bucketing file.
-        .target(name: "FlagshipLocalServer", dependencies: ["Flagship"]),
+        .target(name: "FlagshipLocalServer", dependencies: ["Flagship", "FlagshipStore"]),
         .executableTarget(
             name: "flagship",
             dependencies: [
@@ -82,7 +82,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FlagshipLocalServerTests",
-            dependencies: ["FlagshipLocalServer", "Flagship"]
+            dependencies: ["FlagshipLocalServer", "Flagship", "FlagshipStore"]
         ),
         .testTarget(
             name: "flagshipTests",

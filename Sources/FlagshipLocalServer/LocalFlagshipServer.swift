@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// A Flagship backend on 127.0.0.1 for tests, demos and offline work: it answers the Decision

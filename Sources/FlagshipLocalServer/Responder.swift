@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// What the server answers: the Flagship routes, the API key check, the decision, the bucketing

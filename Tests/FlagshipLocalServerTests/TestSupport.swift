@@ -174,16 +174,3 @@ func rawPost(_ path: String, body: String, headers: [String] = []) -> String {
         .joined(separator: "\r\n") + "\r\n\r\n" + body
 }
 
-/// A value shared with a callback.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}

@@ -30,10 +30,10 @@ final class ConcurrencyTests: StoreTestCase {
             } catch {
                 outcome.problems.append("\(error)")
             }
-            outcomes.withValue { $0[worker] = outcome }
+            outcomes.withLock { $0[worker] = outcome }
         }
 
-        let results = outcomes.withValue { $0 }
+        let results = outcomes.withLock { $0 }
         XCTAssertEqual(results.flatMap(\.problems), [])
         for (worker, result) in results.enumerated() {
             XCTAssertGreaterThan(result.rounds, 0, "worker \(worker) never ran")
@@ -64,10 +64,10 @@ final class ConcurrencyTests: StoreTestCase {
             } catch {
                 outcome.problems.append("\(error)")
             }
-            outcomes.withValue { $0[worker] = outcome }
+            outcomes.withLock { $0[worker] = outcome }
         }
 
-        let results = outcomes.withValue { $0 }
+        let results = outcomes.withLock { $0 }
         XCTAssertEqual(results.flatMap(\.problems), [], "no SQLITE_BUSY within the busy timeout")
         for (worker, result) in results.enumerated() {
             XCTAssertGreaterThan(result.rounds, 0, "worker \(worker) never ran")
@@ -88,15 +88,15 @@ final class ConcurrencyTests: StoreTestCase {
         onThreads(8) { worker in
             do {
                 let value = try connections[worker % 2].state.valueInsertingIfAbsent("anon-\(worker)", forKey: "anonymous_id", now: 1)
-                answers.withValue { $0[worker] = value }
+                answers.withLock { $0[worker] = value }
             } catch {
-                problems.withValue { $0.append("\(error)") }
+                problems.withLock { $0.append("\(error)") }
             }
         }
 
-        XCTAssertEqual(problems.withValue { $0 }, [])
+        XCTAssertEqual(problems.withLock { $0 }, [])
         let stored = try XCTUnwrap(try connections[0].state.value(forKey: "anonymous_id"))
-        XCTAssertEqual(answers.withValue { $0 }, Array(repeating: stored, count: 8))
+        XCTAssertEqual(answers.withLock { $0 }, Array(repeating: stored, count: 8))
     }
 
     func testConnectionsOpeningOneNewFileAtOnceApplyEachMigrationOnce() throws {
@@ -107,15 +107,15 @@ final class ConcurrencyTests: StoreTestCase {
         onThreads(4) { _ in
             do {
                 let store = try FlagshipDatabase.open(at: url, now: { fixedNow })
-                opened.withValue { $0.append(store) }
+                opened.withLock { $0.append(store) }
             } catch {
-                problems.withValue { $0.append("\(error)") }
+                problems.withLock { $0.append("\(error)") }
             }
         }
 
-        let stores = opened.withValue { $0 }
+        let stores = opened.withLock { $0 }
         defer { stores.forEach { $0.close() } }
-        XCTAssertEqual(problems.withValue { $0 }, [])
+        XCTAssertEqual(problems.withLock { $0 }, [])
         XCTAssertEqual(stores.count, 4)
         XCTAssertEqual(stores.filter { $0.opening.fromVersion == 0 }.count, 1, "one of them created the schema")
         XCTAssertEqual(stores.compactMap(\.opening.movedAside).count, 0)

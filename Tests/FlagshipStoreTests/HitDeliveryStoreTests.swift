@@ -134,11 +134,11 @@ final class HitDeliveryStoreTests: StoreTestCase {
                     try database.hits.claim(.events, owner: "owner-\(index)", now: 100, leaseUntil: 10_000, limit: 7, in: $0)
                 }) ?? []
                 if page.isEmpty { return }
-                claimed.withValue { $0 += page.map(\.id) }
+                claimed.withLock { $0 += page.map(\.id) }
             }
         }
 
-        let ids = claimed.withValue { $0 }
+        let ids = claimed.withLock { $0 }
         XCTAssertEqual(ids.count, 200)
         XCTAssertEqual(Set(ids).count, 200, "every row claimed exactly once")
     }

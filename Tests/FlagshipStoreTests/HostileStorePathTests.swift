@@ -53,10 +53,10 @@ final class HostileStorePathTests: XCTestCase {
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let result = Result { try body() }
-            outcome.withValue { $0 = result }
+            outcome.withLock { $0 = result }
             done.signal()
         }
-        guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = outcome.withValue({ $0 }) else {
+        guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = outcome.withLock({ $0 }) else {
             XCTFail("opening did not return within \(seconds) s: it blocks on what is at the path")
             return ""
         }

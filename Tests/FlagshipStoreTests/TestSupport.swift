@@ -203,22 +203,6 @@ func sqliteError(_ error: any Error, file: StaticString = #filePath, line: UInt 
     return sqliteError
 }
 
-/// A value shared by the threads of a concurrency test.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
-
 /// Runs `body(0..<count)` on `count` threads of its own, all at once, and waits for them all.
 /// Dedicated threads rather than a task group: the cooperative pool has one thread per core,
 /// which would run blocking bodies a few at a time instead of together.

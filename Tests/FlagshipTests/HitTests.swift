@@ -1,4 +1,5 @@
 import FlagshipLocalServer
+import FlagshipStore
 import XCTest
 
 @testable import Flagship

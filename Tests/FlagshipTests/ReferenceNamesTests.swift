@@ -1,4 +1,5 @@
 import FlagshipLocalServer
+import FlagshipStore
 import Foundation
 import XCTest
 
@@ -61,8 +62,8 @@ final class ReferenceNamesTests: SDKTestCase {
         let copy = FSCacheManager(custom)
         _ = try await fetchedVisitor(configBuilder().withCacheManager(copy))
 
-        XCTAssertTrue(copy.visitorCacheImp as? RecordingVisitorCache === visitors)
-        XCTAssertTrue(copy.hitCacheImp as? MemoryHitCache === hits)
+        XCTAssertTrue(copy.visitorCache === custom.visitorCache, "the copy calls the visitor cache on the same queue")
+        XCTAssertTrue(copy.hitCache === custom.hitCache, "the copy calls the hit cache on the same queue")
         XCTAssertEqual(copy.visitorLookupTimeOut, 0.5)
         XCTAssertEqual(copy.hitCacheLookupTimeout, 0.7)
         XCTAssertEqual(visitors.savedIds, ["v1"], "the fetched visitor went to the custom cache")

@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 import Dispatch
+import FlagshipStore
 import Foundation
 import Logging
 

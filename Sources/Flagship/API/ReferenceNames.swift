@@ -31,12 +31,3 @@ extension FSVisitor {
     }
 }
 
-extension FSCacheManager {
-    /// The caches and lookup timeouts of `cacheManager`: the reference's start example wraps a
-    /// custom cache manager so, `withCacheManager(FSCacheManager(customCacheManager))`.
-    public convenience init(_ cacheManager: FSCacheManager) {
-        self.init(cacheManager.visitorCacheImp, cacheManager.hitCacheImp,
-                  visitorLookupTimeOut: cacheManager.visitorLookupTimeOut,
-                  hitCacheLookupTimeout: cacheManager.hitCacheLookupTimeout)
-    }
-}

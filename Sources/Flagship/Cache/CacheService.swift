@@ -21,8 +21,8 @@ final class CacheService: Sendable {
 
     /// The visitor cache of `manager`, or the SQLite default over `store` where it gives none.
     init(manager: FSCacheManager, store: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
-        visitorCache = ConfinedDelegate(manager.visitorCacheImp ?? FSDefaultCacheVisitor(database: store, now: now, logger: logger),
-                                        label: "io.flagship.cache.visitors")
+        visitorCache = manager.visitorCache
+            ?? ConfinedDelegate(FSDefaultCacheVisitor(database: store, now: now, logger: logger), label: "io.flagship.cache.visitors")
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.store = store
         self.logger = logger

@@ -36,4 +36,9 @@ final class ConfinedDelegate<Delegate>: @unchecked Sendable {
     func holds<T>(_ type: T.Type) -> Bool {
         delegate is T
     }
+
+    /// The delegate, when it is of type `T`: safe off the queue, `T` being `Sendable`.
+    func delegate<T: Sendable>(as type: T.Type) -> T? {
+        delegate as? T
+    }
 }

@@ -87,18 +87,18 @@ final class SDKRuntime: Sendable {
                                  logger: Logger) -> any HitQueue {
         let capacity = config.trackingConfig.maxCachedHits
         let timeout = config.cacheManager.hitCacheLookupTimeout
-        if let given = config.cacheManager.hitCacheImp as? FSDefaultCacheHit {
+        if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.
             return SQLiteHitQueue(store: given.database, capacity: min(capacity, given.maxHits),
                                   leaseDuration: claimDuration, logger: logger)
         }
-        if let custom = config.cacheManager.hitCacheImp {
+        if let custom = config.cacheManager.hitCache {
             return DelegateHitQueue(delegate: custom, capacity: capacity, lookupTimeout: timeout, logger: logger)
         }
         if let store {
             return SQLiteHitQueue(store: store, capacity: capacity, leaseDuration: claimDuration, logger: logger)
         }
-        return DelegateHitQueue(delegate: NoHitCache(), capacity: capacity, lookupTimeout: timeout, logger: logger)
+        return DelegateHitQueue(delegate: ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits"), capacity: capacity, lookupTimeout: timeout, logger: logger)
     }
 
     var status: FSSdkStatus {

@@ -1,3 +1,5 @@
+import FlagshipStore
+
 /// The category of an `FSEvent` (`ec`).
 public enum FSCategoryEvent: String, Sendable, CaseIterable {
     case Action_Tracking = "Action Tracking"

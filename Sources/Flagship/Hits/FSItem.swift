@@ -1,3 +1,5 @@
+import FlagshipStore
+
 /// An item of a transaction (`ITEM`), sent after the `FSTransaction` with the same `transactionId`.
 ///
 /// `price` is a `Float`, as in the reference (about 7 significant digits), sent as its shortest

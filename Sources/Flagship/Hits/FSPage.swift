@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// A page view (`PAGEVIEW`): send one each time the visitor opens a page in an embedded web view.

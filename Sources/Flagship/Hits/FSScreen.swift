@@ -1,3 +1,5 @@
+import FlagshipStore
+
 /// A screen view (`SCREENVIEW`): send one each time the visitor arrives on a new interface.
 ///
 /// A hit is an object, as in the reference: declare it with `let` and set its optional fields.

@@ -1,3 +1,5 @@
+import FlagshipStore
+
 /// A completed transaction (`TRANSACTION`); its items follow as `FSItem` hits with the same
 /// `transactionId`.
 ///

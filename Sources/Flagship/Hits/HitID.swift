@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// Ids of hits and activates: `<visitorId>:<uuid>`, where the UUID is a version 7 UUID (RFC 9562):

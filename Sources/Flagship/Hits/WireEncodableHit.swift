@@ -1,3 +1,5 @@
+import FlagshipStore
+
 /// A hit the SDK knows how to put on the wire: every hit type of the SDK adopts it.
 ///
 /// The caller sets fields on a shared object, possibly from several tasks; its fields live in one

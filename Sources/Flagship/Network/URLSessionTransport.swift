@@ -1,4 +1,5 @@
 import Dispatch
+import FlagshipStore
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -161,7 +162,10 @@ final class URLSessionTransport: HTTPTransport {
 private final class Exchange: Sendable {
     typealias Outcome = Result<HTTPResponse, TransportError>
 
-    private struct State {
+    /// `@unchecked`: Foundation on Linux does not mark the task, the work item and the response
+    /// `Sendable`; they are reached only under `state`'s lock, and the task's own methods are
+    /// thread-safe.
+    private struct State: @unchecked Sendable {
         var continuation: CheckedContinuation<Outcome, Never>?
         var outcome: Outcome?
         var task: URLSessionDataTask?

@@ -1,4 +1,5 @@
 import Dispatch
+import FlagshipStore
 import Foundation
 
 /// Runs blocking work (a cache delegate's call) on `queue` and waits for it at most `timeout`

@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// A task executor with one thread of its own, for the synchronous forms of async calls.

@@ -27,8 +27,8 @@ final class DelegateHitQueue: HitQueue {
     /// instead of holding the tracking manager's thread (the hits are mirrored in memory meanwhile).
     private let lookupOverran = Locked(false)
 
-    init(delegate: any FSHitCacheDelegate, capacity: Int, lookupTimeout: TimeInterval, logger: Logger) {
-        self.delegate = ConfinedDelegate(delegate, label: "io.flagship.cache.hits")
+    init(delegate: ConfinedDelegate<any FSHitCacheDelegate>, capacity: Int, lookupTimeout: TimeInterval, logger: Logger) {
+        self.delegate = delegate
         self.capacity = capacity
         self.lookupTimeout = lookupTimeout
         self.logger = logger

@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 #if canImport(Glibc)
