@@ -24,6 +24,11 @@ final class ManualClock: SDKClock, @unchecked Sendable {
         lock.withLock { sleepers.count }
     }
 
+    /// Whether a wait is pending until `deadline` exactly (a test waits for one deadline among others).
+    func hasSleeper(until deadline: Date) -> Bool {
+        lock.withLock { sleepers.values.contains { $0.deadline == deadline } }
+    }
+
     func sleep(until deadline: Date) async throws {
         let id = lock.withLock { () -> UInt64 in
             nextId += 1

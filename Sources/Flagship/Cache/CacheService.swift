@@ -111,4 +111,9 @@ final class CacheService: Sendable {
     func waitForPendingWrites() async {
         await queuedCall(on: visitorQueue) {}
     }
+
+    /// As `waitForPendingWrites()`, until `deadline` on `clock` at most: `false` when it passed first.
+    func waitForPendingWrites(until deadline: Date, clock: any SDKClock) async -> Bool {
+        await queuedCall(on: visitorQueue, until: deadline, clock: clock) { true } ?? false
+    }
 }

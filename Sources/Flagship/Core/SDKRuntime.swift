@@ -119,12 +119,30 @@ final class SDKRuntime: Sendable {
 
     /// Sends what is pending within the close deadline, leaves the rest in the cache, and
     /// releases the store and the network. Safe to call twice.
+    /// Closes within one deadline (`closeDeadline` on the SDK's clock, 5 s by default): the
+    /// tracking manager's last round, the visitor cache's pending writes and the store's close
+    /// each get what is left of it. What still runs then (a store another process keeps locked,
+    /// a custom cache that has not returned) finishes in the background, logged, never waited for.
     func close() async {
+        let clock = config.clock
+        let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
         bucketing?.close()
-        await tracking.close()
-        await caches?.waitForPendingWrites()
+        await tracking.close(until: deadline)
+        if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
+            logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")
+        }
         transport.shutdown()
-        store?.close()
+        guard let store else { return }
+        // Closing takes the store's lock, which a write waiting for another process's lock holds.
+        let closed = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
+            DispatchQueue.global().async {
+                store.close()
+                finish(true)
+            }
+        }
+        if closed == nil {
+            logger.warning("Closed at its deadline with the store still busy: its connection closes once the write under way ends")
+        }
     }
 
     /// A value of the key/value state table, inserted if absent, so two processes agree.

@@ -136,6 +136,8 @@ final class TrackingManager: HitTracking {
     private struct State {
         /// Continuous caching: accepted, waiting for the next group commit.
         var ingress: [Accepted] = []
+        /// Hits the group commit under way is writing: neither in the ingress nor yet in the cache.
+        var writing = 0
         var drainScheduled = false
         /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
         var unwritten: [OutgoingHit] = []
@@ -301,6 +303,7 @@ final class TrackingManager: HitTracking {
             let batch = state.withLock { state -> [Accepted] in
                 let batch = Array(state.ingress.prefix(settings.ingressLimit))
                 state.ingress.removeFirst(batch.count)
+                state.writing = batch.count
                 if batch.isEmpty { state.drainScheduled = false }
                 return batch
             }
@@ -326,6 +329,7 @@ final class TrackingManager: HitTracking {
             }
             for accepted in batch { accepted.durable?(outcome) }
             let kick = state.withLock { state -> Bool in
+                state.writing = 0
                 state.poolCount += hits.count(where: { !$0.isActivate })
                 return hits.contains(where: \.isActivate) || state.poolCount >= settings.poolMaxSize
             }
@@ -529,10 +533,10 @@ final class TrackingManager: HitTracking {
     private func flushRound(until deadline: Date?) async {
         state.withLock { $0.poolCount = 0 }
         while true {
-            if let deadline, Date() >= deadline { return }
+            if let deadline, clock.now() >= deadline { return }
             let activates = await sendPage(.activate)
             if activates == .failed { return }
-            if let deadline, Date() >= deadline { return }
+            if let deadline, clock.now() >= deadline { return }
             let hits = await sendPage(.events)
             if hits == .failed { return }
             if activates != .full && hits != .full { return }
@@ -573,6 +577,10 @@ final class TrackingManager: HitTracking {
         let results = endpoint == .activate
             ? await events.sendActivates(batch, now: sentAt)
             : await events.sendHits(batch, now: sentAt)
+        // A send that outlived `close()` (its deadline passed, the transport was shut down): close
+        // released the claims and counted what waits, so the outcome is left alone; a delivery
+        // the server confirmed is still sent again by the next start (at least once).
+        guard !state.withLock({ $0.closeFinished }) else { return .failed }
         let failed = record(results, of: batch)
 
         let cachedIds = Set(claimed.map(\.id))
@@ -682,6 +690,15 @@ final class TrackingManager: HitTracking {
     // MARK: Closing
 
     func close() async {
+        await close(until: clock.now().addingTimeInterval(settings.closeDeadline))
+    }
+
+    /// Stops the timers, writes what was accepted, sends one last round, releases the claims and
+    /// counts what waits, all before `deadline` on the SDK's clock: past it, whatever still holds
+    /// the store or the network (a server that never answers, a store another process keeps
+    /// locked, a custom cache that never returns) is no longer waited for, and one log line says
+    /// what was left.
+    func close(until deadline: Date) async {
         let first = state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed
@@ -698,13 +715,16 @@ final class TrackingManager: HitTracking {
         }
         let tasks = state.withLock { state in [state.timer, state.wake] }
         for task in tasks { task?.cancel() }
+        // Sending ends a little before the deadline: the rest is left to record what is left.
+        let sendsUntil = deadline.addingTimeInterval(-min(1, settings.closeDeadline / 5))
         // Every hit accepted before closing is written first (the store queue is serial).
-        await onStore {}
-        let deadline = Date().addingTimeInterval(settings.closeDeadline)
-        await waitForSender(until: deadline)
-        state.withLock { $0.finalFlush = true }
-        if settings.sends { await flushRound(until: deadline) }
-        let (waiting, stranded) = await onStore { [self] () -> (Int, Int) in
+        var storeAnswered = await queuedCall(on: storeQueue, until: sendsUntil, clock: clock) { true } != nil
+        if storeAnswered {
+            await waitForSender(until: sendsUntil)
+            state.withLock { $0.finalFlush = true }
+            if settings.sends { await lastRound(until: sendsUntil) }
+        }
+        let counted = !storeAnswered ? nil : await queuedCall(on: storeQueue, until: deadline, clock: clock) { [self] () -> (Int, Int) in
             writeUnwritten()
             do {
                 try queue.releaseClaims()
@@ -716,16 +736,26 @@ final class TrackingManager: HitTracking {
             // process: they are lost, never waiting.
             return queue.waitingHitsSurvive ? (count, 0) : (0, count)
         }
-        let unwritten = state.withLock { state -> Int in
+        storeAnswered = counted != nil
+        let (unwritten, unconfirmed) = state.withLock { state -> (Int, Int) in
             state.finalFlush = false
-            state.statistics.waiting = waiting
-            state.statistics.lost += state.unwritten.count + stranded
-            return state.unwritten.count
+            // Past the deadline with the store still busy: hits not yet in the cache are not
+            // confirmed; they are written still if the store frees before the process ends.
+            let unconfirmed = storeAnswered ? 0 : state.ingress.count + state.writing
+            if let counted { state.statistics.waiting = counted.0 }
+            state.statistics.lost += state.unwritten.count + (counted?.1 ?? 0) + unconfirmed
+            return (state.unwritten.count, unconfirmed)
         }
-        if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
-        if unwritten > 0 { logger.error("\(unwritten) unsent hit(s) are lost: the hit cache could not take them") }
-        if stranded > 0 {
-            logger.error("\(stranded) unsent hit(s) are lost: they are in a hit cache no restart finds (in memory, or in a file deleted or replaced while the SDK ran)")
+        let waiting = counted?.0 ?? 0
+        let stranded = counted?.1 ?? 0
+        if !storeAnswered {
+            logger.error("Closed at its deadline (\(Self.describe(settings.closeDeadline))) with the hit cache still busy (locked by another process, or a custom cache that has not returned): \(unconfirmed + unwritten) accepted hit(s) not yet in it are counted as lost; hits already cached stay there for the next start")
+        } else {
+            if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
+            if unwritten > 0 { logger.error("\(unwritten) unsent hit(s) are lost: the hit cache could not take them") }
+            if stranded > 0 {
+                logger.error("\(stranded) unsent hit(s) are lost: they are in a hit cache no restart finds (in memory, or in a file deleted or replaced while the SDK ran)")
+            }
         }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closeFinished = true
@@ -735,22 +765,28 @@ final class TrackingManager: HitTracking {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// The last round of sends, which ignores the backoff gate, waited for until `deadline`: a
+    /// send in flight then is abandoned (the runtime's transport shutdown cancels it).
+    private func lastRound(until deadline: Date) async {
+        _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
+            Task { [self] in
+                await flushRound(until: deadline)
+                finish(true)
+            }
+        }
+    }
+
     /// Waits for the sender to finish its round, but not past `deadline`: a sender stuck behind
-    /// a starved thread pool must not hold `close()` (the claims keep the two apart anyway).
+    /// a starved thread pool or a server that never answers must not hold `close()` (the claims
+    /// keep the two apart anyway).
     private func waitForSender(until deadline: Date) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = Locked<CheckedContinuation<Void, Never>?>(continuation)
-            let resume: @Sendable () -> Void = { once.withLock { taken in defer { taken = nil }; return taken }?.resume() }
+        _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
             let idle = state.withLock { state -> Bool in
                 guard state.senderRunning else { return true }
-                state.idleWaiters.append(resume)
+                state.idleWaiters.append { finish(true) }
                 return false
             }
-            if idle {
-                resume()
-                return
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, deadline.timeIntervalSinceNow), execute: resume)
+            if idle { finish(true) }
         }
     }
 
