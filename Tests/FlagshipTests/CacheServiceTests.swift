@@ -55,7 +55,7 @@ final class CacheServiceTests: XCTestCase {
         let caches = service(FSCacheManager())
         let document = VisitorCacheDocument(visitorId: "v1", context: ["plan": .string("pro")])
 
-        await caches.cacheVisitor(document)
+        XCTAssertTrue(caches.cacheVisitor(document), "the default cache's document waits for the group commit")
 
         let lookup = await caches.lookupVisitor("v1")
         XCTAssertEqual(lookup, .found(document))

@@ -350,8 +350,12 @@ final class DiskFaultTests: TrackingTestCase {
         let noticed = errors(containing: "was deleted or replaced while open")
         XCTAssertEqual(noticed.count, 1, log.allText, file: file, line: line)
         try await alice.fetchFlags()
-        XCTAssertEqual(errors(containing: "Visitors cached from now on go to a database file that no longer exists").count, 1,
+        await flagship.flushCaches()
+        // Visitor documents go with the hits' group commit: refused with them, kept in memory.
+        XCTAssertEqual(errors(containing: "visitor document(s) could not be written to the visitor cache").count, 1,
                        "the visitor cache says so too, once: \(log.allText)", file: file, line: line)
+        let again = await flagship.newVisitor(visitorId: "alice", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        XCTAssertEqual(again.requiredFetchReason, .FETCHED_FROM_CACHE, "its document is still read from memory", file: file, line: line)
         server.clearFaults()
         try await advancePastTheBackoff(until: "the three hits are delivered") { self.deliveredClickLabels().count == 3 }
         await flagship.close()

@@ -61,6 +61,7 @@ final class ReferenceNamesTests: SDKTestCase {
 
         let copy = FSCacheManager(custom)
         _ = try await fetchedVisitor(configBuilder().withCacheManager(copy))
+        await flagship.flushCaches()
 
         XCTAssertTrue(copy.visitorCache === custom.visitorCache, "the copy calls the visitor cache on the same queue")
         XCTAssertTrue(copy.hitCache === custom.hitCache, "the copy calls the hit cache on the same queue")

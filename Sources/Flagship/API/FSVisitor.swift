@@ -124,8 +124,9 @@ public final class FSVisitor: Sendable {
                                       fields: SDKHit.segment(context: request.context), runtime: runtime)
             runtime.tracking.track(segment)
         }
+        // Written by the next group commit, with the hits: the flags are in memory already.
         if let document = outcome.document {
-            await runtime.caches?.cacheVisitor(document)
+            runtime.cacheVisitor(document)
         }
     }
 

@@ -94,6 +94,17 @@ public final class Flagship: Sendable {
         return await closing.tracking.statistics()
     }
 
+    /// Returns once every visitor document and hit accepted so far is in the caches (the local
+    /// store's tables, or a custom cache's calls returned): written, not sent.
+    ///
+    /// `fetchFlags` returns once the flags are in memory and the fire-and-forget `sendHit` at
+    /// once; their writes wait for the next group commit. `close()` waits for them too, within its
+    /// deadline: call this where a caller needs them on disk sooner (before handing the store to
+    /// another process, say).
+    public func flushCaches() async {
+        await currentRuntime?.flushCaches()
+    }
+
     /// Returns once the hits accepted so far are written and no send is under way or due (all
     /// delivered, or waiting for the backoff): the start's replay included.
     package func waitUntilTrackingIsIdle() async {

@@ -16,6 +16,10 @@ final class CacheService: Sendable {
     let visitorLookupTimeout: TimeInterval
     /// The SDK's store (the file, or its in-memory fallback), for tests that act on its connection.
     let store: FlagshipDatabase
+    /// With the default cache over a store that can be written: the documents waiting for the
+    /// tracking manager's group commit (`nil`: each goes to the cache's own queue).
+    let pending: PendingVisitorDocuments?
+    private let now: @Sendable () -> Date
     private let logger: Logger
     private var visitorQueue: DispatchQueue { visitorCache.queue }
 
@@ -23,8 +27,10 @@ final class CacheService: Sendable {
     init(manager: FSCacheManager, store: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
         visitorCache = manager.visitorCache
             ?? ConfinedDelegate(FSDefaultCacheVisitor(database: store, now: now, logger: logger), label: "io.flagship.cache.visitors")
+        pending = manager.visitorCache == nil && store.opening.readOnly == nil ? PendingVisitorDocuments() : nil
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.store = store
+        self.now = now
         self.logger = logger
     }
 
@@ -40,6 +46,7 @@ final class CacheService: Sendable {
     }
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
+        if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
         let cache = visitorCache
         let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout) {
             cache.onQueue { $0.lookupVisitor(visitorId: visitorId) }
@@ -50,6 +57,7 @@ final class CacheService: Sendable {
     /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
     /// the calling thread for the lookup timeout at most.
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
+        if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
         let cache = visitorCache
         let answer = Locked<Data??>(nil)
         let answered = DispatchSemaphore(value: 0)
@@ -81,16 +89,24 @@ final class CacheService: Sendable {
         }
     }
 
-    func cacheVisitor(_ document: VisitorCacheDocument) async {
+    /// Accepts the visitor's newest document and returns at once: with the default cache it
+    /// waits, one per visitor, for the tracking manager's next group commit (returns `true`: the
+    /// caller schedules it); a custom cache gets it on its own queue (`false`).
+    func cacheVisitor(_ document: VisitorCacheDocument) -> Bool {
         let data: Data
         do {
             data = try document.jsonData()
         } catch {
             logger.error("Visitor '\(document.visitorId)' not cached: \(error)")
-            return
+            return false
         }
-        let cache = visitorCache
-        await queuedCall(on: visitorQueue) { cache.onQueue { $0.cacheVisitor(visitorId: document.visitorId, data) } }
+        if let pending {
+            pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
+                                      document: String(decoding: data, as: UTF8.self), updatedAt: now().unixMilliseconds))
+            return true
+        }
+        visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, data) }
+        return false
     }
 
     func flushVisitor(_ visitorId: String) async {
@@ -101,10 +117,13 @@ final class CacheService: Sendable {
     // MARK: Consent and closing
 
     /// Consent withdrawn: forgets the visitor, after every write queued before (the tracking
-    /// manager deletes its hits).
+    /// manager deletes its hits, and with the default cache its row, in the same transaction).
     func flushVisitorInBackground(_ visitorId: String) {
-        let cache = visitorCache
-        cache.async { $0.flushVisitor(visitorId: visitorId) }
+        if let pending {
+            pending.remove(visitorId)
+            return
+        }
+        visitorCache.async { $0.flushVisitor(visitorId: visitorId) }
     }
 
     /// Returns once every cache call queued so far has run.

@@ -65,7 +65,8 @@ final class SDKRuntime: Sendable {
         if config.networkDisabled { settings.sends = false }
         tracking = TrackingManager(
             queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
-            events: events, settings: settings, clock: config.clock, logger: logger)
+            events: events, settings: settings, clock: config.clock, logger: logger,
+            visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
         tracking.start()
     }
 
@@ -112,6 +113,17 @@ final class SDKRuntime: Sendable {
 
     /// Consent withdrawn: the visitor's cache entry and its waiting hits (consent hits kept) go,
     /// in order after everything the visitor did before.
+    /// Returns once what was accepted so far is written: visitor documents and hits.
+    func flushCaches() async {
+        await tracking.waitForWrites()
+        await caches?.waitForPendingWrites()
+    }
+
+    /// Accepts a visitor's newest document for the visitor cache; returns at once.
+    func cacheVisitor(_ document: VisitorCacheDocument) {
+        if caches?.cacheVisitor(document) == true { tracking.writeVisitorDocumentsSoon() }
+    }
+
     func purgeVisitor(_ visitorId: String) {
         caches?.flushVisitorInBackground(visitorId)
         tracking.purge(visitorId: visitorId)

@@ -60,7 +60,19 @@ final class SQLiteHitQueue: HitQueue {
     }()
 
     func save(_ hits: [CachedHit]) throws -> Int {
-        guard !hits.isEmpty else { return 0 }
+        try save(hits, alongside: nil)
+    }
+
+    /// Whether this queue is the `hits` table of `other`: then work on `other` can share its
+    /// transactions (`save(_:alongside:)`, `purge(visitorId:keeping:alongside:)`).
+    func isTable(of other: FlagshipDatabase) -> Bool {
+        store === other
+    }
+
+    /// Writes the hits, and runs `alongside` (writes of the same store: visitor documents) in the
+    /// same transaction: all of it is committed, or none.
+    func save(_ hits: [CachedHit], alongside: ((Connection) throws -> Void)?) throws -> Int {
+        guard !hits.isEmpty || alongside != nil else { return 0 }
         if let reason = store.opening.readOnly {
             throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written: \(reason)")
         }
@@ -77,7 +89,10 @@ final class SQLiteHitQueue: HitQueue {
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
                       isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
         }
-        let outcome = try store.hits.insert(records, capacity: capacity)
+        let outcome = try store.database.write { connection in
+            try alongside?(connection)
+            return try store.hits.insert(records, capacity: capacity, in: connection)
+        }
         recent.withLock { recent in
             for cached in hits where recent.count < recentLimit { recent[cached.hit.id] = cached.hit }
         }
@@ -129,8 +144,19 @@ final class SQLiteHitQueue: HitQueue {
     }
 
     func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+        try purge(visitorId: visitorId, keeping: keeping, alongside: nil)
+    }
+
+    /// As `purge(visitorId:keeping:)`, running `alongside` (the visitor's row deleted) in the same
+    /// transaction; then the deleted rows' traces are erased from the disk.
+    func purge(visitorId: String, keeping: Set<String>, alongside: ((Connection) throws -> Void)?) throws -> Int {
         forgetRecent { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
-        return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping)
+        let deleted = try store.database.write { connection in
+            try alongside?(connection)
+            return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping, in: connection)
+        }
+        try store.database.eraseWALHistory()
+        return deleted
     }
 
     func count() throws -> Int {

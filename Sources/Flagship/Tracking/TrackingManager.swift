@@ -151,6 +151,10 @@ final class TrackingManager: HitTracking {
         var cacheReadFailing: Set<HitEndpoint> = []
         /// Deleting expired hits failed last time (logged once until it works again).
         var expiryFailing = false
+        /// Writing visitor documents failed last time (logged once until it works again).
+        var visitorWritesFailing = false
+        /// Visitor documents went to a file deleted or replaced while open (logged once).
+        var visitorFileGoneLogged = false
         /// Hits accepted since the last send started: the pool size that triggers a batch.
         var poolCount = 0
         var activateCallbacks: [String: @Sendable () -> Void] = [:]
@@ -186,9 +190,13 @@ final class TrackingManager: HitTracking {
     private let ingressRoom = NSCondition()
     /// Why a hit written to the cache is still not durable, when the store fell back to memory.
     private let inMemoryOnly: String?
+    /// The default visitor cache's documents waiting for the group commit, and its store.
+    private let visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?
 
-    init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger) {
+    init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
+         visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil) {
         self.queue = queue
+        self.visitorDocuments = visitorDocuments
         self.events = settings.requestTimeout.map { events.withTimeout($0) } ?? events
         self.settings = settings
         self.clock = clock
@@ -238,6 +246,8 @@ final class TrackingManager: HitTracking {
     private func tick() async {
         await onStore { [self] in
             writeUnwritten()
+            // Visitor documents a failed write put back are tried again.
+            if visitorDocuments?.pending.isEmpty == false { drain() }
             _ = deleteExpired()
         }
         requestFlush()
@@ -296,9 +306,21 @@ final class TrackingManager: HitTracking {
         }
     }
 
-    /// Group commit: writes everything that gathered in the ingress in one transaction, until
-    /// it stays empty. Runs on the store queue.
+    /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
+    func writeVisitorDocumentsSoon() {
+        let schedule = state.withLock { state -> Bool in
+            guard !state.drainScheduled else { return false }
+            state.drainScheduled = true
+            return true
+        }
+        if schedule { storeQueue.async { [self] in drain() } }
+    }
+
+    /// Group commit: writes everything that gathered in the ingress, and the visitor documents
+    /// waiting, in one transaction, until both stay empty. Runs on the store queue.
     private func drain() {
+        // Documents whose write failed wait for the next interval, not for the next loop.
+        var documentsFailed = false
         while true {
             let batch = state.withLock { state -> [Accepted] in
                 let batch = Array(state.ingress.prefix(settings.ingressLimit))
@@ -307,15 +329,22 @@ final class TrackingManager: HitTracking {
                 if batch.isEmpty { state.drainScheduled = false }
                 return batch
             }
+            let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             // Under the condition's lock, so a producer between its check and its wait is not missed.
             ingressRoom.lock()
             ingressRoom.broadcast()
             ingressRoom.unlock()
-            guard !batch.isEmpty else { return }
+            guard !batch.isEmpty || !documents.isEmpty else { return }
+            let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
+            if !documents.isEmpty {
+                documentsFailed = documentsError != nil
+                settle(documents, error: documentsError)
+            }
+            guard !batch.isEmpty else { continue }
             let hits = batch.map(\.hit.hit)
             var outcome: Result<Void, FlagshipError> = .success(())
             do {
-                let evicted = try queue.save(batch.map(\.hit))
+                let evicted = try saved.get()
                 if evicted > 0 {
                     state.withLock { $0.statistics.evicted += evicted }
                     logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
@@ -334,6 +363,60 @@ final class TrackingManager: HitTracking {
                 return hits.contains(where: \.isActivate) || state.poolCount >= settings.poolMaxSize
             }
             if kick { requestFlush() }
+        }
+    }
+
+    private typealias PendingDocument = (record: VisitorRecord, version: Int)
+
+    /// Writes hits and visitor documents: in one transaction when the hit queue is the `hits`
+    /// table of the visitors' store, else the documents first in a transaction of their own.
+    /// Returns the hits' outcome (how many were evicted) and the documents' error, if any.
+    private func write(_ hits: [CachedHit], documents: [PendingDocument]) -> (hits: Result<Int, any Error>, documents: (any Error)?) {
+        guard let visitorDocuments, !documents.isEmpty else {
+            return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, nil)
+        }
+        let store = visitorDocuments.store
+        let records = documents.map(\.record)
+        let writeDocuments: (Connection) throws -> Void = { try store.visitors.save(records, in: $0) }
+        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
+            let saved = Result { try table.save(hits, alongside: writeDocuments) }
+            return (saved, saved.failure)
+        }
+        var documentsError: (any Error)?
+        do {
+            guard store.opening.readOnly == nil else {
+                throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written")
+            }
+            try store.database.write(writeDocuments)
+        } catch {
+            documentsError = error
+        }
+        return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documentsError)
+    }
+
+    /// The outcome of writing visitor documents: committed ones leave the pending set, failed
+    /// ones wait again (tried at each interval), logged when writes start and stop failing.
+    private func settle(_ documents: [PendingDocument], error: (any Error)?) {
+        guard let visitorDocuments else { return }
+        guard let error else {
+            visitorDocuments.pending.committed(documents)
+            let (recovered, fileGone) = state.withLock { state -> (Bool, Bool) in
+                defer { state.visitorWritesFailing = false }
+                let fileGone = !visitorDocuments.store.fileIsInPlace && !state.visitorFileGoneLogged
+                if fileGone { state.visitorFileGoneLogged = true }
+                return (state.visitorWritesFailing, fileGone)
+            }
+            if recovered { logger.info("Visitor documents can be written to the visitor cache again") }
+            if fileGone {
+                logger.error("Visitors cached from now on go to a database file that no longer exists (\(visitorDocuments.store.database.path) was deleted or moved while open): they will not survive a restart, which creates a new file")
+            }
+            return
+        }
+        visitorDocuments.pending.putBack(documents)
+        if state.withLock({ state in defer { state.visitorWritesFailing = true }; return !state.visitorWritesFailing }) {
+            logger.error("\(documents.count) visitor document(s) could not be written to the visitor cache (\(error)): the newest of each visitor waits in memory, read by lookups, and is tried again at each interval")
+        } else {
+            logger.debug("Visitor documents still could not be written: \(error)")
         }
     }
 
@@ -475,16 +558,30 @@ final class TrackingManager: HitTracking {
         storeQueue.async { [self] in
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
-                let deleted = try queue.purge(visitorId: visitorId, keeping: spared)
+                let deleted = try erase(visitorId: visitorId, keeping: spared)
                 if deleted > 0 { logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of visitor '\(visitorId)'") }
             } catch {
-                logger.error("Hits of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
+                logger.error("Data of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
             }
             state.withLock { state in
                 state.purging[visitorId]?.pending -= 1
                 if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
             }
         }
+    }
+
+    /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
+    /// default visitor cache, its row: one transaction when both are tables of one store. Runs on
+    /// the store queue, so after any group commit that took the visitor's last document.
+    private func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        guard let store = visitorDocuments?.store, store.opening.readOnly == nil else {
+            return try queue.purge(visitorId: visitorId, keeping: keeping)
+        }
+        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
+            return try table.purge(visitorId: visitorId, keeping: keeping) { try store.visitors.delete(visitorId: visitorId, in: $0) }
+        }
+        try store.visitors.delete(visitorId: visitorId)
+        return try queue.purge(visitorId: visitorId, keeping: keeping)
     }
 
     // MARK: Sending
@@ -726,6 +823,8 @@ final class TrackingManager: HitTracking {
         }
         let counted = !storeAnswered ? nil : await queuedCall(on: storeQueue, until: deadline, clock: clock) { [self] () -> (Int, Int) in
             writeUnwritten()
+            // Visitor documents a failed write put back get a last try.
+            if visitorDocuments?.pending.isEmpty == false { drain() }
             do {
                 try queue.releaseClaims()
             } catch {
@@ -748,6 +847,9 @@ final class TrackingManager: HitTracking {
         }
         let waiting = counted?.0 ?? 0
         let stranded = counted?.1 ?? 0
+        if let unsaved = visitorDocuments?.pending.count, unsaved > 0 {
+            logger.error("\(unsaved) visitor document(s) are not in the visitor cache at close: the next start fetches those visitors' flags again")
+        }
         if !storeAnswered {
             logger.error("Closed at its deadline (\(Self.describe(settings.closeDeadline))) with the hit cache still busy (locked by another process, or a custom cache that has not returned): \(unconfirmed + unwritten) accepted hit(s) not yet in it are counted as lost; hits already cached stay there for the next start")
         } else {
@@ -806,6 +908,11 @@ final class TrackingManager: HitTracking {
         }
     }
 
+    /// Returns once everything accepted before the call is written (the store queue is serial).
+    func waitForWrites() async {
+        await onStore {}
+    }
+
     /// The counts so far; `waiting` counted now, or, once closed, as `close()` left it.
     func statistics() async -> TrackingStatistics {
         if state.withLock({ $0.closeFinished }) { return state.withLock { $0.statistics } }
@@ -841,6 +948,13 @@ final class TrackingManager: HitTracking {
     private static func describe(_ interval: TimeInterval) -> String {
         interval >= 3600 && interval.truncatingRemainder(dividingBy: 3600) == 0
             ? "\(Int(interval / 3600)) h" : "\(Int(interval)) s"
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }
 

@@ -27,19 +27,25 @@ package struct VisitorRecordStore: Sendable {
 
     /// Inserts the visitor, or replaces the row of the same id.
     package func save(_ record: VisitorRecord) throws {
-        try database.write { connection in
-            try connection.execute(
-                """
-                INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at)
-                VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (visitor_id) DO UPDATE SET
-                    anonymous_id = excluded.anonymous_id, consent = excluded.consent,
-                    document = excluded.document, updated_at = excluded.updated_at
-                """,
+        try database.write { try save([record], in: $0) }
+    }
+
+    /// Inserts each visitor, or replaces the row of the same id, in the caller's transaction.
+    package func save(_ records: [VisitorRecord], in connection: Connection) throws(StoreError) {
+        guard !records.isEmpty else { return }
+        _ = try connection.executeMany(
+            """
+            INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (visitor_id) DO UPDATE SET
+                anonymous_id = excluded.anonymous_id, consent = excluded.consent,
+                document = excluded.document, updated_at = excluded.updated_at
+            """,
+            records.map { record in
                 [.text(record.visitorId), SQLiteValue(record.anonymousId), SQLiteValue(record.consent),
                  .text(record.document), .integer(record.updatedAt)]
-            )
-        }
+            }
+        )
     }
 
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
@@ -53,9 +59,16 @@ package struct VisitorRecordStore: Sendable {
     /// returns whether there was one.
     @discardableResult
     package func delete(visitorId: String) throws -> Bool {
-        let deleted = try database.write { try $0.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0 }
+        let deleted = try database.write { try delete(visitorId: visitorId, in: $0) }
         try database.eraseWALHistory()
         return deleted
+    }
+
+    /// Deletes the visitor's row in the caller's transaction; returns whether there was one. The
+    /// caller erases the traces on disk once committed (`Database.eraseWALHistory()`).
+    @discardableResult
+    package func delete(visitorId: String, in connection: Connection) throws(StoreError) -> Bool {
+        try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
     }
 
     /// Visitors, most recently updated first.

@@ -54,6 +54,8 @@ package final class Database: @unchecked Sendable {
     private var damageMet = false
     /// Told the first time a statement finds the file damaged (under `holderLock`).
     private var damageHandlers: [@Sendable (SQLiteError) -> Void] = []
+    /// Kept alive while SQLite's trace hook points at it (under `lock`).
+    private var tracer: StatementTracer?
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -155,6 +157,24 @@ package final class Database: @unchecked Sendable {
         return try body()
     }
 
+    /// Tells `handler` the text of every statement this connection runs, `BEGIN` and `COMMIT`
+    /// included, through SQLite's trace hook (`sqlite3_trace_v2`); `nil` removes the hook. For
+    /// tests that check which transactions a piece of work opens.
+    package func traceStatements(_ handler: (@Sendable (String) -> Void)?) throws {
+        try withConnection { connection in
+            tracer = handler.map(StatementTracer.init)
+            guard let tracer else {
+                sqlite3_trace_v2(connection.handle, 0, nil, nil)
+                return
+            }
+            sqlite3_trace_v2(connection.handle, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
+                guard let context, let statement, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
+                Unmanaged<StatementTracer>.fromOpaque(context).takeUnretainedValue().handler(String(cString: sql))
+                return 0
+            }, Unmanaged.passUnretained(tracer).toOpaque())
+        }
+    }
+
     /// How long a write waits for the lock after one found it held for the whole busy timeout.
     package static let contendedBusyTimeout: Int32 = 200
 
@@ -231,5 +251,14 @@ package final class Database: @unchecked Sendable {
 
     deinit {
         connection?.close()
+    }
+}
+
+/// What SQLite's trace hook calls back into (`Database.traceStatements`).
+private final class StatementTracer: Sendable {
+    let handler: @Sendable (String) -> Void
+
+    init(_ handler: @escaping @Sendable (String) -> Void) {
+        self.handler = handler
     }
 }

@@ -1,0 +1,89 @@
+import FlagshipStore
+import Foundation
+
+/// Visitor documents accepted for the default visitor cache and not yet committed: one per
+/// visitor, the newest. The tracking manager's writer takes them into its next group commit,
+/// beside the hits; a lookup reads them meanwhile, so a visitor built again at once finds what
+/// its last `fetchFlags` decided.
+///
+/// A document taken by the writer stays readable until its commit says so (`committed`), and a
+/// newer document of the same visitor accepted meanwhile is not lost to that commit.
+final class PendingVisitorDocuments: Sendable {
+    private struct Entry {
+        var record: VisitorRecord
+        /// Bumped by each new document of the visitor: a commit removes only what it wrote.
+        var version: Int
+        /// Taken by a commit under way (then still read by lookups).
+        var taken = false
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var nextVersion = 0
+    }
+
+    private let state = Locked(State())
+
+    /// Accepts the newest document of a visitor; returns whether a write must be scheduled
+    /// (none was waiting for this visitor).
+    @discardableResult
+    func put(_ record: VisitorRecord) -> Bool {
+        state.withLock { state in
+            state.nextVersion += 1
+            let waiting = state.entries[record.visitorId].map { !$0.taken } ?? false
+            state.entries[record.visitorId] = Entry(record: record, version: state.nextVersion)
+            return !waiting
+        }
+    }
+
+    /// What is waiting and not taken, for one commit: (records, versions to confirm).
+    func take() -> [(record: VisitorRecord, version: Int)] {
+        state.withLock { state in
+            var taken: [(record: VisitorRecord, version: Int)] = []
+            for (id, entry) in state.entries where !entry.taken {
+                state.entries[id]?.taken = true
+                taken.append((entry.record, entry.version))
+            }
+            return taken.sorted { $0.record.visitorId < $1.record.visitorId }
+        }
+    }
+
+    /// The commit of `taken` succeeded: each goes, unless a newer document replaced it meanwhile.
+    func committed(_ taken: [(record: VisitorRecord, version: Int)]) {
+        state.withLock { state in
+            for (record, version) in taken where state.entries[record.visitorId]?.version == version {
+                state.entries[record.visitorId] = nil
+            }
+        }
+    }
+
+    /// The commit of `taken` failed: they wait again (a newer document of a visitor wins).
+    func putBack(_ taken: [(record: VisitorRecord, version: Int)]) {
+        state.withLock { state in
+            for (record, version) in taken where state.entries[record.visitorId]?.version == version {
+                state.entries[record.visitorId]?.taken = false
+            }
+        }
+    }
+
+    /// The waiting document of `visitorId`, taken or not.
+    func record(for visitorId: String) -> VisitorRecord? {
+        state.withLock { $0.entries[visitorId]?.record }
+    }
+
+    /// Consent withdrawn: the visitor's waiting document is dropped. One a commit under way
+    /// already took is written by it, and deleted by the erasure that runs after it.
+    func remove(_ visitorId: String) {
+        state.withLock { state in
+            state.entries[visitorId] = nil
+        }
+    }
+
+    var isEmpty: Bool {
+        state.withLock { $0.entries.values.allSatisfy(\.taken) }
+    }
+
+    var count: Int {
+        state.withLock { $0.entries.count }
+    }
+}
