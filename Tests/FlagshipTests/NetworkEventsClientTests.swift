@@ -56,9 +56,9 @@ final class NetworkEventsClientTests: LocalServerTestCase {
         XCTAssertNil(request.headers["x-api-key"], "the events endpoint takes no API key")
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), """
             {"cid":"env_events","ds":"APP","h":[\
-            {"cid":"env_events","ds":"APP","ea":"click","ec":"Action Tracking","el":"cta","ev":3,"qt":1200,"t":"EVENT","vid":"visitor_1"},\
-            {"cid":"env_events","cuid":"user_1","dl":"home","ds":"APP","qt":35,"t":"SCREENVIEW","vid":"anon_1"},\
-            {"cid":"env_events","ds":"APP","ea":"click","ec":"Action Tracking","el":"cta","ev":3,"qt":0,"t":"EVENT","vid":"visitor_1"}\
+            {"qt":1200,"cid":"env_events","ds":"APP","ea":"click","ec":"Action Tracking","el":"cta","ev":3,"t":"EVENT","vid":"visitor_1"},\
+            {"qt":35,"cid":"env_events","cuid":"user_1","dl":"home","ds":"APP","t":"SCREENVIEW","vid":"anon_1"},\
+            {"qt":0,"cid":"env_events","ds":"APP","ea":"click","ec":"Action Tracking","el":"cta","ev":3,"t":"EVENT","vid":"visitor_1"}\
             ],"qt":1200,"t":"BATCH"}
             """)
         XCTAssertEqual(request.json?["h"]?[1], [
@@ -123,9 +123,7 @@ final class NetworkEventsClientTests: LocalServerTestCase {
         // Find the label length that makes a one-hit body exactly 2,499,999 bytes, the largest allowed.
         let probe = event("p", age: 0, label: "")
         let envelope = #"{"cid":"env_events","ds":"APP","h":[],"qt":0,"t":"BATCH"}"#.utf8.count
-        var fields = probe.fields
-        fields["qt"] = .int(0)
-        let emptyEntry = JSONValue.object(fields).jsonString().utf8.count
+        let emptyEntry = probe.wireEntry(queueTime: 0).utf8.count
         let largest = String(repeating: "y", count: 2_499_999 - envelope - emptyEntry)
 
         let fits = await client(timeout: 10).sendHits([event("fits", age: 0, label: largest)], now: now)
@@ -217,8 +215,8 @@ final class NetworkEventsClientTests: LocalServerTestCase {
         XCTAssertEqual(request.headers["x-sdk-version"], "0.1.0")
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), """
             {"batch":[\
-            {"aid":null,"caid":"vg1","qt":35,"vaid":"v1","vid":"visitor_1"},\
-            {"aid":"anon_1","caid":"vg2","qt":1000,"vaid":"v2","vid":"user_1"}\
+            {"qt":35,"aid":null,"caid":"vg1","vaid":"v1","vid":"visitor_1"},\
+            {"qt":1000,"aid":"anon_1","caid":"vg2","vaid":"v2","vid":"user_1"}\
             ],"cid":"env_events"}
             """)
     }

@@ -75,9 +75,7 @@ final class EventsClient: Sendable {
         var bodies: [(ids: [String], body: String)] = []
         for hit in hits {
             let queueTime = Self.queueTime(now: now, createdAt: hit.createdAt)
-            var fields = hit.fields
-            fields["qt"] = .int(queueTime)
-            let entry = JSONValue.object(fields).jsonString()
+            let entry = hit.wireEntry(queueTime: queueTime)
             let entryBytes = entry.utf8.count
             guard envelopeBytes(queueTime) + entryBytes < maxBatchBytes else {
                 results.append(SendResult(

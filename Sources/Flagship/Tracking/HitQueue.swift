@@ -43,15 +43,15 @@ extension HitQueue {
     var waitingHitsSurvive: Bool { true }
 }
 
-/// A hit with its cache document already written as JSON text. Made on the thread of whoever
-/// sent the hit, so that the tracking manager's single writer only writes.
+/// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
+/// the thread of whoever sent the hit, so that the tracking manager's single writer only writes.
 struct CachedHit: Sendable {
     let hit: OutgoingHit
     let document: String
 
     init(_ hit: OutgoingHit) {
         self.hit = hit
-        document = hit.cacheDocument.jsonValue.jsonString()
+        document = hit.cacheDocumentText
     }
 }
 
@@ -70,14 +70,11 @@ struct HitSettlement: Sendable, Equatable {
 }
 
 extension OutgoingHit {
-    /// The consent hit (`ea: fs_consent`) is the one hit kept when a visitor withdraws consent.
-    var isConsentHit: Bool {
-        type == "EVENT" && fields["ea"]?.stringValue == "fs_consent"
-    }
-
-    /// The hit cache document: what a custom cache receives and the `hits.document` column holds.
+    /// The hit cache document as a value: what a custom cache receives (the `hits.document`
+    /// column holds the same as text, `cacheDocumentText`). Its content is read from the wire text.
     var cacheDocument: HitCacheDocument {
-        HitCacheDocument(visitorId: visitorId, anonymousId: anonymousId, type: type, time: createdAt, content: fields)
+        let content = (try? JSONValue(json: Data(wire.utf8)))?.objectValue ?? [:]
+        return HitCacheDocument(visitorId: visitorId, anonymousId: anonymousId, type: type, time: createdAt, content: content)
     }
 
     /// A hit read back from a cache document, to be sent exactly as it was (`qt` is recomputed).

@@ -1,6 +1,9 @@
+import FlagshipStore
 import Foundation
 
-/// A hit or an activate ready to go on the wire.
+/// A hit or an activate ready to go on the wire, in the one shape it keeps from `sendHit` to the
+/// request: its wire fields encoded once as JSON text (`wire`), which is also the `content` of its
+/// hit cache document, stored as it is and sent as it is.
 struct OutgoingHit: Sendable, Equatable {
     /// The hit's id in the hit cache, reported back in ``SendResult/hitIds``.
     let id: String
@@ -8,29 +11,164 @@ struct OutgoingHit: Sendable, Equatable {
     let type: String
     /// Creation time, unix milliseconds: the base of `qt`.
     let createdAt: Int64
-    /// The wire content without `qt`, which is added at each send. A hit has `t`, `vid`, `cuid`
-    /// when authenticated, `ds`, `cid` and its own fields; an activate has `vid`, `aid`, `caid`, `vaid`.
-    let fields: [String: JSONValue]
+    /// The visitor the hit belongs to: an activate's `vid`; a hit's `cuid` when authenticated,
+    /// else its `vid` (PROTOCOL.md sections 2 and 3 put the two ids in opposite places).
+    let visitorId: String
+    /// The anonymous id while the visitor is authenticated.
+    let anonymousId: String?
+    /// The consent hit (`ea: fs_consent`) is the one hit kept when a visitor withdraws consent.
+    let isConsentHit: Bool
+    /// The wire content without `qt` (added at each send), a JSON object as text, keys sorted. A
+    /// hit has `t`, `vid`, `cuid` when authenticated, `ds`, `cid` and its own fields; an activate
+    /// has `vid`, `aid`, `caid`, `vaid`.
+    let wire: String
 
     var isActivate: Bool { type == "ACTIVATE" }
 
-    /// The visitor the hit belongs to: an activate's `vid`; a hit's `cuid` when authenticated,
-    /// else its `vid` (PROTOCOL.md sections 2 and 3 put the two ids in opposite places).
-    var visitorId: String {
-        let id = isActivate ? fields["vid"] : (fields["cuid"] ?? fields["vid"])
-        return id?.stringValue ?? String(self.id.prefix { $0 != ":" })
-    }
-
-    /// The anonymous id while the visitor is authenticated.
-    var anonymousId: String? {
-        isActivate ? fields["aid"]?.stringValue : (fields["cuid"] != nil ? fields["vid"]?.stringValue : nil)
-    }
-
+    /// A hit from its wire fields (without `qt`), encoded here once.
     init(id: String, type: String, createdAt: Int64, fields: [String: JSONValue]) {
+        let isActivate = type == "ACTIVATE"
+        let visitor = isActivate ? fields["vid"] : (fields["cuid"] ?? fields["vid"])
+        self.init(id: id, type: type, createdAt: createdAt,
+                  visitorId: visitor?.stringValue ?? String(id.prefix { $0 != ":" }),
+                  anonymousId: isActivate ? fields["aid"]?.stringValue : (fields["cuid"] != nil ? fields["vid"]?.stringValue : nil),
+                  isConsentHit: type == "EVENT" && fields["ea"]?.stringValue == "fs_consent",
+                  wire: JSONValue.object(fields).jsonString())
+    }
+
+    private init(id: String, type: String, createdAt: Int64, visitorId: String, anonymousId: String?, isConsentHit: Bool, wire: String) {
         self.id = id
         self.type = type
         self.createdAt = createdAt
-        self.fields = fields
+        self.visitorId = visitorId
+        self.anonymousId = anonymousId
+        self.isConsentHit = isConsentHit
+        self.wire = wire
+    }
+
+    /// A hit as the `hits` table holds it, its wire content taken from the stored document's
+    /// bytes without parsing them, when the document is one this SDK wrote (`cacheDocumentText`)
+    /// for this row; `nil` otherwise (another writer's layout, a hand edit): then parse it.
+    init?(record: HitRecord) {
+        guard let wire = Self.storedWire(record) else { return nil }
+        self.init(id: record.id, type: record.type, createdAt: record.createdAt, visitorId: record.visitorId,
+                  anonymousId: Self.storedAnonymousId(record.document), isConsentHit: record.isConsent, wire: wire)
+    }
+
+    /// The hit cache document (STORE.md), as the `hits.document` column holds it, written around
+    /// the wire text, which is not encoded again: `JSONValue.jsonString()`'s layout, keys sorted.
+    var cacheDocumentText: String {
+        Self.documentPrefix(anonymousId: anonymousId) + wire + Self.documentSuffix(createdAt: createdAt, type: type, visitorId: visitorId)
+    }
+
+    /// The wire text with `qt` (milliseconds since creation) added: one entry of a request body.
+    func wireEntry(queueTime: Int64) -> String {
+        let qt = "\"qt\":\(queueTime)"
+        return wire == "{}" ? "{" + qt + "}" : "{" + qt + "," + wire.dropFirst()
+    }
+
+    private static func documentPrefix(anonymousId: String?) -> String {
+        "{\"data\":{\"anonymousId\":" + (anonymousId.map { JSONValue.string($0).jsonString() } ?? "null") + ",\"content\":"
+    }
+
+    private static func documentSuffix(createdAt: Int64, type: String, visitorId: String) -> String {
+        ",\"time\":\(createdAt),\"type\":" + JSONValue.string(type).jsonString()
+            + ",\"visitorId\":" + JSONValue.string(visitorId).jsonString() + "},\"version\":1}"
+    }
+
+    private static let anonymousIdStart = "{\"data\":{\"anonymousId\":"
+
+    /// The anonymous id of a document in this SDK's layout: `null`, or the JSON string after the
+    /// fixed start (decoded only when it holds an escape).
+    private static func storedAnonymousId(_ document: String) -> String? {
+        guard let rest = document.utf8.dropFirst(anonymousIdStart.utf8.count).first, rest == UInt8(ascii: "\"") else { return nil }
+        let utf8 = document.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: anonymousIdStart.utf8.count)
+        guard let end = JSONText.endOfString(in: utf8, at: start) else { return nil }
+        let token = String(document[start..<end])
+        return token.contains("\\") ? (try? JSONValue(json: Data(token.utf8)))?.stringValue : String(token.dropFirst().dropLast())
+    }
+
+    /// The content of a stored document, when the document is this SDK's layout for this very
+    /// row (its id fields match the row's columns) and the content is one JSON object.
+    private static func storedWire(_ record: HitRecord) -> String? {
+        let document = record.document
+        let utf8 = document.utf8
+        guard document.hasPrefix(anonymousIdStart) else { return nil }
+        // After the fixed start: `null` or one JSON string, then `,"content":`.
+        var cursor = utf8.index(utf8.startIndex, offsetBy: anonymousIdStart.utf8.count)
+        if utf8[cursor...].starts(with: "null".utf8) {
+            cursor = utf8.index(cursor, offsetBy: 4)
+        } else if utf8[cursor] == UInt8(ascii: "\"") {
+            guard let end = JSONText.endOfString(in: utf8, at: cursor) else { return nil }
+            cursor = end
+        } else {
+            return nil
+        }
+        let contentKey = ",\"content\":".utf8
+        guard utf8[cursor...].starts(with: contentKey) else { return nil }
+        let contentStart = utf8.index(cursor, offsetBy: contentKey.count)
+        let suffix = documentSuffix(createdAt: record.createdAt, type: record.type, visitorId: record.visitorId)
+        guard document.hasSuffix(suffix) else { return nil }
+        let contentEnd = utf8.index(utf8.endIndex, offsetBy: -suffix.utf8.count)
+        guard contentStart < contentEnd, JSONText.isOneObject(utf8[contentStart..<contentEnd]) else { return nil }
+        return String(document[contentStart..<contentEnd])
+    }
+}
+
+/// Scanning JSON text without building values: where a string ends, whether a stretch is one
+/// object. For stored documents this SDK wrote, whose layout it knows.
+enum JSONText {
+    /// The index just past the string token starting at `start` (a `"`), or `nil` if it never ends.
+    static func endOfString(in utf8: String.UTF8View, at start: String.Index) -> String.Index? {
+        var index = utf8.index(after: start)
+        while index < utf8.endIndex {
+            switch utf8[index] {
+            case UInt8(ascii: "\\"):
+                index = utf8.index(after: index)
+                guard index < utf8.endIndex else { return nil }
+            case UInt8(ascii: "\""):
+                return utf8.index(after: index)
+            default:
+                break
+            }
+            index = utf8.index(after: index)
+        }
+        return nil
+    }
+
+    /// Whether `text` (already valid JSON as part of its document: the column is checked with
+    /// `json_valid`) is exactly one object: it opens with `{` and that brace closes at its end.
+    static func isOneObject(_ text: Substring.UTF8View) -> Bool {
+        guard text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return false }
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var index = text.startIndex
+        while index < text.endIndex {
+            let byte = text[index]
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else {
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    // Closed before the end: two values side by side, not one object.
+                    if depth == 0 && text.index(after: index) != text.endIndex { return false }
+                default: break
+                }
+            }
+            index = text.index(after: index)
+        }
+        return depth == 0 && !inString
     }
 }
 

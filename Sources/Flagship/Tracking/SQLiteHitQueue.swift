@@ -4,9 +4,9 @@ import Logging
 
 /// The default hit cache as the tracking manager's queue: the `hits` table, read in pages.
 ///
-/// Memory never grows with the table: a sender holds one claimed page at a time. Hits saved by
-/// this instance are also kept, up to `recentLimit`, as already-decoded values, so that while the
-/// network keeps up a hit is not parsed back from JSON before it is sent.
+/// Memory never grows with the table: a sender holds one claimed page at a time. A claimed hit
+/// is sent from its stored document's bytes: the wire text it holds is cut out, not parsed
+/// (`OutgoingHit(record:)`); only a document in another layout is parsed.
 final class SQLiteHitQueue: HitQueue {
     /// Who holds a claim, as `flagship hits` and `hits_readable.sending_by` show it.
     let owner: String
@@ -14,15 +14,12 @@ final class SQLiteHitQueue: HitQueue {
     private let capacity: Int
     private let leaseMilliseconds: Int64
     private let logger: Logger
-    private let recent = Locked<[String: OutgoingHit]>([:])
-    private let recentLimit: Int
 
-    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger, recentLimit: Int = 1_000) {
+    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger) {
         self.store = store
         self.capacity = capacity
         leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
         self.logger = logger
-        self.recentLimit = recentLimit
         owner = ClaimOwner(host: Self.hostName, pid: ProcessInfo.processInfo.processIdentifier,
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
@@ -93,9 +90,6 @@ final class SQLiteHitQueue: HitQueue {
             try alongside?(connection)
             return try store.hits.insert(records, capacity: capacity, in: connection)
         }
-        recent.withLock { recent in
-            for cached in hits where recent.count < recentLimit { recent[cached.hit.id] = cached.hit }
-        }
         return outcome.evicted
     }
 
@@ -109,10 +103,9 @@ final class SQLiteHitQueue: HitQueue {
         var hits: [OutgoingHit] = []
         var unreadable: [String] = []
         hits.reserveCapacity(records.count)
-        let known = recent.withLock { recent in records.map { recent.removeValue(forKey: $0.id) } }
-        for (record, known) in zip(records, known) {
-            if let known {
-                hits.append(known)
+        for record in records {
+            if let hit = OutgoingHit(record: record) {
+                hits.append(hit)
                 continue
             }
             do {
@@ -139,7 +132,6 @@ final class SQLiteHitQueue: HitQueue {
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
         guard store.opening.readOnly == nil else { return 0 }
         let deleted = try store.hits.deleteHits(createdBefore: boundary)
-        if deleted > 0 { forgetRecent { $0.createdAt < boundary } }
         return deleted
     }
 
@@ -150,7 +142,6 @@ final class SQLiteHitQueue: HitQueue {
     /// As `purge(visitorId:keeping:)`, running `alongside` (the visitor's row deleted) in the same
     /// transaction; then the deleted rows' traces are erased from the disk.
     func purge(visitorId: String, keeping: Set<String>, alongside: ((Connection) throws -> Void)?) throws -> Int {
-        forgetRecent { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
         let deleted = try store.database.write { connection in
             try alongside?(connection)
             return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping, in: connection)
@@ -166,10 +157,6 @@ final class SQLiteHitQueue: HitQueue {
     func releaseClaims() throws {
         guard store.opening.readOnly == nil else { return }
         try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
-    }
-
-    private func forgetRecent(where matches: (OutgoingHit) -> Bool) {
-        recent.withLock { recent in recent = recent.filter { !matches($0.value) } }
     }
 }
 
