@@ -544,9 +544,7 @@ package final class FlagshipDatabase: Sendable {
         }
         let objects = try connection.query("SELECT name FROM sqlite_master ORDER BY name").compactMap { $0[0].text }
         let value = ([try schemaHash(connection, objects: objects)] + objects).joined(separator: "\n")
-        try connection.execute(
-            "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            [.text(key), .text(value), .integer(now)])
+        try StateRecordStore.setValue(value, forKey: key, now: now, in: connection)
     }
 
     /// FNV-1a 64 of the definitions of `objects`, in that order (a missing one counts as such).

@@ -73,9 +73,7 @@ package struct Salvage: Sendable, Equatable {
             }
             try HitRecordStore(database: store).recount(in: connection)
             let note = "\(salvage.hitsCopied) hits, \(salvage.visitorsCopied) visitors from \(damaged.path)"
-            _ = try connection.execute(
-                "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                [.text(stateKey(damaged)), .text(note), .integer(now.unixMilliseconds)])
+            try StateRecordStore.setValue(note, forKey: stateKey(damaged), now: now.unixMilliseconds, in: connection)
         }
         return salvage
     }

@@ -54,9 +54,7 @@ enum StoreSessions {
             try connection.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)])
         }
         if findings.reasonForFullCheck != nil || findings.isNew {
-            try connection.execute(
-                "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                [.text(checkedKey), .text(String(now)), .integer(now)])
+            try StateRecordStore.setValue(String(now), forKey: checkedKey, now: now, in: connection)
         }
         let token = UUID().uuidString.prefix(8).lowercased()
         let key = "\(keyPrefix)\(getpid()).\(token)"

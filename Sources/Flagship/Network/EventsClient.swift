@@ -95,7 +95,7 @@ final class EventsClient: Sendable {
         for (ids, text) in bodies {
             let request = HTTPRequest.flagshipPOST(url: url, body: Data(text.utf8), apiKey: apiKey,
                                                    sdkVersion: sdkVersion, timeout: timeout)
-            results.append(await result(of: request, hitIds: ids, service: service))
+            results.append(await result(of: request, hitIds: ids, service: service, now: now))
         }
         return results
     }
@@ -111,7 +111,7 @@ final class EventsClient: Sendable {
     /// PROTOCOL.md section 6: 2xx delivered; 4xx other than 408 and 429 rejected; anything else
     /// (408, 429, 5xx, an unexpected 1xx or 3xx, a redirect not followed, no answer) retried,
     /// since it may yet succeed. Only a 2xx to the request that carried the hits delivers them.
-    private func result(of request: HTTPRequest, hitIds: [String], service: String) async -> SendResult {
+    private func result(of request: HTTPRequest, hitIds: [String], service: String, now: Int64) async -> SendResult {
         let response: HTTPResponse
         do {
             response = try await transport.send(request)
@@ -133,7 +133,9 @@ final class EventsClient: Sendable {
         default:
             let reason = "\(service) answered with HTTP status \(response.status)"
             return SendResult(hitIds: hitIds, outcome: .retryLater(reason: reason),
-                              retryAfter: response.headers["retry-after"].flatMap { Self.retryAfterSeconds($0) })
+                              retryAfter: response.headers["retry-after"].flatMap {
+                                  Self.retryAfterSeconds($0, now: Date(timeIntervalSince1970: Double(now) / 1000))
+                              })
         }
     }
 

@@ -37,7 +37,7 @@ final class DelegateHitQueue: HitQueue {
     /// The delegate's `lookupHits`, waited for at most the lookup timeout (on the tracking
     /// manager's store queue, never on a task's thread); entries that are not hit documents are
     /// logged and left out. A late answer is dropped.
-    func loadCached() {
+    func loadCached(now: Int64) {
         let delegate = delegate
         let logger = logger
         let answer = Locked<[String: HitCacheDocument]?>(nil)

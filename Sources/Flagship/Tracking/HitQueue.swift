@@ -27,7 +27,7 @@ protocol HitQueue: Sendable {
     /// Ends this instance's claims, so the next start (or another process) sends those hits.
     func releaseClaims() throws
     /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
-    func loadCached()
+    func loadCached(now: Int64)
     /// Whether a saved hit is in a file the next start finds: not when the store fell back to
     /// memory, nor once its file was deleted or replaced under the running SDK.
     var keepsHitsOnDisk: Bool { get }
@@ -37,7 +37,7 @@ protocol HitQueue: Sendable {
 }
 
 extension HitQueue {
-    func loadCached() {}
+    func loadCached(now: Int64) {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     var keepsHitsOnDisk: Bool { true }
     var waitingHitsSurvive: Bool { true }

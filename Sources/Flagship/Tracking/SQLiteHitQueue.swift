@@ -34,10 +34,10 @@ final class SQLiteHitQueue: HitQueue {
 
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
     /// released at once instead of lapsing a minute later, so a restart replays everything.
-    func loadCached() {
+    func loadCached(now: Int64) {
         guard store.opening.readOnly == nil else { return }
         do {
-            let owners = try store.hits.claimOwners(now: Date().unixMilliseconds)
+            let owners = try store.hits.claimOwners(now: now)
             for (owner, rows) in owners {
                 guard let claim = ClaimOwner(owner), claim.host == Self.hostName, !claim.processIsRunning else { continue }
                 try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }

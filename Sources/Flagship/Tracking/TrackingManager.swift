@@ -217,7 +217,7 @@ final class TrackingManager: HitTracking {
         }
         guard first else { return }
         storeQueue.async { [self] in
-            queue.loadCached()
+            queue.loadCached(now: clock.now().unixMilliseconds)
             let expired = deleteExpired()
             let waiting = (try? queue.count()) ?? 0
             state.withLock {

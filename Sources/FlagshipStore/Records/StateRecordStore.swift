@@ -12,15 +12,19 @@ package struct StateRecordStore: Sendable {
     }
 
     package func setValue(_ value: String, forKey key: String, now: Int64) throws {
-        try database.write { connection in
-            try connection.execute(
-                """
-                INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?)
-                ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                """,
-                [.text(key), .text(value), .integer(now)]
-            )
-        }
+        try database.write { try Self.setValue(value, forKey: key, now: now, in: $0) }
+    }
+
+    /// Sets the key's value in the caller's transaction: the one upsert of `sdk_state`, for the
+    /// store's own bookkeeping (sessions, schema hash, salvage notes) too.
+    package static func setValue(_ value: String, forKey key: String, now: Int64, in connection: Connection) throws(StoreError) {
+        try connection.execute(
+            """
+            INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+            """,
+            [.text(key), .text(value), .integer(now)]
+        )
     }
 
     /// Stores `value` only when the key has none; returns the value now stored, in one
