@@ -164,6 +164,8 @@ final class TrackingManager: HitTracking {
         var retryAt: Date?
         var backoff: Backoff
         var timer: Task<Void, Never>?
+        /// The sender: one task from `start()` to `close()`, woken by `flushSignal`.
+        var sender: Task<Void, Never>?
         var wake: Task<Void, Never>?
         var started = false
         var closed = false
@@ -192,11 +194,16 @@ final class TrackingManager: HitTracking {
     private let inMemoryOnly: String?
     /// The default visitor cache's documents waiting for the group commit, and its store.
     private let visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?
+    /// Wakes the sender. At most one signal waits: a flush asked for while one is pending is the
+    /// same flush (`requestFlush` signals only when it marks the sender running).
+    private let flushSignals: AsyncStream<Void>
+    private let flushSignal: AsyncStream<Void>.Continuation
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
          visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil) {
         self.queue = queue
         self.visitorDocuments = visitorDocuments
+        (flushSignals, flushSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.events = settings.requestTimeout.map { events.withTimeout($0) } ?? events
         self.settings = settings
         self.clock = clock
@@ -239,7 +246,17 @@ final class TrackingManager: HitTracking {
                 await self.tick()
             }
         }
-        state.withLock { $0.timer = timer }
+        // The one owner of claim, send, settle and backoff, for the whole life of the manager.
+        let sender = Task { [weak self, flushSignals] in
+            for await _ in flushSignals {
+                guard let self else { return }
+                await self.senderLoop()
+            }
+        }
+        state.withLock { state in
+            state.timer = timer
+            state.sender = sender
+        }
     }
 
     /// Each interval: the periodic pool written to the cache, expired hits deleted, a batch sent.
@@ -601,7 +618,7 @@ final class TrackingManager: HitTracking {
             return true
         }
         guard start else { return }
-        Task { await senderLoop() }
+        flushSignal.yield()
     }
 
     private func senderLoop() async {
@@ -859,6 +876,7 @@ final class TrackingManager: HitTracking {
                 logger.error("\(stranded) unsent hit(s) are lost: they are in a hit cache no restart finds (in memory, or in a file deleted or replaced while the SDK ran)")
             }
         }
+        await endSender(until: deadline)
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closeFinished = true
             defer { state.closeWaiters.removeAll() }
@@ -867,15 +885,32 @@ final class TrackingManager: HitTracking {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The last round of sends, which ignores the backoff gate, waited for until `deadline`: a
-    /// send in flight then is abandoned (the runtime's transport shutdown cancels it).
-    private func lastRound(until deadline: Date) async {
+    /// Ends the sender task: no signal comes any more, so it ends after its round; one still
+    /// sending is cancelled (its request with it) and waited for until `deadline` at most.
+    private func endSender(until deadline: Date) async {
+        flushSignal.finish()
+        guard let sender = state.withLock({ $0.sender }) else { return }
+        if state.withLock({ $0.senderRunning }) { sender.cancel() }
         _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            Task { [self] in
-                await flushRound(until: deadline)
+            Task {
+                await sender.value
                 finish(true)
             }
         }
+    }
+
+    /// The last round of sends, which ignores the backoff gate, waited for until `deadline`: a
+    /// send in flight then is abandoned (the runtime's transport shutdown cancels it).
+    private func lastRound(until deadline: Date) async {
+        let round = Task { [self] in await flushRound(until: deadline) }
+        let finished = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
+            Task {
+                await round.value
+                finish(true)
+            }
+        }
+        // Past the deadline: the send under way is cancelled with its request.
+        if finished == nil { round.cancel() }
     }
 
     /// Waits for the sender to finish its round, but not past `deadline`: a sender stuck behind
