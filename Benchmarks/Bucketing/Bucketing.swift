@@ -196,8 +196,8 @@ final class BucketingSession: @unchecked Sendable {
             .withLogLevel(.NONE)
             .build()
         Flagship.sharedInstance.start(envId: "bench_env", apiKey: "bench_key", config: config)
-        visitor = Flagship.sharedInstance.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
-            .withContext(context: context).build()
+        visitor = await Flagship.sharedInstance.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: context).buildAsync()
         try await visitor.fetchFlags()  // waits for the first download
     }
 

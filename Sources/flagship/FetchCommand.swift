@@ -59,9 +59,9 @@ struct FetchCommand: AsyncParsableCommand {
     func run() async throws {
         let visitorContext = try parseContext()
         let flagship = try sdk.startSDK(config())
-        let visitor = flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
+        let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
             .withContext(context: visitorContext)
-            .build()
+            .buildAsync()
         var fetchError: String?
         if !offline {
             do {

@@ -67,7 +67,7 @@ struct SendHitCommand: AsyncParsableCommand {
             .withTrackingManagerConfig(FSTrackingManagerConfig(strategy: strategy.caching))
             .build()
         let flagship = try sdk.startSDK(config)
-        let visitor = flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         var sent = 0
         var storeFailure: String?
         for number in 1...count {

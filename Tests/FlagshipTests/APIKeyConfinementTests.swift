@@ -26,8 +26,8 @@ final class APIKeyConfinementTests: TrackingTestCase {
         start(trackingBuilder().withCacheDirectory(cacheDirectory))
         server.injectFault(.status(503), on: .events, share: .next(1))
         server.injectFault(.dropConnection, on: .campaigns, share: .next(1))
-        let visitor = flagship.newVisitor(visitorId: "key-visitor", hasConsented: true, instanceType: .NEW_INSTANCE)
-            .withContext(context: ["plan": "gold"]).build()
+        let visitor = await flagship.newVisitor(visitorId: "key-visitor", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["plan": "gold"]).buildAsync()
 
         try? await visitor.fetchFlags()  // the dropped connection: an error logged
         try await visitor.fetchFlags()

@@ -89,11 +89,11 @@ final class CorruptionTortureTests: SDKTestCase {
             }
         }
         for visitorId in ["visitor-1", "newcomer-\(label)"] {
-            let visitor = sdk.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE).build()
+            let visitor = await sdk.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
             try await bounded("fetch \(visitorId)", context) { try await visitor.fetchFlags() }
             XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "red", "\(context): \(visitorId)\n\(capture.allText)")
         }
-        let visitor = sdk.newVisitor(visitorId: "visitor-1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await sdk.newVisitor(visitorId: "visitor-1", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         let hit = FSEvent(eventCategory: .Action_Tracking, eventAction: "torture")
         hit.label = label
         // Durable or not (a damaged page may refuse the write: then it says so), it is sent.
@@ -148,7 +148,7 @@ final class CorruptionTortureTests: SDKTestCase {
         defer { server.clearFaults() }
         start(configBuilder().withCacheDirectory(source))
         for number in 1...4 {
-            let visitor = flagship.newVisitor(visitorId: "visitor-\(number)", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+            let visitor = await flagship.newVisitor(visitorId: "visitor-\(number)", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
             try await visitor.fetchFlags()
             for hitNumber in 1...10 {
                 let hit = FSEvent(eventCategory: .Action_Tracking, eventAction: "cached")

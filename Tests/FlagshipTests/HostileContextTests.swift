@@ -29,8 +29,8 @@ final class HostileContextTests: SDKTestCase {
 
     func testFsKeysBelongToTheSDKAndAreNeitherSetNorSent() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
-            .withContext(context: ["fs_client": "forged", "plan": "pro"]).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["fs_client": "forged", "plan": "pro"]).buildAsync()
         visitor.updateContext("fs_version", "0.0.0")
         visitor.updateContext(["fs_users": "x", "sdk_deviceModel": "my model"])
         try await visitor.fetchFlags()

@@ -40,7 +40,7 @@ final class HostileDecisionTests: SDKTestCase {
     func testAFetchedDecisionWithOneUnusableFlagServesTheOthersExactlyAndLogsTheDroppedOne() async throws {
         server.decision = .fixed(Self.decision(badValue: Array("1e400".utf8)))
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
 
         XCTAssertEqual(visitor.getFlag(key: "good").value(defaultValue: "none", visitorExposed: false), "green")

@@ -12,7 +12,7 @@ final class HostileLogLineTests: SDKTestCase {
     func testAVisitorIdWithANewlineAndAnEscapeSequenceForgesNoLine() async throws {
         start()
         let forged = "mallory\n2026-11-25T00:00:00+0000 critical io.flagship: [Flagship] all hits lost\u{1B}[31m"
-        let visitor = flagship.newVisitor(visitorId: forged, hasConsented: false, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: forged, hasConsented: false, instanceType: .NEW_INSTANCE).buildAsync()
 
         Self.sendWithoutWaiting(FSScreen("home"), by: visitor)
 
@@ -29,7 +29,7 @@ final class HostileLogLineTests: SDKTestCase {
     func testAVeryLongVisitorIdMakesABoundedLineThatSaysItsLength() async throws {
         start()
         let long = String(repeating: "x", count: 100_000)
-        let visitor = flagship.newVisitor(visitorId: long, hasConsented: false, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: long, hasConsented: false, instanceType: .NEW_INSTANCE).buildAsync()
 
         Self.sendWithoutWaiting(FSScreen("home"), by: visitor)
 

@@ -33,7 +33,7 @@ final class HostileNetworkDisabledTests: TrackingTestCase {
     func testWithTheDefaultPublicHostsNoTransportCanReachThem() async throws {
         flagship.start(envId: Self.envId, apiKey: Self.apiKey,
                        config: FSConfigBuilder().withCacheDirectory(directory.url).withNetworkDisabled().build())
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
 
         let runtime = try XCTUnwrap(flagship.currentRuntime)
         XCTAssertTrue(runtime.transport is DisabledTransport, "\(type(of: runtime.transport))")

@@ -199,8 +199,8 @@ final class NetworkRedirectTests: TrackingTestCase {
         clock.advance(by: 60)
         try await waitUntil("the refusal logged") { self.log.allText.contains("Bucketing file not downloaded") }
 
-        let vip = flagship.newVisitor(visitorId: "vip", hasConsented: true, instanceType: .NEW_INSTANCE)
-            .withContext(context: ["isVip": true]).build()
+        let vip = await flagship.newVisitor(visitorId: "vip", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["isVip": true]).buildAsync()
         try await vip.fetchFlags()
         XCTAssertEqual(vip.getFlag(key: "shipping").value(defaultValue: "", visitorExposed: false), "free")
         XCTAssertEqual(server.received(.bucketing).map(\.status), [200, 302])

@@ -11,7 +11,7 @@ import XCTest
 final class ReferenceNamesTests: SDKTestCase {
     private func fetchedVisitor(_ builder: FSConfigBuilder? = nil) async throws -> FSVisitor {
         start(builder)
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
         return visitor
     }
@@ -113,7 +113,7 @@ final class ReferenceNamesTests: SDKTestCase {
 
     @available(*, deprecated, message: "tests the 3.2 names")
     func testGetVisitorGivesTheSharedInstancesVisitor() async {
-        let visitor = Flagship.sharedInstance.newVisitor(visitorId: "shared-v1", hasConsented: true).build()
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "shared-v1", hasConsented: true).buildAsync()
 
         XCTAssertTrue(Flagship.getVisitor() === visitor)
         await Flagship.sharedInstance.close()
@@ -169,7 +169,7 @@ final class ReferenceNamesTests: SDKTestCase {
     @available(*, deprecated, message: "tests the 3.2 names")
     func testSendHitConsentRecordsTheConsentAndSendsTheConsentHit() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         await flagship.waitUntilTrackingIsIdle()
         server.clearReceived()
 

@@ -7,7 +7,7 @@ import XCTest
 final class SDKConcurrencyTests: SDKTestCase {
     func testVisitorsUsedFromManyTasksAtOnceLoseNothing() async throws {
         start(configBuilder().withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 60)))
-        let shared = flagship.newVisitor(visitorId: "shared", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let shared = await flagship.newVisitor(visitorId: "shared", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await shared.fetchFlags()
         let tasks = 8
         let hitsPerTask = 10
@@ -15,7 +15,7 @@ final class SDKConcurrencyTests: SDKTestCase {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {
                 group.addTask { [flagship] in
-                    let own = flagship!.newVisitor(visitorId: "v\(task)", hasConsented: true, instanceType: .NEW_INSTANCE).build()
+                    let own = await flagship!.newVisitor(visitorId: "v\(task)", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
                     for round in 0..<hitsPerTask {
                         shared.updateContext("task\(task)", round)
                         _ = shared.getFlag(key: "btnColor").value(defaultValue: "blue")
@@ -42,7 +42,7 @@ final class SDKConcurrencyTests: SDKTestCase {
 /// `buildAsync()` suspends instead of blocking.
 final class VisitorBuildTests: SDKTestCase {
     private func cacheVisitor(_ id: String) async throws {
-        let visitor = flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
         await flagship.currentRuntime?.caches?.waitForPendingWrites()
     }
@@ -74,8 +74,8 @@ final class VisitorBuildTests: SDKTestCase {
         let visitor = await flagship.newVisitor(visitorId: "cached", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         let authenticated = await flagship.newVisitor(visitorId: "user-1", hasConsented: true, instanceType: .NEW_INSTANCE)
             .isAuthenticated(true).buildAsync()
-        let again = flagship.newVisitor(visitorId: "user-1", hasConsented: true, instanceType: .NEW_INSTANCE)
-            .isAuthenticated(true).build()
+        let again = await flagship.newVisitor(visitorId: "user-1", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .isAuthenticated(true).buildAsync()
 
         XCTAssertEqual(visitor.requiredFetchReason, .FETCHED_FROM_CACHE)
         XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "blue", visitorExposed: false), "red")

@@ -87,12 +87,11 @@ final class SDKFetchTests: SDKTestCase {
         server.stop()
 
         let secondRun = Flagship()
-        defer { secondRun.close() }
         secondRun.start(envId: Self.envId, apiKey: Self.apiKey, config: configBuilder(timeout: 300).build())
         let statuses = Collected<String>()
-        let again = secondRun.newVisitor(visitorId: "v1", hasConsented: true)
+        let again = await secondRun.newVisitor(visitorId: "v1", hasConsented: true)
             .withFetchFlagsStatus { statuses.append("\($0.rawValue)/\($1.rawValue)") }
-            .build()
+            .buildAsync()
 
         XCTAssertEqual(again.fetchStatus, .FETCH_REQUIRED)
         XCTAssertEqual(again.requiredFetchReason, .FETCHED_FROM_CACHE)
@@ -109,6 +108,7 @@ final class SDKFetchTests: SDKTestCase {
         XCTAssertEqual(again.getFlag(key: "btnColor").value(defaultValue: "blue", visitorExposed: false), "red", "kept on failure")
         secondRun.currentRuntime?.callbacks.sync {}
         XCTAssertEqual(statuses.values.first, "FETCH_REQUIRED/FETCHED_FROM_CACHE")
+        await secondRun.close()
     }
 
     func testASuccessfulFetchWritesTheVisitorCacheRow() async throws {

@@ -13,7 +13,7 @@ final class SDKFlagTests: SDKTestCase {
         start(configBuilder().withOnVisitorExposed { visitor, flag in
             collected.append("\(visitor.id)|\(flag.key)|\(flag.metadata.variationId)")
         })
-        let visitor = flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).build()
+        let visitor = await flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
         return visitor
     }
@@ -160,7 +160,7 @@ final class SDKFlagTests: SDKTestCase {
 
     func testTheDecisionRequestCarriesTheContextAndConsent() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro", "age": 32]).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro", "age": 32]).buildAsync()
         try await visitor.fetchFlags()
 
         let body = try XCTUnwrap(server.received(.campaigns).last?.json)
@@ -223,7 +223,7 @@ final class SDKFlagTests: SDKTestCase {
 
     func testContextValuesThatAreNotPrimitiveAreRefusedNamingTheKey() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["ok": 1, "list": [1, 2]]).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["ok": 1, "list": [1, 2]]).buildAsync()
 
         visitor.updateContext("when", Date())
         visitor.updateContext(["nested": ["a": 1], "plan": "pro"])
@@ -245,7 +245,7 @@ final class SDKFlagTests: SDKTestCase {
 
     func testAnInvalidHitIsRefusedNamingTheFieldAndNeverSent() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
 
         do {
             try await visitor.sendHit(FSPage("not a url"))

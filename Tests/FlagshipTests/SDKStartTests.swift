@@ -29,7 +29,7 @@ final class SDKStartTests: SDKTestCase {
     }
 
     func testAVisitorOfAnSDKNotStartedGetsDefaultsAndSendsNothing() async throws {
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro"]).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro"]).buildAsync()
 
         visitor.updateContext("age", 32)
         do {
@@ -61,7 +61,7 @@ final class SDKStartTests: SDKTestCase {
 
     func testTheAPIKeyNeverAppearsInTheLog() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
         try await visitor.fetchFlags()
         _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
         try await visitor.sendHit(FSScreen("home"))
@@ -77,7 +77,7 @@ final class SDKStartTests: SDKTestCase {
 
     func testTheRequestsCarryTheAPIKeyAndSDKHeaders() async throws {
         start()
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
         try await visitor.fetchFlags()
 
         let request = try XCTUnwrap(server.received(.campaigns).last)
@@ -104,10 +104,10 @@ final class SDKStartTests: SDKTestCase {
 
     func testAnAuthenticatedVisitorGetsAnAnonymousIdKeptAcrossRuns() async {
         start()
-        let first = flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).build()
+        let first = await flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).buildAsync()
         await flagship.close()
         start()
-        let second = flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).build()
+        let second = await flagship.newVisitor(visitorId: "user-42", hasConsented: true).isAuthenticated(true).buildAsync()
 
         XCTAssertNotNil(first.anonymousId)
         XCTAssertEqual(first.anonymousId, second.anonymousId)
@@ -115,10 +115,10 @@ final class SDKStartTests: SDKTestCase {
 
     func testTheFirstStartWithAStoreIsTheFirstTimeInit() async {
         start()
-        let first = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let first = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
         await flagship.close()
         start()
-        let second = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let second = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
 
         XCTAssertEqual(first.getContext()["sdk_firstTimeInit"] as? Bool, true)
         XCTAssertEqual(second.getContext()["sdk_firstTimeInit"] as? Bool, false)
@@ -126,7 +126,7 @@ final class SDKStartTests: SDKTestCase {
 
     func testNothingIsEverSentToTheUsageTelemetryEndpoints() async throws {
         start(configBuilder().withDisableDeveloperUsageTracking(true))
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).buildAsync()
         try await visitor.fetchFlags()
         _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
         await flagship.close()
@@ -141,7 +141,7 @@ final class SDKStartTests: SDKTestCase {
             exposed.append(visitor.toJson() ?? "")
             exposed.append(flag.toJson() ?? "")
         })
-        let visitor = flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro"]).build()
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true).withContext(context: ["plan": "pro"]).buildAsync()
         try await visitor.fetchFlags()
         _ = visitor.getFlag(key: "banner").value(defaultValue: "none")
         await flagship.close()

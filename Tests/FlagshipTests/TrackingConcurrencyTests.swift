@@ -67,7 +67,8 @@ final class TrackingConcurrencyTests: TrackingTestCase {
         XCTAssertTrue(log.allText.contains("2001 unsent hit(s) stay in the hit cache: the next start sends them"), log.allText)
     }
 
-    func testAProducerFasterThanTheDiskWaitsForRoomAndLosesNothing() async throws {
+    /// Below the ingress cap, a producer faster than the disk loses nothing, and never waits.
+    func testAProducerFasterThanTheDiskLosesNothingBelowTheIngressCap() async throws {
         server.stop()
         start(trackingBuilder(poolMaxSize: 10_000).withTrackingSettings { $0.ingressLimit = 7 })
         let visitor = makeVisitor()

@@ -374,6 +374,19 @@ public final class FSVisitor: Sendable {
     /// (the next group commit). A refused one (invalid, no consent, panic, not initialized) is
     /// logged. Never waits for the disk or the network.
     public func sendHit<T: FSTrackingProtocol>(_ event: T) {
+        sendHitInBackground(event)
+    }
+
+    /// The fire-and-forget `sendHit(_:)`, by a name async code can call: there, `sendHit(_:)`
+    /// is the `async` form, which waits for the commit. Returns at once; the hit is written by
+    /// the next group commit and sent in the background. Nothing waits: when the hit cache is far
+    /// behind (`TrackingManager.Settings.ingressCap` hits wait for it), the hit is dropped and
+    /// counted as lost, where `try await sendHit` would wait.
+    ///
+    /// ```swift
+    /// visitor.sendHitInBackground(FSScreen("checkout"))
+    /// ```
+    public func sendHitInBackground<T: FSTrackingProtocol>(_ event: T) {
         do {
             let (hit, tracking) = try prepareHit(event)
             tracking.track(hit)

@@ -62,6 +62,7 @@ public final class FSVisitorBuilder {
     /// lookup timeout (the lookup runs on the cache's own queue, never on Swift's cooperative
     /// pool, so this is safe from a task); from async code prefer `await buildAsync()`, which
     /// suspends instead.
+    @available(*, noasync, renamed: "buildAsync()", message: "blocks its thread for the visitor lookup: use buildAsync() from async code")
     public func build() -> FSVisitor {
         let plan = plan()
         return plan.finish(plan.loadStoredBlocking())
@@ -116,21 +117,24 @@ private struct VisitorPlan: Sendable {
         authenticated && runtime != nil ? "anonymous_id.\(visitorId)" : nil
     }
 
+    /// Both reads share one budget, the visitor lookup timeout: the anonymous id is read (or
+    /// made and stored) on the store's queue while the visitor cache is looked up.
     func loadStoredBlocking() -> Stored {
         guard let runtime else { return Stored() }
+        let timeout = runtime.caches?.visitorLookupTimeout ?? FSCacheManager().visitorLookupTimeOut
+        let deadline = DispatchTime.now() + timeout
         let anonymousId = anonymousIdKey.map { runtime.persistentValue(forKey: $0, default: UUID().uuidString.lowercased()) }
         let lookup = consent ? runtime.caches?.lookupVisitorBlocking(visitorId) : nil
-        return Stored(anonymousId: anonymousId, lookup: lookup)
+        return Stored(anonymousId: anonymousId?.value(waitingUntil: deadline), lookup: lookup)
     }
 
     func loadStored() async -> Stored {
         guard let runtime else { return Stored() }
-        var anonymousId: String?
-        if let key = anonymousIdKey {
-            anonymousId = await runtime.persistentValue(forKey: key, default: UUID().uuidString.lowercased())
-        }
+        let timeout = runtime.caches?.visitorLookupTimeout ?? FSCacheManager().visitorLookupTimeOut
+        let deadline = DispatchTime.now() + timeout
+        let anonymousId = anonymousIdKey.map { runtime.persistentValue(forKey: $0, default: UUID().uuidString.lowercased()) }
         let lookup = consent ? await runtime.caches?.lookupVisitor(visitorId) : nil
-        return Stored(anonymousId: anonymousId, lookup: lookup)
+        return Stored(anonymousId: await anonymousId?.value(waitingUntil: deadline), lookup: lookup)
     }
 
     func finish(_ stored: Stored) -> FSVisitor {

@@ -30,6 +30,8 @@ final class BucketingPoller: Sendable {
     /// Told of every file put in use (stored or downloaded), off any lock.
     private let onFile: @Sendable (BucketingFile) -> Void
     private let state = Locked(State())
+    /// Where the downloaded file is written: off the poller's task.
+    private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
          store: FlagshipDatabase?, clock: any SDKClock, logger: Logger,
@@ -158,7 +160,7 @@ final class BucketingPoller: Sendable {
         case 304:
             logger.debug("Bucketing file not modified since \(request.headers["If-Modified-Since"] ?? "")")
         case 200:
-            accept(response)
+            await accept(response)
         default:
             logger.warning("Bucketing file not downloaded: HTTP status \(response.status); \(keptFileNote)")
         }
@@ -168,7 +170,10 @@ final class BucketingPoller: Sendable {
         file == nil ? "no file yet, flags cannot be decided" : "the current file is kept"
     }
 
-    private func accept(_ response: HTTPResponse) {
+    /// Serves a new file at once, then stores it: the write waits for the store on a queue of
+    /// its own (a busy timeout of seconds when another process holds the lock), never on a thread
+    /// of Swift's pool.
+    private func accept(_ response: HTTPResponse) async {
         let file: BucketingFile
         do {
             file = try BucketingFile(json: response.body)
@@ -180,15 +185,6 @@ final class BucketingPoller: Sendable {
             logger.warning("Bucketing file: \(warning)")
         }
         let lastModified = response.headers["last-modified"]
-        if let store {
-            let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
-                                         lastModified: lastModified, downloadedAt: clock.now().unixMilliseconds)
-            do {
-                try store.bucketing.save(record)
-            } catch {
-                logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
-            }
-        }
         let changed = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.file = file
@@ -198,5 +194,16 @@ final class BucketingPoller: Sendable {
         guard changed else { return }
         logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
         onFile(file)
+        guard let store else { return }
+        let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
+                                     lastModified: lastModified, downloadedAt: clock.now().unixMilliseconds)
+        let logger = logger
+        await queuedCall(on: storeQueue) {
+            do {
+                try store.bucketing.save(record)
+            } catch {
+                logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
+            }
+        }
     }
 }

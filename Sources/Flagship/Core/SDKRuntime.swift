@@ -157,22 +157,95 @@ final class SDKRuntime: Sendable {
         }
     }
 
-    /// A value of the key/value state table, inserted if absent, so two processes agree.
-    /// Reads and writes the store on the calling thread.
-    func persistentValue(forKey key: String, default value: String) -> String {
-        guard let store else { return value }
-        do {
-            return try store.state.valueInsertingIfAbsent(value, forKey: key, now: config.now().unixMilliseconds)
-        } catch {
-            logger.error("SDK state '\(key)' could not be stored: \(error)")
-            return value
+    /// A value of the key/value state table, inserted if absent, so two processes agree. Runs on
+    /// the store's queue; the caller waits for it within a deadline of its own (`PendingValue`):
+    /// a store another process keeps locked makes the insert wait seconds. Past the deadline,
+    /// `value` is used and the insert goes on: if the store then holds another value (another
+    /// process chose first), that one wins for the next builds, and the log says so.
+    func persistentValue(forKey key: String, default value: String) -> PendingValue {
+        let pending = PendingValue(fallback: value)
+        guard let store else {
+            pending.settle(value)
+            return pending
         }
+        let logger = logger
+        let now = config.now().unixMilliseconds
+        storeQueue.async {
+            let stored: String
+            do {
+                stored = try store.state.valueInsertingIfAbsent(value, forKey: key, now: now)
+            } catch {
+                logger.error("SDK state '\(key)' could not be stored: \(error)")
+                stored = value
+            }
+            if pending.settle(stored), stored != value {
+                logger.warning("SDK state '\(key)' was stored by another process meanwhile: this visitor uses its own value until it is built again")
+            }
+        }
+        return pending
     }
 
-    /// As `persistentValue(forKey:default:)`, on the store's queue: the caller's thread is
-    /// never held by the disk.
-    func persistentValue(forKey key: String, default value: String) async -> String {
-        await queuedCall(on: storeQueue) { self.persistentValue(forKey: key, default: value) }
+    /// A value being read or stored on the store's queue, waited for within a deadline.
+    final class PendingValue: Sendable {
+        private struct State {
+            var value: String?
+            var abandoned = false
+            /// Suspended callers, told when the value comes.
+            var waiters: [@Sendable () -> Void] = []
+        }
+
+        private let fallback: String
+        private let state = Locked(State())
+        private let done = DispatchSemaphore(value: 0)
+
+        init(fallback: String) {
+            self.fallback = fallback
+        }
+
+        /// Records the value; returns whether the waiter had already gone on without it.
+        @discardableResult
+        func settle(_ value: String) -> Bool {
+            let (abandoned, waiters) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
+                state.value = value
+                defer { state.waiters = [] }
+                return (state.abandoned, state.waiters)
+            }
+            done.signal()
+            for waiter in waiters { waiter() }
+            return abandoned
+        }
+
+        /// The value, waiting for it until `deadline` at most (a dispatch wait, for the
+        /// synchronous `build()`); else the fallback.
+        func value(waitingUntil deadline: DispatchTime) -> String {
+            _ = done.wait(timeout: deadline)
+            return take()
+        }
+
+        /// The value, suspending until `deadline` at most; else the fallback.
+        func value(waitingUntil deadline: DispatchTime) async -> String {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let pending = Locked<CheckedContinuation<Void, Never>?>(continuation)
+                let resume: @Sendable () -> Void = { pending.withLock { taken in defer { taken = nil }; return taken }?.resume() }
+                let settled = state.withLock { state -> Bool in
+                    if state.value == nil { state.waiters.append(resume) }
+                    return state.value != nil
+                }
+                if settled {
+                    resume()
+                    return
+                }
+                DispatchQueue.global().asyncAfter(deadline: deadline, execute: resume)
+            }
+            return take()
+        }
+
+        private func take() -> String {
+            state.withLock { state in
+                if state.value == nil { state.abandoned = true }
+                return state.value ?? fallback
+            }
+        }
     }
 
     private static func recordFirstInit(store: FlagshipDatabase?, now: @Sendable () -> Date, logger: Logger) -> Bool {

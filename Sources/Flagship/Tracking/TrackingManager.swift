@@ -97,9 +97,13 @@ final class TrackingManager: HitTracking {
         var pageSize = 500
         /// Hits held in memory, unwritten, at most (periodic caching, or a cache that fails).
         var memoryLimit = 10_000
-        /// Hits written per group commit at most, and waiting for it before the synchronous
-        /// `sendHit` waits for room (the disk cannot keep up): memory stays bounded.
+        /// Hits written per group commit at most.
         var ingressLimit = 5_000
+        /// Hits waiting for the group commit at most, past which a hit nobody awaits (a flag
+        /// read's activate, a fire-and-forget `sendHit`) is refused, counted as lost, rather than
+        /// making its caller wait for the disk: memory stays bounded. Awaited hits (`try await
+        /// sendHit`) are always taken: their callers wait for the commit, which bounds them.
+        var ingressCap = 20_000
         /// Exposure callbacks kept for activates not yet delivered, at most.
         var pendingActivateCallbacksLimit = 10_000
         /// How long `close()` may spend on its last sends.
@@ -138,6 +142,8 @@ final class TrackingManager: HitTracking {
         var ingress: [Accepted] = []
         /// Hits the group commit under way is writing: neither in the ingress nor yet in the cache.
         var writing = 0
+        /// Hits refused since the ingress reached its cap (logged when it starts, told when it ends).
+        var refusedAtCap = 0
         var drainScheduled = false
         /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
         var unwritten: [OutgoingHit] = []
@@ -188,8 +194,6 @@ final class TrackingManager: HitTracking {
     private let logger: Logger
     private let storeQueue = DispatchQueue(label: "io.flagship.tracking.store")
     private let state: Locked<State>
-    /// Signalled each time the writer takes hits out of the ingress: room for waiting producers.
-    private let ingressRoom = NSCondition()
     /// Why a hit written to the cache is still not durable, when the store fell back to memory.
     private let inMemoryOnly: String?
     /// The default visitor cache's documents waiting for the group commit, and its store.
@@ -274,8 +278,7 @@ final class TrackingManager: HitTracking {
 
     func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
                durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) {
-        enum Next { case refused, drain, accepted(kick: Bool, overflow: Bool), none }
-        if durable == nil { waitForIngressRoom() }
+        enum Next { case refused, overCap(first: Bool), drain, accepted(kick: Bool, overflow: Bool), none }
         var callbackDropped = false
         // A hit to be committed at once goes through the group commit, as under continuous caching.
         let pooled = settings.strategy == .PERIODIC_CACHING && !committed
@@ -283,6 +286,12 @@ final class TrackingManager: HitTracking {
         let cached = pooled ? nil : CachedHit(hit)
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
+            // Nobody waits for this hit, and the disk is far behind: refused, never waited for.
+            if durable == nil, !pooled, state.ingress.count >= settings.ingressCap {
+                state.refusedAtCap += 1
+                state.statistics.lost += 1
+                return .overCap(first: state.refusedAtCap == 1)
+            }
             if !state.purging.isEmpty, state.purging[hit.visitorId] != nil {
                 state.purging[hit.visitorId]?.acceptedSince.insert(hit.id)
             }
@@ -311,6 +320,10 @@ final class TrackingManager: HitTracking {
         case .refused:
             logger.error("\(hit.type) hit not sent: the SDK was closed")
             durable?(.failure(.closed))
+        case .overCap(let first):
+            if first {
+                logger.error("Hits arrive faster than the hit cache takes them (\(settings.ingressCap) wait for it): hits nobody awaits are dropped, counted as lost, until it catches up; `try await sendHit` waits instead")
+            }
         case .drain:
             storeQueue.async { [self] in drain() }
         case .accepted(let kick, let overflow):
@@ -339,18 +352,20 @@ final class TrackingManager: HitTracking {
         // Documents whose write failed wait for the next interval, not for the next loop.
         var documentsFailed = false
         while true {
-            let batch = state.withLock { state -> [Accepted] in
+            let (batch, refused) = state.withLock { state -> ([Accepted], Int) in
                 let batch = Array(state.ingress.prefix(settings.ingressLimit))
                 state.ingress.removeFirst(batch.count)
                 state.writing = batch.count
                 if batch.isEmpty { state.drainScheduled = false }
-                return batch
+                // Room again: the refusals since the cap was reached are told, once.
+                let refused = state.ingress.count < settings.ingressCap ? state.refusedAtCap : 0
+                if refused > 0 { state.refusedAtCap = 0 }
+                return (batch, refused)
+            }
+            if refused > 0 {
+                logger.error("The hit cache caught up: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
             }
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
-            // Under the condition's lock, so a producer between its check and its wait is not missed.
-            ingressRoom.lock()
-            ingressRoom.broadcast()
-            ingressRoom.unlock()
             guard !batch.isEmpty || !documents.isEmpty else { return }
             let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
             if !documents.isEmpty {
@@ -435,18 +450,6 @@ final class TrackingManager: HitTracking {
         } else {
             logger.debug("Visitor documents still could not be written: \(error)")
         }
-    }
-
-    /// Backpressure for the synchronous `sendHit`: while a full group commit's worth of hits
-    /// already waits to be written, wait (at most a second) for the writer to take them. Only a
-    /// producer faster than the disk ever waits; the writer needs no thread of Swift's pool.
-    private func waitForIngressRoom() {
-        let isFull = { self.state.withLock { $0.ingress.count >= self.settings.ingressLimit && !$0.closed } }
-        guard isFull() else { return }
-        let deadline = Date().addingTimeInterval(1)
-        ingressRoom.lock()
-        while isFull(), ingressRoom.wait(until: deadline) {}
-        ingressRoom.unlock()
     }
 
     /// Hits the cache could not take: sent from memory, the oldest dropped past the limit (counted
