@@ -88,6 +88,23 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Issue 19's server loop: 64 visitors at once through the SDK, beside the engine alone,
+        // raw SQLite and raw URLSession; close() held up; a flag read with the store locked. Built
+        // with Flagship's package name, as the Bucketing suite, for the engine-only baseline.
+        .executableTarget(
+            name: "ServerLoop",
+            dependencies: [
+                "BenchSupport",
+                "BenchSQLite",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "ServerLoop",
+            packageAccess: false,
+            swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A new directory under the system temporary directory: one fresh database per iteration.
-public struct TemporaryDirectory {
+public struct TemporaryDirectory: Sendable {
     public let url: URL
 
     public init() throws {

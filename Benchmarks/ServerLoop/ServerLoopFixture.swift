@@ -1,0 +1,331 @@
+import BenchSQLite
+import BenchSupport
+import Benchmark
+import Flagship
+import FlagshipLocalServer
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The local server's sample bucketing file (three campaigns) plus seven campaigns targeted on
+/// the visitors' context, and the visitors of every round: ids and contexts fixed in advance.
+struct ServerLoopFixture: Sendable {
+    let json: Data
+    let file: BucketingFile
+    /// The flags each visitor reads (with exposure): the sample's and two of the added campaigns'.
+    static let flagKeys = ["btnColor", "extra0", "extra1"]
+
+    init() throws {
+        var file = try XCTUnwrapDictionary(JSONSerialization.jsonObject(with: ServedBucketingFile.sampleData))
+        var campaigns = file["campaigns"] as? [[String: Any]] ?? []
+        let rules: [(String, String, Any)] = [
+            ("country", "EQUALS", ["fr", "de", "it"]), ("age", "GREATER_THAN_OR_EQUALS", 18), ("plan", "NOT_EQUALS", "free"),
+            ("device", "CONTAINS", "phone"), ("visits", "LOWER_THAN", 40), ("isVip", "EQUALS", false), ("country", "NOT_EQUALS", "us"),
+        ]
+        for (index, rule) in rules.enumerated() {
+            campaigns.append([
+                "id": "c-extra-\(index)", "name": "Extra \(index)", "type": "ab",
+                "variationGroups": [[
+                    "id": "vg-extra-\(index)", "name": "Targeted \(index)",
+                    "targeting": ["targetingGroups": [["targetings": [["key": rule.0, "operator": rule.1, "value": rule.2]]]]],
+                    "variations": [
+                        ["id": "v-extra-\(index)-a", "name": "A", "reference": true, "allocation": 50,
+                         "modifications": ["type": "FLAG", "value": ["extra\(index)": "a"]]],
+                        ["id": "v-extra-\(index)-b", "name": "B", "allocation": 50,
+                         "modifications": ["type": "FLAG", "value": ["extra\(index)": "b"]]],
+                    ],
+                ]],
+            ])
+        }
+        file["campaigns"] = campaigns
+        json = try JSONSerialization.data(withJSONObject: file, options: [.sortedKeys])
+        self.file = try BucketingFile(json: json)
+    }
+
+    static func visitorId(round: Int, index: Int) -> String {
+        "visitor-\(round)-\(index)"
+    }
+
+    /// A context that passes about half the added campaigns' rules, varying by visitor.
+    static func context(index: Int) -> [String: Any] {
+        [
+            "country": ["fr", "de", "us", "it"][index % 4],
+            "age": 16 + index % 40,
+            "plan": ["free", "pro", "enterprise"][index % 3],
+            "device": index % 2 == 0 ? "iphone" : "desktop",
+            "visits": index % 60,
+            "isVip": index % 5 == 0,
+        ]
+    }
+
+    /// The bucketing decisions of a round's visitors, as the engine makes them, spread over the
+    /// same 64 tasks as the SDK's loop (with the context keys the SDK adds).
+    func decideRound(_ round: Int) async {
+        await forEachVisitor { index in
+            var context = Self.context(index: index).compactMapValues(JSONValue.init(any:))
+            context["fs_all_users"] = .string("")
+            context["fs_client"] = .string("swift-linux")
+            blackHole(file.decide(visitorId: Self.visitorId(round: round, index: index), context: context, history: [:]))
+        }
+    }
+}
+
+/// Runs `body` for each visitor index of a round, 64 at a time.
+func forEachVisitor(_ body: @escaping @Sendable (Int) async -> Void) async {
+    await withTaskGroup(of: Void.self) { group in
+        let next = Locked(0)
+        for _ in 0..<ServerLoop.concurrency {
+            group.addTask {
+                while true {
+                    let index = next.withLock { value -> Int in
+                        defer { value += 1 }
+                        return value
+                    }
+                    guard index < ServerLoop.visitorsPerRound else { return }
+                    await body(index)
+                }
+            }
+        }
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+}
+
+private func XCTUnwrapDictionary(_ value: Any) throws -> [String: Any] {
+    guard let dictionary = value as? [String: Any] else { throw FixtureError(description: "not a JSON object") }
+    return dictionary
+}
+
+extension JSONValue {
+    /// A context value as the app gives it.
+    init?(any value: Any) {
+        switch value {
+        case let string as String: self = .string(string)
+        case let bool as Bool: self = .bool(bool)
+        case let int as Int: self = .int(Int64(int))
+        case let double as Double: self = .double(double)
+        default: return nil
+        }
+    }
+}
+
+/// An SDK instance serving rounds of visitors against the local server, on a store of its own.
+final class ServerSession: Sendable {
+    enum Mode { case bucketing, decisionAPI }
+
+    let server: LocalFlagshipServer
+    let directory: TemporaryDirectory
+    let flagship: Flagship
+    private let round = Locked(0)
+    private let failures = Locked<String?>(nil)
+
+    var failure: String? { failures.withLock { $0 } }
+
+    private init(server: LocalFlagshipServer, directory: TemporaryDirectory, flagship: Flagship) {
+        self.server = server
+        self.directory = directory
+        self.flagship = flagship
+    }
+
+    static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>) async throws -> ServerSession {
+        let server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
+        try server.setBucketingFile(fixture.json)
+        if mode == .decisionAPI { server.decision = .bucketing }
+        try server.start()
+        let directory = try TemporaryDirectory()
+        var builder = FSConfigBuilder()
+        builder = mode == .bucketing ? builder.Bucketing().withBucketingBaseURL(server.bucketingBaseURL) : builder.DecisionApi()
+        let config = builder
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(server.eventsBaseURL)
+            .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
+            .withLogLevel(.NONE)
+            .build()
+        let flagship = Flagship.sharedInstance
+        flagship.start(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey, config: config)
+        let session = ServerSession(server: server, directory: directory, flagship: flagship)
+        box.value = session
+        return session
+    }
+
+    /// A round: each visitor built with its context, fetched, three flags read with their
+    /// exposure, one event awaited (its commit).
+    func serveRound() async {
+        let round = round.withLock { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        let flagship = flagship
+        let failures = failures
+        await forEachVisitor { index in
+            let visitor = await flagship.newVisitor(visitorId: ServerLoopFixture.visitorId(round: round, index: index), hasConsented: true,
+                                                    instanceType: .NEW_INSTANCE)
+                .withContext(context: ServerLoopFixture.context(index: index))
+                .buildAsync()
+            do {
+                try await visitor.fetchFlags()
+                for key in ServerLoopFixture.flagKeys {
+                    blackHole(visitor.getFlag(key: key).value(defaultValue: "none"))
+                }
+                let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "purchase")
+                try await visitor.sendHit(event)
+            } catch {
+                failures.withLock { $0 = $0 ?? "\(error)" }
+            }
+        }
+    }
+
+    func stop() async {
+        await flagship.close()
+        server.stop()
+        directory.remove()
+    }
+}
+
+/// The decision requests of the Decision API loop, sent with URLSession alone to the same local
+/// server: the same body the SDK sends (visitor id, context, consent), 64 at a time.
+final class RawDecisionPoster: Sendable {
+    let server: LocalFlagshipServer
+    private let session: URLSession
+    private let url: URL
+    private let round = Locked(0)
+    private let failures = Locked<String?>(nil)
+
+    var failure: String? { failures.withLock { $0 } }
+
+    init(fixture: ServerLoopFixture) throws {
+        server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
+        try server.setBucketingFile(fixture.json)
+        server.decision = .bucketing
+        try server.start()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration)
+        url = server.decisionBaseURL.appendingPathComponent(ServerLoop.envId).appendingPathComponent("campaigns")
+    }
+
+    func postRound() async {
+        let round = round.withLock { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        let (session, url, failures) = (session, url, failures)
+        await forEachVisitor { index in
+            var context = ServerLoopFixture.context(index: index)
+            context["fs_client"] = "swift-linux"
+            context["fs_version"] = "0.1.0"
+            let body: [String: Any] = [
+                "visitorId": ServerLoopFixture.visitorId(round: round, index: index), "anonymousId": NSNull(),
+                "trigger_hit": false, "visitor_consent": true, "context": context,
+            ]
+            do {
+                var request = URLRequest(url: url)
+                request.httpMethod = "POST"
+                request.httpBody = try JSONSerialization.data(withJSONObject: body)
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.setValue(ServerLoop.apiKey, forHTTPHeaderField: "x-api-key")
+                let (data, response) = try await session.data(for: request)
+                guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                    throw FixtureError(description: "status \((response as? HTTPURLResponse)?.statusCode ?? 0)")
+                }
+                blackHole(try JSONSerialization.jsonObject(with: data))
+            } catch {
+                failures.withLock { $0 = $0 ?? "\(error)" }
+            }
+        }
+    }
+
+    func stop() {
+        session.invalidateAndCancel()
+        server.stop()
+    }
+}
+
+/// The rows the SDK's loop leaves per visitor, written with the SQLite C API: a visitor row and
+/// six hit rows (consent, segment, three activates, the event), one transaction per 64 visitors,
+/// on the same schema and settings (WAL, `synchronous = NORMAL`).
+final class RawServerRows: @unchecked Sendable {
+    // `@unchecked`: used by one benchmark at a time, from one task.
+    private let directory: TemporaryDirectory
+    /// Made for its schema (the `hits` table as the migrations define it); written through `handle`.
+    private let schema: RawHitTable
+    private let handle: OpaquePointer
+    private var insertVisitor: OpaquePointer?
+    private var insertHit: OpaquePointer?
+    private let visitorDocument: String
+    private let hitDocument: String
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        let path = directory.url.appendingPathComponent("raw.sqlite").path
+        schema = try RawHitTable(path: path)
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
+            throw FixtureError(description: "cannot open \(path)")
+        }
+        self.handle = handle
+        sqlite3_busy_timeout(handle, 5_000)
+        sqlite3_exec(handle, """
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = NORMAL;
+            CREATE TABLE IF NOT EXISTS visitors (
+                visitor_id TEXT NOT NULL PRIMARY KEY, anonymous_id TEXT, consent INTEGER NOT NULL CHECK (consent IN (0, 1)),
+                document TEXT NOT NULL CHECK (json_valid(document)), updated_at INTEGER NOT NULL);
+            """, nil, nil, nil)
+        sqlite3_prepare_v2(handle, """
+            INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?, NULL, 1, ?, ?)
+            ON CONFLICT (visitor_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+            """, -1, &insertVisitor, nil)
+        sqlite3_prepare_v2(handle, """
+            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, 0)
+            """, -1, &insertHit, nil)
+        // Documents of the sizes the SDK writes: a visitor with two campaigns, a hit.
+        visitorDocument = #"{"data":{"anonymousId":null,"assignmentsHistory":{"vg-checkout-button-everyone":"v-checkout-button-blue","vg-extra-0":"v-extra-0-a"},"campaigns":[{"activated":false,"campaignId":"c-checkout-button","flags":{"btnColor":"blue"},"isReference":true,"type":"ab","variationGroupId":"vg-checkout-button-everyone","variationId":"v-checkout-button-blue"},{"activated":false,"campaignId":"c-extra-0","flags":{"extra0":"a"},"isReference":true,"type":"ab","variationGroupId":"vg-extra-0","variationId":"v-extra-0-a"}],"consent":true,"context":{"age":34,"country":"fr","device":"iphone","isVip":false,"plan":"pro","visits":12},"visitorId":"visitor"},"version":1}"#
+        hitDocument = #"{"data":{"anonymousId":null,"content":{"cid":"bench_env","ds":"APP","ea":"purchase","ec":"Action Tracking","t":"EVENT","vid":"visitor"},"time":1763700000000,"type":"EVENT","visitorId":"visitor"},"version":1}"#
+    }
+
+    func insertRound(_ round: Int, fixture: ServerLoopFixture) throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for start in stride(from: 0, to: ServerLoop.visitorsPerRound, by: ServerLoop.concurrency) {
+            guard sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else { throw FixtureError(description: "BEGIN failed") }
+            for index in start..<min(start + ServerLoop.concurrency, ServerLoop.visitorsPerRound) {
+                let visitorId = ServerLoopFixture.visitorId(round: round, index: index)
+                bind(insertVisitor, 1, visitorId)
+                bind(insertVisitor, 2, visitorDocument)
+                sqlite3_bind_int64(insertVisitor, 3, now)
+                try step(insertVisitor)
+                for (number, type) in ["EVENT", "SEGMENT", "ACTIVATE", "ACTIVATE", "ACTIVATE", "EVENT"].enumerated() {
+                    bind(insertHit, 1, "\(visitorId):\(number)")
+                    bind(insertHit, 2, visitorId)
+                    bind(insertHit, 3, type)
+                    sqlite3_bind_int(insertHit, 4, number == 0 ? 1 : 0)
+                    bind(insertHit, 5, hitDocument)
+                    sqlite3_bind_int64(insertHit, 6, now)
+                    try step(insertHit)
+                }
+            }
+            guard sqlite3_exec(handle, "COMMIT", nil, nil, nil) == SQLITE_OK else { throw FixtureError(description: "COMMIT failed") }
+        }
+    }
+
+    private func bind(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+        _ = text.withCString { benchsqlite_bind_text_transient(statement, index, $0, -1) }
+    }
+
+    private func step(_ statement: OpaquePointer?) throws {
+        defer { sqlite3_reset(statement) }
+        guard sqlite3_step(statement) == SQLITE_DONE else {
+            throw FixtureError(description: String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
+    func remove() {
+        sqlite3_finalize(insertVisitor)
+        sqlite3_finalize(insertHit)
+        sqlite3_close_v2(handle)
+        directory.remove()
+    }
+}
