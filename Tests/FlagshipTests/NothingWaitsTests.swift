@@ -51,7 +51,9 @@ final class NothingWaitsTests: TrackingTestCase {
         XCTAssertLessThan(elapsed, 0.5, "a flag read and 100 hits took \(elapsed) s: they waited for the disk")
         let footprint = try XCTUnwrap(flagship.currentRuntime?.tracking.memoryFootprint())
         XCTAssertLessThanOrEqual(footprint.ingress, 20, "the ingress stays within its cap")
-        XCTAssertEqual(log.messages(at: .error).filter { $0.hasPrefix("Hits arrive faster than the hit cache takes them") }.count, 1)
+        // Said when dropping starts, not per hit (the writer taking its batch may make room once).
+        let said = log.messages(at: .error).filter { $0.hasPrefix("Hits arrive faster than the hit cache takes them") }.count
+        XCTAssertTrue((1...2).contains(said), "said \(said) times")
 
         releaseTheStore()
         let closed = await flagship.closeReporting()

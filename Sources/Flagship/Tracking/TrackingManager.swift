@@ -363,7 +363,7 @@ final class TrackingManager: HitTracking {
                 return (batch, refused)
             }
             if refused > 0 {
-                logger.error("The hit cache caught up: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
+                logger.error("Hits waiting for the hit cache are below \(settings.ingressCap) again: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
             }
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             guard !batch.isEmpty || !documents.isEmpty else { return }
@@ -834,8 +834,9 @@ final class TrackingManager: HitTracking {
         for task in tasks { task?.cancel() }
         // Sending ends a little before the deadline: the rest is left to record what is left.
         let sendsUntil = deadline.addingTimeInterval(-min(1, settings.closeDeadline / 5))
-        // Every hit accepted before closing is written first (the store queue is serial).
-        var storeAnswered = await queuedCall(on: storeQueue, until: sendsUntil, clock: clock) { true } != nil
+        // Every hit accepted before closing is written first (the store queue is serial). A store
+        // that does not answer by the deadline holds everything after it: nothing else is tried.
+        var storeAnswered = await queuedCall(on: storeQueue, until: deadline, clock: clock) { true } != nil
         if storeAnswered {
             await waitForSender(until: sendsUntil)
             state.withLock { $0.finalFlush = true }
