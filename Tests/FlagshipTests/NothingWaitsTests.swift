@@ -113,7 +113,8 @@ final class NothingWaitsTests: TrackingTestCase {
 
         releaseTheStore()
         await flagship.flushCaches()
-        XCTAssertEqual(try storedClickLabels() + deliveredClickLabels(), ["hit-1"])
+        // Committed, and perhaps delivered already (then deleted, or not yet): there, once at least.
+        XCTAssertEqual(Set(try storedClickLabels() + deliveredClickLabels()), ["hit-1"])
     }
 
     /// The synchronous `build()`, from a synchronous function, as the reference calls it.
