@@ -55,7 +55,10 @@ package struct TrackingStatistics: Sendable, Equatable {
     package var failedRequests = 0
     /// Hits waiting, in the cache (and, before close, in memory), when last counted.
     package var waiting = 0
-    /// Hits the cache could not take and that were still unsent at close: lost.
+    /// Hits lost: the cache could not take them and they were still unsent at close, they waited
+    /// in a cache no restart finds, they were dropped past the memory bound, or, nobody awaiting
+    /// them, refused past the ingress cap; and, when close's deadline found the store busy, the
+    /// accepted hits not yet in it.
     package var lost = 0
 }
 
