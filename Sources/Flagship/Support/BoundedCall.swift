@@ -35,6 +35,11 @@ func firstOf<T: Sendable>(
     clock: any SDKClock,
     _ start: (_ finish: @escaping @Sendable (T) -> Void) -> Void
 ) async -> T? {
+    // Past the deadline already: set going, not waited for (no timer to schedule on a busy pool).
+    guard clock.now() < deadline else {
+        start { _ in }
+        return nil
+    }
     let timer = Locked<Task<Void, Never>?>(nil)
     let value = await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
         // Whichever racer comes first resumes; the second finds nothing left to resume.
