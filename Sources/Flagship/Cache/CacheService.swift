@@ -109,11 +109,6 @@ final class CacheService: Sendable {
         return false
     }
 
-    func flushVisitor(_ visitorId: String) async {
-        let cache = visitorCache
-        await queuedCall(on: visitorQueue) { cache.onQueue { $0.flushVisitor(visitorId: visitorId) } }
-    }
-
     // MARK: Consent and closing
 
     /// Consent withdrawn: forgets the visitor, after every write queued before (the tracking
