@@ -93,19 +93,13 @@ final class CacheService: Sendable {
     /// waits, one per visitor, for the tracking manager's next group commit (returns `true`: the
     /// caller schedules it); a custom cache gets it on its own queue (`false`).
     func cacheVisitor(_ document: VisitorCacheDocument) -> Bool {
-        let data: Data
-        do {
-            data = try document.jsonData()
-        } catch {
-            logger.error("Visitor '\(document.visitorId)' not cached: \(error)")
-            return false
-        }
+        let text = document.jsonText()
         if let pending {
             pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                      document: String(decoding: data, as: UTF8.self), updatedAt: now().unixMilliseconds))
+                                      document: text, updatedAt: now().unixMilliseconds))
             return true
         }
-        visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, data) }
+        visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, Data(text.utf8)) }
         return false
     }
 

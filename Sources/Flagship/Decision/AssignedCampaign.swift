@@ -65,3 +65,33 @@ struct AssignedCampaign: Sendable, Equatable, Codable {
         case isReference, type, slug, activated, flags
     }
 }
+
+extension AssignedCampaign {
+    /// Appends the campaign as the visitor cache document holds it, keys sorted, as `encode(to:)`
+    /// writes it (`slug` is `null` when absent, not left out).
+    func write(into text: inout String) {
+        text += "{\"activated\":"
+        text += activated ? "true" : "false"
+        text += ",\"campaignId\":"
+        JSONValue.writeString(campaignId, into: &text)
+        text += ",\"campaignName\":"
+        JSONValue.writeString(campaignName, into: &text)
+        text += ",\"flags\":"
+        JSONValue.object(flags).write(into: &text)
+        text += ",\"isReference\":"
+        text += isReference ? "true" : "false"
+        text += ",\"slug\":"
+        if let slug { JSONValue.writeString(slug, into: &text) } else { text += "null" }
+        text += ",\"type\":"
+        JSONValue.writeString(type, into: &text)
+        text += ",\"variationGroupId\":"
+        JSONValue.writeString(variationGroupId, into: &text)
+        text += ",\"variationGroupName\":"
+        JSONValue.writeString(variationGroupName, into: &text)
+        text += ",\"variationId\":"
+        JSONValue.writeString(variationId, into: &text)
+        text += ",\"variationName\":"
+        JSONValue.writeString(variationName, into: &text)
+        text += "}"
+    }
+}

@@ -169,7 +169,7 @@ private final class Exchange: Sendable {
         var continuation: CheckedContinuation<Outcome, Never>?
         var outcome: Outcome?
         var task: URLSessionDataTask?
-        var deadline: DispatchWorkItem?
+        var deadline: DeadlineTimer.Token?
         var response: HTTPURLResponse?
         var body = Data()
         var redirect: Redirect?
@@ -200,17 +200,19 @@ private final class Exchange: Sendable {
     /// finished meanwhile.
     func run(_ task: URLSessionDataTask) -> Bool {
         let timeout = timeout
-        let deadline = DispatchWorkItem { [weak self] in self?.finish(.failure(.timedOut(after: timeout))) }
+        let deadline = DeadlineTimer.shared.schedule(at: .now() + timeout) { [weak self] in
+            self?.finish(.failure(.timedOut(after: timeout)))
+        }
         let finished = state.withLock { state in
             state.task = task
             state.deadline = deadline
             return state.outcome != nil
         }
         if finished {
+            DeadlineTimer.shared.cancel(deadline)
             task.cancel()
             return false
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: deadline)
         task.resume()
         return true
     }
@@ -233,14 +235,14 @@ private final class Exchange: Sendable {
 
     /// The first call wins: resumes the caller and, for a failure, cancels the data task.
     func finish(_ outcome: Outcome) {
-        let taken = state.withLock { state -> (CheckedContinuation<Outcome, Never>?, URLSessionDataTask?, DispatchWorkItem?)? in
+        let taken = state.withLock { state -> (CheckedContinuation<Outcome, Never>?, URLSessionDataTask?, DeadlineTimer.Token?)? in
             guard state.outcome == nil else { return nil }
             state.outcome = outcome
             defer { state.continuation = nil; state.task = nil; state.deadline = nil; state.body = Data() }
             return (state.continuation, state.task, state.deadline)
         }
         guard let (continuation, task, deadline) = taken else { return }
-        deadline?.cancel()
+        deadline.map(DeadlineTimer.shared.cancel)
         if case .failure = outcome { task?.cancel() }
         continuation?.resume(returning: outcome)
     }

@@ -15,8 +15,12 @@ func boundedCall<T: Sendable>(
         let resume: @Sendable (T?) -> Void = { value in
             pending.withLock { taken in defer { taken = nil }; return taken }?.resume(returning: value)
         }
-        queue.async { resume(work()) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { resume(nil) }
+        let timer = DeadlineTimer.shared.schedule(at: .now() + timeout) { resume(nil) }
+        queue.async {
+            let value = work()
+            DeadlineTimer.shared.cancel(timer)
+            resume(value)
+        }
     }
 }
 

@@ -149,7 +149,8 @@ extension JSONValue {
         Data(jsonString().utf8)
     }
 
-    private func write(into text: inout String) {
+    /// Appends the value's text (`jsonString()`'s layout) to `text`.
+    func write(into text: inout String) {
         switch self {
         case .null:
             text += "null"
@@ -158,9 +159,15 @@ extension JSONValue {
         case .int(let value):
             text += String(value)
         case .double(let value):
-            // Swift prints the shortest text that reads back the same, which JSON accepts;
-            // a non-finite value cannot be written in JSON.
-            text += value.isFinite ? "\(value)" : "null"
+            // Swift prints the shortest text that reads back the same, which JSON accepts; a
+            // non-finite value cannot be written in JSON. An integral double past 2^53 is written
+            // as its exact integer: "3.316666666666667e+17" reads back as the integer
+            // 331666666666666700, another number than the double's 331666666666666688.
+            if value.isFinite, abs(value) >= 9_007_199_254_740_992, let exact = Int64(exactly: value) {
+                text += String(exact)
+            } else {
+                text += value.isFinite ? "\(value)" : "null"
+            }
         case .string(let value):
             Self.writeString(value, into: &text)
         case .array(let values):
@@ -182,7 +189,8 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ string: String, into text: inout String) {
+    /// Appends `string` as a JSON string literal.
+    static func writeString(_ string: String, into text: inout String) {
         text += "\""
         // Most strings need no escape: copy them whole.
         guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
