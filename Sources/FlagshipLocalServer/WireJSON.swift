@@ -4,8 +4,8 @@ import Foundation
 /// test builds to answer with. `Sendable` and `Equatable`, unlike `[String: Any]`, so recorded
 /// bodies can be kept across threads and compared in assertions (`body["visitorId"] == "v1"`).
 ///
-/// Integers stay apart from doubles and booleans apart from numbers, because telling `1`,
-/// `1.0` and `true` apart is exactly what a test of the SDK's encoding needs.
+/// Booleans stay apart from numbers, and integers from fractions: a number whose value is an
+/// integer that fits in `Int64` is `.int` (`1`, `1.0` and `1e0` alike), any other `.double`.
 public enum WireJSON: Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
@@ -17,7 +17,7 @@ public enum WireJSON: Sendable, Equatable, Hashable {
 
     /// Parses JSON text, any JSON value at the top level.
     public init(parsing data: Data) throws {
-        self = try JSONDecoder().decode(WireJSON.self, from: data)
+        self = try WireJSONParser.parse(data)
     }
 
     /// The member `key` of an object; `nil` for a missing key or a value that is not an object.
