@@ -31,6 +31,17 @@ final class HitShapeTests: XCTestCase {
         }
     }
 
+    func testAnActivateWrittenByHandIsTheJSONOfItsFields() throws {
+        for identity in [identity, OutgoingHit.Identity(visitorId: "v\u{01}\n/2", anonymousId: nil)] {
+            let activate = OutgoingHit.activate(identity: identity, variationGroupId: "vg \"x\"", variationId: "var\\é", createdAt: 9)
+            var fields: [String: JSONValue] = ["vid": .string(identity.visitorId), "caid": .string("vg \"x\""), "vaid": .string("var\\é")]
+            if let anonymousId = identity.anonymousId { fields["aid"] = .string(anonymousId) }
+            XCTAssertEqual(activate.wire, JSONValue.object(fields).jsonString())
+            XCTAssertEqual(try JSONValue(json: Data(activate.wire.utf8)), .object(fields))
+            XCTAssertEqual(activate, OutgoingHit(id: activate.id, type: "ACTIVATE", createdAt: 9, fields: fields))
+        }
+    }
+
     func testAClaimedRowGivesBackTheSameHitFromItsBytes() throws {
         for hit in [click(), OutgoingHit.activate(identity: identity, variationGroupId: "vg", variationId: "var", createdAt: 7)] {
             let claimed = try XCTUnwrap(OutgoingHit(record: record(hit)), "a document this SDK wrote is cut, not parsed")

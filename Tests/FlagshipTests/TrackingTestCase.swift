@@ -21,7 +21,7 @@ class TrackingTestCase: SDKTestCase {
     func trackingBuilder(
         strategy: BatchCachingStrategy = .CONTINUOUS_CACHING, poolMaxSize: Int = 1, interval: TimeInterval = 60,
         hitLifetime: TimeInterval = 4 * 3600, maxCachedHits: Int = 100_000, clock: ManualClock? = nil,
-        pageSize: Int? = nil
+        pageSize: Int? = nil, roundSpacing: TimeInterval = 0
     ) -> FSConfigBuilder {
         configBuilder()
             .withClock(clock ?? self.clock)
@@ -30,6 +30,8 @@ class TrackingTestCase: SDKTestCase {
                 hitLifetime: hitLifetime, maxCachedHits: maxCachedHits))
             .withTrackingSettings { settings in
                 settings.jitter = { 1 }
+                // Rounds back to back are not spaced unless a test asks (`SendRoundSpacingTests`).
+                settings.roundSpacing = roundSpacing
                 if let pageSize { settings.pageSize = pageSize }
             }
     }

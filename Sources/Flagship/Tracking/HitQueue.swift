@@ -53,6 +53,12 @@ struct CachedHit: Sendable {
         self.hit = hit
         document = hit.cacheDocumentText
     }
+
+    /// `document` is `hit.cacheDocumentText`, made before.
+    init(_ hit: OutgoingHit, document: String) {
+        self.hit = hit
+        self.document = document
+    }
 }
 
 /// The outcome of one send, by hit id.

@@ -198,12 +198,24 @@ extension OutgoingHit {
 
     /// An activate (PROTOCOL.md section 3): the ids the other way round from a hit, `vid` the visitor
     /// id and `aid` its anonymous id, with the variation group (`caid`) and variation (`vaid`).
+    /// An activate, its wire text written directly in `jsonString()`'s layout (keys sorted:
+    /// `aid`, `caid`, `vaid`, `vid`): it is made on the thread of a flag read.
     static func activate(identity: Identity, variationGroupId: String, variationId: String, createdAt: Int64) -> OutgoingHit {
-        var fields: [String: JSONValue] = [
-            "vid": .string(identity.visitorId), "caid": .string(variationGroupId), "vaid": .string(variationId),
-        ]
-        if let anonymousId = identity.anonymousId { fields["aid"] = .string(anonymousId) }
-        return OutgoingHit(id: HitID.make(visitorId: identity.visitorId, createdAt: createdAt), type: "ACTIVATE",
-                           createdAt: createdAt, fields: fields)
+        var wire = "{"
+        wire.reserveCapacity(48 + 2 * identity.visitorId.utf8.count + variationGroupId.utf8.count + variationId.utf8.count)
+        if let anonymousId = identity.anonymousId {
+            wire += "\"aid\":"
+            JSONValue.writeString(anonymousId, into: &wire)
+            wire += ","
+        }
+        wire += "\"caid\":"
+        JSONValue.writeString(variationGroupId, into: &wire)
+        wire += ",\"vaid\":"
+        JSONValue.writeString(variationId, into: &wire)
+        wire += ",\"vid\":"
+        JSONValue.writeString(identity.visitorId, into: &wire)
+        wire += "}"
+        return OutgoingHit(id: HitID.make(visitorId: identity.visitorId, createdAt: createdAt), type: "ACTIVATE", createdAt: createdAt,
+                           visitorId: identity.visitorId, anonymousId: identity.anonymousId, isConsentHit: false, wire: wire)
     }
 }
