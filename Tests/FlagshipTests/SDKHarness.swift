@@ -64,6 +64,9 @@ class SDKTestCase: XCTestCase {
             .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 1, batchIntervalTimer: 60))
             .withOnSdkStatusChanged { statuses.append($0) }
             .withLogHandler { _ in capture.handler }
+            // Send rounds are not spaced: most tests drive a manual clock, on which the spacing
+            // would wait for an advance. `SendRoundSpacingTests` tests the spacing.
+            .withTrackingSettings { $0.roundSpacing = 0 }
     }
 
     func start(_ builder: FSConfigBuilder? = nil) {

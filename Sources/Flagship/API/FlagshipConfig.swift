@@ -178,7 +178,12 @@ public final class FSConfigBuilder {
     /// How the tracking manager is tuned beyond `FSTrackingManagerConfig` (tests).
     @discardableResult
     func withTrackingSettings(_ adjust: @escaping @Sendable (inout TrackingManager.Settings) -> Void) -> FSConfigBuilder {
-        config.adjustTracking = adjust
+        // Adjustments add up: a later call changes what an earlier one set, and only that.
+        let earlier = config.adjustTracking
+        config.adjustTracking = { settings in
+            earlier?(&settings)
+            adjust(&settings)
+        }
         return self
     }
 
