@@ -63,6 +63,19 @@ final class WireJSONParserTests: XCTestCase {
         }
     }
 
+    func testTheWrittenTextIsWhatJSONEncoderWrote() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var generator = SplitMix64(seed: 20)
+        for _ in 0..<500 {
+            let value = randomValue(&generator, depth: 0)
+            XCTAssertEqual(String(decoding: value.jsonData(), as: UTF8.self), String(decoding: try encoder.encode(value), as: UTF8.self))
+        }
+        XCTAssertEqual(String(decoding: WireJSON.double(2).jsonData(), as: UTF8.self), "2")
+        XCTAssertEqual(String(decoding: WireJSON.object(["b": 1, "a": "\u{08}\u{0C}\u{1F}/"]).jsonData(), as: UTF8.self),
+                       #"{"a":"\b\f\u001f/","b":1}"#)
+    }
+
     private func randomValue(_ generator: inout SplitMix64, depth: Int) -> WireJSON {
         let pick = generator.next() % (depth > 3 ? 5 : 7)
         switch pick {

@@ -27,7 +27,7 @@ public struct FSFlag: Sendable {
     public func visitorExposed() {
         let (entry, status) = visitor.flagSnapshot(key)
         guard let entry, status != .PANIC else { return }
-        visitor.expose(entry, defaultValue: .null)
+        visitor.expose(entry, defaultValue: { .null })
     }
 
     /// Whether the visitor was given this flag (even with a `null` value).

@@ -178,32 +178,36 @@ public final class FSVisitor: Sendable {
             return defaultValue
         }
         if expose {
-            self.expose(entry, defaultValue: defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null)
+            self.expose(entry, defaultValue: { defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null })
         }
         return value
     }
 
     /// Reports that the visitor saw `entry`: one activate per variation group and variation
     /// for this visitor instance, then `onVisitorExposed` once it is delivered.
-    func expose(_ entry: FlagEntry, defaultValue: JSONValue) {
+    /// `defaultValue` is made only for an `onVisitorExposed` callback.
+    func expose(_ entry: FlagEntry, defaultValue: () -> JSONValue) {
         guard let runtime else {
             logger.error("Exposure of flag '\(entry.key)' not sent: \(FlagshipError.sdkNotInitialized)")
             return
         }
         guard runtime.status != .SDK_PANIC else { return }
         let metadata = entry.metadata
-        let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed)? in
+        let wantsCallback = runtime.config.onVisitorExposed != nil
+        let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed?)? in
             guard state.hasConsented else { return nil }
             guard state.recordExposure(of: entry) else { return nil }
             let activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
                                                 variationId: metadata.variationId, createdAt: runtime.config.now().unixMilliseconds)
-            return (activate, FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context))
+            let exposed = wantsCallback ? FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context) : nil
+            return (activate, exposed)
         }
         guard let prepared else { return }
-        let callback = runtime.config.onVisitorExposed.map { callback in
-            let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue, metadata: metadata)
+        let callback = runtime.config.onVisitorExposed.flatMap { callback -> (@Sendable () -> Void)? in
+            guard let exposed = prepared.exposed else { return nil }
+            let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue(), metadata: metadata)
             let queue = runtime.callbacks
-            return { @Sendable in queue.async { callback(prepared.exposed, flag) } }
+            return { @Sendable in queue.async { callback(exposed, flag) } }
         }
         runtime.tracking.track(prepared.activate, onDelivered: callback)
     }

@@ -165,6 +165,17 @@ package struct TolerantJSON {
         /// A string token: its text, or why its text is unusable (the token itself is well formed).
         private mutating func string() throws(SyntaxError) -> Result<String, ReasonError> {
             try expect(UInt8(ascii: "\""))
+            // Most strings hold no escape: their bytes, checked as UTF-8, at once.
+            var end = index
+            while end < bytes.count {
+                let byte = bytes[end]
+                if byte == UInt8(ascii: "\""), let text = String(validating: bytes[index..<end], as: UTF8.self) {
+                    index = end + 1
+                    return .success(text)
+                }
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                end += 1
+            }
             var units: [UInt16] = []
             var problem: String?
             var raw: [UInt8] = []
