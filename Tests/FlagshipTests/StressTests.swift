@@ -53,7 +53,7 @@ final class StressTests: SDKTestCase {
         let awaitedMissing = total.awaitedLabels.filter { copies[$0] == nil }
         let firedMissing = total.firedLabels.filter { copies[$0] == nil }
         let store = try inspectStore()
-        let integrity = try store.database.read { try $0.query("PRAGMA integrity_check").compactMap { $0[0].text } }
+        let integrity = try await store.database.read { try $0.query("PRAGMA integrity_check").compactMap { $0[0].text } }
         store.close()
         print("""
             Stress: \(Self.tasks) tasks on \(Self.sharedVisitors) shared visitors for \(seconds) s: \

@@ -207,7 +207,7 @@ final class TrackingCachingTests: TrackingTestCase {
         let url = StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
         let store = try FlagshipDatabase.open(at: url)
         let click = try XCTUnwrap(try store.hits.page(limit: 10).first { $0.document.contains("hit-1") })
-        try store.database.write { try $0.execute("UPDATE hits SET document = '{\"version\":1,\"data\":{}}' WHERE id = ?", [.text(click.id)]) }
+        try await store.database.write { try $0.execute("UPDATE hits SET document = '{\"version\":1,\"data\":{}}' WHERE id = ?", [.text(click.id)]) }
         store.close()
 
         try server.start()

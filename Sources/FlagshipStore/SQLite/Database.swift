@@ -56,6 +56,8 @@ package final class Database: @unchecked Sendable {
     private var damageHandlers: [@Sendable (SQLiteError) -> Void] = []
     /// Kept alive while SQLite's trace hook points at it (under `lock`).
     private var tracer: StatementTracer?
+    /// Where the async forms of `read` and `write` run.
+    private let queue = DispatchQueue(label: "io.flagship.store.database")
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -141,6 +143,26 @@ package final class Database: @unchecked Sendable {
                 }
                 throw StoreError.sqlite(error)
             }
+        }
+    }
+
+    // MARK: From async code
+
+    /// `read` from async code: `body` runs on the store's own serial queue, never on a thread
+    /// of Swift's cooperative pool (a statement may wait for another process's lock).
+    package func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await onQueue { try self.read(body) }
+    }
+
+    /// `write` from async code: one write transaction on the store's own serial queue.
+    @discardableResult
+    package func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await onQueue { try self.write(body) }
+    }
+
+    private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
