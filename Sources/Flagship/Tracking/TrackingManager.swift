@@ -155,7 +155,7 @@ final class TrackingManager: HitTracking {
 
     private struct State {
         /// Continuous caching: accepted, waiting for the next group commit.
-        var ingress: [Accepted] = []
+        var ingress = ChunkedQueue<Accepted>()
         /// Hits the group commit under way is writing: neither in the ingress nor yet in the cache.
         var writing = 0
         /// Hits refused since the ingress reached its cap (logged when it starts, told when it ends).
@@ -372,8 +372,7 @@ final class TrackingManager: HitTracking {
         var documentsFailed = false
         while true {
             let (batch, refused) = state.withLock { state -> ([Accepted], Int) in
-                let batch = Array(state.ingress.prefix(settings.ingressLimit))
-                state.ingress.removeFirst(batch.count)
+                let batch = state.ingress.removeFirst(upTo: settings.ingressLimit)
                 state.writing = batch.count
                 if batch.isEmpty { state.drainScheduled = false }
                 // Room again: the refusals since the cap was reached are told, once.
