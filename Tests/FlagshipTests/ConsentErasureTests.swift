@@ -58,12 +58,12 @@ final class ConsentErasureTests: TrackingTestCase {
         let basket = FSEvent(eventCategory: .Action_Tracking, eventAction: "add-to-basket")
         basket.label = Self.traces["hit label"]
         try await visitor.sendHit(basket)
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
         await flagship.waitUntilTrackingIsIdle()
         XCTAssertEqual(try tracesOnDisk().keys.sorted(), Self.traces.keys.sorted(), "each trace is found before")
 
         visitor.setConsent(hasConsented: false)
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
         await flagship.waitUntilTrackingIsIdle()
 
         XCTAssertEqual(try tracesOnDisk(), [:], "while running")
@@ -97,14 +97,14 @@ final class ConsentErasureTests: TrackingTestCase {
         try await visitor.fetchFlags()
         visitor.authenticate(visitorId: Self.visitorId)
         try await visitor.fetchFlags()
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
         let before = try inspectStore()
         XCTAssertNotNil(try before.visitors.visitor(id: "anon-\(Self.visitorId)"), "the anonymous visitor was cached")
         XCTAssertNotNil(try before.visitors.visitor(id: Self.visitorId), "and the logged-in one")
         before.close()
 
         visitor.setConsent(hasConsented: false)
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
         await flagship.waitUntilTrackingIsIdle()
 
         let after = try inspectStore()

@@ -157,7 +157,7 @@ final class CorruptionTortureTests: SDKTestCase {
             }
         }
         await flagship.waitUntilTrackingIsIdle()
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
         let file = databaseFile(in: source)
         var crashed: StoreFiles = [:]
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: file.path + suffix) {

@@ -44,7 +44,7 @@ final class VisitorBuildTests: SDKTestCase {
     private func cacheVisitor(_ id: String) async throws {
         let visitor = await flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
-        await flagship.currentRuntime?.caches?.waitForPendingWrites()
+        await flagship.flushCaches()
     }
 
     func testSynchronousBuildFromTasksReturnsEvenWithEveryPoolThreadWaiting() async throws {
