@@ -55,6 +55,14 @@ public enum FlagshipContext: String, Sendable, CaseIterable {
 
     /// The values the SDK sets itself on Linux.
     static func autoSetValues(firstTimeInit: Bool) -> [String: JSONValue] {
+        var values = processValues
+        values[FIRST_TIME_INIT.key] = .bool(firstTimeInit)
+        return values
+    }
+
+    /// What does not change while the process runs, read once: reading the system's version
+    /// (a file read and a parse) for every visitor took 5% of a visitor's build.
+    private static let processValues: [String: JSONValue] = {
         let version = ProcessInfo.processInfo.operatingSystemVersion
         return [
             OS_NAME.key: .string("linux"),
@@ -62,7 +70,6 @@ public enum FlagshipContext: String, Sendable, CaseIterable {
             OS_VERSION_CODE.key: .string("\(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"),
             LOCALE.key: .string(Locale.current.identifier),
             FLAGSHIP_VERSION.key: .string(SDKInfo.version),
-            FIRST_TIME_INIT.key: .bool(firstTimeInit),
         ]
-    }
+    }()
 }
