@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 
 /// A JSON value as it crossed the wire: what the server parsed from a request body, or what a
@@ -91,7 +92,7 @@ public enum WireJSON: Sendable, Equatable, Hashable {
             } else {
                 text += "\(value)"
             }
-        case .string(let value): Self.writeString(value, into: &text)
+        case .string(let value): JSONValue.writeString(value, into: &text)
         case .array(let values):
             text += "["
             for (index, value) in values.enumerated() {
@@ -103,38 +104,12 @@ public enum WireJSON: Sendable, Equatable, Hashable {
             text += "{"
             for (index, member) in object.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
                 if index > 0 { text += "," }
-                Self.writeString(member.key, into: &text)
+                JSONValue.writeString(member.key, into: &text)
                 text += ":"
                 member.value.write(into: &text)
             }
             text += "}"
         }
-    }
-
-    private static func writeString(_ string: String, into text: inout String) {
-        text += "\""
-        guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            text += string
-            text += "\""
-            return
-        }
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
     }
 }
 

@@ -189,8 +189,8 @@ extension JSONValue {
         }
     }
 
-    /// Appends `string` as a JSON string literal.
-    static func writeString(_ string: String, into text: inout String) {
+    /// Appends `string` as a JSON string literal (the local server's `WireJSON` writes with it too).
+    package static func writeString(_ string: String, into text: inout String) {
         text += "\""
         // Most strings need no escape: copy them whole.
         guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
@@ -205,6 +205,8 @@ extension JSONValue {
             case "\n": text += "\\n"
             case "\r": text += "\\r"
             case "\t": text += "\\t"
+            case "\u{08}": text += "\\b"
+            case "\u{0C}": text += "\\f"
             case _ where scalar.value < 0x20:
                 let hex = String(scalar.value, radix: 16)
                 text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
