@@ -64,7 +64,7 @@ final class CacheServiceTests: XCTestCase {
     }
 
     func testASlowCustomVisitorCacheIsAbandonedOnTimeAndItsLateAnswerIgnored() async throws {
-        let slow = GatedVisitorCache(answer: try VisitorCacheDocument(visitorId: "v1").jsonData())
+        let slow = GatedVisitorCache(answer: VisitorCacheDocument(visitorId: "v1").jsonData())
         let caches = service(FSCacheManager(slow, nil, visitorLookupTimeOut: 0.05))
 
         let started = Date()

@@ -39,8 +39,8 @@ final class DefaultVisitorCacheTests: XCTestCase {
     }
 
     func testSavingAgainReplacesTheDocument() throws {
-        let first = try VisitorCacheDocument(visitorId: "v1", consent: true, context: ["n": .int(1)]).jsonData()
-        let second = try VisitorCacheDocument(visitorId: "v1", anonymousId: "anon", consent: false, context: ["n": .int(2)]).jsonData()
+        let first = VisitorCacheDocument(visitorId: "v1", consent: true, context: ["n": .int(1)]).jsonData()
+        let second = VisitorCacheDocument(visitorId: "v1", anonymousId: "anon", consent: false, context: ["n": .int(2)]).jsonData()
         cache.cacheVisitor(visitorId: "v1", first)
         clock.advance(by: 10)
         cache.cacheVisitor(visitorId: "v1", second)
@@ -54,8 +54,8 @@ final class DefaultVisitorCacheTests: XCTestCase {
     }
 
     func testFlushForgetsOnlyThatVisitor() throws {
-        cache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "v1").jsonData())
-        cache.cacheVisitor(visitorId: "v2", try VisitorCacheDocument(visitorId: "v2").jsonData())
+        cache.cacheVisitor(visitorId: "v1", VisitorCacheDocument(visitorId: "v1").jsonData())
+        cache.cacheVisitor(visitorId: "v2", VisitorCacheDocument(visitorId: "v2").jsonData())
 
         cache.flushVisitor(visitorId: "v1")
 
@@ -68,11 +68,11 @@ final class DefaultVisitorCacheTests: XCTestCase {
     }
 
     func testInvalidDocumentsAreRefusedLoggedAndNothingIsOverwritten() throws {
-        let good = try VisitorCacheDocument(visitorId: "v1").jsonData()
+        let good = VisitorCacheDocument(visitorId: "v1").jsonData()
         cache.cacheVisitor(visitorId: "v1", good)
 
         cache.cacheVisitor(visitorId: "v1", Data("{not json".utf8))
-        cache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "intruder").jsonData())
+        cache.cacheVisitor(visitorId: "v1", VisitorCacheDocument(visitorId: "intruder").jsonData())
         cache.cacheVisitor(visitorId: "v1", Data(#"{"version":7,"data":{"visitorId":"v1"}}"#.utf8))
 
         XCTAssertEqual(cache.lookupVisitor(visitorId: "v1"), good)
@@ -86,7 +86,7 @@ final class DefaultVisitorCacheTests: XCTestCase {
     func testPublicInitialiserCreatesThePerEnvironmentFile() throws {
         let cacheDirectory = directory.url.appendingPathComponent("nested/cache", isDirectory: true)
         let publicCache = try FSDefaultCacheVisitor(envId: "env_42", cacheDirectory: cacheDirectory)
-        publicCache.cacheVisitor(visitorId: "v1", try VisitorCacheDocument(visitorId: "v1").jsonData())
+        publicCache.cacheVisitor(visitorId: "v1", VisitorCacheDocument(visitorId: "v1").jsonData())
 
         let file = cacheDirectory.appendingPathComponent("flagship-env_42.sqlite")
         let fileMode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int)

@@ -50,7 +50,7 @@ final class VisitorCacheDocumentTests: XCTestCase {
                                        activated: true, flags: ["btn": .object(["color": .string("green")]), "list": .array([.int(1)])])],
             assignmentsHistory: ["vg1": "var1"])
 
-        let data = try original.jsonData()
+        let data = original.jsonData()
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
         let body = try XCTUnwrap(object["data"] as? [String: Any])
         let campaign = try XCTUnwrap((body["campaigns"] as? [[String: Any]])?.first)

@@ -107,7 +107,7 @@ extension VisitorCacheDocument {
 
     /// The document as JSON text, in the documented shape, keys sorted. Written by hand: it is
     /// made at every `fetchFlags`, where `JSONEncoder` cost more than the bucketing decision.
-    func jsonData() throws -> Data {
+    func jsonData() -> Data {
         Data(jsonText().utf8)
     }
 

@@ -198,8 +198,8 @@ extension OutgoingHit {
 
     /// An activate (PROTOCOL.md section 3): the ids the other way round from a hit, `vid` the visitor
     /// id and `aid` its anonymous id, with the variation group (`caid`) and variation (`vaid`).
-    /// An activate, its wire text written directly in `jsonString()`'s layout (keys sorted:
-    /// `aid`, `caid`, `vaid`, `vid`): it is made on the thread of a flag read.
+    /// Made on the thread of a flag read, so its wire text is written directly, in `jsonString()`'s
+    /// layout (keys sorted: `aid`, `caid`, `vaid`, `vid`).
     static func activate(identity: Identity, variationGroupId: String, variationId: String, createdAt: Int64) -> OutgoingHit {
         var wire = "{"
         wire.reserveCapacity(48 + 2 * identity.visitorId.utf8.count + variationGroupId.utf8.count + variationId.utf8.count)

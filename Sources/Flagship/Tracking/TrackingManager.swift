@@ -646,7 +646,7 @@ final class TrackingManager: HitTracking {
         while true {
             let started = clock.now()
             await flushRound(until: nil)
-            var again = state.withLock { state -> Bool in
+            let again = state.withLock { state -> Bool in
                 let gateOpen = state.retryAt.map { clock.now() >= $0 } ?? true
                 if state.flushRequested && gateOpen && !state.closed {
                     state.flushRequested = false
@@ -657,23 +657,10 @@ final class TrackingManager: HitTracking {
                 return false
             }
             // Asked again while this round ran: the next one waits out the spacing, so that what
-            // keeps arriving gathers into it (a flush asked meanwhile is taken by it).
-            // `close()` cancels the sender in that wait (the flag is set under the lock that
-            // closing takes), and sends what waits in its own last round.
-            if again, settings.roundSpacing > 0, clock.now() < started.addingTimeInterval(settings.roundSpacing),
-               state.withLock({ state in state.spacing = !state.closed; return state.spacing }) {
-                do {
-                    try await clock.sleep(until: started.addingTimeInterval(settings.roundSpacing))
-                } catch {
-                    again = false
-                }
-                state.withLock { $0.spacing = false }
-                again = again && state.withLock { state in
-                    state.flushRequested = false
-                    if state.closed { state.senderRunning = false }
-                    return !state.closed
-                }
-                if !again { state.withLock { $0.senderRunning = false } }
+            // keeps arriving gathers into it.
+            if again, await !waitOutSpacing(since: started) {
+                state.withLock { $0.senderRunning = false }
+                break
             }
             if !again { break }
         }
@@ -682,6 +669,28 @@ final class TrackingManager: HitTracking {
             return state.idleWaiters
         }
         for waiter in waiters { waiter() }
+    }
+
+    /// Waits until `roundSpacing` has passed since `started`; `false` when the sender must stop
+    /// instead (the SDK is closing). `close()` cancels the sender in this wait: the flag it reads
+    /// is set under the lock that closing takes, and its own last round sends what waits.
+    private func waitOutSpacing(since started: Date) async -> Bool {
+        let next = started.addingTimeInterval(settings.roundSpacing)
+        guard settings.roundSpacing > 0, clock.now() < next else { return true }
+        guard state.withLock({ state in state.spacing = !state.closed; return state.spacing }) else { return false }
+        let slept: Bool
+        do {
+            try await clock.sleep(until: next)
+            slept = true
+        } catch {
+            slept = false
+        }
+        return state.withLock { state in
+            state.spacing = false
+            // The round about to start takes what a flush asked meanwhile wanted sent.
+            state.flushRequested = false
+            return slept && !state.closed
+        }
     }
 
     /// Sends pages, activates first, until both run dry, a send fails, or `deadline` passes.
