@@ -125,7 +125,7 @@ extension VisitorCacheDocument {
         text += "],\"consent\":"
         text += consent ? "true" : "false"
         text += ",\"context\":"
-        JSONValue.object(context).write(into: &text)
+        JSONValue.object(context).write(into: &text, integralDoubles: .asIntegers)
         text += ",\"visitorId\":"
         JSONValue.writeString(visitorId, into: &text)
         text += "},\"version\":\(Self.currentVersion)}"

@@ -77,7 +77,7 @@ extension AssignedCampaign {
         text += ",\"campaignName\":"
         JSONValue.writeString(campaignName, into: &text)
         text += ",\"flags\":"
-        JSONValue.object(flags).write(into: &text)
+        JSONValue.object(flags).write(into: &text, integralDoubles: .asIntegers)
         text += ",\"isReference\":"
         text += isReference ? "true" : "false"
         text += ",\"slug\":"

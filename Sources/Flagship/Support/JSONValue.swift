@@ -150,7 +150,7 @@ extension JSONValue {
     }
 
     /// Appends the value's text (`jsonString()`'s layout) to `text`.
-    func write(into text: inout String) {
+    func write(into text: inout String, integralDoubles: IntegralDoubles = .asDoubles) {
         switch self {
         case .null:
             text += "null"
@@ -160,10 +160,11 @@ extension JSONValue {
             text += String(value)
         case .double(let value):
             // Swift prints the shortest text that reads back the same, which JSON accepts; a
-            // non-finite value cannot be written in JSON. An integral double past 2^53 is written
-            // as its exact integer: "3.316666666666667e+17" reads back as the integer
-            // 331666666666666700, another number than the double's 331666666666666688.
-            if value.isFinite, abs(value) >= 9_007_199_254_740_992, let exact = Int64(exactly: value) {
+            // non-finite value cannot be written in JSON. Past 2^53 an integral double is always
+            // written as its exact integer: "3.316666666666667e+17" reads back as the integer
+            // 331666666666666700, not the double's 331666666666666688.
+            let asInteger = integralDoubles == .asIntegers || abs(value) >= 9_007_199_254_740_992
+            if value.isFinite, asInteger, let exact = Int64(exactly: value) {
                 text += String(exact)
             } else {
                 text += value.isFinite ? "\(value)" : "null"
@@ -174,7 +175,7 @@ extension JSONValue {
             text += "["
             for (index, value) in values.enumerated() {
                 if index > 0 { text += "," }
-                value.write(into: &text)
+                value.write(into: &text, integralDoubles: integralDoubles)
             }
             text += "]"
         case .object(let object):
@@ -183,10 +184,19 @@ extension JSONValue {
                 if index > 0 { text += "," }
                 Self.writeString(member.key, into: &text)
                 text += ":"
-                member.value.write(into: &text)
+                member.value.write(into: &text, integralDoubles: integralDoubles)
             }
             text += "}"
         }
+    }
+
+    /// How `write(into:)` writes a double with no fractional part.
+    enum IntegralDoubles {
+        /// `15.0`: a hit's amount is sent as the app gave it.
+        case asDoubles
+        /// `15`, as `JSONEncoder` writes it: the visitor cache document's layout, read back as an
+        /// integer, so that a document written again is the same text.
+        case asIntegers
     }
 
     /// Appends `string` as a JSON string literal (the local server's `WireJSON` writes with it too).
