@@ -1,0 +1,514 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// The writer: the one owner of what was accepted and is not yet in the cache.
+///
+/// Accepting never blocks on I/O: a hit joins an in-memory ingress under a lock. Under continuous
+/// caching (and for hits awaited until `committed`), the store queue writes whatever has gathered,
+/// with the default visitor cache's waiting documents, in one transaction (group commit), then
+/// says so to whoever awaits durability; under periodic caching, hits wait in a bounded pool
+/// written at each interval. What the cache cannot take waits in memory, the oldest dropped past
+/// `memoryLimit`; the sender borrows from there too. The writer also expires old hits and erases
+/// a visitor's when consent is withdrawn, on the same queue, so after every write before them.
+final class HitWriter: Sendable {
+    struct Accepted {
+        let outgoing: OutgoingHit
+        /// Its cache document, made on the caller's thread for a hit; `nil` for an activate, made
+        /// by the writer: a flag read that reports an exposure does no more than it must.
+        let document: String?
+        let durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?
+
+        var hit: CachedHit {
+            document.map { CachedHit(outgoing, document: $0) } ?? CachedHit(outgoing)
+        }
+    }
+
+    /// What the writer counted, for the tracking statistics.
+    struct Counts: Sendable, Equatable {
+        var expired = 0
+        var evicted = 0
+        /// Refused past the ingress cap, or dropped past the memory bound.
+        var lost = 0
+    }
+
+    /// What was accepted and is not in the cache, when `close()` counts it.
+    struct Unwritten: Sendable, Equatable {
+        /// In the ingress, or in the group commit under way.
+        var uncommitted = 0
+        /// Held in memory: the periodic pool, or what the cache refused.
+        var inMemory = 0
+    }
+
+    private struct State {
+        /// Accepted, waiting for the next group commit.
+        var ingress = ChunkedQueue<Accepted>()
+        /// Hits the group commit under way is writing: neither in the ingress nor yet in the cache.
+        var writing = 0
+        /// Hits refused since the ingress reached its cap (logged when it starts, told when it ends).
+        var refusedAtCap = 0
+        var drainScheduled = false
+        /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
+        var unwritten: [OutgoingHit] = []
+        /// Ids of unwritten hits being sent, or being written to the cache: taken by one, left by the other.
+        var unwrittenInFlight: Set<String> = []
+        /// The cache refused the last write: later refusals are not logged again until it recovers.
+        var cacheWriteFailing = false
+        /// Hits dropped from memory since the cache began refusing writes, told when it recovers.
+        var droppedWhileFailing = 0
+        /// Deleting expired hits failed last time (logged once until it works again).
+        var expiryFailing = false
+        /// Writing visitor documents failed last time (logged once until it works again).
+        var visitorWritesFailing = false
+        /// Visitor documents went to a file deleted or replaced while open (logged once).
+        var visitorFileGoneLogged = false
+        /// Consent withdrawals whose deletion has not run yet, by visitor: how many, and the ids of
+        /// the visitor's hits accepted since, which the deletion must spare.
+        var purging: [String: (pending: Int, acceptedSince: Set<String>)] = [:]
+        var closed = false
+        var counts = Counts()
+    }
+
+    private typealias PendingDocument = (record: VisitorRecord, version: Int)
+
+    private let settings: TrackingManager.Settings
+    private let store: TrackingStore
+    private let clock: any SDKClock
+    private let logger: Logger
+    private let callbacks: DeliveryCallbacks
+    private let state = Locked(State())
+    /// Why a hit written to the cache is still not durable, when the store fell back to memory.
+    private let inMemoryOnly: String?
+    /// The default visitor cache's documents waiting for the group commit, and its store.
+    private let visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?
+    /// Told of hits now waiting to be sent (committed, or pooled): how many hits, and whether
+    /// there was an activate among them. The sender counts them toward its next batch.
+    private let ready: @Sendable (_ hits: Int, _ activate: Bool) -> Void
+
+    init(settings: TrackingManager.Settings, store: TrackingStore, clock: any SDKClock, logger: Logger,
+         callbacks: DeliveryCallbacks, visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?,
+         ready: @escaping @Sendable (_ hits: Int, _ activate: Bool) -> Void) {
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.callbacks = callbacks
+        self.visitorDocuments = visitorDocuments
+        self.ready = ready
+        inMemoryOnly = store.hits.keepsHitsOnDisk
+            ? nil : "the hit cache runs in memory, or its file can only be read: the hit would not survive a restart"
+    }
+
+    // MARK: Accepting
+
+    /// Takes a hit, or refuses it (closed, or nobody awaits it past the ingress cap); returns at
+    /// once. `durable` is told once the hit is committed (or pooled, under periodic caching).
+    func accept(_ hit: OutgoingHit, durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) -> Bool {
+        enum Next { case refused, overCap(first: Bool), drain, pooled(overflow: Bool), none }
+        // A hit to be committed at once goes through the group commit, as under continuous caching.
+        let pooled = settings.strategy == .PERIODIC_CACHING && !committed
+        // A hit's document is made here, on the caller's thread: the writer's one thread only
+        // writes. An activate's, on the writer: it comes from a flag read, which must not wait.
+        let document = pooled || hit.isActivate ? nil : hit.cacheDocumentText
+        let next = state.withLock { state -> Next in
+            guard !state.closed else { return .refused }
+            // Nobody waits for this hit, and the disk is far behind: refused, never waited for.
+            if durable == nil, !pooled, state.ingress.count >= settings.ingressCap {
+                state.refusedAtCap += 1
+                state.counts.lost += 1
+                return .overCap(first: state.refusedAtCap == 1)
+            }
+            if !state.purging.isEmpty, state.purging[hit.visitorId] != nil {
+                state.purging[hit.visitorId]?.acceptedSince.insert(hit.id)
+            }
+            guard pooled else {
+                state.ingress.append(Accepted(outgoing: hit, document: document, durable: durable))
+                guard !state.drainScheduled else { return .none }
+                state.drainScheduled = true
+                return .drain
+            }
+            state.unwritten.append(hit)
+            return .pooled(overflow: state.unwritten.count == settings.memoryLimit)
+        }
+        switch next {
+        case .refused:
+            logger.error("\(hit.type) hit not sent: the SDK was closed")
+            durable?(.failure(.closed))
+            return false
+        case .overCap(let first):
+            if first {
+                logger.error("Hits arrive faster than the hit cache takes them (\(settings.ingressCap) wait for it): hits nobody awaits are dropped, counted as lost, until it catches up; `try await sendHit` waits instead")
+            }
+            return false
+        case .drain:
+            store.async { [self] in drain() }
+        case .pooled(let overflow):
+            durable?(.success(()))
+            // A pool that outgrows memory is written before the interval.
+            if overflow { store.async { [self] in writeUnwritten() } }
+            ready(hit.isActivate ? 0 : 1, hit.isActivate)
+        case .none:
+            break
+        }
+        return true
+    }
+
+    /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
+    func writeVisitorDocumentsSoon() {
+        let schedule = state.withLock { state -> Bool in
+            guard !state.drainScheduled else { return false }
+            state.drainScheduled = true
+            return true
+        }
+        if schedule { store.async { [self] in drain() } }
+    }
+
+    /// No hit is taken any more; what was accepted is still written.
+    func close() {
+        state.withLock { $0.closed = true }
+    }
+
+    // MARK: Group commit (on the store queue)
+
+    /// Group commit: writes everything that gathered in the ingress, and the visitor documents
+    /// waiting, in one transaction, until both stay empty.
+    private func drain() {
+        // Documents whose write failed wait for the next interval, not for the next loop.
+        var documentsFailed = false
+        while true {
+            let (batch, refused) = state.withLock { state -> ([Accepted], Int) in
+                let batch = state.ingress.removeFirst(upTo: settings.ingressLimit)
+                state.writing = batch.count
+                if batch.isEmpty { state.drainScheduled = false }
+                // Room again: the refusals since the cap was reached are told, once.
+                let refused = state.ingress.count < settings.ingressCap ? state.refusedAtCap : 0
+                if refused > 0 { state.refusedAtCap = 0 }
+                return (batch, refused)
+            }
+            if refused > 0 {
+                logger.error("Hits waiting for the hit cache are below \(settings.ingressCap) again: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
+            }
+            let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
+            guard !batch.isEmpty || !documents.isEmpty else { return }
+            let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
+            if !documents.isEmpty {
+                documentsFailed = documentsError != nil
+                settle(documents, error: documentsError)
+            }
+            guard !batch.isEmpty else { continue }
+            let hits = batch.map(\.outgoing)
+            var outcome: Result<Void, FlagshipError> = .success(())
+            do {
+                let evicted = try saved.get()
+                if evicted > 0 {
+                    state.withLock { $0.counts.evicted += evicted }
+                    logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
+                }
+                if let inMemoryOnly { outcome = .failure(.hitNotCached(inMemoryOnly)) }
+                // What waited in memory for the cache goes in now, not at the next interval.
+                if cacheWritable() { writeUnwritten() }
+            } catch {
+                outcome = .failure(.hitNotCached(String(describing: error)))
+                keepInMemory(hits, notWritten: hits.count, becauseOf: error)
+            }
+            for accepted in batch { accepted.durable?(outcome) }
+            state.withLock { $0.writing = 0 }
+            ready(hits.count(where: { !$0.isActivate }), hits.contains(where: \.isActivate))
+        }
+    }
+
+    /// Writes hits and visitor documents: in one transaction when the hit queue is the `hits`
+    /// table of the visitors' store, else the documents first in a transaction of their own.
+    /// Returns the hits' outcome (how many were evicted) and the documents' error, if any.
+    private func write(_ hits: [CachedHit], documents: [PendingDocument]) -> (hits: Result<Int, any Error>, documents: (any Error)?) {
+        let queue = store.hits
+        guard let visitorDocuments, !documents.isEmpty else {
+            return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, nil)
+        }
+        let store = visitorDocuments.store
+        let records = documents.map(\.record)
+        let writeDocuments: (Connection) throws -> Void = { try store.visitors.save(records, in: $0) }
+        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
+            let saved = Result { try table.save(hits, alongside: writeDocuments) }
+            return (saved, saved.failure)
+        }
+        var documentsError: (any Error)?
+        do {
+            guard store.opening.readOnly == nil else {
+                throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written")
+            }
+            try store.database.write(writeDocuments)
+        } catch {
+            documentsError = error
+        }
+        return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documentsError)
+    }
+
+    /// The outcome of writing visitor documents: committed ones leave the pending set, failed
+    /// ones wait again (tried at each interval), logged when writes start and stop failing.
+    private func settle(_ documents: [PendingDocument], error: (any Error)?) {
+        guard let visitorDocuments else { return }
+        guard let error else {
+            visitorDocuments.pending.committed(documents)
+            let (recovered, fileGone) = state.withLock { state -> (Bool, Bool) in
+                defer { state.visitorWritesFailing = false }
+                let fileGone = !visitorDocuments.store.fileIsInPlace && !state.visitorFileGoneLogged
+                if fileGone { state.visitorFileGoneLogged = true }
+                return (state.visitorWritesFailing, fileGone)
+            }
+            if recovered { logger.info("Visitor documents can be written to the visitor cache again") }
+            if fileGone {
+                logger.error("Visitors cached from now on go to a database file that no longer exists (\(visitorDocuments.store.database.path) was deleted or moved while open): they will not survive a restart, which creates a new file")
+            }
+            return
+        }
+        visitorDocuments.pending.putBack(documents)
+        if state.withLock({ state in defer { state.visitorWritesFailing = true }; return !state.visitorWritesFailing }) {
+            logger.error("\(documents.count) visitor document(s) could not be written to the visitor cache (\(error)): the newest of each visitor waits in memory, read by lookups, and is tried again at each interval")
+        } else {
+            logger.debug("Visitor documents still could not be written: \(error)")
+        }
+    }
+
+    // MARK: What waits in memory
+
+    /// Hits the cache could not take: sent from memory, the oldest dropped past the limit (counted
+    /// as lost). Logged when the cache starts failing and when dropping starts, not per hit: a
+    /// full disk under a flood of hits must not flood the log too.
+    private func keepInMemory(_ hits: [OutgoingHit], notWritten: Int, becauseOf error: any Error) {
+        let (firstFailure, drop) = state.withLock { state -> (Bool, MemoryDrop) in
+            let firstFailure = !state.cacheWriteFailing
+            state.cacheWriteFailing = true
+            state.unwritten += hits
+            return (firstFailure, dropPastTheMemoryLimit(&state))
+        }
+        if firstFailure {
+            logger.error("\(notWritten) hit(s) could not be written to the hit cache (\(error)): they are kept in memory and sent, but would not survive a restart. Until the cache can be written again, hits wait in memory (at most \(settings.memoryLimit))")
+        } else {
+            logger.debug("\(notWritten) hit(s) kept in memory: the hit cache still cannot be written (\(error))")
+        }
+        forget(drop)
+    }
+
+    private struct MemoryDrop {
+        var ids: Set<String> = []
+        var first = false
+    }
+
+    /// While the cache refuses writes, keeps the `memoryLimit` newest hits in memory by dropping
+    /// the oldest (counted as lost). An old hit being sent is not dropped under the sender, nor
+    /// a newer one in its place: if its send fails, it is dropped when it is back.
+    private func dropPastTheMemoryLimit(_ state: inout State) -> MemoryDrop {
+        let excess = state.unwritten.count - settings.memoryLimit
+        guard state.cacheWriteFailing, excess > 0 else { return MemoryDrop() }
+        let dropped = Set(state.unwritten.prefix(excess).filter { !state.unwrittenInFlight.contains($0.id) }.map(\.id))
+        guard !dropped.isEmpty else { return MemoryDrop() }
+        state.unwritten.removeAll { dropped.contains($0.id) }
+        let first = state.droppedWhileFailing == 0
+        state.droppedWhileFailing += dropped.count
+        state.counts.lost += dropped.count
+        return MemoryDrop(ids: dropped, first: first)
+    }
+
+    /// A drop's activates lose their exposure callbacks; the drop is logged once when it starts.
+    private func forget(_ drop: MemoryDrop) {
+        guard !drop.ids.isEmpty else { return }
+        callbacks.forget(drop.ids)
+        if drop.first {
+            logger.error("The oldest hits kept in memory are being dropped: more than \(settings.memoryLimit) wait while the hit cache cannot be written")
+        } else {
+            logger.debug("\(drop.ids.count) more unsent hit(s) dropped from memory")
+        }
+    }
+
+    /// A write to the cache succeeded: if it was failing, says so (with what was dropped meanwhile).
+    /// Returns whether the cache just recovered.
+    private func cacheWritable() -> Bool {
+        guard let dropped = state.withLock({ state -> Int? in
+            guard state.cacheWriteFailing else { return nil }
+            defer { state.droppedWhileFailing = 0 }
+            state.cacheWriteFailing = false
+            return state.droppedWhileFailing
+        }) else { return false }
+        logger.info("The hit cache can be written again\(dropped > 0 ? ": \(dropped) unsent hit(s) were dropped meanwhile" : "")")
+        return true
+    }
+
+    /// The pool (and what the cache refused before) written to the cache, on the store queue.
+    private func writeUnwritten() {
+        // Taken (as in flight) while being written: a sender that took them from memory meanwhile
+        // would send hits that are then also in the cache, unclaimed, and sent a second time.
+        let pending = state.withLock { state in
+            let pending = state.unwritten.filter { !state.unwrittenInFlight.contains($0.id) }
+            state.unwrittenInFlight.formUnion(pending.map(\.id))
+            return pending
+        }
+        guard !pending.isEmpty else { return }
+        let written = Set(pending.map(\.id))
+        do {
+            let evicted = try store.hits.save(pending.map(CachedHit.init))
+            state.withLock { state in
+                state.unwritten.removeAll { written.contains($0.id) }
+                state.unwrittenInFlight.subtract(written)
+                state.counts.evicted += evicted
+            }
+            if evicted > 0 { logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)") }
+            _ = cacheWritable()
+        } catch {
+            state.withLock { $0.unwrittenInFlight.subtract(written) }
+            keepInMemory([], notWritten: pending.count, becauseOf: error)
+        }
+    }
+
+    /// Up to `limit` hits for `endpoint` waiting in memory, lent to the sender: neither written
+    /// nor lent again until `giveBack`.
+    func borrow(_ endpoint: HitEndpoint, limit: Int) -> [OutgoingHit] {
+        guard limit > 0 else { return [] }
+        return state.withLock { state -> [OutgoingHit] in
+            var taken: [OutgoingHit] = []
+            for hit in state.unwritten where taken.count < limit
+                && hit.isActivate == (endpoint == .activate) && !state.unwrittenInFlight.contains(hit.id) {
+                taken.append(hit)
+            }
+            state.unwrittenInFlight.formUnion(taken.map(\.id))
+            return taken
+        }
+    }
+
+    /// The sender's outcome for hits it sent: those `done` (delivered or refused) leave memory,
+    /// the borrowed ones are back, and count toward the memory bound again.
+    func giveBack(_ borrowed: [OutgoingHit], done: Set<String>) {
+        let drop = state.withLock { state -> MemoryDrop in
+            if !done.isEmpty { state.unwritten.removeAll { done.contains($0.id) } }
+            state.unwrittenInFlight.subtract(borrowed.map(\.id))
+            return dropPastTheMemoryLimit(&state)
+        }
+        forget(drop)
+    }
+
+    /// Writes what waits in memory now (a periodic batch that failed to send), on the store queue.
+    func writePool() async {
+        await store.run { [self] in writeUnwritten() }
+    }
+
+    // MARK: Each interval, at start and at close (on the store queue)
+
+    /// Each interval: the periodic pool written, visitor documents a failed write put back tried
+    /// again, expired hits deleted.
+    func tick() async {
+        await store.run { [self] in
+            writeUnwritten()
+            if visitorDocuments?.pending.isEmpty == false { drain() }
+            _ = deleteExpired()
+        }
+    }
+
+    /// At close, on the store queue: the pool written, and a last try for visitor documents.
+    func writeBeforeClosing() {
+        writeUnwritten()
+        if visitorDocuments?.pending.isEmpty == false { drain() }
+    }
+
+    /// Deletes the hits past their lifetime, logging how many; returns how many (on the store queue).
+    func deleteExpired() -> Int {
+        let boundary = clock.now().unixMilliseconds - Int64((settings.hitLifetime * 1000).rounded())
+        var expired = 0
+        do {
+            expired = try store.hits.deleteExpired(createdBefore: boundary)
+            if state.withLock({ state in defer { state.expiryFailing = false }; return state.expiryFailing }) {
+                logger.info("Expired hits can be deleted again")
+            }
+        } catch {
+            // Tried at every interval: a disk that stays full must not add a line each time.
+            if state.withLock({ state in defer { state.expiryFailing = true }; return !state.expiryFailing }) {
+                logger.error("Expired hits could not be deleted (\(error)): tried again at each interval, logged again once it works")
+            } else {
+                logger.debug("Expired hits still could not be deleted: \(error)")
+            }
+        }
+        let inMemory = state.withLock { state -> Int in
+            let before = state.unwritten.count
+            state.unwritten.removeAll { $0.createdAt < boundary && !state.unwrittenInFlight.contains($0.id) }
+            return before - state.unwritten.count
+        }
+        expired += inMemory
+        if expired > 0 {
+            state.withLock { $0.counts.expired += expired }
+            logger.warning("Deleted \(expired) unsent hit(s) older than \(TrackingManager.describe(settings.hitLifetime))")
+        }
+        return expired
+    }
+
+    // MARK: Consent withdrawn
+
+    func purge(visitorId: String) {
+        state.withLock { state in
+            state.unwritten.removeAll { $0.visitorId == visitorId && !$0.isConsentHit && !state.unwrittenInFlight.contains($0.id) }
+            state.purging[visitorId, default: (0, [])].pending += 1
+        }
+        // The deletion runs after the writes queued before it, but a group commit under way may
+        // also write hits accepted after this call (consent given again at once): those are spared.
+        store.async { [self] in
+            let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
+            do {
+                let deleted = try erase(visitorId: visitorId, keeping: spared)
+                if deleted > 0 { logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of visitor '\(visitorId)'") }
+            } catch {
+                logger.error("Data of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
+            }
+            state.withLock { state in
+                state.purging[visitorId]?.pending -= 1
+                if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
+            }
+        }
+    }
+
+    /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
+    /// default visitor cache, its row: one transaction when both are tables of one store. Runs on
+    /// the store queue, so after any group commit that took the visitor's last document.
+    private func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        let queue = store.hits
+        guard let store = visitorDocuments?.store, store.opening.readOnly == nil else {
+            return try queue.purge(visitorId: visitorId, keeping: keeping)
+        }
+        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
+            return try table.purge(visitorId: visitorId, keeping: keeping) { try store.visitors.delete(visitorId: visitorId, in: $0) }
+        }
+        try store.visitors.delete(visitorId: visitorId)
+        return try queue.purge(visitorId: visitorId, keeping: keeping)
+    }
+
+    // MARK: Counting
+
+    var counts: Counts {
+        state.withLock { $0.counts }
+    }
+
+    /// What was accepted and is not in the cache; `lost` adds to the writer's lost count.
+    func unwritten() -> Unwritten {
+        state.withLock { Unwritten(uncommitted: $0.ingress.count + $0.writing, inMemory: $0.unwritten.count) }
+    }
+
+    /// At close: hits that will not reach the cache in this run, counted as lost.
+    func countLost(_ count: Int) {
+        guard count > 0 else { return }
+        state.withLock { $0.counts.lost += count }
+    }
+
+    /// Entries in the ingress, in memory, and consent withdrawals not yet run.
+    var footprint: (ingress: Int, unwritten: Int, purging: Int) {
+        state.withLock { ($0.ingress.count, $0.unwritten.count, $0.purging.count) }
+    }
+
+    /// Visitor documents still waiting for the visitor cache.
+    var unsavedVisitorDocuments: Int {
+        visitorDocuments?.pending.count ?? 0
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -1,0 +1,85 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import Logging
+import XCTest
+
+@testable import Flagship
+
+/// The tracking manager's lifecycle is structured: one task from `start()`, whose children are the
+/// sender's loop, the batch timer and the backoff wake, ends with `close()` (or with the manager,
+/// when it is dropped unclosed); nothing it set going outlives it.
+final class TrackingLifecycleTests: TrackingTestCase {
+    func testCloseEndsTheLifecycleTaskWhileABackoffWakeAndTheTimerWait() async throws {
+        server.injectFault(.status(500), on: .events, share: .every)
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+        // The send failed: the wake waits for the backoff gate, the timer for the interval.
+        try await waitForSleepers(2)
+        let task = try XCTUnwrap(flagship.currentRuntime?.tracking.lifecycleTask)
+
+        // The clock never moves: nothing here waits for a deadline.
+        await flagship.close()
+
+        try await ended(task)
+        XCTAssertEqual(clock.pendingSleepers, 0, "no wait is left armed on the SDK's clock")
+        XCTAssertEqual(Set(try storedClickLabels()), ["hit-1"], "the unsent hit stays in the store")
+    }
+
+    func testCloseDuringASendEndsTheLifecycleTaskAtTheDeadline() async throws {
+        server.injectFault(.latency(.seconds(30)), on: .events, share: .every)
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+        _ = try await server.waitForRequests(route: .events, count: 1)
+        let tracking = try XCTUnwrap(flagship.currentRuntime?.tracking)
+        let task = try XCTUnwrap(tracking.lifecycleTask)
+
+        let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
+        let sendsUntil = deadline.addingTimeInterval(-1)
+        let closing = Task { await tracking.close(until: deadline) }
+        // close() waits for the send until a second before its deadline, on the SDK's clock.
+        try await waitUntil("close() waits for the send on the clock") { clock.hasSleeper(until: sendsUntil) }
+        clock.advance(by: sendsUntil.timeIntervalSince(clock.now()))
+        await closing.value
+
+        try await ended(task)
+    }
+
+    func testAManagerDroppedWithoutCloseEndsItsTask() async throws {
+        let events = EventsClient(envId: "env", apiKey: "key", decisionBaseURL: Self.deadURL, eventsBaseURL: Self.deadURL,
+                                  timeout: 1, transport: URLSessionTransport())
+        let queue = DelegateHitQueue(delegate: ConfinedDelegate(EmptyHitCache(), label: "test.hits"), capacity: 100,
+                                     lookupTimeout: 1, logger: Logger(label: "test"))
+        var manager: TrackingManager? = TrackingManager(queue: queue, events: events, settings: TrackingManager.Settings(),
+                                                        clock: clock, logger: Logger(label: "test"))
+        manager?.start()
+        let task = try XCTUnwrap(manager?.lifecycleTask)
+        try await waitForSleepers(1)
+
+        weak let dropped = manager
+        manager = nil
+
+        XCTAssertNil(dropped, "nothing the manager started holds it")
+        try await ended(task)
+    }
+
+    /// Waits for `task` to end, failing after 5 s of wall time (its own waits are on the test's clock).
+    private func ended(_ task: Task<Void, Never>, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let done = Locked(false)
+        let waiter = Task {
+            await task.value
+            done.withLock { $0 = true }
+        }
+        try await waitUntil("the lifecycle task ended", timeout: 5) { done.withLock { $0 } }
+        waiter.cancel()
+    }
+}
+
+private struct EmptyHitCache: FSHitCacheDelegate {
+    func cacheHits(hits: [String: [String: Any]]) {}
+    func lookupHits() -> [String: [String: Any]] { [:] }
+    func flushHits(hitIds: [String]) {}
+    func flushAllHits() {}
+}
