@@ -2,18 +2,14 @@ import CSQLite
 import Foundation
 
 /// An open Flagship store: one SQLite file (or an in-memory database), migrated to the latest
-/// schema, and the record stores over its tables.
+/// schema. Its tables are reached from the connection of a transaction it opens:
+/// `try store.read { try $0.visitors.visitor(id: id) }`, `try store.write { try $0.hits.insert(records) }`.
 package final class FlagshipDatabase: Sendable {
     package let database: Database
     /// The schema version of the file once opened.
     package let schemaVersion: Int
     /// What opening did: created, upgraded, or replaced a damaged file.
     package let opening: Opening
-
-    package let visitors: VisitorRecordStore
-    package let hits: HitRecordStore
-    package let bucketing: BucketingRecordStore
-    package let state: StateRecordStore
     /// This session's marker in `sdk_state`, deleted by a clean `close()`.
     private let sessionKey: String?
     /// The device and inode of the file when it was opened (`nil` in memory): an open connection
@@ -77,10 +73,43 @@ package final class FlagshipDatabase: Sendable {
             let path = database.path
             database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
         }
-        visitors = VisitorRecordStore(database: database)
-        hits = HitRecordStore(database: database)
-        bucketing = BucketingRecordStore(database: database)
-        state = StateRecordStore(database: database)
+    }
+
+    // MARK: - Transactions
+
+    /// `Database.read`: `body` runs in one deferred transaction, its reads one snapshot.
+    package func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try database.read(body)
+    }
+
+    /// `Database.write`: `body` runs in one write transaction, committed whole or not at all.
+    @discardableResult
+    package func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try database.write(body)
+    }
+
+    /// `Database.read` from async code: on the store's own serial queue.
+    package func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await database.read(body)
+    }
+
+    /// `Database.write` from async code: on the store's own serial queue.
+    @discardableResult
+    package func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await database.write(body)
+    }
+
+    /// Every hit, oldest first, read in pages of `pageSize`, each page in a read transaction of
+    /// its own: `body` sees one page at a time, outside any transaction, so memory stays bounded
+    /// and no lock is held while it runs.
+    package func forEachHitPage(pageSize: Int = 500, _ body: ([HitRecord]) throws -> Void) throws {
+        var cursor: HitCursor?
+        while true {
+            let records = try read { try $0.hits.page(after: cursor, limit: max(1, pageSize)) }
+            guard let last = records.last else { return }
+            try body(records)
+            cursor = HitCursor(createdAt: last.createdAt, id: last.id)
+        }
     }
 
     /// Opens (creating it if needed) the database at `url` and applies the missing migrations.
@@ -461,7 +490,7 @@ package final class FlagshipDatabase: Sendable {
             let outcome = try migrator.migrate(database, now: now)
             let beginSession = {
                 try database.write { connection -> String? in
-                    try HitRecordStore(database: database).recount(in: connection)
+                    try connection.hits.recount()
                     guard let findings else { return nil }
                     try checkSchema(connection, migrated: outcome.fromVersion < outcome.toVersion, now: now().unixMilliseconds)
                     return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
@@ -544,7 +573,7 @@ package final class FlagshipDatabase: Sendable {
         }
         let objects = try connection.query("SELECT name FROM sqlite_master ORDER BY name").compactMap { $0[0].text }
         let value = ([try schemaHash(connection, objects: objects)] + objects).joined(separator: "\n")
-        try StateRecordStore.setValue(value, forKey: key, now: now, in: connection)
+        try connection.state.setValue(value, forKey: key, now: now)
     }
 
     /// FNV-1a 64 of the definitions of `objects`, in that order (a missing one counts as such).

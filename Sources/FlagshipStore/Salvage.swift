@@ -71,9 +71,9 @@ package struct Salvage: Sendable, Equatable {
                     salvage.rowsRefused += 1
                 }
             }
-            try HitRecordStore(database: store).recount(in: connection)
+            try connection.hits.recount()
             let note = "\(salvage.hitsCopied) hits, \(salvage.visitorsCopied) visitors from \(damaged.path)"
-            try StateRecordStore.setValue(note, forKey: stateKey(damaged), now: now.unixMilliseconds, in: connection)
+            try connection.state.setValue(note, forKey: stateKey(damaged), now: now.unixMilliseconds)
         }
         return salvage
     }

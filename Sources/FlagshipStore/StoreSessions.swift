@@ -54,7 +54,7 @@ enum StoreSessions {
             try connection.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)])
         }
         if findings.reasonForFullCheck != nil || findings.isNew {
-            try StateRecordStore.setValue(String(now), forKey: checkedKey, now: now, in: connection)
+            try connection.state.setValue(String(now), forKey: checkedKey, now: now)
         }
         let token = UUID().uuidString.prefix(8).lowercased()
         let key = "\(keyPrefix)\(getpid()).\(token)"

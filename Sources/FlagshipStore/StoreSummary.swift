@@ -1,8 +1,8 @@
 /// What a store holds, in counts and times, without any document: what `flagship db inspect` shows.
 ///
-/// Read through the record stores, one query each, so not from a single snapshot: a file that
-/// another process is writing may change between two reads. The hit total is the sum of the
-/// counts by type, so those two always agree.
+/// Read through the record stores in the caller's read transaction, so from a single snapshot: a
+/// file that another process is writing meanwhile gives counts that agree with each other. The
+/// hit total is the sum of the counts by type.
 package struct StoreSummary: Sendable, Equatable {
     package let schemaVersion: Int
     package let visitorCount: Int
@@ -17,13 +17,14 @@ package struct StoreSummary: Sendable, Equatable {
     /// One summary per stored bucketing file, by env id.
     package let bucketing: [BucketingRecordStore.Summary]
 
-    package init(of database: FlagshipDatabase) throws {
+    /// - Parameter db: the connection of a read transaction of `database`.
+    package init(of database: FlagshipDatabase, in db: Connection) throws {
         schemaVersion = database.schemaVersion
-        visitorCount = try database.visitors.count()
-        hitCountByType = try database.hits.countByType()
+        visitorCount = try db.visitors.count()
+        hitCountByType = try db.hits.countByType()
         hitCount = hitCountByType.values.reduce(0, +)
-        deadLetterCount = try database.hits.deadLetterCount()
-        oldestHitCreatedAt = try database.hits.oldestCreatedAt()
-        bucketing = try database.bucketing.summaries()
+        deadLetterCount = try db.hits.deadLetterCount()
+        oldestHitCreatedAt = try db.hits.oldestCreatedAt()
+        bucketing = try db.bucketing.summaries()
     }
 }

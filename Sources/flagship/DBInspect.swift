@@ -23,11 +23,15 @@ struct DBInspect: ParsableCommand {
     func run() throws {
         let store = try database.openForInspection()
         defer { store.close() }
-        let summary = try StoreSummary(of: store)
+        // The counts and the bucketing files from one snapshot.
+        let (summary, documents) = try store.read { db in
+            let summary = try StoreSummary(of: store, in: db)
+            return (summary, try summary.bucketing.map { try db.bucketing.file(envId: $0.envId)?.document })
+        }
         let now = Date()
         let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
-        let files = try summary.bucketing.map { file in
-            StoredBucketingFile(summary: file, now: now, document: try store.bucketing.file(envId: file.envId)?.document)
+        let files = zip(summary.bucketing, documents).map { file, document in
+            StoredBucketingFile(summary: file, now: now, document: document)
         }
         if json {
             try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge, bucketing: files))

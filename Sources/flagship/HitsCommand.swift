@@ -32,7 +32,8 @@ struct HitsCommand: ParsableCommand {
     func run() throws {
         let store = try database.openForInspection()
         defer { store.close() }
-        let hits = try store.hits.page(limit: limit)
+        // The page and the total from one snapshot.
+        let (hits, total) = try store.read { db in (try db.hits.page(limit: limit), try db.hits.count()) }
         let documents = hits.map(Self.cachedDocument)
         let now = Date()
         if json {
@@ -45,7 +46,6 @@ struct HitsCommand: ParsableCommand {
         }
         let header = ["ID", "TYPE", "VISITOR", "AGE", "ATTEMPTS", "NEXT TRY", "CLAIMED BY", "CONTENT"]
         print(Output.table([header] + zip(hits, documents).map { textRow($0, $1, now: now) }))
-        let total = try store.hits.count()
         if total > hits.count {
             print("the \(hits.count) oldest of \(total) hits (--limit to see more)")
         }

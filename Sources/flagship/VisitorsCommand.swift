@@ -22,7 +22,7 @@ struct VisitorsCommand: ParsableCommand {
     func run() throws {
         let store = try database.openForInspection()
         defer { store.close() }
-        let visitors = try store.visitors.visitors()
+        let visitors = try store.read { try $0.visitors.visitors() }
         let documents = visitors.map(Self.cachedDocument)
         if json {
             try Output.printJSON(visitors.map(jsonRow))

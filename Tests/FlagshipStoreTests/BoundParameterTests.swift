@@ -40,14 +40,14 @@ final class BoundParameterTests: StoreTestCase {
             )
         }
 
-        for record in records { try store.visitors.save(record) }
+        for record in records { try store.write { try $0.visitors.save(record) } }
 
         for record in records {
-            XCTAssertEqual(try store.visitors.visitor(id: record.visitorId), record)
+            XCTAssertEqual(try store.read { try $0.visitors.visitor(id: record.visitorId) }, record)
         }
-        XCTAssertEqual(try store.visitors.visitors(), records.reversed())
-        XCTAssertTrue(try store.visitors.delete(visitorId: "'); DROP TABLE hits; --"))
-        XCTAssertEqual(try store.visitors.count(), Self.hostileStrings.count - 1)
+        XCTAssertEqual(try store.read { try $0.visitors.visitors() }, records.reversed())
+        XCTAssertTrue(try store.write { try $0.visitors.delete(visitorId: "'); DROP TABLE hits; --") })
+        XCTAssertEqual(try store.read { try $0.visitors.count() }, Self.hostileStrings.count - 1)
     }
 
     func testHostileHitIdsAndDocumentsRoundTripUnchangedAndDeleteMatchesThemExactly() throws {
@@ -58,9 +58,9 @@ final class BoundParameterTests: StoreTestCase {
             )
         }
 
-        try store.hits.insert(records)
+        try store.write { try $0.hits.insert(records) }
 
-        XCTAssertEqual(try store.hits.all(), records)
+        XCTAssertEqual(try store.read { try $0.hits.all() }, records)
         for record in records {
             // The documents are JSON whose strings the shell's JSON functions read back whole.
             let label = try store.database.read {
@@ -69,12 +69,12 @@ final class BoundParameterTests: StoreTestCase {
             XCTAssertEqual(label, .text(record.visitorId))
         }
 
-        try store.hits.recordFailedAttempt(ids: records.map(\.id))
-        XCTAssertEqual(try store.hits.all().map(\.attempts), Array(repeating: 1, count: records.count))
+        try store.write { try $0.hits.recordFailedAttempt(ids: records.map(\.id)) }
+        XCTAssertEqual(try store.read { try $0.hits.all() }.map(\.attempts), Array(repeating: 1, count: records.count))
 
-        XCTAssertEqual(try store.hits.delete(ids: ["'); DROP TABLE hits; --:0", "中文 日本語 한국어:7"]), 2)
-        XCTAssertEqual(try store.hits.deleteHits(visitorId: "🚀 👩‍💻 🇫🇷", keepingConsentHits: true), 1)
-        XCTAssertEqual(try store.hits.allIds(), records.map(\.id).filter {
+        XCTAssertEqual(try store.write { try $0.hits.delete(ids: ["'); DROP TABLE hits; --:0", "中文 日本語 한국어:7"]) }, 2)
+        XCTAssertEqual(try store.write { try $0.hits.deleteHits(visitorId: "🚀 👩‍💻 🇫🇷", keepingConsentHits: true) }, 1)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, records.map(\.id).filter {
             !["'); DROP TABLE hits; --:0", "中文 日本語 한국어:7", "🚀 👩‍💻 🇫🇷:6"].contains($0)
         })
     }
@@ -84,46 +84,46 @@ final class BoundParameterTests: StoreTestCase {
             BucketingRecord(envId: text, document: json(["campaigns": [text]]), lastModified: text, downloadedAt: Int64(index))
         }
 
-        for record in records { try store.bucketing.save(record) }
+        for record in records { try store.write { try $0.bucketing.save(record) } }
 
         for record in records {
-            XCTAssertEqual(try store.bucketing.file(envId: record.envId), record)
+            XCTAssertEqual(try store.read { try $0.bucketing.file(envId: record.envId) }, record)
         }
-        XCTAssertEqual(Set(try store.bucketing.summaries().map(\.envId)), Set(Self.hostileStrings))
+        XCTAssertEqual(Set(try store.read { try $0.bucketing.summaries() }.map(\.envId)), Set(Self.hostileStrings))
     }
 
     func testHostileStateKeysAndValuesRoundTripUnchanged() throws {
         for text in Self.hostileStrings {
-            try store.state.setValue(text, forKey: text, now: 1)
+            try store.write { try $0.state.setValue(text, forKey: text, now: 1) }
         }
 
         for text in Self.hostileStrings {
-            XCTAssertEqual(try store.state.value(forKey: text), text)
-            XCTAssertEqual(try store.state.valueInsertingIfAbsent("other", forKey: text, now: 2), text)
+            XCTAssertEqual(try store.read { try $0.state.value(forKey: text) }, text)
+            XCTAssertEqual(try store.write { try $0.state.valueInsertingIfAbsent("other", forKey: text, now: 2) }, text)
         }
-        try store.state.removeValue(forKey: "'); DROP TABLE hits; --")
-        XCTAssertEqual(try store.state.all().count, Self.hostileStrings.count - 1)
+        try store.write { try $0.state.removeValue(forKey: "'); DROP TABLE hits; --") }
+        XCTAssertEqual(try store.read { try $0.state.all() }.count, Self.hostileStrings.count - 1)
     }
 
     func testTextWithANulCharacterRoundTripsWhole() throws {
         let visitorId = "before\u{0}after"
-        try store.visitors.save(.sample(visitorId))
-        try store.state.setValue("value\u{0}tail", forKey: "key\u{0}tail", now: 1)
+        try store.write { try $0.visitors.save(.sample(visitorId)) }
+        try store.write { try $0.state.setValue("value\u{0}tail", forKey: "key\u{0}tail", now: 1) }
 
-        XCTAssertEqual(try store.visitors.visitors().map(\.visitorId), [visitorId])
-        XCTAssertNil(try store.visitors.visitor(id: "before"), "a NUL must not cut an id short")
-        XCTAssertEqual(try store.state.value(forKey: "key\u{0}tail"), "value\u{0}tail")
-        XCTAssertNil(try store.state.value(forKey: "key"))
+        XCTAssertEqual(try store.read { try $0.visitors.visitors() }.map(\.visitorId), [visitorId])
+        XCTAssertNil(try store.read { try $0.visitors.visitor(id: "before") }, "a NUL must not cut an id short")
+        XCTAssertEqual(try store.read { try $0.state.value(forKey: "key\u{0}tail") }, "value\u{0}tail")
+        XCTAssertNil(try store.read { try $0.state.value(forKey: "key") })
     }
 
     func testHitWithANulCharacterInItsIdIsDeletedById() throws {
         let nul = HitRecord.sample("one", visitorId: "before\u{0}after")
-        try store.hits.insert([nul, .sample("two", visitorId: "before")])
+        try store.write { try $0.hits.insert([nul, .sample("two", visitorId: "before")]) }
 
-        XCTAssertEqual(try store.hits.allIds(), ["before\u{0}after:one", "before:two"]) // NUL sorts first
-        try store.hits.recordFailedAttempt(ids: [nul.id])
-        XCTAssertEqual(try store.hits.all().map(\.attempts), [1, 0])
-        XCTAssertEqual(try store.hits.delete(ids: [nul.id]), 1)
-        XCTAssertEqual(try store.hits.allIds(), ["before:two"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["before\u{0}after:one", "before:two"]) // NUL sorts first
+        try store.write { try $0.hits.recordFailedAttempt(ids: [nul.id]) }
+        XCTAssertEqual(try store.read { try $0.hits.all() }.map(\.attempts), [1, 0])
+        XCTAssertEqual(try store.write { try $0.hits.delete(ids: [nul.id]) }, 1)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["before:two"])
     }
 }

@@ -17,33 +17,33 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         let file = BucketingRecord(envId: "env-1", document: #"{"campaigns":[{"id":"c1","type":"ab"}],"panic":false}"#,
                                    lastModified: "Thu, 21 Nov 2024 06:00:00 GMT", downloadedAt: fixedNowMilliseconds)
 
-        try store.bucketing.save(file)
+        try store.write { try $0.bucketing.save(file) }
 
-        XCTAssertEqual(try store.bucketing.file(envId: "env-1"), file)
+        XCTAssertEqual(try store.read { try $0.bucketing.file(envId: "env-1") }, file)
     }
 
     func testSavingAgainForTheSameEnvironmentReplacesTheFile() throws {
-        try store.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: "Wed, 20 Nov 2024 06:00:00 GMT", downloadedAt: 1))
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: "Wed, 20 Nov 2024 06:00:00 GMT", downloadedAt: 1)) }
         let newer = BucketingRecord(envId: "env-1", document: #"{"campaigns":[],"panic":true}"#, lastModified: nil, downloadedAt: 2)
 
-        try store.bucketing.save(newer)
+        try store.write { try $0.bucketing.save(newer) }
 
-        XCTAssertEqual(try store.bucketing.file(envId: "env-1"), newer)
-        XCTAssertEqual(try store.bucketing.summaries().count, 1)
+        XCTAssertEqual(try store.read { try $0.bucketing.file(envId: "env-1") }, newer)
+        XCTAssertEqual(try store.read { try $0.bucketing.summaries() }.count, 1)
     }
 
     func testFileOfAnEnvironmentNeverSavedIsNil() throws {
-        try store.bucketing.save(BucketingRecord(envId: "env-1", document: "{}", lastModified: nil, downloadedAt: 1))
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-1", document: "{}", lastModified: nil, downloadedAt: 1)) }
 
-        XCTAssertNil(try store.bucketing.file(envId: "env-2"))
+        XCTAssertNil(try store.read { try $0.bucketing.file(envId: "env-2") })
     }
 
     func testSummariesListEachEnvironmentByIdWithItsSizeInBytes() throws {
         let accented = #"{"name":"café"}"# // é is two bytes in UTF-8
-        try store.bucketing.save(BucketingRecord(envId: "env-b", document: accented, lastModified: nil, downloadedAt: 20))
-        try store.bucketing.save(BucketingRecord(envId: "env-a", document: "{}", lastModified: "Thu, 21 Nov 2024 06:00:00 GMT", downloadedAt: 10))
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-b", document: accented, lastModified: nil, downloadedAt: 20)) }
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-a", document: "{}", lastModified: "Thu, 21 Nov 2024 06:00:00 GMT", downloadedAt: 10)) }
 
-        let summaries = try store.bucketing.summaries()
+        let summaries = try store.read { try $0.bucketing.summaries() }
 
         XCTAssertEqual(summaries.map(\.envId), ["env-a", "env-b"])
         XCTAssertEqual(summaries.map(\.lastModified), ["Thu, 21 Nov 2024 06:00:00 GMT", nil])
@@ -52,55 +52,55 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
     }
 
     func testBucketingFileThatIsNotJSONIsRejected() throws {
-        XCTAssertThrowsError(try store.bucketing.save(BucketingRecord(envId: "env-1", document: "<html>502</html>", lastModified: nil, downloadedAt: 1))) { error in
+        XCTAssertThrowsError(try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-1", document: "<html>502</html>", lastModified: nil, downloadedAt: 1)) }) { error in
             XCTAssertEqual(sqliteError(error)?.extendedCode, 275) // SQLITE_CONSTRAINT_CHECK
         }
-        XCTAssertNil(try store.bucketing.file(envId: "env-1"))
+        XCTAssertNil(try store.read { try $0.bucketing.file(envId: "env-1") })
     }
 
     // MARK: - State
 
     func testStateValueIsReadBackAndReplaced() throws {
-        try store.state.setValue("0", forKey: "first_init", now: 1)
-        XCTAssertEqual(try store.state.value(forKey: "first_init"), "0")
+        try store.write { try $0.state.setValue("0", forKey: "first_init", now: 1) }
+        XCTAssertEqual(try store.read { try $0.state.value(forKey: "first_init") }, "0")
 
-        try store.state.setValue("1", forKey: "first_init", now: 2)
+        try store.write { try $0.state.setValue("1", forKey: "first_init", now: 2) }
 
-        XCTAssertEqual(try store.state.value(forKey: "first_init"), "1")
+        XCTAssertEqual(try store.read { try $0.state.value(forKey: "first_init") }, "1")
         XCTAssertEqual(try store.database.integer("SELECT updated_at FROM sdk_state WHERE key = 'first_init'"), 2)
     }
 
     func testStateKeyNeverSetIsNil() throws {
-        XCTAssertNil(try store.state.value(forKey: "anonymous_id"))
+        XCTAssertNil(try store.read { try $0.state.value(forKey: "anonymous_id") })
     }
 
     func testRemovedStateValueIsNilAndRemovingAnAbsentKeyIsFine() throws {
-        try store.state.setValue("anon-1", forKey: "anonymous_id", now: 1)
-        try store.state.setValue("1", forKey: "first_init", now: 1)
+        try store.write { try $0.state.setValue("anon-1", forKey: "anonymous_id", now: 1) }
+        try store.write { try $0.state.setValue("1", forKey: "first_init", now: 1) }
 
-        try store.state.removeValue(forKey: "anonymous_id")
-        try store.state.removeValue(forKey: "never_set")
+        try store.write { try $0.state.removeValue(forKey: "anonymous_id") }
+        try store.write { try $0.state.removeValue(forKey: "never_set") }
 
-        XCTAssertNil(try store.state.value(forKey: "anonymous_id"))
-        XCTAssertEqual(try store.state.value(forKey: "first_init"), "1")
+        XCTAssertNil(try store.read { try $0.state.value(forKey: "anonymous_id") })
+        XCTAssertEqual(try store.read { try $0.state.value(forKey: "first_init") }, "1")
     }
 
     func testValueInsertingIfAbsentKeepsTheFirstValueStored() throws {
-        let first = try store.state.valueInsertingIfAbsent("anon-1", forKey: "anonymous_id", now: 1)
-        let second = try store.state.valueInsertingIfAbsent("anon-2", forKey: "anonymous_id", now: 2)
+        let first = try store.write { try $0.state.valueInsertingIfAbsent("anon-1", forKey: "anonymous_id", now: 1) }
+        let second = try store.write { try $0.state.valueInsertingIfAbsent("anon-2", forKey: "anonymous_id", now: 2) }
 
         XCTAssertEqual(first, "anon-1")
         XCTAssertEqual(second, "anon-1")
-        XCTAssertEqual(try store.state.value(forKey: "anonymous_id"), "anon-1")
+        XCTAssertEqual(try store.read { try $0.state.value(forKey: "anonymous_id") }, "anon-1")
         XCTAssertEqual(try store.database.integer("SELECT updated_at FROM sdk_state WHERE key = 'anonymous_id'"), 1)
     }
 
     func testAllStateIsListedByKey() throws {
-        try store.state.setValue("b-value", forKey: "b", now: 1)
-        try store.state.setValue("a-value", forKey: "a", now: 1)
-        try store.state.setValue("c-value", forKey: "c", now: 1)
+        try store.write { try $0.state.setValue("b-value", forKey: "b", now: 1) }
+        try store.write { try $0.state.setValue("a-value", forKey: "a", now: 1) }
+        try store.write { try $0.state.setValue("c-value", forKey: "c", now: 1) }
 
-        let all = try store.state.all()
+        let all = try store.read { try $0.state.all() }
 
         XCTAssertEqual(all.map(\.key), ["a", "b", "c"])
         XCTAssertEqual(all.map(\.value), ["a-value", "b-value", "c-value"])

@@ -7,7 +7,7 @@ import FlagshipStore
 /// duplicate nothing.
 final class ConcurrencyTests: StoreTestCase {
     func testEightThreadsInsertingAndDeletingOnOneDatabaseLoseAndDuplicateNothing() throws {
-        let hits = try openStore().hits
+        let store = try openStore()
         let deadline = ContinuousClock.now + .seconds(2)
         let outcomes = Locked([WorkerOutcome](repeating: WorkerOutcome(), count: 8))
 
@@ -18,13 +18,13 @@ final class ConcurrencyTests: StoreTestCase {
                     let round = outcome.rounds
                     // Equal creation times across workers: paging must break the ties by id.
                     let batch = (0..<10).map { HitRecord.sample("w\(worker)-r\(round)-\($0)", visitorId: "worker-\(worker)", createdAt: Int64(round)) }
-                    try hits.insert(batch)
+                    try store.write { try $0.hits.insert(batch) }
                     let doomed = stride(from: 0, to: 10, by: 3).map { batch[$0].id }
-                    let deleted = try hits.delete(ids: doomed + ["worker-\(worker):never-inserted"])
+                    let deleted = try store.write { try $0.hits.delete(ids: doomed + ["worker-\(worker):never-inserted"]) }
                     if deleted != doomed.count { outcome.problems.append("round \(round) deleted \(deleted) of \(doomed.count)") }
                     outcome.remaining.formUnion(batch.map(\.id))
                     outcome.remaining.subtract(doomed)
-                    if round % 16 == 0 { _ = try hits.page(limit: 100) }
+                    if round % 16 == 0 { _ = try store.read { try $0.hits.page(limit: 100) } }
                     outcome.rounds += 1
                 }
             } catch {
@@ -39,10 +39,10 @@ final class ConcurrencyTests: StoreTestCase {
             XCTAssertGreaterThan(result.rounds, 0, "worker \(worker) never ran")
         }
         let expected = results.reduce(into: Set<String>()) { $0.formUnion($1.remaining) }
-        let stored = try hits.allIds()
+        let stored = try store.read { try $0.hits.allIds() }
         XCTAssertEqual(stored.count, expected.count, "no row lost, none duplicated")
         XCTAssertEqual(Set(stored), expected)
-        XCTAssertEqual(try hits.count(), expected.count)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, expected.count)
         XCTAssertEqual(expected.count, results.reduce(0) { $0 + $1.rounds * 6 })
     }
 
@@ -52,12 +52,12 @@ final class ConcurrencyTests: StoreTestCase {
         let outcomes = Locked([WorkerOutcome](repeating: WorkerOutcome(), count: 4))
 
         onThreads(4) { worker in
-            let hits = connections[worker % 2].hits
+            let store = connections[worker % 2]
             var outcome = WorkerOutcome()
             do {
                 while ContinuousClock.now < deadline {
                     let hit = HitRecord.sample("c\(worker)-\(outcome.rounds)", createdAt: Int64(outcome.rounds))
-                    try hits.insert([hit])
+                    try store.write { try $0.hits.insert([hit]) }
                     outcome.remaining.insert(hit.id)
                     outcome.rounds += 1
                 }
@@ -74,7 +74,7 @@ final class ConcurrencyTests: StoreTestCase {
         }
         let expected = results.reduce(into: Set<String>()) { $0.formUnion($1.remaining) }
         for connection in connections {
-            let stored = try connection.hits.allIds()
+            let stored = try connection.read { try $0.hits.allIds() }
             XCTAssertEqual(stored.count, expected.count)
             XCTAssertEqual(Set(stored), expected)
         }
@@ -87,7 +87,7 @@ final class ConcurrencyTests: StoreTestCase {
 
         onThreads(8) { worker in
             do {
-                let value = try connections[worker % 2].state.valueInsertingIfAbsent("anon-\(worker)", forKey: "anonymous_id", now: 1)
+                let value = try connections[worker % 2].write { try $0.state.valueInsertingIfAbsent("anon-\(worker)", forKey: "anonymous_id", now: 1) }
                 answers.withLock { $0[worker] = value }
             } catch {
                 problems.withLock { $0.append("\(error)") }
@@ -95,7 +95,7 @@ final class ConcurrencyTests: StoreTestCase {
         }
 
         XCTAssertEqual(problems.withLock { $0 }, [])
-        let stored = try XCTUnwrap(try connections[0].state.value(forKey: "anonymous_id"))
+        let stored = try XCTUnwrap(try connections[0].read { try $0.state.value(forKey: "anonymous_id") })
         XCTAssertEqual(answers.withLock { $0 }, Array(repeating: stored, count: 8))
     }
 

@@ -81,7 +81,7 @@ final class DamagedFileTests: StoreTestCase {
         let first = try openStore()
         XCTAssertNil(first.opening.fullCheck, "a clean close: no full check")
         XCTAssertNil(first.opening.movedAside)
-        XCTAssertThrowsError(try first.hits.deleteHits(visitorId: "visitor-1", keepingConsentHits: false), "the damaged index is read") { error in
+        XCTAssertThrowsError(try first.write { try $0.hits.deleteHits(visitorId: "visitor-1", keepingConsentHits: false) }, "the damaged index is read") { error in
             guard case .sqlite(let sqliteError)? = error as? StoreError else { return XCTFail("\(error)") }
             XCTAssertTrue(sqliteError.meansFileIsDamaged, "\(sqliteError)")
         }
@@ -115,7 +115,7 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertEqual(try fileBytes(movedAside.url), garbage)
         XCTAssertEqual(try? fileBytes(URL(fileURLWithPath: movedAside.url.path + "-wal")), wal)
         XCTAssertTrue(FileManager.default.fileExists(atPath: movedAside.url.path + "-shm"))
-        XCTAssertEqual(try store.hits.count(), 0)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 
     func testSecondDamagedFileAtTheSameInstantGetsItsOwnName() throws {
@@ -140,7 +140,7 @@ final class DamagedFileTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertNil(store.opening.movedAside)
-        XCTAssertEqual(try store.hits.count(), 2_000)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 2_000)
         XCTAssertFalse(try directoryListing().contains { $0.contains(".corrupt-") })
     }
 
@@ -168,7 +168,7 @@ final class DamagedFileTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertNil(store.opening.movedAside)
-        XCTAssertEqual(try store.hits.allIds(), ["visitor-1:before"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:before"])
     }
 
     // MARK: - Helpers
@@ -177,11 +177,11 @@ final class DamagedFileTests: StoreTestCase {
     private func writeDatabaseSpanningManyPages() throws -> Int {
         let store = try openStore()
         let padding = String(repeating: "x", count: 200)
-        try store.hits.insert((0..<2_000).map { index in
+        try store.write { try $0.hits.insert((0..<2_000).map { index in
             var hit = HitRecord.sample("hit-\(index)", createdAt: fixedNowMilliseconds + Int64(index))
             hit.document = #"{"version":1,"padding":"\#(padding)"}"#
             return hit
-        })
+        }) }
         store.close()
         let length = try fileBytes(url()).count
         XCTAssertGreaterThan(length, 100 * 4_096)
@@ -192,7 +192,7 @@ final class DamagedFileTests: StoreTestCase {
     /// A store holding one hit, closed, then changed through a plain connection (as the shell would).
     private func closedStoreWithOneHit(changedBy change: (Connection) throws -> Void) throws {
         let first = try openStore()
-        try first.hits.insert([.sample("before")])
+        try first.write { try $0.hits.insert([.sample("before")]) }
         first.close()
         let database = try rawDatabase()
         try database.write(change)
@@ -224,7 +224,7 @@ final class DamagedFileTests: StoreTestCase {
     ) throws {
         _ = try writeDatabaseSpanningManyPages()
         let running = try openStore()
-        try running.hits.insert((0..<20).map { .sample("in-wal-\($0)") })
+        try running.write { db in try db.hits.insert((0..<20).map { .sample("in-wal-\($0)") }) }
         try FileManager.default.copyItem(at: url(), to: url("crashed.sqlite"))
         try FileManager.default.copyItem(at: url("flagship-test.sqlite-wal"), to: url("crashed.sqlite-wal"))
         running.close()
@@ -243,9 +243,9 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertEqual(try? fileBytes(URL(fileURLWithPath: movedAside.url.path + "-wal")), walBytes, "its WAL as it was found", file: file, line: line)
         // What the damaged file and its WAL still give is copied into the new store, each hit once.
         let salvage = try XCTUnwrap(store.opening.salvage?.get(), file: file, line: line)
-        XCTAssertEqual(try store.hits.count(), salvage.hitsCopied, file: file, line: line)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, salvage.hitsCopied, file: file, line: line)
         XCTAssertGreaterThan(salvage.hitsCopied, 0, "readable rows kept", file: file, line: line)
-        XCTAssertEqual(Set(try store.hits.allIds()).count, salvage.hitsCopied, file: file, line: line)
+        XCTAssertEqual(Set(try store.read { try $0.hits.allIds() }).count, salvage.hitsCopied, file: file, line: line)
     }
 
     private func assertMovedAside(
@@ -262,9 +262,9 @@ final class DamagedFileTests: StoreTestCase {
         XCTAssertEqual(try posixPermissions(url()), 0o600, file: file, line: line)
         // What the damaged file still gives is copied into the new store (or nothing, from garbage).
         let salvaged = (try? store.opening.salvage?.get())?.hitsCopied ?? 0
-        XCTAssertEqual(try store.hits.count(), salvaged, file: file, line: line)
-        try store.hits.insert([.sample("after-recovery")])
-        XCTAssertEqual(try store.hits.count(), salvaged + 1, file: file, line: line)
-        XCTAssertTrue(try store.hits.allIds().contains("visitor-1:after-recovery"), file: file, line: line)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, salvaged, file: file, line: line)
+        try store.write { try $0.hits.insert([.sample("after-recovery")]) }
+        XCTAssertEqual(try store.read { try $0.hits.count() }, salvaged + 1, file: file, line: line)
+        XCTAssertTrue(try store.read { try $0.hits.allIds() }.contains("visitor-1:after-recovery"), file: file, line: line)
     }
 }

@@ -73,7 +73,7 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
     func testWalAndShmFilesAre0600AfterAWrite() throws {
         let store = try openStore()
 
-        try store.hits.insert([.sample("a")])
+        try store.write { try $0.hits.insert([.sample("a")]) }
 
         XCTAssertEqual(try posixPermissions(url()), 0o600)
         XCTAssertEqual(try posixPermissions(url("flagship-test.sqlite-wal")), 0o600)
@@ -89,7 +89,7 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
         let file = cacheDirectory.appendingPathComponent("flagship-env.sqlite")
 
         let store = try openStore(at: file)
-        try store.hits.insert([.sample("a")])
+        try store.write { try $0.hits.insert([.sample("a")]) }
 
         XCTAssertEqual(try posixPermissions(cacheDirectory), 0o700)
         for name in ["flagship-env.sqlite", "flagship-env.sqlite-wal", "flagship-env.sqlite-shm"] {
@@ -115,14 +115,14 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
 
     func testCommittedDataIsFoundAfterReopening() throws {
         let store = try openStore()
-        try store.hits.insert([.sample("a", createdAt: 1), .sample("b", createdAt: 2)])
-        try store.visitors.save(.sample("visitor-1"))
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 1), .sample("b", createdAt: 2)]) }
+        try store.write { try $0.visitors.save(.sample("visitor-1")) }
         store.close()
 
         let reopened = try openStore()
 
-        XCTAssertEqual(try reopened.hits.all(), [.sample("a", createdAt: 1), .sample("b", createdAt: 2)])
-        XCTAssertEqual(try reopened.visitors.visitor(id: "visitor-1"), .sample("visitor-1"))
+        XCTAssertEqual(try reopened.read { try $0.hits.all() }, [.sample("a", createdAt: 1), .sample("b", createdAt: 2)])
+        XCTAssertEqual(try reopened.read { try $0.visitors.visitor(id: "visitor-1") }, .sample("visitor-1"))
     }
 
     func testCloseIsSafeTwiceAndLaterCallsSayTheDatabaseIsClosed() throws {
@@ -131,10 +131,10 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
         store.close()
         store.close()
 
-        XCTAssertThrowsError(try store.hits.count()) { error in
+        XCTAssertThrowsError(try store.read { try $0.hits.count() }) { error in
             XCTAssertEqual(error as? StoreError, .closed)
         }
-        XCTAssertThrowsError(try store.visitors.save(.sample("visitor-1"))) { error in
+        XCTAssertThrowsError(try store.write { try $0.visitors.save(.sample("visitor-1")) }) { error in
             XCTAssertEqual(error as? StoreError, .closed)
         }
     }
@@ -143,11 +143,11 @@ final class FlagshipDatabaseOpeningTests: StoreTestCase {
         let store = try FlagshipDatabase.inMemory(now: { fixedNow })
         defer { store.close() }
 
-        try store.hits.insert([.sample("a")])
+        try store.write { try $0.hits.insert([.sample("a")]) }
 
         XCTAssertEqual(store.database.path, ":memory:")
         XCTAssertEqual(store.schemaVersion, Migrator().latestVersion)
-        XCTAssertEqual(try store.hits.allIds(), ["visitor-1:a"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:a"])
         XCTAssertEqual(try directoryListing(), [], "nothing written to disk")
     }
 
@@ -208,13 +208,13 @@ final class FullCheckTests: StoreTestCase {
     func testReopeningAfterAnAbandonedSessionRunsTheFullCheckOnceAndSaysWhy() throws {
         try openStore().close()
         let crashed = try openStore()
-        try crashed.hits.insert([.sample("h1")])
+        try crashed.write { try $0.hits.insert([.sample("h1")]) }
         crashed.abandon()
 
         let afterCrash = try openStore()
         let reason = try XCTUnwrap(afterCrash.opening.fullCheck)
         XCTAssertTrue(reason.hasPrefix("the last session (pid \(getpid())) did not close the store cleanly"), reason)
-        XCTAssertEqual(try afterCrash.hits.allIds(), ["visitor-1:h1"], "the committed hit survived")
+        XCTAssertEqual(try afterCrash.read { try $0.hits.allIds() }, ["visitor-1:h1"], "the committed hit survived")
         afterCrash.close()
 
         XCTAssertNil(try openStore().opening.fullCheck, "the stale marker was cleared by the check")
@@ -258,9 +258,9 @@ final class FullCheckTests: StoreTestCase {
 
     func testMarkersAreLeftOutOfTheSDKState() throws {
         let store = try openStore()
-        try store.state.setValue("1", forKey: "first_init", now: 1)
+        try store.write { try $0.state.setValue("1", forKey: "first_init", now: 1) }
 
-        XCTAssertEqual(try store.state.all().map(\.key), ["first_init"])
+        XCTAssertEqual(try store.read { try $0.state.all() }.map(\.key), ["first_init"])
     }
 
     /// The id of a process that has exited (and been reaped).

@@ -4,11 +4,11 @@ import XCTest
 import FlagshipStore
 
 final class HitRecordStoreTests: StoreTestCase {
-    private var hits: HitRecordStore!
+    private var store: FlagshipDatabase!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        hits = try openStore().hits
+        store = try openStore()
     }
 
     // MARK: - Inserting and reading
@@ -16,50 +16,50 @@ final class HitRecordStoreTests: StoreTestCase {
     func testInsertingManyHitsInOneCallStoresEveryOneExactly() throws {
         let records = (0..<1_000).map { HitRecord.sample(String(format: "hit-%04d", $0), createdAt: fixedNowMilliseconds + Int64($0)) }
 
-        let outcome = try hits.insert(records)
+        let outcome = try store.write { try $0.hits.insert(records) }
 
         XCTAssertEqual(outcome.inserted, 1_000)
         XCTAssertEqual(outcome.evicted, 0)
-        XCTAssertEqual(try hits.count(), 1_000)
-        XCTAssertEqual(try hits.page(limit: 2_000), records)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 1_000)
+        XCTAssertEqual(try store.read { try $0.hits.page(limit: 2_000) }, records)
     }
 
     func testInsertingNothingChangesNothing() throws {
-        let outcome = try hits.insert([])
+        let outcome = try store.write { try $0.hits.insert([]) }
 
         XCTAssertEqual(outcome.inserted, 0)
         XCTAssertEqual(outcome.evicted, 0)
-        XCTAssertEqual(try hits.count(), 0)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 
     func testPageReturnsTheOldestFirstAndTheNextPageStartsAfterTheCursor() throws {
         // Inserted newest first; b and c share a creation time, so the id decides.
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("e", createdAt: 30), .sample("d", createdAt: 20), .sample("c", createdAt: 10),
             .sample("b", createdAt: 10), .sample("a", createdAt: 5),
-        ])
+        ]) }
 
-        let first = try hits.page(limit: 2)
+        let first = try store.read { try $0.hits.page(limit: 2) }
         let last = try XCTUnwrap(first.last)
-        let second = try hits.page(after: HitCursor(createdAt: last.createdAt, id: last.id), limit: 2)
-        let third = try hits.page(after: HitCursor(createdAt: 20, id: "visitor-1:d"), limit: 2)
+        let second = try store.read { try $0.hits.page(after: HitCursor(createdAt: last.createdAt, id: last.id), limit: 2) }
+        let third = try store.read { try $0.hits.page(after: HitCursor(createdAt: 20, id: "visitor-1:d"), limit: 2) }
 
         XCTAssertEqual(first.map(\.id), ["visitor-1:a", "visitor-1:b"])
         XCTAssertEqual(second.map(\.id), ["visitor-1:c", "visitor-1:d"])
         XCTAssertEqual(third.map(\.id), ["visitor-1:e"])
-        XCTAssertEqual(try hits.page(after: HitCursor(createdAt: 30, id: "visitor-1:e"), limit: 2), [])
+        XCTAssertEqual(try store.read { try $0.hits.page(after: HitCursor(createdAt: 30, id: "visitor-1:e"), limit: 2) }, [])
     }
 
-    func testForEachPageVisitsEveryHitOnceInCreationThenIdOrderIncludingTies() throws {
+    func testForEachHitPageVisitsEveryHitOnceInCreationThenIdOrderIncludingTies() throws {
         // 1,003 hits over 144 distinct times: most pages cut through a run of equal times.
         var records = (0..<1_003).map { HitRecord.sample(String(format: "hit-%04d", $0), createdAt: 1_000 + Int64($0 / 7)) }
         var generator = SplitMix64(seed: 42)
         records.shuffle(using: &generator)
         XCTAssertNotEqual(records.prefix(20).map(\.id), (0..<20).map { String(format: "visitor-1:hit-%04d", $0) }, "inserted out of order")
-        try hits.insert(records)
+        try store.write { try $0.hits.insert(records) }
 
         var pages: [[HitRecord]] = []
-        try hits.forEachPage(pageSize: 10) { pages.append($0) }
+        try store.forEachHitPage(pageSize: 10) { pages.append($0) }
 
         let expected = records.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
         XCTAssertEqual(pages.flatMap { $0 }, expected)
@@ -68,10 +68,10 @@ final class HitRecordStoreTests: StoreTestCase {
         XCTAssertEqual(pages.last?.count, 3)
     }
 
-    func testForEachPageOverAnEmptyTableCallsNothing() throws {
+    func testForEachHitPageOverAnEmptyTableCallsNothing() throws {
         var calls = 0
 
-        try hits.forEachPage(pageSize: 10) { _ in calls += 1 }
+        try store.forEachHitPage(pageSize: 10) { _ in calls += 1 }
 
         XCTAssertEqual(calls, 0)
     }
@@ -79,149 +79,149 @@ final class HitRecordStoreTests: StoreTestCase {
     // MARK: - Deleting
 
     func testDeleteByIdsRemovesExactlyThoseIdsAndIgnoresUnknownOnes() throws {
-        try hits.insert((0..<6).map { .sample("hit-\($0)", createdAt: Int64($0)) })
+        try store.write { db in try db.hits.insert((0..<6).map { .sample("hit-\($0)", createdAt: Int64($0)) }) }
 
-        let deleted = try hits.delete(ids: ["visitor-1:hit-1", "visitor-1:hit-4", "visitor-1:never-stored", "visitor-2:hit-1"])
+        let deleted = try store.write { try $0.hits.delete(ids: ["visitor-1:hit-1", "visitor-1:hit-4", "visitor-1:never-stored", "visitor-2:hit-1"]) }
 
         XCTAssertEqual(deleted, 2)
-        XCTAssertEqual(try hits.allIds(), ["visitor-1:hit-0", "visitor-1:hit-2", "visitor-1:hit-3", "visitor-1:hit-5"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:hit-0", "visitor-1:hit-2", "visitor-1:hit-3", "visitor-1:hit-5"])
     }
 
     func testDeleteWithNoIdsDeletesNothing() throws {
-        try hits.insert([.sample("a")])
+        try store.write { try $0.hits.insert([.sample("a")]) }
 
-        XCTAssertEqual(try hits.delete(ids: []), 0)
-        XCTAssertEqual(try hits.count(), 1)
+        XCTAssertEqual(try store.write { try $0.hits.delete(ids: []) }, 0)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 1)
     }
 
     func testDeleteAllEmptiesTheTableAndSaysHowManyWent() throws {
-        try hits.insert((0..<5).map { .sample("hit-\($0)") })
+        try store.write { db in try db.hits.insert((0..<5).map { .sample("hit-\($0)") }) }
 
-        XCTAssertEqual(try hits.deleteAll(), 5)
-        XCTAssertEqual(try hits.count(), 0)
+        XCTAssertEqual(try store.write { try $0.hits.deleteAll() }, 5)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 
     func testWithdrawingConsentDeletesTheVisitorsHitsButItsConsentHitAndLeavesOtherVisitorsAlone() throws {
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("event-1", visitorId: "alice", createdAt: 1),
             .sample("consent", visitorId: "alice", isConsent: true, createdAt: 2),
             .sample("activate", visitorId: "alice", type: "ACTIVATE", createdAt: 3),
             .sample("event-2", visitorId: "alice", type: "PAGEVIEW", createdAt: 4),
             .sample("event-1", visitorId: "bob", createdAt: 5),
             .sample("consent", visitorId: "bob", isConsent: true, createdAt: 6),
-        ])
+        ]) }
 
-        let deleted = try hits.deleteHits(visitorId: "alice", keepingConsentHits: true)
+        let deleted = try store.write { try $0.hits.deleteHits(visitorId: "alice", keepingConsentHits: true) }
 
         XCTAssertEqual(deleted, 3)
-        XCTAssertEqual(try hits.allIds(), ["alice:consent", "bob:event-1", "bob:consent"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["alice:consent", "bob:event-1", "bob:consent"])
     }
 
     func testDeletingAVisitorsHitsWithoutKeepingConsentDeletesThemAll() throws {
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("event", visitorId: "alice", createdAt: 1),
             .sample("consent", visitorId: "alice", isConsent: true, createdAt: 2),
             .sample("event", visitorId: "bob", createdAt: 3),
-        ])
+        ]) }
 
-        XCTAssertEqual(try hits.deleteHits(visitorId: "alice", keepingConsentHits: false), 2)
-        XCTAssertEqual(try hits.allIds(), ["bob:event"])
+        XCTAssertEqual(try store.write { try $0.hits.deleteHits(visitorId: "alice", keepingConsentHits: false) }, 2)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["bob:event"])
     }
 
     func testExpiryDeletesExactlyTheHitsCreatedBeforeTheBoundary() throws {
         let boundary = fixedNowMilliseconds - 4 * 3_600_000
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("long-ago", createdAt: boundary - 3_600_000),
             .sample("just-before", createdAt: boundary - 1),
             .sample("at-boundary", createdAt: boundary),
             .sample("just-after", createdAt: boundary + 1),
             .sample("now", createdAt: fixedNowMilliseconds),
-        ])
+        ]) }
 
-        let deleted = try hits.deleteHits(createdBefore: boundary)
+        let deleted = try store.write { try $0.hits.deleteHits(createdBefore: boundary) }
 
         XCTAssertEqual(deleted, 2)
-        XCTAssertEqual(try hits.allIds(), ["visitor-1:at-boundary", "visitor-1:just-after", "visitor-1:now"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:at-boundary", "visitor-1:just-after", "visitor-1:now"])
     }
 
     // MARK: - Capacity
 
     func testInsertBeyondCapacityEvictsTheOldestFirstAndCountsThem() throws {
-        try hits.insert((1...5).map { .sample("old-\($0)", createdAt: Int64($0)) })
+        try store.write { db in try db.hits.insert((1...5).map { .sample("old-\($0)", createdAt: Int64($0)) }) }
 
-        let outcome = try hits.insert((6...8).map { .sample("new-\($0)", createdAt: Int64($0)) }, capacity: 6)
+        let outcome = try store.write { db in try db.hits.insert((6...8).map { .sample("new-\($0)", createdAt: Int64($0)) }, capacity: 6) }
 
         XCTAssertEqual(outcome.inserted, 3)
         XCTAssertEqual(outcome.evicted, 2)
-        XCTAssertEqual(try hits.allIds(), [
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, [
             "visitor-1:old-3", "visitor-1:old-4", "visitor-1:old-5", "visitor-1:new-6", "visitor-1:new-7", "visitor-1:new-8",
         ])
     }
 
     func testInsertWithinCapacityEvictsNothing() throws {
-        try hits.insert([.sample("a", createdAt: 1)])
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 1)]) }
 
-        let outcome = try hits.insert([.sample("b", createdAt: 2)], capacity: 2)
+        let outcome = try store.write { try $0.hits.insert([.sample("b", createdAt: 2)], capacity: 2) }
 
         XCTAssertEqual(outcome.evicted, 0)
-        XCTAssertEqual(try hits.count(), 2)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 2)
     }
 
     func testEvictOldestKeepsTheNewestUpToTheCapacityBreakingTiesByInsertionOrder() throws {
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("d", createdAt: 20), .sample("c", createdAt: 10), .sample("b", createdAt: 10), .sample("a", createdAt: 5),
-        ])
+        ]) }
 
-        XCTAssertEqual(try hits.evictOldest(beyond: 10), 0)
-        XCTAssertEqual(try hits.evictOldest(beyond: 2), 2)
-        XCTAssertEqual(try hits.allIds(), ["visitor-1:b", "visitor-1:d"], "c was inserted before b in the same millisecond")
-        XCTAssertEqual(try hits.evictOldest(beyond: 0), 2)
-        XCTAssertEqual(try hits.count(), 0)
+        XCTAssertEqual(try store.write { try $0.hits.evictOldest(beyond: 10) }, 0)
+        XCTAssertEqual(try store.write { try $0.hits.evictOldest(beyond: 2) }, 2)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:b", "visitor-1:d"], "c was inserted before b in the same millisecond")
+        XCTAssertEqual(try store.write { try $0.hits.evictOldest(beyond: 0) }, 2)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 
     // MARK: - Attempts and replacement
 
     func testRecordFailedAttemptAddsOneToEachNamedHitOnly() throws {
-        try hits.insert([.sample("a", createdAt: 1), .sample("b", createdAt: 2), .sample("c", createdAt: 3)])
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 1), .sample("b", createdAt: 2), .sample("c", createdAt: 3)]) }
 
-        try hits.recordFailedAttempt(ids: ["visitor-1:a", "visitor-1:b", "visitor-1:unknown"])
-        try hits.recordFailedAttempt(ids: ["visitor-1:a"])
-        try hits.recordFailedAttempt(ids: [])
+        try store.write { try $0.hits.recordFailedAttempt(ids: ["visitor-1:a", "visitor-1:b", "visitor-1:unknown"]) }
+        try store.write { try $0.hits.recordFailedAttempt(ids: ["visitor-1:a"]) }
+        try store.write { try $0.hits.recordFailedAttempt(ids: []) }
 
-        XCTAssertEqual(try hits.all().map(\.attempts), [2, 1, 0])
+        XCTAssertEqual(try store.read { try $0.hits.all() }.map(\.attempts), [2, 1, 0])
     }
 
     func testReinsertingAnIdReplacesTheDocumentAndKeepsTheAttemptCount() throws {
-        try hits.insert([.sample("a", createdAt: 1)])
-        try hits.recordFailedAttempt(ids: ["visitor-1:a"])
-        try hits.recordFailedAttempt(ids: ["visitor-1:a"])
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 1)]) }
+        try store.write { try $0.hits.recordFailedAttempt(ids: ["visitor-1:a"]) }
+        try store.write { try $0.hits.recordFailedAttempt(ids: ["visitor-1:a"]) }
         var replacement = HitRecord.sample("a", type: "PAGEVIEW", createdAt: 7)
         replacement.document = hitDocument(visitorId: "visitor-1", type: "PAGEVIEW", time: 7, label: "replaced")
 
-        try hits.insert([replacement])
+        try store.write { try $0.hits.insert([replacement]) }
 
         var expected = replacement
         expected.attempts = 2
-        XCTAssertEqual(try hits.all(), [expected])
+        XCTAssertEqual(try store.read { try $0.hits.all() }, [expected])
     }
 
     // MARK: - Counting
 
     func testCountByTypeCountsEachStoredType() throws {
-        try hits.insert([
+        try store.write { try $0.hits.insert([
             .sample("1"), .sample("2"), .sample("3", type: "ACTIVATE"), .sample("4", type: "SCREENVIEW"),
             .sample("5", type: "SCREENVIEW"), .sample("6", type: "TRANSACTION"),
-        ])
+        ]) }
 
-        XCTAssertEqual(try hits.countByType(), ["EVENT": 2, "ACTIVATE": 1, "SCREENVIEW": 2, "TRANSACTION": 1])
+        XCTAssertEqual(try store.read { try $0.hits.countByType() }, ["EVENT": 2, "ACTIVATE": 1, "SCREENVIEW": 2, "TRANSACTION": 1])
     }
 
     func testOldestCreatedAtIsTheSmallestCreationTimeAndNilWhenEmpty() throws {
-        XCTAssertNil(try hits.oldestCreatedAt())
+        XCTAssertNil(try store.read { try $0.hits.oldestCreatedAt() })
 
-        try hits.insert([.sample("a", createdAt: 300), .sample("b", createdAt: 100), .sample("c", createdAt: 200)])
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 300), .sample("b", createdAt: 100), .sample("c", createdAt: 200)]) }
 
-        XCTAssertEqual(try hits.oldestCreatedAt(), 100)
+        XCTAssertEqual(try store.read { try $0.hits.oldestCreatedAt() }, 100)
     }
 
     // MARK: - Constraints
@@ -229,16 +229,16 @@ final class HitRecordStoreTests: StoreTestCase {
     func testEveryWireTypeIsAccepted() throws {
         let types = ["SCREENVIEW", "PAGEVIEW", "TRANSACTION", "ITEM", "EVENT", "SEGMENT", "ACTIVATE"]
 
-        try hits.insert(types.map { .sample($0, type: $0) })
+        try store.write { db in try db.hits.insert(types.map { .sample($0, type: $0) }) }
 
-        XCTAssertEqual(try hits.countByType(), Dictionary(uniqueKeysWithValues: types.map { ($0, 1) }))
+        XCTAssertEqual(try store.read { try $0.hits.countByType() }, Dictionary(uniqueKeysWithValues: types.map { ($0, 1) }))
     }
 
     func testUnknownHitTypeIsRejectedByTheCheckConstraintAndNoneOfTheBatchIsStored() throws {
-        try hits.insert([.sample("stored-before", createdAt: 1)])
+        try store.write { try $0.hits.insert([.sample("stored-before", createdAt: 1)]) }
         let batch: [HitRecord] = [.sample("valid-1", createdAt: 2), .sample("valid-2", createdAt: 3), .sample("bad", type: "CLICK", createdAt: 4)]
 
-        XCTAssertThrowsError(try hits.insert(batch, capacity: 1)) { error in
+        XCTAssertThrowsError(try store.write { try $0.hits.insert(batch, capacity: 1) }) { error in
             let error = sqliteError(error)
             XCTAssertEqual(error?.code, 19) // SQLITE_CONSTRAINT
             XCTAssertEqual(error?.extendedCode, 275) // SQLITE_CONSTRAINT_CHECK
@@ -246,20 +246,20 @@ final class HitRecordStoreTests: StoreTestCase {
         }
 
         // Rolled back: no row of the batch, and no eviction either.
-        XCTAssertEqual(try hits.allIds(), ["visitor-1:stored-before"])
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:stored-before"])
     }
 
     func testDocumentThatIsNotJSONIsRejectedByTheCheckConstraintAndNoneOfTheBatchIsStored() throws {
         var bad = HitRecord.sample("bad", createdAt: 3)
         bad.document = #"{"version": 1, "data": "#
 
-        XCTAssertThrowsError(try hits.insert([.sample("valid", createdAt: 2), bad])) { error in
+        XCTAssertThrowsError(try store.write { try $0.hits.insert([.sample("valid", createdAt: 2), bad]) }) { error in
             let error = sqliteError(error)
             XCTAssertEqual(error?.code, 19) // SQLITE_CONSTRAINT
             XCTAssertEqual(error?.extendedCode, 275) // SQLITE_CONSTRAINT_CHECK
         }
 
-        XCTAssertEqual(try hits.count(), 0)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 }
 

@@ -37,7 +37,7 @@ final class HostileLockedStoreTests: StoreTestCase {
     /// opening wait (1 s), and serves what it holds (issue 18, point 10).
     func testACurrentStoreLockedByAnotherProcessOpensForReading() throws {
         let first = try openStore()
-        try first.visitors.save(.sample("alice"))
+        try first.write { try $0.visitors.save(.sample("alice")) }
         first.close()
         let holder = try rawDatabase()
         defer { holder.close() }
@@ -49,8 +49,8 @@ final class HostileLockedStoreTests: StoreTestCase {
         }
 
         XCTAssertEqual(store.opening.readOnly, "another process holds its write lock")
-        XCTAssertNotNil(try store.visitors.visitor(id: "alice"))
-        XCTAssertThrowsError(try store.visitors.save(.sample("bob")), "nothing written through it")
+        XCTAssertNotNil(try store.read { try $0.visitors.visitor(id: "alice") })
+        XCTAssertThrowsError(try store.write { try $0.visitors.save(.sample("bob")) }, "nothing written through it")
     }
 
     /// A store written by a newer SDK is refused as before, locked or not: reading it

@@ -72,7 +72,7 @@ final class HostileRefusedFileTests: StoreTestCase {
     /// overwrite it. It is moved aside byte for byte, reported, and the store opens.
     func testAGarbageWALBesideTheStoreIsKeptAndReported() throws {
         let store = try openStore()
-        try store.hits.insert([.sample("kept")])
+        try store.write { try $0.hits.insert([.sample("kept")]) }
         store.close()
         let garbage = Data((0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try garbage.write(to: url("flagship-test.sqlite-wal"))
@@ -83,13 +83,13 @@ final class HostileRefusedFileTests: StoreTestCase {
         XCTAssertEqual(setAside.reason, "it does not start like a SQLite WAL")
         XCTAssertTrue(setAside.url.lastPathComponent.hasPrefix("flagship-test.sqlite-wal.unreadable-"), setAside.url.path)
         XCTAssertEqual(try fileBytes(setAside.url), garbage, "kept byte for byte")
-        XCTAssertEqual(try reopened.hits.all().map(\.id), [HitRecord.sample("kept").id])
+        XCTAssertEqual(try reopened.read { try $0.hits.all() }.map(\.id), [HitRecord.sample("kept").id])
     }
 
     /// The `-wal` of another database (pages of another size): kept aside, never replayed into the store.
     func testAnotherDatabasesWALBesideTheStoreIsKeptAndNeverReplayed() throws {
         let store = try openStore()
-        try store.hits.insert([.sample("kept")])
+        try store.write { try $0.hits.insert([.sample("kept")]) }
         store.close()
         let other = try Database(path: url("other.sqlite").path)
         try other.withConnection { connection in
@@ -107,13 +107,13 @@ final class HostileRefusedFileTests: StoreTestCase {
         let setAside = try XCTUnwrap(reopened.opening.walSetAside)
         XCTAssertTrue(setAside.reason.contains("its pages are 1024 bytes"), setAside.reason)
         XCTAssertEqual(try fileBytes(setAside.url), otherWAL)
-        XCTAssertEqual(try reopened.hits.all().map(\.id), [HitRecord.sample("kept").id])
+        XCTAssertEqual(try reopened.read { try $0.hits.all() }.map(\.id), [HitRecord.sample("kept").id])
     }
 
     /// A real WAL of the store (a killed process's) is this store's: replayed, not set aside.
     func testTheStoresOwnHotWALIsReplayed() throws {
         let store = try openStore()
-        try store.hits.insert([.sample("in-wal")])
+        try store.write { try $0.hits.insert([.sample("in-wal")]) }
         try FileManager.default.copyItem(at: url(), to: url("crashed.sqlite"))
         try FileManager.default.copyItem(at: url("flagship-test.sqlite-wal"), to: url("crashed.sqlite-wal"))
         store.close()
@@ -121,6 +121,6 @@ final class HostileRefusedFileTests: StoreTestCase {
         let crashed = try openStore(at: url("crashed.sqlite"))
 
         XCTAssertNil(crashed.opening.walSetAside)
-        XCTAssertEqual(try crashed.hits.all().map(\.id), [HitRecord.sample("in-wal").id])
+        XCTAssertEqual(try crashed.read { try $0.hits.all() }.map(\.id), [HitRecord.sample("in-wal").id])
     }
 }

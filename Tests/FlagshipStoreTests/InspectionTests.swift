@@ -7,8 +7,8 @@ import FlagshipStore
 final class InspectionTests: StoreTestCase {
     func testInspectionReadsAFlagshipDatabaseWithoutChangingIt() throws {
         let store = try openStore()
-        try store.hits.insert([.sample("a"), .sample("b", type: "ACTIVATE")])
-        try store.visitors.save(.sample("visitor-1"))
+        try store.write { try $0.hits.insert([.sample("a"), .sample("b", type: "ACTIVATE")]) }
+        try store.write { try $0.visitors.save(.sample("visitor-1")) }
         store.close()
         let before = try fileBytes(url())
 
@@ -18,8 +18,8 @@ final class InspectionTests: StoreTestCase {
         XCTAssertEqual(inspected.schemaVersion, Migrator().latestVersion)
         XCTAssertEqual(inspected.opening.fromVersion, Migrator().latestVersion)
         XCTAssertNil(inspected.opening.movedAside)
-        XCTAssertEqual(try inspected.hits.countByType(), ["EVENT": 1, "ACTIVATE": 1])
-        XCTAssertEqual(try inspected.visitors.visitor(id: "visitor-1"), .sample("visitor-1"))
+        XCTAssertEqual(try inspected.read { try $0.hits.countByType() }, ["EVENT": 1, "ACTIVATE": 1])
+        XCTAssertEqual(try inspected.read { try $0.visitors.visitor(id: "visitor-1") }, .sample("visitor-1"))
         inspected.close()
         XCTAssertEqual(try fileBytes(url()), before)
     }
@@ -30,10 +30,10 @@ final class InspectionTests: StoreTestCase {
         let inspected = try FlagshipDatabase.openForInspection(at: url())
         defer { inspected.close() }
 
-        XCTAssertThrowsError(try inspected.hits.insert([.sample("a")])) { error in
+        XCTAssertThrowsError(try inspected.write { try $0.hits.insert([.sample("a")]) }) { error in
             XCTAssertEqual(sqliteError(error)?.code, 8) // SQLITE_READONLY
         }
-        XCTAssertThrowsError(try inspected.state.setValue("1", forKey: "first_init", now: fixedNowMilliseconds))
+        XCTAssertThrowsError(try inspected.write { try $0.state.setValue("1", forKey: "first_init", now: fixedNowMilliseconds) })
 
         inspected.close()
         XCTAssertEqual(try fileBytes(url()), before)
@@ -69,7 +69,7 @@ final class InspectionTests: StoreTestCase {
 
     func testInspectionRefusesATruncatedDatabaseWithoutMovingIt() throws {
         let store = try openStore()
-        try store.hits.insert((0..<500).map { .sample("hit-\($0)") })
+        try store.write { db in try db.hits.insert((0..<500).map { .sample("hit-\($0)") }) }
         store.close()
         try truncateFile(url(), to: try fileBytes(url()).count / 2)
         let before = try fileBytes(url())

@@ -474,14 +474,14 @@ final class MigratorTests: StoreTestCase {
     }
 
     private func assertIntact(_ seed: SchemaSeed, in store: FlagshipDatabase, _ context: String) throws {
-        XCTAssertEqual(try store.visitors.visitors(), seed.visitors.sorted { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.visitorId < $1.visitorId }, context)
-        XCTAssertEqual(try store.hits.all(), seed.hits.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }, context)
-        XCTAssertEqual(try store.hits.count(), seed.hits.count, "the trigger-kept count starts from the rows there, \(context)")
-        XCTAssertEqual(try store.bucketing.summaries().map(\.envId), seed.bucketing.map(\.envId).sorted(), context)
+        XCTAssertEqual(try store.read { try $0.visitors.visitors() }, seed.visitors.sorted { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.visitorId < $1.visitorId }, context)
+        XCTAssertEqual(try store.read { try $0.hits.all() }, seed.hits.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }, context)
+        XCTAssertEqual(try store.read { try $0.hits.count() }, seed.hits.count, "the trigger-kept count starts from the rows there, \(context)")
+        XCTAssertEqual(try store.read { try $0.bucketing.summaries() }.map(\.envId), seed.bucketing.map(\.envId).sorted(), context)
         for file in seed.bucketing {
-            XCTAssertEqual(try store.bucketing.file(envId: file.envId), file, context)
+            XCTAssertEqual(try store.read { try $0.bucketing.file(envId: file.envId) }, file, context)
         }
-        let state = try store.state.all()
+        let state = try store.read { try $0.state.all() }
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: state.map { ($0.key, $0.value) }), seed.state, context)
     }
 }

@@ -59,7 +59,7 @@ let fixedNow = Date(unixMilliseconds: fixedNowMilliseconds)
 func writeNewerSchemaDatabase(at url: URL, version: Int) throws {
     let store = try FlagshipDatabase.open(at: url, now: { fixedNow })
     defer { store.close() }
-    try store.hits.insert([.sample("kept")])
+    try store.write { try $0.hits.insert([.sample("kept")]) }
     try store.database.write { connection in
         try connection.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
@@ -141,11 +141,9 @@ extension VisitorRecord {
 }
 
 extension HitRecordStore {
-    /// Every hit, oldest first.
+    /// Every hit, oldest first, in the caller's transaction.
     func all() throws -> [HitRecord] {
-        var hits: [HitRecord] = []
-        try forEachPage { hits += $0 }
-        return hits
+        try page(limit: .max)
     }
 
     /// The ids of every hit, oldest first.

@@ -84,7 +84,7 @@ final class BucketingModeTests: TrackingTestCase {
     private func storedFile() throws -> BucketingRecord? {
         let store = try inspectStore()
         defer { store.close() }
-        return try store.bucketing.file(envId: Self.envId)
+        return try store.read { try $0.bucketing.file(envId: Self.envId) }
     }
 
     private func bucketingRequests() -> [RecordedRequest] {

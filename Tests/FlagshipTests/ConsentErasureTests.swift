@@ -71,7 +71,8 @@ final class ConsentErasureTests: TrackingTestCase {
         XCTAssertEqual(left.map(\.visitorId), [Self.visitorId, Self.visitorId])
         XCTAssertEqual(left.map(\.isConsent), [true, true], "the visitor's rows are its two consent hits")
         let store = try inspectStore()
-        XCTAssertNil(try store.visitors.visitor(id: Self.visitorId))
+        let row = try await store.read { try $0.visitors.visitor(id: Self.visitorId) }
+        XCTAssertNil(row)
         store.close()
         await flagship.close()
         XCTAssertEqual(try tracesOnDisk(), [:], "after close")
@@ -99,8 +100,11 @@ final class ConsentErasureTests: TrackingTestCase {
         try await visitor.fetchFlags()
         await flagship.flushCaches()
         let before = try inspectStore()
-        XCTAssertNotNil(try before.visitors.visitor(id: "anon-\(Self.visitorId)"), "the anonymous visitor was cached")
-        XCTAssertNotNil(try before.visitors.visitor(id: Self.visitorId), "and the logged-in one")
+        let cached = try await before.read { db in
+            (try db.visitors.visitor(id: "anon-\(Self.visitorId)"), try db.visitors.visitor(id: Self.visitorId))
+        }
+        XCTAssertNotNil(cached.0, "the anonymous visitor was cached")
+        XCTAssertNotNil(cached.1, "and the logged-in one")
         before.close()
 
         visitor.setConsent(hasConsented: false)
@@ -108,8 +112,11 @@ final class ConsentErasureTests: TrackingTestCase {
         await flagship.waitUntilTrackingIsIdle()
 
         let after = try inspectStore()
-        XCTAssertNil(try after.visitors.visitor(id: "anon-\(Self.visitorId)"))
-        XCTAssertNil(try after.visitors.visitor(id: Self.visitorId))
+        let left = try await after.read { db in
+            (try db.visitors.visitor(id: "anon-\(Self.visitorId)"), try db.visitors.visitor(id: Self.visitorId))
+        }
+        XCTAssertNil(left.0)
+        XCTAssertNil(left.1)
         after.close()
         XCTAssertEqual(try tracesOnDisk(), [:])
     }

@@ -42,7 +42,7 @@ final class DefaultHitCacheTests: XCTestCase {
         for (id, dictionary) in hits {
             XCTAssertEqual(try canonicalJSON(try XCTUnwrap(found[id])), try canonicalJSON(dictionary), id)
         }
-        let rows = try database.hits.page(limit: 10)
+        let rows = try database.read { try $0.hits.page(limit: 10) }
         XCTAssertEqual(rows.map(\.id), ["v1:a", "v1:b", "v2:c"], "oldest first")
         XCTAssertEqual(rows.map(\.type), ["EVENT", "SCREENVIEW", "EVENT"])
         XCTAssertEqual(rows.map(\.isConsent), [false, false, true])
@@ -71,7 +71,7 @@ final class DefaultHitCacheTests: XCTestCase {
         cache.flushAllHits()
 
         XCTAssertEqual(cache.lookupHits().count, 0)
-        XCTAssertEqual(try database.hits.count(), 0)
+        XCTAssertEqual(try database.read { try $0.hits.count() }, 0)
     }
 
     func testExpiryRemovesExactlyTheHitsPastTheLifetime() throws {
@@ -84,7 +84,7 @@ final class DefaultHitCacheTests: XCTestCase {
         ])
 
         XCTAssertEqual(Set(cache.lookupHits().keys), ["v1:boundary", "v1:fresh"])
-        XCTAssertEqual(try database.hits.count(), 2)
+        XCTAssertEqual(try database.read { try $0.hits.count() }, 2)
         XCTAssertEqual(log.messages(at: .warning), ["Deleted 1 unsent hit(s) older than 1 h"])
 
         clock.advance(by: 0.001)
@@ -123,7 +123,7 @@ final class DefaultHitCacheTests: XCTestCase {
 
         XCTAssertEqual(Array(cache.lookupHits().keys), ["v1:good"])
         XCTAssertEqual(log.messages(at: .error), ["Cached hit 'v1:edited' skipped: required field data.content is missing"])
-        XCTAssertEqual(try database.hits.count(), 2, "nothing is deleted for being unreadable")
+        XCTAssertEqual(try database.read { try $0.hits.count() }, 2, "nothing is deleted for being unreadable")
     }
 
     func testPurgeKeepsOnlyTheVisitorsConsentHits() throws {

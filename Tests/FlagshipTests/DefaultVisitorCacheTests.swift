@@ -30,7 +30,7 @@ final class DefaultVisitorCacheTests: XCTestCase {
             cache.cacheVisitor(visitorId: visitorId, data)
 
             XCTAssertEqual(cache.lookupVisitor(visitorId: visitorId), data, name)
-            let row = try XCTUnwrap(database.visitors.visitor(id: visitorId))
+            let row = try XCTUnwrap(database.read { try $0.visitors.visitor(id: visitorId) })
             XCTAssertEqual(row.anonymousId, anonymousId)
             XCTAssertTrue(row.consent)
             XCTAssertEqual(row.updatedAt, clock.now.unixMilliseconds)
@@ -46,8 +46,8 @@ final class DefaultVisitorCacheTests: XCTestCase {
         cache.cacheVisitor(visitorId: "v1", second)
 
         XCTAssertEqual(cache.lookupVisitor(visitorId: "v1"), second)
-        XCTAssertEqual(try database.visitors.count(), 1)
-        let row = try XCTUnwrap(database.visitors.visitor(id: "v1"))
+        XCTAssertEqual(try database.read { try $0.visitors.count() }, 1)
+        let row = try XCTUnwrap(database.read { try $0.visitors.visitor(id: "v1") })
         XCTAssertEqual(row.anonymousId, "anon")
         XCTAssertFalse(row.consent)
         XCTAssertEqual(row.updatedAt, clock.now.unixMilliseconds)

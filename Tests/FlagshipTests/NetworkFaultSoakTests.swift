@@ -291,7 +291,7 @@ final class NetworkFaultSoakTests: TrackingTestCase {
         let statistics = await tracking.statistics()
         let store = try inspectStore()
         defer { store.close() }
-        let rows = try store.hits.count()
+        let rows = try await store.read { try $0.hits.count() }
         ledger.maxRows = max(ledger.maxRows, rows)
         let accepted = ledger.sentLabels.count + ledger.consentHits + ledger.expectedActivates.count
         if statistics.waiting + statistics.delivered != accepted || statistics.waiting != rows + footprint.unwritten {

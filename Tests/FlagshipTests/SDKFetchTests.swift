@@ -118,7 +118,8 @@ final class SDKFetchTests: SDKTestCase {
 
         let store = try inspectStore()
         defer { store.close() }
-        let row = try XCTUnwrap(store.visitors.visitor(id: "v1"))
+        let stored = try await store.read { try $0.visitors.visitor(id: "v1") }
+        let row = try XCTUnwrap(stored)
         XCTAssertTrue(row.consent)
         let document = try VisitorCacheDocument(data: Data(row.document.utf8), expectedVisitorId: "v1")
         XCTAssertEqual(document.campaigns.map(\.campaignId), ["c1", "c2"])
@@ -250,7 +251,8 @@ final class SDKFetchTests: SDKTestCase {
         XCTAssertEqual(server.hits.first?["el"], .string("\(SDKInfo.clientName):false"))
         let store = try inspectStore()
         defer { store.close() }
-        XCTAssertNil(try store.visitors.visitor(id: "v1"), "the visitor row is deleted")
+        let row = try await store.read { try $0.visitors.visitor(id: "v1") }
+        XCTAssertNil(row, "the visitor row is deleted")
     }
 
     func testAVisitorCreatedWithoutConsentIsNotCachedAfterAFetch() async throws {
@@ -262,7 +264,8 @@ final class SDKFetchTests: SDKTestCase {
 
         let store = try inspectStore()
         defer { store.close() }
-        XCTAssertEqual(try store.visitors.count(), 0)
+        let count = try await store.read { try $0.visitors.count() }
+        XCTAssertEqual(count, 0)
         XCTAssertEqual(server.hits.map { $0["el"] }, [.string("\(SDKInfo.clientName):false")])
     }
 }

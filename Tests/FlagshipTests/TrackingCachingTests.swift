@@ -161,7 +161,8 @@ final class TrackingCachingTests: TrackingTestCase {
 
         let store = try FlagshipDatabase.openForInspection(at: StoreLocation.databaseFile(envId: "shared_env", in: elsewhere))
         defer { store.close() }
-        XCTAssertEqual(try store.hits.count(), 3, "its own cap")
+        let count = try await store.read { try $0.hits.count() }
+        XCTAssertEqual(count, 3, "its own cap")
         XCTAssertEqual(try storedHits(), [], "not the environment's default file")
     }
 
@@ -206,7 +207,8 @@ final class TrackingCachingTests: TrackingTestCase {
         await flagship.close()
         let url = StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
         let store = try FlagshipDatabase.open(at: url)
-        let click = try XCTUnwrap(try store.hits.page(limit: 10).first { $0.document.contains("hit-1") })
+        let page = try await store.read { try $0.hits.page(limit: 10) }
+        let click = try XCTUnwrap(page.first { $0.document.contains("hit-1") })
         try await store.database.write { try $0.execute("UPDATE hits SET document = '{\"version\":1,\"data\":{}}' WHERE id = ?", [.text(click.id)]) }
         store.close()
 

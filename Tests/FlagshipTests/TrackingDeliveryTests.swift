@@ -75,7 +75,7 @@ final class TrackingDeliveryTests: TrackingTestCase {
         ]
         let url = StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
         let store = try FlagshipDatabase.open(at: url)
-        let ids = try store.hits.page(limit: 10).map(\.id)
+        let ids = try await store.read { try $0.hits.page(limit: 10) }.map(\.id)
         try await store.database.write { db in
             // Claimed for an hour: the dead process's first two rows, this (live) process's last two.
             try db.execute("UPDATE hits SET lease_owner = ?, lease_until = ? WHERE id IN (?, ?)",

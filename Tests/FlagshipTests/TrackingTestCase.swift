@@ -62,7 +62,7 @@ class TrackingTestCase: SDKTestCase {
         let store = try inspectStore()
         defer { store.close() }
         var hits: [HitRecord] = []
-        try store.hits.forEachPage { hits += $0 }
+        try store.forEachHitPage { hits += $0 }
         return hits
     }
 

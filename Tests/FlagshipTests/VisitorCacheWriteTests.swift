@@ -50,7 +50,8 @@ final class VisitorCacheWriteTests: TrackingTestCase {
 
         let store = try inspectStore()
         defer { store.close() }
-        XCTAssertEqual(try store.visitors.count(), 64, "every visitor's document is in the table")
+        let count = try await store.read { try $0.visitors.count() }
+        XCTAssertEqual(count, 64, "every visitor's document is in the table")
         let statements = trace.statements
         XCTAssertEqual(statements.filter { $0.hasPrefix("INSERT INTO visitors") }.count, 64)
         let commitsWithVisitors = trace.transactions.filter { $0.contains { $0.hasPrefix("INSERT INTO visitors") } }
@@ -99,7 +100,7 @@ final class VisitorCacheWriteTests: TrackingTestCase {
     private func inspectedVisitorIds() throws -> [String] {
         let store = try inspectStore()
         defer { store.close() }
-        return try store.visitors.visitors().map(\.visitorId).sorted()
+        return try store.read { try $0.visitors.visitors() }.map(\.visitorId).sorted()
     }
 }
 

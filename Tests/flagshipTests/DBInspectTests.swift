@@ -80,10 +80,10 @@ final class DBInspectTests: CommandTestCase {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let twoCampaigns = #"{"campaigns": [{"id": "c1", "variationGroups": []}, {"id": "c2", "variationGroups": []}]}"#
         try withStore { store in
-            try store.bucketing.save(BucketingRecord(envId: "env-fresh", document: twoCampaigns, lastModified: nil, downloadedAt: now - 90 * 60_000))
-            try store.bucketing.save(BucketingRecord(envId: "env-one", document: #"{"campaigns": [{"id": "c1"}]}"#, lastModified: nil,
-                                                     downloadedAt: now - 3 * 86_400_000))
-            try store.bucketing.save(BucketingRecord(envId: "env-panic", document: #"{"panic": true}"#, lastModified: nil, downloadedAt: now - 5_000))
+            try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-fresh", document: twoCampaigns, lastModified: nil, downloadedAt: now - 90 * 60_000)) }
+            try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-one", document: #"{"campaigns": [{"id": "c1"}]}"#, lastModified: nil,
+                                                     downloadedAt: now - 3 * 86_400_000)) }
+            try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-panic", document: #"{"panic": true}"#, lastModified: nil, downloadedAt: now - 5_000)) }
         }
 
         let text = try flagship("db", "inspect", "--db", storeFile.path)

@@ -20,7 +20,7 @@ final class DBMigrateTests: CommandTestCase {
 
     func testMigratingTwiceChangesNothingTheSecondTime() throws {
         XCTAssertEqual(try flagship("db", "migrate", "--db", storeFile.path).status, 0)
-        try withStore { try $0.visitors.save(StoreFixture.visitors[0]) }
+        try withStore { store in try store.write { try $0.visitors.save(StoreFixture.visitors[0]) } }
 
         let result = try flagship("db", "migrate", "--db", storeFile.path)
 
@@ -29,7 +29,7 @@ final class DBMigrateTests: CommandTestCase {
         XCTAssertEqual(result.stderr, "")
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
-        XCTAssertEqual(try store.visitors.visitors(), [StoreFixture.visitors[0]])
+        XCTAssertEqual(try store.read { try $0.visitors.visitors() }, [StoreFixture.visitors[0]])
     }
 
     func testMigrateMovesAGarbageFileAsideSaysWhereAndCreatesAFreshStore() throws {

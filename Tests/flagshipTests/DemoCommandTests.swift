@@ -13,8 +13,8 @@ final class DemoCommandTests: CommandTestCase {
         XCTAssertEqual(try storeDirectoryListing().filter { $0.hasSuffix(".sqlite") }, ["flagship-acme_prod.sqlite"])
         let store = try FlagshipDatabase.openForInspection(at: file)
         defer { store.close() }
-        XCTAssertEqual(try store.visitors.visitors().map(\.visitorId).sorted(), ["bob", "carol", "dave"])
-        let hits = try store.hits.page(limit: 100)
+        XCTAssertEqual(try store.read { try $0.visitors.visitors() }.map(\.visitorId).sorted(), ["bob", "carol", "dave"])
+        let hits = try store.read { try $0.hits.page(limit: 100) }
         XCTAssertEqual(hits.count, 13)
         var cidByType: [String: Set<String>] = [:]
         for hit in hits {
@@ -40,7 +40,7 @@ final class DemoCommandTests: CommandTestCase {
         XCTAssertEqual(result.stdout, "cached 3 visitors and 13 hits in \(file.path)\n")
         let store = try FlagshipDatabase.openForInspection(at: file)
         defer { store.close() }
-        let cids = try store.hits.page(limit: 100).filter { $0.type != "ACTIVATE" }.map { hit -> String? in
+        let cids = try store.read { try $0.hits.page(limit: 100) }.filter { $0.type != "ACTIVATE" }.map { hit -> String? in
             let document = try parseJSON(hit.document) as? [String: Any]
             return ((document?["data"] as? [String: Any])?["content"] as? [String: Any])?["cid"] as? String
         }

@@ -57,7 +57,7 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertEqual(server.received(.campaigns).last?.json?["context"]?["plan"], "pro")
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
-        XCTAssertNotNil(try store.visitors.visitor(id: "v1"))
+        XCTAssertNotNil(try store.read { try $0.visitors.visitor(id: "v1") })
     }
 
     func testOfflineShowsWhatTheStoreAloneGives() throws {
@@ -90,7 +90,7 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertEqual(output["fetchStatus"] as? String, "FETCHED")
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
-        XCTAssertEqual(try store.visitors.count(), 0)
+        XCTAssertEqual(try store.read { try $0.visitors.count() }, 0)
     }
 
     /// As for a file written by a newer SDK: the SDK keeps working in memory, says why, and

@@ -57,7 +57,7 @@ class HitCommandTestCase: CommandTestCase {
         let store = try FlagshipDatabase.openForInspection(at: db ?? storeFile)
         defer { store.close() }
         var hits: [StoredHit: Int] = [:]
-        try store.hits.forEachPage { page in
+        try store.forEachHitPage { page in
             for record in page {
                 let content = ((try parseJSON(record.document) as? [String: Any])?["data"] as? [String: Any])?["content"] as? [String: Any]
                 hits[StoredHit(type: record.type, action: content?["ea"] as? String, label: content?["el"] as? String), default: 0] += 1

@@ -68,13 +68,13 @@ final class HitsCommandTests: CommandTestCase {
             try StoreFixture.populate(store)
             // A sender that died holding v1:0001 and v1:0003: its claim lapsed a second ago.
             _ = try store.database.write {
-                try store.hits.claim(.events, owner: "pid 1 gone", now: now, leaseUntil: now - 1_000, limit: 2, in: $0)
+                try $0.hits.claim(.events, owner: "pid 1 gone", now: now, leaseUntil: now - 1_000, limit: 2)
             }
-            try store.hits.recordFailedAttempt(ids: ["v1:0001"], nextAttemptAt: retryAt)
-            try store.hits.recordFailedAttempt(ids: ["v2:0002"], nextAttemptAt: now - 5_000)
+            try store.write { try $0.hits.recordFailedAttempt(ids: ["v1:0001"], nextAttemptAt: retryAt) }
+            try store.write { try $0.hits.recordFailedAttempt(ids: ["v2:0002"], nextAttemptAt: now - 5_000) }
             // A live sender takes the oldest unclaimed hit, v1:0001, for an hour.
             let claimed = try store.database.write {
-                try store.hits.claim(.events, owner: "pid 4242 cafe0001", now: now, leaseUntil: now + 3_600_000, limit: 1, in: $0)
+                try $0.hits.claim(.events, owner: "pid 4242 cafe0001", now: now, leaseUntil: now + 3_600_000, limit: 1)
             }
             XCTAssertEqual(claimed.map(\.id), ["v1:0001"])
         }
@@ -123,14 +123,14 @@ final class HitsCommandTests: CommandTestCase {
     func testAHitDocumentTheSDKCannotSendIsListedWithAWarningSayingWhy() throws {
         try withStore { store in
             try StoreFixture.populate(store)
-            try store.hits.insert([
+            try store.write { try $0.hits.insert([
                 HitRecord(id: "v1:bad-version", visitorId: "v1", type: "EVENT",
                           document: #"{"version": 2, "data": {"visitorId": "v1", "type": "EVENT", "time": 1, "content": {"ea": "click"}}}"#,
                           createdAt: 1_732_170_000_200),
                 HitRecord(id: "v1:bad-content", visitorId: "v1", type: "EVENT",
                           document: #"{"version": 1, "data": {"visitorId": "v1", "type": "EVENT", "time": 1, "content": ["ea"]}}"#,
                           createdAt: 1_732_170_000_300),
-            ])
+            ]) }
         }
 
         let result = try flagship("hits", "--db", storeFile.path)

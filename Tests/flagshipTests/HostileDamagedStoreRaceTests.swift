@@ -10,11 +10,11 @@ final class HostileDamagedStoreRaceTests: CommandTestCase {
         for round in 1...4 {
             let store = storeDirectory.appendingPathComponent("round-\(round).sqlite")
             let database = try FlagshipDatabase.open(at: store)
-            try database.hits.insert((0..<300).map { index in
+            try database.write { try $0.hits.insert((0..<300).map { index in
                 HitRecord(id: "v:\(index)", visitorId: "v", type: "EVENT",
                           document: #"{"version": 1, "data": {"type": "EVENT", "content": {"t": "EVENT", "ea": "x"}}}"#,
                           createdAt: 1_732_170_000_000 + Int64(index))
-            })
+            }) }
             database.close()
             // Cut short by half a page: damaged, whatever the session says.
             let bytes = try Data(contentsOf: store)

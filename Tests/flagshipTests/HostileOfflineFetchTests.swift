@@ -24,7 +24,7 @@ final class HostileOfflineFetchTests: HitCommandTestCase {
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
         var hits: [HitRecord] = []
-        try store.hits.forEachPage { hits += $0 }
+        try store.forEachHitPage { hits += $0 }
         return hits
     }
 

@@ -26,10 +26,10 @@ final class HostileReadOnlyCommandTests: CommandTestCase {
     func testReadCommandsSeeAHotWALWithoutWritingBesideIt() throws {
         try withStore { try StoreFixture.populate($0) }
         let writer = try FlagshipDatabase.open(at: storeFile)
-        try writer.hits.insert((0..<7).map { index in
+        try writer.write { try $0.hits.insert((0..<7).map { index in
             HitRecord(id: "wal-\(index)", visitorId: "v-wal", type: "EVENT", isConsent: false,
                       document: #"{"version":1,"data":{"type":"EVENT","content":{"t":"EVENT","ea":"wal"}}}"#, createdAt: 1_732_170_000_000)
-        })
+        }) }
         // The files as a killed process leaves them, without the -shm.
         let crashed = storeDirectory.appendingPathComponent("crashed.sqlite")
         try FileManager.default.copyItem(at: storeFile, to: crashed)

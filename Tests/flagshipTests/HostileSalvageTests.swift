@@ -12,11 +12,11 @@ final class HostileSalvageTests: HitCommandTestCase {
     private func storeWithHits(at url: URL) throws {
         let store = try FlagshipDatabase.open(at: url)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try store.hits.insert((0..<Self.hitCount).map { index in
+        try store.write { try $0.hits.insert((0..<Self.hitCount).map { index in
             HitRecord(id: "v1:\(index)", visitorId: "v1", type: "EVENT",
                       document: #"{"version": 1, "data": {"visitorId": "v1", "anonymousId": null, "type": "EVENT", "time": \#(now), "content": {"t": "EVENT", "vid": "v1", "ec": "Action Tracking", "ea": "salvaged", "el": "\#(index)", "ds": "APP", "cid": "env"}}}"#,
                       createdAt: now + Int64(index))
-        })
+        }) }
         store.close()
     }
 

@@ -9,10 +9,12 @@ final class HostileTerminalOutputTests: CommandTestCase {
 
     func testHitsAndVisitorsPrintOutsideTextEscapedAndJSONExact() throws {
         try withStore { store in
-            try store.hits.insert([HitRecord(
-                id: "\(Self.hostile):1", visitorId: Self.hostile, type: "EVENT",
-                document: #"{"version": 1, "data": {"type": "EVENT", "content": {"t": "EVENT", "ea": "a\nb"}}}"#,
-                createdAt: 1_732_170_000_000)])
+            _ = try store.write { db in
+                try db.hits.insert([HitRecord(
+                    id: "\(Self.hostile):1", visitorId: Self.hostile, type: "EVENT",
+                    document: #"{"version": 1, "data": {"type": "EVENT", "content": {"t": "EVENT", "ea": "a\nb"}}}"#,
+                    createdAt: 1_732_170_000_000)])
+            }
         }
 
         let text = try flagship("hits", "--db", storeFile.path)

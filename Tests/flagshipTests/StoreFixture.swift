@@ -48,9 +48,11 @@ enum StoreFixture {
     ]
 
     static func populate(_ store: FlagshipDatabase) throws {
-        for visitor in visitors { try store.visitors.save(visitor) }
-        try store.hits.insert(hits)
-        for file in bucketingFiles { try store.bucketing.save(file) }
-        try store.state.setValue("true", forKey: "firstInit", now: 1_732_160_000_000)
+        try store.write { db in
+            for visitor in visitors { try db.visitors.save(visitor) }
+            try db.hits.insert(hits)
+            for file in bucketingFiles { try db.bucketing.save(file) }
+            try db.state.setValue("true", forKey: "firstInit", now: 1_732_160_000_000)
+        }
     }
 }

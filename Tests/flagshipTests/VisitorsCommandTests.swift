@@ -51,8 +51,8 @@ final class VisitorsCommandTests: CommandTestCase {
                 ("v4", #"{"version": 1, "data": {"visitorId": "v1", "campaigns": []}}"#),
                 ("v5", #"{"version": 1, "data": {"visitorId": "v5", "campaigns": [{"campaignId": "c1", "variationId": "var1"}]}}"#),
             ].enumerated() {
-                try store.visitors.save(VisitorRecord(visitorId: visitorId, anonymousId: nil, consent: true, document: document,
-                                                      updatedAt: 1_732_170_003_000 + Int64(index) * 1_000))
+                try store.write { try $0.visitors.save(VisitorRecord(visitorId: visitorId, anonymousId: nil, consent: true, document: document,
+                                                      updatedAt: 1_732_170_003_000 + Int64(index) * 1_000)) }
             }
         }
 

@@ -58,7 +58,7 @@ final class BucketingPoller: Sendable {
         guard let store else { return }
         let record: BucketingRecord?
         do {
-            record = try store.bucketing.file(envId: envId)
+            record = try store.read { try $0.bucketing.file(envId: envId) }
         } catch {
             logger.error("The stored bucketing file could not be read: \(error)")
             return
@@ -200,7 +200,7 @@ final class BucketingPoller: Sendable {
         let logger = logger
         await queuedCall(on: storeQueue) {
             do {
-                try store.bucketing.save(record)
+                try store.write { try $0.bucketing.save(record) }
             } catch {
                 logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
             }

@@ -78,8 +78,9 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
     }
 
     public func flushHits(hitIds: [String]) {
+        guard !hitIds.isEmpty else { return }
         do {
-            try database.hits.delete(ids: hitIds)
+            try database.write { try $0.hits.delete(ids: hitIds) }
         } catch {
             logger.error("\(hitIds.count) hit(s) could not be deleted from the cache: \(error)")
         }
@@ -87,7 +88,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
 
     public func flushAllHits() {
         do {
-            try database.hits.deleteAll()
+            try database.write { try $0.hits.deleteAll() }
         } catch {
             logger.error("The hit cache could not be emptied: \(error)")
         }
@@ -105,7 +106,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
                 id: id, visitorId: document.visitorId, type: document.type, isConsent: document.isConsentHit,
                 document: document.jsonValue.jsonString(), createdAt: document.time))
         }
-        let outcome = try database.hits.insert(records, capacity: maxHits)
+        let outcome = try database.write { try $0.hits.insert(records, capacity: maxHits) }
         if outcome.evicted > 0 {
             logger.warning("Hit cache full (\(maxHits) hits): evicted the \(outcome.evicted) oldest unsent hit(s)")
         }
@@ -116,18 +117,19 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
     @discardableResult
     func deleteExpiredHits() throws -> Int {
         let boundary = now().unixMilliseconds - Int64((hitLifetime * 1000).rounded())
-        let deleted = try database.hits.deleteHits(createdBefore: boundary)
+        let deleted = try database.write { try $0.hits.deleteHits(createdBefore: boundary) }
         if deleted > 0 {
             logger.warning("Deleted \(deleted) unsent hit(s) older than \(Self.describe(hitLifetime))")
         }
         return deleted
     }
 
-    /// Visits every unexpired hit, oldest first, one page in memory at a time. A row whose
+    /// Visits every unexpired hit, oldest first, one page in memory at a time (each read in a
+    /// transaction of its own, `body` outside it). A row whose
     /// document cannot be read (a hand edit) is logged and skipped, and left in the table.
     func forEachPendingHit(_ body: (String, HitCacheDocument) throws -> Void) throws {
         try deleteExpiredHits()
-        try database.hits.forEachPage(pageSize: Self.pageSize) { records in
+        try database.forEachHitPage(pageSize: Self.pageSize) { records in
             for record in records {
                 let document: HitCacheDocument
                 do {
@@ -141,10 +143,13 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         }
     }
 
-    /// Consent withdrawn: deletes the visitor's hits except its consent hits; returns how many.
+    /// Consent withdrawn: deletes the visitor's hits except its consent hits, then erases their
+    /// traces on disk (`Database.eraseWALHistory()`); returns how many.
     @discardableResult
     func purgeHits(visitorId: String) throws -> Int {
-        try database.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true)
+        let deleted = try database.write { try $0.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true) }
+        try database.database.eraseWALHistory()
+        return deleted
     }
 
     private static func describe(_ interval: TimeInterval) -> String {

@@ -46,7 +46,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
 
     public func lookupVisitor(visitorId: String) -> Data? {
         do {
-            return try database.visitors.visitor(id: visitorId).map { Data($0.document.utf8) }
+            return try database.read { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
         } catch {
             logger.error("Visitor '\(visitorId)' could not be read from the cache: \(error)")
             return nil
@@ -55,7 +55,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
 
     public func flushVisitor(visitorId: String) {
         do {
-            try database.visitors.delete(visitorId: visitorId)
+            try database.write { try $0.visitors.delete(visitorId: visitorId) }
+            // Committed: the deleted row's traces on disk go too.
+            try database.database.eraseWALHistory()
         } catch {
             logger.error("Visitor '\(visitorId)' could not be deleted from the cache: \(error)")
         }
@@ -68,9 +70,10 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         guard let text = String(data: visitorData, encoding: .utf8) else {
             throw VisitorCacheDocumentError.notJSON("not UTF-8")
         }
-        try database.visitors.save(VisitorRecord(
+        let record = VisitorRecord(
             visitorId: visitorId, anonymousId: document.anonymousId, consent: document.consent,
-            document: text, updatedAt: now().unixMilliseconds))
+            document: text, updatedAt: now().unixMilliseconds)
+        try database.write { try $0.visitors.save(record) }
         // Still written: later lookups in this process read the open file. But no restart will.
         if !database.fileIsInPlace, fileGoneLogged.withLock({ logged in defer { logged = true }; return !logged }) {
             logger.error("Visitors cached from now on go to a database file that no longer exists (\(database.database.path) was deleted or moved while open): they will not survive a restart, which creates a new file")

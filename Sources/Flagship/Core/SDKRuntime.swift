@@ -173,7 +173,7 @@ final class SDKRuntime: Sendable {
         storeQueue.async {
             let stored: String
             do {
-                stored = try store.state.valueInsertingIfAbsent(value, forKey: key, now: now)
+                stored = try store.write { try $0.state.valueInsertingIfAbsent(value, forKey: key, now: now) }
             } catch {
                 logger.error("SDK state '\(key)' could not be stored: \(error)")
                 stored = value
@@ -251,8 +251,8 @@ final class SDKRuntime: Sendable {
     private static func recordFirstInit(store: FlagshipDatabase?, now: @Sendable () -> Date, logger: Logger) -> Bool {
         guard let store else { return true }
         do {
-            if try store.state.value(forKey: firstInitKey) != nil { return false }
-            try store.state.setValue(String(now().unixMilliseconds), forKey: firstInitKey, now: now().unixMilliseconds)
+            if try store.read({ try $0.state.value(forKey: firstInitKey) }) != nil { return false }
+            try store.write { try $0.state.setValue(String(now().unixMilliseconds), forKey: firstInitKey, now: now().unixMilliseconds) }
             return true
         } catch {
             logger.error("SDK state could not be read: \(error)")

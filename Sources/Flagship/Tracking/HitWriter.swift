@@ -227,7 +227,7 @@ final class HitWriter: Sendable {
         }
         let store = visitorDocuments.store
         let records = documents.map(\.record)
-        let writeDocuments: (Connection) throws -> Void = { try store.visitors.save(records, in: $0) }
+        let writeDocuments: (Connection) throws -> Void = { try $0.visitors.save(records) }
         if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
             let saved = Result { try table.save(hits, alongside: writeDocuments) }
             return (saved, saved.failure)
@@ -472,9 +472,10 @@ final class HitWriter: Sendable {
             return try queue.purge(visitorId: visitorId, keeping: keeping)
         }
         if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
-            return try table.purge(visitorId: visitorId, keeping: keeping) { try store.visitors.delete(visitorId: visitorId, in: $0) }
+            return try table.purge(visitorId: visitorId, keeping: keeping) { try $0.visitors.delete(visitorId: visitorId) }
         }
-        try store.visitors.delete(visitorId: visitorId)
+        try store.write { try $0.visitors.delete(visitorId: visitorId) }
+        try store.database.eraseWALHistory()
         return try queue.purge(visitorId: visitorId, keeping: keeping)
     }
 

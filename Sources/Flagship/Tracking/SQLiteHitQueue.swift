@@ -37,10 +37,10 @@ final class SQLiteHitQueue: HitQueue {
     func loadCached(now: Int64) {
         guard store.opening.readOnly == nil else { return }
         do {
-            let owners = try store.hits.claimOwners(now: now)
+            let owners = try store.read { try $0.hits.claimOwners(now: now) }
             for (owner, rows) in owners {
                 guard let claim = ClaimOwner(owner), claim.host == Self.hostName, !claim.processIsRunning else { continue }
-                try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
+                try store.write { try $0.hits.releaseClaims(owner: owner) }
                 logger.info("Released \(rows) hit(s) claimed by \(owner), a process that no longer runs")
             }
         } catch {
@@ -86,9 +86,9 @@ final class SQLiteHitQueue: HitQueue {
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
                       isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
         }
-        let outcome = try store.database.write { connection in
-            try alongside?(connection)
-            return try store.hits.insert(records, capacity: capacity, in: connection)
+        let outcome = try store.write { db in
+            try alongside?(db)
+            return try db.hits.insert(records, capacity: capacity)
         }
         return outcome.evicted
     }
@@ -97,8 +97,8 @@ final class SQLiteHitQueue: HitQueue {
         // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
         guard store.opening.readOnly == nil else { return [] }
         let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
-        let records = try store.database.write { connection in
-            try store.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit, in: connection)
+        let records = try store.write { db in
+            try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
         }
         var hits: [OutgoingHit] = []
         var unreadable: [String] = []
@@ -116,22 +116,22 @@ final class SQLiteHitQueue: HitQueue {
             }
         }
         if !unreadable.isEmpty {
-            try store.database.write { try store.hits.setAside(ids: unreadable, reason: "unreadable document", in: $0) }
+            try store.write { try $0.hits.setAside(ids: unreadable, reason: "unreadable document") }
         }
         return hits
     }
 
     func settle(_ settlement: HitSettlement) throws {
         guard !settlement.isEmpty else { return }
-        try store.database.write { connection in
-            try store.hits.delete(ids: settlement.delivered + settlement.rejected, in: connection)
-            try store.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt, in: connection)
+        try store.write { db in
+            try db.hits.delete(ids: settlement.delivered + settlement.rejected)
+            try db.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt)
         }
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
         guard store.opening.readOnly == nil else { return 0 }
-        let deleted = try store.hits.deleteHits(createdBefore: boundary)
+        let deleted = try store.write { try $0.hits.deleteHits(createdBefore: boundary) }
         return deleted
     }
 
@@ -142,21 +142,21 @@ final class SQLiteHitQueue: HitQueue {
     /// As `purge(visitorId:keeping:)`, running `alongside` (the visitor's row deleted) in the same
     /// transaction; then the deleted rows' traces are erased from the disk.
     func purge(visitorId: String, keeping: Set<String>, alongside: ((Connection) throws -> Void)?) throws -> Int {
-        let deleted = try store.database.write { connection in
-            try alongside?(connection)
-            return try store.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping, in: connection)
+        let deleted = try store.write { db in
+            try alongside?(db)
+            return try db.hits.deleteHits(visitorId: visitorId, keepingConsentHits: true, keepingIds: keeping)
         }
         try store.database.eraseWALHistory()
         return deleted
     }
 
     func count() throws -> Int {
-        try store.hits.count()
+        try store.read { try $0.hits.count() }
     }
 
     func releaseClaims() throws {
         guard store.opening.readOnly == nil else { return }
-        try store.database.write { try store.hits.releaseClaims(owner: owner, in: $0) }
+        try store.write { try $0.hits.releaseClaims(owner: owner) }
     }
 }
 

@@ -16,34 +16,27 @@ package struct BucketingRecord: Sendable, Equatable {
     }
 }
 
-/// The `bucketing` table.
-package struct BucketingRecordStore: Sendable {
-    let database: Database
-
-    package init(database: Database) {
-        self.database = database
-    }
+/// The `bucketing` table, seen through the connection of an open transaction (`db.bucketing`):
+/// every operation runs in the caller's transaction (`Database.read` or `Database.write`).
+package struct BucketingRecordStore {
+    let connection: Connection
 
     /// Stores the file for its environment, replacing the previous one.
-    package func save(_ record: BucketingRecord) throws {
-        try database.write { connection in
-            try connection.execute(
-                """
-                INSERT INTO bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (env_id) DO UPDATE SET document = excluded.document,
-                    last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
-                """,
-                [.text(record.envId), .text(record.document), SQLiteValue(record.lastModified), .integer(record.downloadedAt)]
-            )
-        }
+    package func save(_ record: BucketingRecord) throws(StoreError) {
+        try connection.execute(
+            """
+            INSERT INTO bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (env_id) DO UPDATE SET document = excluded.document,
+                last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
+            """,
+            [.text(record.envId), .text(record.document), SQLiteValue(record.lastModified), .integer(record.downloadedAt)]
+        )
     }
 
     package func file(envId: String) throws -> BucketingRecord? {
-        try database.read { connection in
-            try connection.query(
-                "SELECT env_id, document, last_modified, downloaded_at FROM bucketing WHERE env_id = ?", [.text(envId)]
-            ).first.map(Self.record)
-        }
+        try connection.query(
+            "SELECT env_id, document, last_modified, downloaded_at FROM bucketing WHERE env_id = ?", [.text(envId)]
+        ).first.map(Self.record)
     }
 
     /// A summary of each stored file, without its document.
@@ -55,13 +48,11 @@ package struct BucketingRecordStore: Sendable {
     }
 
     package func summaries() throws -> [Summary] {
-        try database.read { connection in
-            try connection.query(
-                "SELECT env_id, last_modified, downloaded_at, length(CAST(document AS BLOB)) FROM bucketing ORDER BY env_id"
-            ).map { row in
-                Summary(envId: try row.text(0), lastModified: try row.optionalText(1),
-                        downloadedAt: try row.int64(2), bytes: try row.int(3))
-            }
+        try connection.query(
+            "SELECT env_id, last_modified, downloaded_at, length(CAST(document AS BLOB)) FROM bucketing ORDER BY env_id"
+        ).map { row in
+            Summary(envId: try row.text(0), lastModified: try row.optionalText(1),
+                    downloadedAt: try row.int64(2), bytes: try row.int(3))
         }
     }
 
@@ -69,4 +60,9 @@ package struct BucketingRecordStore: Sendable {
         BucketingRecord(envId: try row.text(0), document: try row.text(1),
                         lastModified: try row.optionalText(2), downloadedAt: try row.int64(3))
     }
+}
+
+extension Connection {
+    /// The `bucketing` table, in this connection's transaction.
+    package var bucketing: BucketingRecordStore { BucketingRecordStore(connection: self) }
 }

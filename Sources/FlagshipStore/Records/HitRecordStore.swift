@@ -61,26 +61,22 @@ package enum HitEndpoint: Sendable, Equatable {
     var isActivate: SQLiteValue { SQLiteValue(self == .activate) }
 }
 
-/// The `hits` table.
+/// The `hits` table, seen through the connection of an open transaction (`db.hits`).
 ///
-/// Every operation comes in two forms: one that takes the `Connection` of a transaction the
-/// caller holds (`in:`), so that several compose into one commit, GRDB-style, and one that opens
-/// its own transaction. Writes of many rows share one transaction: that is where the speed is
-/// (one commit per row costs an fsync-bound write each).
+/// No operation opens a transaction: each runs in the one the caller holds (`Database.read` or
+/// `Database.write`), so that several compose into one commit, GRDB-style. Writes of many rows
+/// share one transaction: that is where the speed is (one commit per row costs an fsync-bound
+/// write each). The view lives as long as the closure's connection: never keep it.
 ///
 /// ```swift
-/// try database.write { db in
-///     try hits.delete(ids: delivered, in: db)
-///     try hits.recordFailedAttempt(ids: failed, nextAttemptAt: retryAt, in: db)
-///     try hits.evictOldest(beyond: 100_000, in: db)
+/// try store.write { db in
+///     try db.hits.delete(ids: delivered)
+///     try db.hits.recordFailedAttempt(ids: failed, nextAttemptAt: retryAt)
+///     try db.hits.evictOldest(beyond: 100_000)
 /// }
 /// ```
-package struct HitRecordStore: Sendable {
-    let database: Database
-
-    package init(database: Database) {
-        self.database = database
-    }
+package struct HitRecordStore {
+    let connection: Connection
 
     package struct InsertOutcome: Sendable, Equatable {
         package var inserted: Int
@@ -94,7 +90,7 @@ package struct HitRecordStore: Sendable {
     /// then evicts the oldest rows beyond `capacity`. The cap check reads the kept row count
     /// (`hits_total`): no `count(*)` over the table.
     @discardableResult
-    package func insert(_ records: [HitRecord], capacity: Int? = nil, in connection: Connection) throws(StoreError) -> InsertOutcome {
+    package func insert(_ records: [HitRecord], capacity: Int? = nil) throws(StoreError) -> InsertOutcome {
         let inserted = try connection.executeMany(
             """
             INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
@@ -119,32 +115,21 @@ package struct HitRecordStore: Sendable {
                 }
             )
         }
-        try adjustCount(by: inserted, in: connection)
-        let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity, in: connection) } ?? 0
+        try adjustCount(by: inserted)
+        let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity) } ?? 0
         return InsertOutcome(inserted: records.count, evicted: evicted)
-    }
-
-    @discardableResult
-    package func insert(_ records: [HitRecord], capacity: Int? = nil) throws -> InsertOutcome {
-        guard !records.isEmpty || capacity != nil else { return InsertOutcome(inserted: 0, evicted: 0) }
-        return try database.write { try insert(records, capacity: capacity, in: $0) }
     }
 
     /// Evicts the oldest rows (in insertion order within a millisecond) so that at most
     /// `capacity` remain; returns how many went.
     @discardableResult
-    package func evictOldest(beyond capacity: Int, in connection: Connection) throws(StoreError) -> Int {
-        let excess = try count(in: connection) - max(0, capacity)
+    package func evictOldest(beyond capacity: Int) throws(StoreError) -> Int {
+        let excess = try count() - max(0, capacity)
         guard excess > 0 else { return 0 }
         return try counted(connection.execute(
             "DELETE FROM hits WHERE rowid IN (SELECT rowid FROM hits ORDER BY created_at, rowid LIMIT ?)",
             [SQLiteValue(excess)]
-        ), in: connection)
-    }
-
-    @discardableResult
-    package func evictOldest(beyond capacity: Int) throws -> Int {
-        try database.write { try evictOldest(beyond: capacity, in: $0) }
+        ))
     }
 
     // MARK: Claiming and settling (the tracking manager's sending cycle)
@@ -152,10 +137,10 @@ package struct HitRecordStore: Sendable {
     /// Claims up to `limit` rows for `endpoint`, oldest first (in the order they were inserted
     /// within one millisecond), for `owner` until `leaseUntil`: rows nobody holds, and rows whose
     /// claim lapsed by `now` (a sender that died). A row `owner` holds already is not claimed
-    /// again: it is in flight. Run it in a write transaction (`database.write`): two senders, even
+    /// again: it is in flight. Run it in a write transaction (`Database.write`): two senders, even
     /// in two processes, then never claim the same row.
     package func claim(
-        _ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int, in connection: Connection
+        _ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int
     ) throws -> [HitRecord] {
         let rows = try connection.query(
             """
@@ -202,13 +187,13 @@ package struct HitRecordStore: Sendable {
     }
 
     /// How many hits are dead letters.
-    package func deadLetterCount() throws -> Int {
-        try database.read { Int(try $0.scalar("SELECT count(*) FROM hits WHERE lease_until = ?", [.integer(Self.deadLetterUntil)])?.int64 ?? 0) }
+    package func deadLetterCount() throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT count(*) FROM hits WHERE lease_until = ?", [.integer(Self.deadLetterUntil)])?.int64 ?? 0)
     }
 
     /// Adds one failed attempt to each of these hits, notes when they may be tried again, and
     /// ends their claim.
-    package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64?, in connection: Connection) throws(StoreError) {
+    package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64? = nil) throws(StoreError) {
         try connection.executeMany(
             """
             UPDATE hits SET attempts = attempts + 1, next_attempt_at = ?2, lease_owner = NULL, lease_until = NULL
@@ -218,15 +203,10 @@ package struct HitRecordStore: Sendable {
         )
     }
 
-    package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64? = nil) throws {
-        guard !ids.isEmpty else { return }
-        try database.write { try recordFailedAttempt(ids: ids, nextAttemptAt: nextAttemptAt, in: $0) }
-    }
-
     /// Ends `owner`'s claim on these rows (or on all its rows, for `nil`) without counting an
     /// attempt: a sender that stopped before sending them.
     @discardableResult
-    package func releaseClaims(owner: String, ids: [String]? = nil, in connection: Connection) throws(StoreError) -> Int {
+    package func releaseClaims(owner: String, ids: [String]? = nil) throws(StoreError) -> Int {
         guard let ids else {
             return try connection.execute("UPDATE hits SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.text(owner)])
         }
@@ -238,22 +218,20 @@ package struct HitRecordStore: Sendable {
 
     /// The owners holding claims that have not lapsed by `now`, with how many rows each holds.
     package func claimOwners(now: Int64) throws -> [String: Int] {
-        try database.read { connection in
-            var owners: [String: Int] = [:]
-            for row in try connection.query(
-                "SELECT lease_owner, count(*) FROM hits WHERE lease_until > ? AND lease_owner IS NOT NULL GROUP BY lease_owner",
-                [.integer(now)]
-            ) {
-                owners[try row.text(0)] = try row.int(1)
-            }
-            return owners
+        var owners: [String: Int] = [:]
+        for row in try connection.query(
+            "SELECT lease_owner, count(*) FROM hits WHERE lease_until > ? AND lease_owner IS NOT NULL GROUP BY lease_owner",
+            [.integer(now)]
+        ) {
+            owners[try row.text(0)] = try row.int(1)
         }
+        return owners
     }
 
     /// Keeps rows that cannot be sent (a document edited by hand) out of every claim, under a
     /// claim that never lapses whose owner says why: never sent, never silently lost, deleted by
     /// expiry like any hit.
-    package func setAside(ids: [String], reason: String, in connection: Connection) throws(StoreError) {
+    package func setAside(ids: [String], reason: String) throws(StoreError) {
         try connection.executeMany(
             "UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
             Set(ids).map { [.text($0), .text("dead letter: " + reason), .integer(Self.deadLetterUntil)] }
@@ -264,63 +242,43 @@ package struct HitRecordStore: Sendable {
 
     /// Deletes the hits with these ids; returns how many there were.
     @discardableResult
-    package func delete(ids: [String], in connection: Connection) throws(StoreError) -> Int {
+    package func delete(ids: [String]) throws(StoreError) -> Int {
         // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
-        try counted(connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] }), in: connection)
+        try counted(connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] }))
     }
 
+    /// Deletes every hit; returns how many there were.
     @discardableResult
-    package func delete(ids: [String]) throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        return try database.write { try delete(ids: ids, in: $0) }
-    }
-
-    @discardableResult
-    package func deleteAll() throws -> Int {
-        try database.write { connection in try counted(connection.execute("DELETE FROM hits"), in: connection) }
+    package func deleteAll() throws(StoreError) -> Int {
+        try counted(connection.execute("DELETE FROM hits"))
     }
 
     /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
     @discardableResult
     /// Deletes a visitor's hits (consent withdrawn), but those in `keepingIds`: hits accepted after
-    /// the withdrawal, which may reach the table before the deletion runs.
+    /// the withdrawal, which may reach the table before the deletion runs. The caller erases the
+    /// deleted hits' traces on disk once committed (`Database.eraseWALHistory()`).
     package func deleteHits(
-        visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = [], in connection: Connection
+        visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = []
     ) throws(StoreError) -> Int {
         guard !keepingIds.isEmpty else {
             return try counted(connection.execute(
                 "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
                 [.text(visitorId), SQLiteValue(keepingConsentHits)]
-            ), in: connection)
+            ))
         }
         // The ids to delete are read, then deleted one bound id at a time (as `delete(ids:)`).
         let doomed = try connection.query(
             "SELECT id FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
             [.text(visitorId), SQLiteValue(keepingConsentHits)]
         ).compactMap { $0[0].text }.filter { !keepingIds.contains($0) }
-        return try delete(ids: doomed, in: connection)
-    }
-
-    /// As `deleteHits(visitorId:keepingConsentHits:keepingIds:in:)`, in a transaction of its own,
-    /// then erases the deleted hits' traces on disk (`Database.eraseWALHistory()`).
-    @discardableResult
-    package func deleteHits(visitorId: String, keepingConsentHits: Bool, keepingIds: Set<String> = []) throws -> Int {
-        let deleted = try database.write {
-            try deleteHits(visitorId: visitorId, keepingConsentHits: keepingConsentHits, keepingIds: keepingIds, in: $0)
-        }
-        try database.eraseWALHistory()
-        return deleted
+        return try delete(ids: doomed)
     }
 
     /// Deletes the hits created before `createdAt` (unix ms): expiry.
     @discardableResult
-    package func deleteHits(createdBefore createdAt: Int64, in connection: Connection) throws(StoreError) -> Int {
-        try counted(connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)]), in: connection)
-    }
-
-    @discardableResult
-    package func deleteHits(createdBefore createdAt: Int64) throws -> Int {
-        try database.write { try deleteHits(createdBefore: createdAt, in: $0) }
+    package func deleteHits(createdBefore createdAt: Int64) throws(StoreError) -> Int {
+        try counted(connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)]))
     }
 
     // MARK: Reading
@@ -330,70 +288,51 @@ package struct HitRecordStore: Sendable {
     package func page(after cursor: HitCursor? = nil, limit: Int) throws -> [HitRecord] {
         // SQLite reads a negative LIMIT as "no limit": never let one through.
         let limit = SQLiteValue(max(0, limit))
-        return try database.read { connection in
-            let rows: [Row]
-            if let cursor {
-                rows = try connection.query(
-                    "SELECT \(Self.columns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                    [.integer(cursor.createdAt), .text(cursor.id), limit]
-                )
-            } else {
-                rows = try connection.query("SELECT \(Self.columns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
-            }
-            return try rows.map(Self.record)
+        let rows: [Row]
+        if let cursor {
+            rows = try connection.query(
+                "SELECT \(Self.columns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                [.integer(cursor.createdAt), .text(cursor.id), limit]
+            )
+        } else {
+            rows = try connection.query("SELECT \(Self.columns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
         }
-    }
-
-    /// Every hit, oldest first, read in pages of `pageSize`: `body` sees one page at a time.
-    package func forEachPage(pageSize: Int = 500, _ body: ([HitRecord]) throws -> Void) throws {
-        var cursor: HitCursor?
-        while true {
-            let records = try page(after: cursor, limit: max(1, pageSize))
-            guard let last = records.last else { return }
-            try body(records)
-            cursor = HitCursor(createdAt: last.createdAt, id: last.id)
-        }
+        return try rows.map(Self.record)
     }
 
     /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
     /// edit in the sqlite3 shell put out of step).
-    package func recount(in connection: Connection) throws(StoreError) {
+    package func recount() throws(StoreError) {
         try connection.execute("UPDATE hits_total SET total = (SELECT count(*) FROM hits) WHERE id = 1")
     }
 
     /// Rows deleted by a statement: taken off the kept count, and returned.
-    private func counted(_ deleted: Int, in connection: Connection) throws(StoreError) -> Int {
-        try adjustCount(by: -deleted, in: connection)
+    private func counted(_ deleted: Int) throws(StoreError) -> Int {
+        try adjustCount(by: -deleted)
         return deleted
     }
 
-    private func adjustCount(by change: Int, in connection: Connection) throws(StoreError) {
+    private func adjustCount(by change: Int) throws(StoreError) {
         guard change != 0 else { return }
         try connection.execute("UPDATE hits_total SET total = max(0, total + ?) WHERE id = 1", [SQLiteValue(change)])
     }
 
     /// The number of rows, from the kept `hits_total` (no scan).
-    package func count(in connection: Connection) throws(StoreError) -> Int {
+    package func count() throws(StoreError) -> Int {
         Int(try connection.scalar("SELECT total FROM hits_total WHERE id = 1")?.int64 ?? 0)
     }
 
-    package func count() throws -> Int {
-        try database.read { try count(in: $0) }
-    }
-
     package func countByType() throws -> [String: Int] {
-        try database.read { connection in
-            var counts: [String: Int] = [:]
-            for row in try connection.query("SELECT type, count(*) FROM hits GROUP BY type") {
-                counts[try row.text(0)] = try row.int(1)
-            }
-            return counts
+        var counts: [String: Int] = [:]
+        for row in try connection.query("SELECT type, count(*) FROM hits GROUP BY type") {
+            counts[try row.text(0)] = try row.int(1)
         }
+        return counts
     }
 
     /// The creation time (unix ms) of the oldest hit, `nil` when there is none.
-    package func oldestCreatedAt() throws -> Int64? {
-        try database.read { try $0.scalar("SELECT min(created_at) FROM hits")?.int64 }
+    package func oldestCreatedAt() throws(StoreError) -> Int64? {
+        try connection.scalar("SELECT min(created_at) FROM hits")?.int64
     }
 
     private static let columns =
@@ -408,3 +347,8 @@ package struct HitRecordStore: Sendable {
     }
 }
 
+
+extension Connection {
+    /// The `hits` table, in this connection's transaction.
+    package var hits: HitRecordStore { HitRecordStore(connection: self) }
+}

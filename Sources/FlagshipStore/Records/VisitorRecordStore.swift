@@ -17,21 +17,13 @@ package struct VisitorRecord: Sendable, Equatable {
     }
 }
 
-/// The `visitors` table.
-package struct VisitorRecordStore: Sendable {
-    let database: Database
+/// The `visitors` table, seen through the connection of an open transaction (`db.visitors`):
+/// every operation runs in the caller's transaction (`Database.read` or `Database.write`).
+package struct VisitorRecordStore {
+    let connection: Connection
 
-    package init(database: Database) {
-        self.database = database
-    }
-
-    /// Inserts the visitor, or replaces the row of the same id.
-    package func save(_ record: VisitorRecord) throws {
-        try database.write { try save([record], in: $0) }
-    }
-
-    /// Inserts each visitor, or replaces the row of the same id, in the caller's transaction.
-    package func save(_ records: [VisitorRecord], in connection: Connection) throws(StoreError) {
+    /// Inserts each visitor, or replaces the row of the same id.
+    package func save(_ records: [VisitorRecord]) throws(StoreError) {
         guard !records.isEmpty else { return }
         _ = try connection.executeMany(
             """
@@ -48,39 +40,31 @@ package struct VisitorRecordStore: Sendable {
         )
     }
 
+    /// Inserts the visitor, or replaces the row of the same id.
+    package func save(_ record: VisitorRecord) throws(StoreError) {
+        try save([record])
+    }
+
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
-        try database.read { connection in
-            try connection.query("\(Self.selectColumns) WHERE visitor_id = ?", [.text(visitorId)])
-                .first.map(Self.record)
-        }
+        try connection.query("\(Self.selectColumns) WHERE visitor_id = ?", [.text(visitorId)])
+            .first.map(Self.record)
     }
 
-    /// Deletes the visitor's row, and its traces on disk (`Database.eraseWALHistory()`);
-    /// returns whether there was one.
+    /// Deletes the visitor's row; returns whether there was one. The caller erases the traces on
+    /// disk once committed (`Database.eraseWALHistory()`).
     @discardableResult
-    package func delete(visitorId: String) throws -> Bool {
-        let deleted = try database.write { try delete(visitorId: visitorId, in: $0) }
-        try database.eraseWALHistory()
-        return deleted
-    }
-
-    /// Deletes the visitor's row in the caller's transaction; returns whether there was one. The
-    /// caller erases the traces on disk once committed (`Database.eraseWALHistory()`).
-    @discardableResult
-    package func delete(visitorId: String, in connection: Connection) throws(StoreError) -> Bool {
+    package func delete(visitorId: String) throws(StoreError) -> Bool {
         try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
     }
 
     /// Visitors, most recently updated first.
     package func visitors(limit: Int = .max) throws -> [VisitorRecord] {
-        try database.read { connection in
-            try connection.query("\(Self.selectColumns) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
-                .map(Self.record)
-        }
+        try connection.query("\(Self.selectColumns) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
+            .map(Self.record)
     }
 
-    package func count() throws -> Int {
-        try database.read { Int(try $0.scalar("SELECT count(*) FROM visitors")?.int64 ?? 0) }
+    package func count() throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT count(*) FROM visitors")?.int64 ?? 0)
     }
 
     private static let selectColumns = "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitors"
@@ -91,4 +75,9 @@ package struct VisitorRecordStore: Sendable {
             document: try row.text(3), updatedAt: try row.int64(4)
         )
     }
+}
+
+extension Connection {
+    /// The `visitors` table, in this connection's transaction.
+    package var visitors: VisitorRecordStore { VisitorRecordStore(connection: self) }
 }

@@ -33,8 +33,9 @@ package struct DatabaseOptions: Sendable, Equatable {
 /// Every access goes through `read` or `write`, which hold a lock for the length of the closure
 /// and nothing else: no network, no callback into SDK users. The lock is not reentrant: a closure
 /// that calls back into the same `Database` gets `StoreError.reentrantAccess` at once instead of
-/// a deadlock. To make several operations one transaction, hand them the `Connection` the closure
-/// receives (the record stores' `in:` methods), or nest them in `Connection.savepoint`.
+/// a deadlock. To make several operations one transaction, run them on the `Connection` the closure
+/// receives (its record stores, `db.hits`, `db.visitors`..., open none of their own), or nest them
+/// in `Connection.savepoint`.
 ///
 /// ```swift
 /// let count = try database.read { try $0.scalar("SELECT count(*) FROM hits")?.int64 }
