@@ -19,6 +19,12 @@ public struct FSFlag: Sendable {
     ///
     /// With `visitorExposed` (the default), reading a flag that exists reports the exposure:
     /// one activate per variation for this visitor instance. A type mismatch reports nothing.
+    // Compiled for the common flag types in advance, for callers in other modules: the generic
+    // form pays for instantiating `Optional<T>` at each read.
+    @_specialize(exported: true, where T == String)
+    @_specialize(exported: true, where T == Bool)
+    @_specialize(exported: true, where T == Int)
+    @_specialize(exported: true, where T == Double)
     public func value<T>(defaultValue: T?, visitorExposed: Bool = true) -> T? {
         visitor.readFlag(key, defaultValue: defaultValue, exposing: visitorExposed)
     }

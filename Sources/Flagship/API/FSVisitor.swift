@@ -163,24 +163,38 @@ public final class FSVisitor: Sendable {
     /// exposure is reported, a read takes no other lock and allocates nothing.
     func readFlag<T>(_ key: String, defaultValue: T?, exposing: Bool) -> T? {
         let panic = sdkStatus == .SDK_PANIC
-        let found = withState { state -> (entry: FlagEntry, expose: Bool)? in
-            guard !panic, state.fetchStatus != .PANIC, let entry = state.flags[key] else { return nil }
-            return (entry, exposing && !state.isExposureReported(entry))
+        // The value is copied out of the lock, the entry only when its exposure is to be reported:
+        // a read that reports nothing retains no more than the value it returns.
+        let found = withState { state -> FoundFlag in
+            guard !panic, state.fetchStatus != .PANIC, let entry = state.flags[key] else { return .missing }
+            return exposing && !state.isExposureReported(entry) ? .toExpose(entry) : .found(entry.value)
         }
-        guard let (entry, expose) = found else { return defaultValue }
+        let flagValue: JSONValue
+        let toExpose: FlagEntry?
+        switch found {
+        case .missing: return defaultValue
+        case .found(let value): (flagValue, toExpose) = (value, nil)
+        case .toExpose(let entry): (flagValue, toExpose) = (entry.value, entry)
+        }
         let value: T?
-        if entry.value.isNull {
+        if flagValue.isNull {
             value = defaultValue
-        } else if let converted = FlagValue.convert(entry.value, to: T.self) {
+        } else if let converted = FlagValue.convert(flagValue, to: T.self) {
             value = converted
         } else {
-            logMismatch(key: key, value: entry.value, expected: T.self)
+            logMismatch(key: key, value: flagValue, expected: T.self)
             return defaultValue
         }
-        if expose {
+        if let entry = toExpose {
             self.expose(entry, defaultValue: { defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null })
         }
         return value
+    }
+
+    private enum FoundFlag {
+        case missing
+        case found(JSONValue)
+        case toExpose(FlagEntry)
     }
 
     /// Reports that the visitor saw `entry`: one activate per variation group and variation

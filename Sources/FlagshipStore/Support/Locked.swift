@@ -6,14 +6,17 @@ import Foundation
 /// `Sendable` only when the value is: a lock protects the box, not a reference the value hands
 /// out. `NSLock` rather than `Synchronization.Mutex`: the thread sanitizer sees it.
 package final class Locked<Value> {
-    private let lock = NSLock()
-    private var value: Value
+    // `@usableFromInline`: `withLock` is inlined into its callers in other modules, so that a
+    // flag read's lock is specialized for its types instead of instantiating them at run time.
+    @usableFromInline let lock = NSLock()
+    @usableFromInline var value: Value
 
     package init(_ value: Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, under the lock.
+    @inlinable
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
