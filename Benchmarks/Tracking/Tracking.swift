@@ -33,8 +33,8 @@ let benchmarks: @Sendable () -> Void = {
             defer { session.directory.remove() }
             // Start-up done and the consent hit in before the clock starts.
             try await session.visitor.sendHit(click)
-            let elapsed = await measure(benchmark) {
-                sendWithoutWaiting(click, count: hitCount, from: session.visitor)
+            let elapsed = try await measure(benchmark) {
+                try await sendWithoutWaiting(click, count: hitCount, from: session.visitor)
                 await Flagship.sharedInstance.close()
             }
             benchmark.measurement(rowsPerSecond, rate(hitCount, elapsed))
@@ -118,8 +118,8 @@ let benchmarks: @Sendable () -> Void = {
         do {
             let session = try SDKSession(endpoints: try .networkDown(), tracking: FSTrackingManagerConfig())
             defer { session.directory.remove() }
-            let elapsed = await measure(benchmark) {
-                sendWithoutWaiting(click, count: burst, from: session.visitor)
+            let elapsed = try await measure(benchmark) {
+                try await sendWithoutWaiting(click, count: burst, from: session.visitor)
                 await Flagship.sharedInstance.close()
             }
             benchmark.measurement(rowsPerSecond, rate(burst, elapsed))
@@ -169,7 +169,7 @@ let benchmarks: @Sendable () -> Void = {
         // The consent hit and the rest, written with the network down and left by close().
         let session = try SDKSession(endpoints: try .networkDown(), tracking: keepEveryHit)
         filledCache.value = session.directory
-        sendWithoutWaiting(click, count: replayed - 1, from: session.visitor)
+        try await sendWithoutWaiting(click, count: replayed - 1, from: session.visitor)
         await Flagship.sharedInstance.close()
         let rows = try session.cachedRows()
         guard rows == replayed else { throw FillFailed(rows: rows, expected: replayed) }
