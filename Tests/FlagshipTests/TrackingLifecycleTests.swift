@@ -48,12 +48,7 @@ final class TrackingLifecycleTests: TrackingTestCase {
     }
 
     func testAManagerDroppedWithoutCloseEndsItsTask() async throws {
-        let events = EventsClient(envId: "env", apiKey: "key", decisionBaseURL: Self.deadURL, eventsBaseURL: Self.deadURL,
-                                  timeout: 1, transport: URLSessionTransport())
-        let queue = DelegateHitQueue(delegate: ConfinedDelegate(EmptyHitCache(), label: "test.hits"), capacity: 100,
-                                     lookupTimeout: 1, logger: Logger(label: "test"))
-        var manager: TrackingManager? = TrackingManager(queue: queue, events: events, settings: TrackingManager.Settings(),
-                                                        clock: clock, logger: Logger(label: "test"))
+        var manager: TrackingManager? = makeManager()
         manager?.start()
         let task = try XCTUnwrap(manager?.lifecycleTask)
         try await waitForSleepers(1)
@@ -63,6 +58,29 @@ final class TrackingLifecycleTests: TrackingTestCase {
 
         XCTAssertNil(dropped, "nothing the manager started holds it")
         try await ended(task)
+    }
+
+    func testAManagerClosedBeforeItStartedReturnsWithoutWaitingOnTheClock() async throws {
+        let manager = makeManager()
+        let closed = Locked(false)
+        let closing = Task {
+            await manager.close()
+            closed.withLock { $0 = true }
+        }
+        // The clock never moves: a close that waited for a sender loop never started would hang.
+        try await waitUntil("close() returned") { closed.withLock { $0 } }
+        await closing.value
+        XCTAssertNil(manager.lifecycleTask)
+    }
+
+    /// A tracking manager over a hit cache that keeps nothing, its events going nowhere.
+    private func makeManager() -> TrackingManager {
+        let events = EventsClient(envId: "env", apiKey: "key", decisionBaseURL: Self.deadURL, eventsBaseURL: Self.deadURL,
+                                  timeout: 1, transport: URLSessionTransport())
+        let queue = DelegateHitQueue(delegate: ConfinedDelegate(EmptyHitCache(), label: "test.hits"), capacity: 100,
+                                     lookupTimeout: 1, logger: Logger(label: "test"))
+        return TrackingManager(queue: queue, events: events, settings: TrackingManager.Settings(), clock: clock,
+                               logger: Logger(label: "test"))
     }
 
     /// Waits for `task` to end, failing after 5 s of wall time (its own waits are on the test's clock).

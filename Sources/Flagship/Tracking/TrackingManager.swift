@@ -278,9 +278,9 @@ final class TrackingManager: HitTracking {
     /// locked, a custom cache that never returns) is no longer waited for, and one log line says
     /// what was left.
     func close(until deadline: Date) async {
-        let first = lifecycle.withLock { state -> Bool in
+        let (first, started) = lifecycle.withLock { state -> (Bool, Bool) in
             defer { state.closed = true }
-            return !state.closed
+            return (!state.closed, state.started)
         }
         guard first else {
             await withCheckedContinuation { continuation in
@@ -301,7 +301,8 @@ final class TrackingManager: HitTracking {
         // Every hit accepted before closing is written first (the store queue is serial). A store
         // that does not answer by the deadline holds everything after it: nothing else is tried.
         var storeAnswered = await store.run(until: deadline, clock: clock) { true } != nil
-        if storeAnswered, await sender.waitForIdle(until: sendsUntil) {
+        // The last round runs in the sender's loop, which `start()` started.
+        if storeAnswered, started, await sender.waitForIdle(until: sendsUntil) {
             if await !sender.finalRound(until: sendsUntil) {
                 // Past the deadline: the send under way is cancelled with its request.
                 lifecycle.withLock { $0.task }?.cancel()
