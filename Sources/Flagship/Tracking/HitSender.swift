@@ -118,6 +118,14 @@ final class HitSender: Sendable {
         for await _ in signals {
             await rounds()
         }
+        // Ended, or cancelled by `close()` at its deadline: a round signalled and never started is
+        // not waited for.
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+            state.running = false
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter() }
     }
 
     /// Asks for a round each time the backoff gate opens, until the lifecycle cancels it.
