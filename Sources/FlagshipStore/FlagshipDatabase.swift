@@ -514,6 +514,8 @@ package final class FlagshipDatabase: Sendable {
                     }
                 }
             }
+            // From here on, no commit waits for a checkpoint.
+            if !inMemory { try database.checkpointInBackground() }
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
                                                      salvage: salvage,

@@ -57,6 +57,9 @@ package final class Database: @unchecked Sendable {
     private var damageHandlers: [@Sendable (SQLiteError) -> Void] = []
     /// Kept alive while SQLite's trace hook points at it (under `lock`).
     private var tracer: StatementTracer?
+    /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
+    /// it up (under `lock`).
+    private var checkpointer: BackgroundCheckpointer?
     /// Where the async forms of `read` and `write` run.
     private let queue = DispatchQueue(label: "io.flagship.store.database")
 
@@ -228,6 +231,8 @@ package final class Database: @unchecked Sendable {
             return try body(connection)
         } catch {
             if case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged {
+                // Nothing is copied into a damaged file any more: it is moved aside as found.
+                checkpointer?.stop()
                 let handlers = holderLock.withLock { () -> [@Sendable (SQLiteError) -> Void] in
                     defer { damageMet = true }
                     return damageMet ? [] : damageHandlers
@@ -249,6 +254,30 @@ package final class Database: @unchecked Sendable {
         try withConnection { try $0.checkpointTruncatingWAL() }
     }
 
+    /// Moves the WAL's checkpoints off the thread that commits: once a commit leaves the WAL past
+    /// `pages` pages, a connection of its own checkpoints it on its own queue
+    /// (`BackgroundCheckpointer`), instead of the commit itself doing so, as SQLite's automatic
+    /// checkpoint does. For a writable file in WAL mode; elsewhere it does nothing.
+    package func checkpointInBackground(afterPages pages: Int32 = 1_000) throws {
+        guard !options.readOnly, path != ":memory:" else { return }
+        try withConnection { connection in
+            guard checkpointer == nil else { return }
+            let checkpointer = BackgroundCheckpointer(path: path, synchronous: options.synchronous, threshold: max(1, pages))
+            self.checkpointer = checkpointer
+            // The hook replaces SQLite's automatic checkpoint, which is one too.
+            sqlite3_wal_hook(connection.handle, { context, writer, _, pages in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: pages, writer: writer)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(checkpointer).toOpaque())
+        }
+    }
+
+    /// How many checkpoints ran off the committing thread so far: for tests.
+    package var backgroundCheckpoints: Int {
+        (try? withConnection { _ in checkpointer?.checkpoints }) ?? nil ?? 0
+    }
+
     /// Calls `handler` (on the thread of the statement, which must not use this database) the
     /// first time a statement finds the file damaged: once per connection, to log it once.
     package func onFirstDamage(_ handler: @escaping @Sendable (SQLiteError) -> Void) {
@@ -268,11 +297,16 @@ package final class Database: @unchecked Sendable {
         guard !holderLock.withLock({ holder.map { pthread_equal($0, me) != 0 } ?? false }) else { return }
         lock.lock()
         defer { lock.unlock() }
+        // Closed first, without a checkpoint: the writer's connection, the last one, decides.
+        checkpointer?.close()
+        if let connection { sqlite3_wal_hook(connection.handle, nil, nil) }
+        checkpointer = nil
         connection?.close(checkpoint: checkpoint)
         connection = nil
     }
 
     deinit {
+        checkpointer?.close()
         connection?.close()
     }
 }

@@ -1,0 +1,136 @@
+import CSQLite
+import Foundation
+
+/// Runs a database's WAL checkpoints on a connection and a queue of its own, so that no commit
+/// waits for one.
+///
+/// SQLite's automatic checkpoint runs inside the commit that pushes the WAL past 1,000 pages: it
+/// copies pages into the database file and syncs both files, while the committing connection
+/// (and everyone waiting for it: the SDK's group commit, the visitor lookups) waits. Measured in
+/// the server loop, that was about 300 syncs of 1.7 ms each on the one thread that commits.
+/// Here the commit only notes that the WAL has grown (SQLite's WAL hook) and a second connection
+/// runs a `PASSIVE` checkpoint, which copies what no reader still needs without blocking the
+/// writer; SQLite's locks keep the two apart. When that connection cannot be had, or the WAL has
+/// grown far past the threshold anyway, or the file was moved or deleted under the writer, the
+/// committing connection checkpoints as SQLite would have.
+///
+/// `@unchecked Sendable`: its state, the connection's handle included, is only read and written
+/// under its lock, and the handle is used on `queue` alone.
+final class BackgroundCheckpointer: @unchecked Sendable {
+    private struct State {
+        /// A checkpoint is queued and has not started.
+        var pending = false
+        var closed = false
+        /// The file met damage, or the connection could not be opened: nothing runs here any more.
+        var stopped = false
+        /// The checkpointing connection, opened at the first checkpoint; used on `queue` only.
+        var handle: OpaquePointer?
+        var checkpoints = 0
+        /// The WAL's size when a checkpoint was last asked for: the next is asked once it has
+        /// grown by another threshold (a WAL that keeps being written is not checkpointed at
+        /// every commit, each with its two syncs).
+        var askedAt: Int32 = 0
+    }
+
+    private let path: String
+    private let synchronous: DatabaseOptions.Synchronous
+    private let threshold: Int32
+    private let queue = DispatchQueue(label: "io.flagship.store.checkpoint")
+    private let state = Locked(State())
+
+    init(path: String, synchronous: DatabaseOptions.Synchronous, threshold: Int32) {
+        self.path = path
+        self.synchronous = synchronous
+        self.threshold = threshold
+    }
+
+    /// Called by SQLite's WAL hook, on the committing thread, after each commit (its write lock
+    /// released): `pages` is the WAL's size. Returns at once, unless the writer must checkpoint.
+    func committed(walPages pages: Int32, writer: OpaquePointer?) {
+        guard pages >= threshold else { return }
+        var moved: Int32 = 0
+        sqlite3_file_control(writer, nil, SQLITE_FCNTL_HAS_MOVED, &moved)
+        let schedule = state.withLock { state -> Bool? in
+            // The writer's own file is gone from its path, this one cannot run, or it is far
+            // behind: the writer checkpoints, as SQLite's automatic checkpoint would.
+            guard moved == 0, !state.stopped, !state.closed, pages < threshold * 4 else {
+                state.askedAt = 0
+                return nil
+            }
+            if pages < state.askedAt { state.askedAt = 0 }  // the WAL started over
+            guard pages >= state.askedAt + threshold, !state.pending else { return false }
+            state.askedAt = pages
+            state.pending = true
+            return true
+        }
+        switch schedule {
+        case nil:
+            guard !state.withLock({ $0.closed }) else { return }
+            // A checkpoint under way here holds SQLite's checkpoint lock, which would make the
+            // writer's fail at once: it ends first (a checkpoint never waits for a lock). Between
+            // its own transactions, the writer's checkpoint then copies the whole WAL, so that the
+            // next transaction starts it over: the WAL stays within four thresholds, as when
+            // writes come faster than a second connection can copy them.
+            queue.sync {}
+            sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        case true?:
+            queue.async { [self] in run() }
+        case false?:
+            break
+        }
+    }
+
+    private func run() {
+        let handle = state.withLock { state -> OpaquePointer? in
+            state.pending = false
+            guard !state.closed, !state.stopped else { return nil }
+            if state.handle == nil {
+                state.handle = open()
+                if state.handle == nil { state.stopped = true }
+            }
+            return state.handle
+        }
+        guard let handle else { return }
+        // `SQLITE_BUSY`: another checkpoint runs (another process's); other errors: tried again at
+        // the next threshold, and the writer takes over once the WAL is far past it.
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        if code == SQLITE_OK { state.withLock { $0.checkpoints += 1 } }
+    }
+
+    private func open() -> OpaquePointer? {
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard code == SQLITE_OK, let handle else {
+            sqlite3_close_v2(handle)
+            return nil
+        }
+        // Closing it never checkpoints: the writer's connection, closed last, decides that.
+        csqlite_disable_checkpoint_on_close(handle)
+        sqlite3_busy_timeout(handle, 100)
+        sqlite3_exec(handle, "PRAGMA synchronous = \(synchronous.rawValue)", nil, nil, nil)
+        return handle
+    }
+
+    /// The file met damage: no checkpoint copies anything into it any more.
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    /// Checkpoints run here so far: for tests.
+    var checkpoints: Int {
+        state.withLock { $0.checkpoints }
+    }
+
+    /// Waits for a checkpoint under way, then closes the connection (without a checkpoint). Safe
+    /// to call twice.
+    func close() {
+        state.withLock { $0.closed = true }
+        queue.sync {
+            let handle = state.withLock { state -> OpaquePointer? in
+                defer { state.handle = nil }
+                return state.handle
+            }
+            if let handle { sqlite3_close_v2(handle) }
+        }
+    }
+}
