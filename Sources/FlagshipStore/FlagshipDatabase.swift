@@ -77,6 +77,13 @@ package final class FlagshipDatabase: Sendable {
 
     // MARK: - Transactions
 
+    /// `read` on the store's read-only connection, beside any write transaction of this process
+    /// (`Database.readBesideWrites`): for lookups on the request path, which must not wait for a
+    /// group commit.
+    package func readBesideWrites<T>(_ body: (Connection) throws -> T) throws -> T {
+        try database.readBesideWrites(body)
+    }
+
     /// `Database.read`: `body` runs in one deferred transaction, its reads one snapshot.
     package func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try database.read(body)
@@ -514,8 +521,11 @@ package final class FlagshipDatabase: Sendable {
                     }
                 }
             }
-            // From here on, no commit waits for a checkpoint.
-            if !inMemory { try database.checkpointInBackground() }
+            // From here on, no commit waits for a checkpoint, and a lookup for no write.
+            if !inMemory {
+                try database.checkpointInBackground()
+                database.openReader()
+            }
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
                                                      salvage: salvage,

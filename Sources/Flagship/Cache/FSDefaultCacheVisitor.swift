@@ -46,7 +46,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
 
     public func lookupVisitor(visitorId: String) -> Data? {
         do {
-            return try database.read { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
+            // Beside the group commit under way, never behind it: what it writes is read from the
+            // pending documents meanwhile (`CacheService`).
+            return try database.readBesideWrites { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
         } catch {
             logger.error("Visitor '\(visitorId)' could not be read from the cache: \(error)")
             return nil

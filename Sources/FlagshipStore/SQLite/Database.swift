@@ -57,6 +57,9 @@ package final class Database: @unchecked Sendable {
     private var damageHandlers: [@Sendable (SQLiteError) -> Void] = []
     /// Kept alive while SQLite's trace hook points at it (under `lock`).
     private var tracer: StatementTracer?
+    /// A read-only connection for reads that must not wait behind a write transaction, once
+    /// `openReader()` opened it; under its own lock, never under `lock`.
+    private let reader = Locked<ReaderConnection?>(nil)
     /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
     /// it up (under `lock`).
     private var checkpointer: BackgroundCheckpointer?
@@ -230,17 +233,26 @@ package final class Database: @unchecked Sendable {
         do {
             return try body(connection)
         } catch {
-            if case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged {
-                // Nothing is copied into a damaged file any more: it is moved aside as found.
-                checkpointer?.stop()
-                let handlers = holderLock.withLock { () -> [@Sendable (SQLiteError) -> Void] in
-                    defer { damageMet = true }
-                    return damageMet ? [] : damageHandlers
-                }
-                for handler in handlers { handler(sqliteError) }
-            }
+            // Nothing is copied into a damaged file any more: it is moved aside as found.
+            if isDamage(error) { checkpointer?.stop() }
+            reportDamage(in: error)
             throw error
         }
+    }
+
+    private func isDamage(_ error: any Error) -> Bool {
+        guard case .sqlite(let sqliteError)? = error as? StoreError else { return false }
+        return sqliteError.meansFileIsDamaged
+    }
+
+    /// Tells the damage handlers, the first time, of an error saying the file is damaged.
+    private func reportDamage(in error: any Error) {
+        guard case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged else { return }
+        let handlers = holderLock.withLock { () -> [@Sendable (SQLiteError) -> Void] in
+            defer { damageMet = true }
+            return damageMet ? [] : damageHandlers
+        }
+        for handler in handlers { handler(sqliteError) }
     }
 
     /// Checkpoints the write-ahead log and truncates it to zero bytes. Call it after deleting
@@ -273,6 +285,35 @@ package final class Database: @unchecked Sendable {
         }
     }
 
+    /// Opens a second, read-only connection to the file, for `readBesideWrites`: in WAL mode a
+    /// reader runs beside the writer, on the last committed state. For a writable file in WAL
+    /// mode; elsewhere (and when the connection cannot be had) reads keep using the one connection.
+    package func openReader() {
+        guard !options.readOnly, path != ":memory:", reader.withLock({ $0 == nil }) else { return }
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
+            sqlite3_close_v2(handle)
+            return
+        }
+        sqlite3_busy_timeout(handle, options.busyTimeoutMilliseconds)
+        let connection = Connection(handle: handle)
+        reader.withLock { $0 = ReaderConnection(connection) }
+    }
+
+    /// `read` on the read-only connection (`openReader()`), so that it never waits for a write
+    /// transaction of this process (a group commit, a settle round): it reads what was committed
+    /// when it began. Without that connection, it is `read`.
+    package func readBesideWrites<T>(_ body: (Connection) throws -> T) throws -> T {
+        guard let reader = reader.withLock({ $0 }) else { return try read(body) }
+        do {
+            return try reader.read(body)
+        } catch {
+            reportDamage(in: error)
+            throw error
+        }
+    }
+
     /// How many checkpoints ran off the committing thread so far: for tests.
     package var backgroundCheckpoints: Int {
         (try? withConnection { _ in checkpointer?.checkpoints }) ?? nil ?? 0
@@ -298,6 +339,10 @@ package final class Database: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         // Closed first, without a checkpoint: the writer's connection, the last one, decides.
+        reader.withLock { reader in
+            reader?.close()
+            reader = nil
+        }
         checkpointer?.close()
         if let connection { sqlite3_wal_hook(connection.handle, nil, nil) }
         checkpointer = nil
@@ -306,8 +351,35 @@ package final class Database: @unchecked Sendable {
     }
 
     deinit {
+        reader.withLock { $0?.close() }
         checkpointer?.close()
         connection?.close()
+    }
+}
+
+/// The read-only connection of `Database.readBesideWrites`: one read at a time, under its lock.
+///
+/// `@unchecked Sendable`: the connection is only used under `lock`.
+private final class ReaderConnection: @unchecked Sendable {
+    private let lock = NSLock()
+    private var connection: Connection?
+
+    init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection else { throw StoreError.closed }
+        return try connection.transaction(immediate: false, body)
+    }
+
+    func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        connection?.close(checkpoint: false)
+        connection = nil
     }
 }
 
