@@ -37,7 +37,7 @@ final class ReadBesideWritesTests: StoreTestCase {
     }
 
     func testAnInMemoryStoreReadsThroughItsOneConnection() throws {
-        let store = try FlagshipDatabase.open(at: URL(fileURLWithPath: ":memory:"))
+        let store = try FlagshipDatabase.inMemory(now: { fixedNow })
         defer { store.close() }
         try store.write { try $0.visitors.save([.sample("v")]) }
         XCTAssertNotNil(try store.readBesideWrites { try $0.visitors.visitor(id: "v") })
