@@ -35,6 +35,7 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
         }
         if let failure = session.failure { benchmark.error(failure) }
+        await session.checkNothingWasLost(benchmark)
     } setup: {
         try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing)
     } teardown: {
@@ -84,6 +85,7 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
         }
         if let failure = session.failure { benchmark.error(failure) }
+        await session.checkNothingWasLost(benchmark)
     } setup: {
         try await ServerSession.start(.decisionAPI, fixture: fixture, into: api)
     } teardown: {

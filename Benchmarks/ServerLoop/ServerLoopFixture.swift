@@ -178,6 +178,15 @@ final class ServerSession: Sendable {
         }
     }
 
+    /// A rate bought by dropping hits would mean nothing: the run fails if the hit cache evicted
+    /// any (its cap reached while the sender fell behind) or the SDK counted any as lost.
+    func checkNothingWasLost(_ benchmark: Benchmark) async {
+        guard let statistics = await flagship.trackingStatistics() else { return }
+        if statistics.evicted > 0 || statistics.lost > 0 {
+            benchmark.error("hits evicted from the cache: \(statistics.evicted), lost: \(statistics.lost) (delivered \(statistics.delivered), waiting \(statistics.waiting))")
+        }
+    }
+
     func stop() async {
         await flagship.close()
         server.stop()

@@ -94,6 +94,12 @@ public final class Flagship: Sendable {
         return await closing.tracking.statistics()
     }
 
+    /// What the tracking manager did so far (hits delivered, evicted, lost...), without closing:
+    /// for the benchmarks, which check that a measured run lost nothing.
+    package func trackingStatistics() async -> TrackingStatistics? {
+        await currentRuntime?.tracking.statistics()
+    }
+
     /// Returns once every visitor document and hit accepted so far is in the caches (the local
     /// store's tables, or a custom cache's calls returned): written, not sent.
     ///

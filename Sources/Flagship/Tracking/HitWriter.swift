@@ -141,7 +141,7 @@ final class HitWriter: Sendable {
             }
             return false
         case .drain:
-            store.async { [self] in drain() }
+            store.async { [self] in drain(yielding: true) }
         case .pooled(let overflow):
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
@@ -160,7 +160,7 @@ final class HitWriter: Sendable {
             state.drainScheduled = true
             return true
         }
-        if schedule { store.async { [self] in drain() } }
+        if schedule { store.async { [self] in drain(yielding: true) } }
     }
 
     /// No hit is taken any more; what was accepted is still written.
@@ -170,9 +170,15 @@ final class HitWriter: Sendable {
 
     // MARK: Group commit (on the store queue)
 
-    /// Group commit: writes everything that gathered in the ingress, and the visitor documents
-    /// waiting, in one transaction, until both stay empty.
-    private func drain() {
+    /// Group commit: writes what gathered in the ingress (`ingressLimit` hits at most) and the
+    /// visitor documents waiting, in one transaction, until both stay empty.
+    ///
+    /// `yielding` (a group commit set going by an accepted hit): after each transaction, the rest
+    /// is queued again behind what the store queue took meanwhile, the sender's claims and
+    /// settlements first. A flow of hits that never stops would otherwise keep the sender from the
+    /// store, and the hits from the network, for as long as it lasts. Whatever must see every
+    /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`.
+    private func drain(yielding: Bool = false) {
         // Documents whose write failed wait for the next interval, not for the next loop.
         var documentsFailed = false
         while true {
@@ -214,7 +220,16 @@ final class HitWriter: Sendable {
             for accepted in batch { accepted.durable?(outcome) }
             state.withLock { $0.writing = 0 }
             ready(hits.count(where: { !$0.isActivate }), hits.contains(where: \.isActivate))
+            if yielding {
+                store.async { [self] in drain(yielding: true) }
+                return
+            }
         }
+    }
+
+    /// Writes everything accepted so far, now (on the store queue): what a barrier needs.
+    func drainAll() {
+        drain()
     }
 
     /// Writes hits and visitor documents: in one transaction when the hit queue is the `hits`
@@ -449,6 +464,8 @@ final class HitWriter: Sendable {
         // The deletion runs after the writes queued before it, but a group commit under way may
         // also write hits accepted after this call (consent given again at once): those are spared.
         store.async { [self] in
+            // Every hit accepted before the withdrawal is in the cache first, so that it goes too.
+            drain()
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
                 let deleted = try erase(visitorId: visitorId, keeping: spared)
@@ -513,3 +530,4 @@ extension Result {
         return nil
     }
 }
+

@@ -300,7 +300,10 @@ final class TrackingManager: HitTracking {
         let sendsUntil = deadline.addingTimeInterval(-min(1, settings.closeDeadline / 5))
         // Every hit accepted before closing is written first (the store queue is serial). A store
         // that does not answer by the deadline holds everything after it: nothing else is tried.
-        var storeAnswered = await store.run(until: deadline, clock: clock) { true } != nil
+        var storeAnswered = await store.run(until: deadline, clock: clock) { [writer] in
+            writer.drainAll()
+            return true
+        } != nil
         // The last round runs in the sender's loop, which `start()` started.
         if storeAnswered, started, await sender.waitForIdle(until: sendsUntil) {
             if await !sender.finalRound(until: sendsUntil) {
@@ -374,7 +377,7 @@ final class TrackingManager: HitTracking {
     /// Returns once what was accepted is written, the start's replay ran, and no send is under
     /// way or due (sending stopped by the backoff counts as done).
     func waitUntilIdle() async {
-        await store.run {}
+        await store.run { [writer] in writer.drainAll() }
         await sender.waitForIdle()
     }
 
@@ -384,9 +387,9 @@ final class TrackingManager: HitTracking {
         lifecycle.withLock { $0.task }
     }
 
-    /// Returns once everything accepted before the call is written (the store queue is serial).
+    /// Returns once everything accepted before the call is written.
     func waitForWrites() async {
-        await store.run {}
+        await store.run { [writer] in writer.drainAll() }
     }
 
     /// The counts so far; `waiting` counted now, or, once closed, as `close()` left it.
