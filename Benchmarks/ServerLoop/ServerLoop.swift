@@ -13,7 +13,7 @@ import Foundation
 /// that used to hold it past its deadline, and a flag read while another process holds the lock.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, visitorsPerSecond],
+        metrics: [.wallClock, visitorsPerSecond, deliveredPercent],
         timeUnits: .milliseconds,
         units: [visitorsPerSecond: .count],
         warmupIterations: 1,
@@ -154,6 +154,10 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 }
+
+/// The share of the hits a run produced that were delivered before its end (the rest wait in the
+/// store): whether the sender kept up with the loop.
+let deliveredPercent = BenchmarkMetric.custom("hits delivered during the run (%)", polarity: .prefersLarger, useScalingFactor: false)
 
 /// Visitors served per second by one iteration (a round).
 let visitorsPerSecond = BenchmarkMetric.custom("visitors/s", polarity: .prefersLarger, useScalingFactor: false)

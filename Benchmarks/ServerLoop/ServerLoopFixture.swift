@@ -179,9 +179,12 @@ final class ServerSession: Sendable {
     }
 
     /// A rate bought by dropping hits would mean nothing: the run fails if the hit cache evicted
-    /// any (its cap reached while the sender fell behind) or the SDK counted any as lost.
+    /// any (its cap reached while the sender fell behind) or the SDK counted any as lost. How
+    /// much of what the run produced the sender delivered meanwhile is reported beside the rate.
     func checkNothingWasLost(_ benchmark: Benchmark) async {
         guard let statistics = await flagship.trackingStatistics() else { return }
+        let produced = statistics.delivered + statistics.waiting
+        if produced > 0 { benchmark.measurement(deliveredPercent, statistics.delivered * 100 / produced) }
         if statistics.evicted > 0 || statistics.lost > 0 {
             benchmark.error("hits evicted from the cache: \(statistics.evicted), lost: \(statistics.lost) (delivered \(statistics.delivered), waiting \(statistics.waiting))")
         }
