@@ -191,28 +191,72 @@ final class HitSender: Sendable {
 
     // MARK: A round
 
+    /// The outcome of a page sent, not yet recorded: the next page's claim records it in the same
+    /// visit to the store queue (under load, each visit waits for a group commit), or the round's
+    /// end does.
+    private struct PendingSettlement {
+        let settlement: HitSettlement
+        let count: Int
+        /// `onVisitorExposed` callbacks of the delivered activates: called once it is recorded.
+        let exposed: [@Sendable () -> Void]
+    }
+
     /// Sends pages, activates first, until both run dry, a send fails, or `deadline` passes.
     private func flushRound(until deadline: Date?) async {
         state.withLock { $0.poolCount = 0 }
+        var pending: PendingSettlement?
+        await sendPages(until: deadline, settling: &pending)
+        guard let pending else { return }
+        let error = await store.run { [queue = store.hits] () -> (any Error)? in
+            do {
+                try queue.settle(pending.settlement)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        recorded(pending, error: error)
+    }
+
+    private func sendPages(until deadline: Date?, settling pending: inout PendingSettlement?) async {
         while true {
             if let deadline, clock.now() >= deadline { return }
-            let activates = await sendPage(.activate)
+            let activates = await sendPage(.activate, settling: &pending)
             if activates == .failed { return }
             if let deadline, clock.now() >= deadline { return }
-            let hits = await sendPage(.events)
+            let hits = await sendPage(.events, settling: &pending)
             if hits == .failed { return }
             if activates != .full && hits != .full { return }
         }
     }
 
-    private func sendPage(_ endpoint: HitEndpoint) async -> PageOutcome {
+    /// A page's outcome is in the store (or could not be written): its exposure callbacks run.
+    private func recorded(_ pending: PendingSettlement, error: (any Error)?) {
+        if let error {
+            logger.error("The outcome of sending \(pending.count) hit(s) could not be recorded in the hit cache (\(error)): delivered ones may be sent again")
+        }
+        for callback in pending.exposed { callback() }
+    }
+
+    private func sendPage(_ endpoint: HitEndpoint, settling pending: inout PendingSettlement?) async -> PageOutcome {
         let stop = state.withLock { $0.closed && $0.finalDeadline == nil }
         guard !stop else { return .failed }
         let limit = endpoint == .activate ? EventsClient.maxActivatesPerRequest : settings.pageSize
         let claimedAt = clock.now().unixMilliseconds
         var claimed: [OutgoingHit] = []
+        // The page before is recorded first, in the same visit to the store queue as this claim.
+        let previous = pending
+        pending = nil
+        let (settleError, claim) = await store.run { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
+            var settleError: (any Error)?
+            if let previous {
+                do { try queue.settle(previous.settlement) } catch { settleError = error }
+            }
+            return (settleError, Result { try queue.claim(endpoint, limit: limit, now: claimedAt) })
+        }
+        if let previous { recorded(previous, error: settleError) }
         do {
-            claimed = try await store.run { [queue = store.hits] in try queue.claim(endpoint, limit: limit, now: claimedAt) }
+            claimed = try claim.get()
             if state.withLock({ $0.cacheReadFailing.remove(endpoint) != nil }) {
                 logger.info("Cached hits can be read for sending again")
             }
@@ -260,12 +304,7 @@ final class HitSender: Sendable {
         callbacks.forget(done.subtracting(delivered))
         // Hits back from a failed send count toward the memory limit again.
         writer.giveBack(fromMemory, done: done)
-        do {
-            try await store.run { [queue = store.hits, settlement] in try queue.settle(settlement) }
-        } catch {
-            logger.error("The outcome of sending \(batch.count) hit(s) could not be recorded in the hit cache (\(error)): delivered ones may be sent again")
-        }
-        for callback in exposed { callback() }
+        pending = PendingSettlement(settlement: settlement, count: batch.count, exposed: exposed)
         // Periodic pool hits that failed are written now: the interval's write skipped them while
         // they were in flight, and they would otherwise wait unwritten for a second interval.
         if failed, !fromMemory.isEmpty, settings.strategy == .PERIODIC_CACHING {
