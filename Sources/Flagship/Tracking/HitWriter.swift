@@ -178,14 +178,19 @@ final class HitWriter: Sendable {
     /// settlements first. A flow of hits that never stops would otherwise keep the sender from the
     /// store, and the hits from the network, for as long as it lasts. Whatever must see every
     /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`.
-    private func drain(yielding: Bool = false) {
+    ///
+    /// `atMost`: hits to write before returning (a barrier's: those accepted before it), so that a
+    /// flow that never stops does not hold the store queue either.
+    private func drain(yielding: Bool = false, atMost limit: Int = .max) {
         // Documents whose write failed wait for the next interval, not for the next loop.
         var documentsFailed = false
+        var left = limit
         while true {
             let (batch, refused) = state.withLock { state -> ([Accepted], Int) in
-                let batch = state.ingress.removeFirst(upTo: settings.ingressLimit)
+                let batch = state.ingress.removeFirst(upTo: min(settings.ingressLimit, left))
                 state.writing = batch.count
-                if batch.isEmpty { state.drainScheduled = false }
+                // Hits left beyond `atMost` keep the group commit that was set going for them.
+                if state.ingress.count == 0 { state.drainScheduled = false }
                 // Room again: the refusals since the cap was reached are told, once.
                 let refused = state.ingress.count < settings.ingressCap ? state.refusedAtCap : 0
                 if refused > 0 { state.refusedAtCap = 0 }
@@ -194,6 +199,7 @@ final class HitWriter: Sendable {
             if refused > 0 {
                 logger.error("Hits waiting for the hit cache are below \(settings.ingressCap) again: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
             }
+            left -= batch.count
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             guard !batch.isEmpty || !documents.isEmpty else { return }
             let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
@@ -227,9 +233,10 @@ final class HitWriter: Sendable {
         }
     }
 
-    /// Writes everything accepted so far, now (on the store queue): what a barrier needs.
+    /// Writes every hit accepted so far, and the visitor documents waiting, now (on the store
+    /// queue): what a barrier needs. Hits accepted meanwhile are left to their group commit.
     func drainAll() {
-        drain()
+        drain(atMost: state.withLock { $0.ingress.count })
     }
 
     /// Writes hits and visitor documents: in one transaction when the hit queue is the `hits`
@@ -413,7 +420,7 @@ final class HitWriter: Sendable {
     func tick() async {
         await store.run { [self] in
             writeUnwritten()
-            if visitorDocuments?.pending.isEmpty == false { drain() }
+            if visitorDocuments?.pending.isEmpty == false { drain(yielding: true) }
             _ = deleteExpired()
         }
     }
@@ -421,7 +428,7 @@ final class HitWriter: Sendable {
     /// At close, on the store queue: the pool written, and a last try for visitor documents.
     func writeBeforeClosing() {
         writeUnwritten()
-        if visitorDocuments?.pending.isEmpty == false { drain() }
+        if visitorDocuments?.pending.isEmpty == false { drainAll() }
     }
 
     /// Deletes the hits past their lifetime, logging how many; returns how many (on the store queue).
@@ -465,7 +472,7 @@ final class HitWriter: Sendable {
         // also write hits accepted after this call (consent given again at once): those are spared.
         store.async { [self] in
             // Every hit accepted before the withdrawal is in the cache first, so that it goes too.
-            drain()
+            drainAll()
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
                 let deleted = try erase(visitorId: visitorId, keeping: spared)
