@@ -113,11 +113,20 @@ extension FuzzEntry {
             }, "bucket \(bucket) is outside the share of variation \(assigned.variationId)")
         }
 
-        // A visitor whose history remembers its variations keeps them.
+        // A visitor whose history remembers its variations keeps them. History is by variation
+        // group id: a file that repeats a group id in another campaign, where the hash placed the
+        // visitor in no variation, assigns that campaign too from the history (the remembered
+        // variation exists there); any campaign added so must be one the history names.
         let remembered = Dictionary(decision.campaigns.map { ($0.variationGroupId, $0.variationId) }) { first, _ in first }
         if remembered.count == decision.campaigns.count, history.isEmpty {
             let again = file.decide(visitorId: visitorId, context: context, history: remembered)
-            try check(again == decision, "the visitor's remembered variations gave another decision")
+            for assigned in decision.campaigns {
+                try check(again.campaigns.contains(assigned), "the visitor's remembered variations lost \(assigned.campaignId)")
+            }
+            for added in again.campaigns where !decision.campaigns.contains(added) {
+                try check(remembered[added.variationGroupId] == added.variationId,
+                          "the visitor's remembered variations gave \(added.campaignId) a variation no history names")
+            }
         }
         _ = decision.flags
         return .accepted
