@@ -98,13 +98,7 @@ final class DelegateHitQueue: HitQueue {
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
         state.withLock { state in
-            var claimed: [OutgoingHit] = []
-            for hit in state.waiting where claimed.count < limit
-                && hit.isActivate == (endpoint == .activate) && !state.claimed.contains(hit.id) {
-                claimed.append(hit)
-            }
-            state.claimed.formUnion(claimed.map(\.id))
-            return claimed
+            state.waiting.lend(endpoint, limit: limit, marking: &state.claimed)
         }
     }
 

@@ -90,3 +90,16 @@ extension OutgoingHit {
         self.init(id: id, type: document.type, createdAt: document.time, fields: fields)
     }
 }
+
+extension Array where Element == OutgoingHit {
+    /// Up to `limit` of these hits for `endpoint`, in order, whose ids are not in `taken`; their
+    /// ids join it. How an in-memory queue lends hits to a send and keeps them from a second one.
+    func lend(_ endpoint: HitEndpoint, limit: Int, marking taken: inout Set<String>) -> [OutgoingHit] {
+        var lent: [OutgoingHit] = []
+        for hit in self where lent.count < limit && hit.isActivate == (endpoint == .activate) && !taken.contains(hit.id) {
+            lent.append(hit)
+        }
+        taken.formUnion(lent.map(\.id))
+        return lent
+    }
+}

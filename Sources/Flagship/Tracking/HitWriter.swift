@@ -386,14 +386,8 @@ final class HitWriter: Sendable {
     /// nor lent again until `giveBack`.
     func borrow(_ endpoint: HitEndpoint, limit: Int) -> [OutgoingHit] {
         guard limit > 0 else { return [] }
-        return state.withLock { state -> [OutgoingHit] in
-            var taken: [OutgoingHit] = []
-            for hit in state.unwritten where taken.count < limit
-                && hit.isActivate == (endpoint == .activate) && !state.unwrittenInFlight.contains(hit.id) {
-                taken.append(hit)
-            }
-            state.unwrittenInFlight.formUnion(taken.map(\.id))
-            return taken
+        return state.withLock { state in
+            state.unwritten.lend(endpoint, limit: limit, marking: &state.unwrittenInFlight)
         }
     }
 

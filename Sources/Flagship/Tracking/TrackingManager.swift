@@ -154,6 +154,9 @@ final class TrackingManager: HitTracking {
     private let clock: any SDKClock
     private let logger: Logger
     private let lifecycle = Locked(Lifecycle())
+    /// Where the writer's callback finds the sender: held here, so that it lives as long as the
+    /// manager, and weakly there (the sender holds the writer).
+    private let readyHits: Locked<HitSender?>
     /// Finished by `close()`: the batch timer and the backoff wake end.
     private let timersStop: AsyncStream<Void>
     private let timersStopContinuation: AsyncStream<Void>.Continuation
@@ -183,9 +186,6 @@ final class TrackingManager: HitTracking {
         self.logger = logger
         (timersStop, timersStopContinuation) = AsyncStream.makeStream(of: Void.self)
     }
-
-    /// The sender, for the writer's callback (kept here so that it lives as long as the manager).
-    private let readyHits: Locked<HitSender?>
 
     deinit {
         // A manager dropped without `close()`: its loops end.

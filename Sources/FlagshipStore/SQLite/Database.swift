@@ -61,8 +61,8 @@ package final class Database: @unchecked Sendable {
     /// `openReader()` opened it; under its own lock, never under `lock`.
     private let reader = Locked<ReaderConnection?>(nil)
     /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
-    /// it up (under `lock`).
-    private var checkpointer: BackgroundCheckpointer?
+    /// it up; under its own lock, so that a damaged read on the reader can stop it too.
+    private let checkpointer = Locked<BackgroundCheckpointer?>(nil)
     /// Where the async forms of `read` and `write` run.
     private let queue = DispatchQueue(label: "io.flagship.store.database")
 
@@ -233,21 +233,16 @@ package final class Database: @unchecked Sendable {
         do {
             return try body(connection)
         } catch {
-            // Nothing is copied into a damaged file any more: it is moved aside as found.
-            if isDamage(error) { checkpointer?.stop() }
             reportDamage(in: error)
             throw error
         }
     }
 
-    private func isDamage(_ error: any Error) -> Bool {
-        guard case .sqlite(let sqliteError)? = error as? StoreError else { return false }
-        return sqliteError.meansFileIsDamaged
-    }
-
-    /// Tells the damage handlers, the first time, of an error saying the file is damaged.
+    /// An error saying the file is damaged: no checkpoint copies anything into it any more (it is
+    /// moved aside as found), and the damage handlers are told, the first time.
     private func reportDamage(in error: any Error) {
         guard case .sqlite(let sqliteError)? = error as? StoreError, sqliteError.meansFileIsDamaged else { return }
+        checkpointer.withLock { $0 }?.stop()
         let handlers = holderLock.withLock { () -> [@Sendable (SQLiteError) -> Void] in
             defer { damageMet = true }
             return damageMet ? [] : damageHandlers
@@ -273,9 +268,9 @@ package final class Database: @unchecked Sendable {
     package func checkpointInBackground(afterPages pages: Int32 = 1_000) throws {
         guard !options.readOnly, path != ":memory:" else { return }
         try withConnection { connection in
-            guard checkpointer == nil else { return }
+            guard self.checkpointer.withLock({ $0 == nil }) else { return }
             let checkpointer = BackgroundCheckpointer(path: path, synchronous: options.synchronous, threshold: max(1, pages))
-            self.checkpointer = checkpointer
+            self.checkpointer.withLock { $0 = checkpointer }
             // The hook replaces SQLite's automatic checkpoint, which is one too.
             sqlite3_wal_hook(connection.handle, { context, writer, _, pages in
                 guard let context else { return SQLITE_OK }
@@ -316,7 +311,7 @@ package final class Database: @unchecked Sendable {
 
     /// How many checkpoints ran off the committing thread so far: for tests.
     package var backgroundCheckpoints: Int {
-        (try? withConnection { _ in checkpointer?.checkpoints }) ?? nil ?? 0
+        checkpointer.withLock { $0 }?.checkpoints ?? 0
     }
 
     /// Calls `handler` (on the thread of the statement, which must not use this database) the
@@ -343,16 +338,19 @@ package final class Database: @unchecked Sendable {
             reader?.close()
             reader = nil
         }
+        let checkpointer = self.checkpointer.withLock { checkpointer in
+            defer { checkpointer = nil }
+            return checkpointer
+        }
         checkpointer?.close()
         if let connection { sqlite3_wal_hook(connection.handle, nil, nil) }
-        checkpointer = nil
         connection?.close(checkpoint: checkpoint)
         connection = nil
     }
 
     deinit {
         reader.withLock { $0?.close() }
-        checkpointer?.close()
+        checkpointer.withLock { $0 }?.close()
         connection?.close()
     }
 }
