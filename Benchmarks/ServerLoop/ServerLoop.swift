@@ -78,6 +78,31 @@ let benchmarks: @Sendable () -> Void = {
         raw.value?.remove()
     }
 
+    // The same, and the rows then claimed and deleted as the sender does: the floor of the loop's
+    // whole store work (the SDK's run reports how much of it was done before its end).
+    let rawDelivered = Box<RawServerRows>()
+    let rawDeliveredRounds = Locked(0)
+    Benchmark("server loop, bucketing: raw SQLite (same rows, then claimed and deleted as delivered)") { (benchmark: Benchmark, rows: RawServerRows) in
+        for _ in benchmark.scaledIterations {
+            let round = rawDeliveredRounds.withLock { value -> Int in
+                defer { value += 1 }
+                return value
+            }
+            do {
+                let elapsed = try measure(benchmark) { try rows.insertRound(round, fixture: fixture) }
+                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+            } catch {
+                benchmark.error("\(error)")
+            }
+        }
+    } setup: {
+        let rows = try RawServerRows(delivering: true)
+        rawDelivered.value = rows
+        return rows
+    } teardown: {
+        rawDelivered.value?.remove()
+    }
+
     let api = Box<ServerSession>()
     Benchmark("server loop, Decision API: SDK, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
         for _ in benchmark.scaledIterations {

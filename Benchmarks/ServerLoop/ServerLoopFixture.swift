@@ -259,21 +259,38 @@ final class RawDecisionPoster: Sendable {
 /// The rows the SDK's loop leaves per visitor, written with the SQLite C API: a visitor row and
 /// six hit rows (consent, segment, three activates, the event), one transaction per 64 visitors,
 /// on the same schema and settings (WAL, `synchronous = NORMAL`).
+///
+/// `delivering`: the floor of the whole store work of the loop, not only its inserts. The file is
+/// made by the SDK itself (every migration, every index), and after each transaction of inserts
+/// the rows are claimed and deleted as the sender does once the server took them: pages of 100
+/// activates and 500 hits, a transaction to claim each page (`UPDATE … RETURNING`) and one to
+/// delete it.
 final class RawServerRows: @unchecked Sendable {
     // `@unchecked`: used by one benchmark at a time, from one task.
     private let directory: TemporaryDirectory
-    /// Made for its schema (the `hits` table as the migrations define it); written through `handle`.
-    private let schema: RawHitTable
+    /// Made for its schema; written through `handle`.
+    private let schema: AnyObject
     private let handle: OpaquePointer
+    private let delivering: Bool
     private var insertVisitor: OpaquePointer?
     private var insertHit: OpaquePointer?
+    private var claim: OpaquePointer?
+    private var delete: OpaquePointer?
     private let visitorDocument: String
     private let hitDocument: String
 
-    init() throws {
+    init(delivering: Bool = false) throws {
         directory = try TemporaryDirectory()
-        let path = directory.url.appendingPathComponent("raw.sqlite").path
-        schema = try RawHitTable(path: path)
+        self.delivering = delivering
+        let path: String
+        if delivering {
+            // The SDK's own file: the schema of every migration, opened (and left open, idle) by its cache.
+            schema = try FSDefaultCacheVisitor(envId: ServerLoop.envId, cacheDirectory: directory.url)
+            path = directory.url.appendingPathComponent("flagship-\(ServerLoop.envId).sqlite").path
+        } else {
+            path = directory.url.appendingPathComponent("raw.sqlite").path
+            schema = try RawHitTable(path: path)
+        }
         var handle: OpaquePointer?
         guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
             throw FixtureError(description: "cannot open \(path)")
@@ -294,6 +311,13 @@ final class RawServerRows: @unchecked Sendable {
         sqlite3_prepare_v2(handle, """
             INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, 0)
             """, -1, &insertHit, nil)
+        sqlite3_prepare_v2(handle, """
+            UPDATE hits SET lease_owner = 'raw', lease_until = ?1
+            WHERE rowid IN (SELECT rowid FROM hits WHERE (type = 'ACTIVATE') = ?2 AND (lease_until IS NULL OR lease_until <= ?3)
+                            ORDER BY created_at, rowid LIMIT ?4)
+            RETURNING id
+            """, -1, &claim, nil)
+        sqlite3_prepare_v2(handle, "DELETE FROM hits WHERE id = ?", -1, &delete, nil)
         // Documents of the sizes the SDK writes: a visitor with two campaigns, a hit.
         visitorDocument = #"{"data":{"anonymousId":null,"assignmentsHistory":{"vg-checkout-button-everyone":"v-checkout-button-blue","vg-extra-0":"v-extra-0-a"},"campaigns":[{"activated":false,"campaignId":"c-checkout-button","flags":{"btnColor":"blue"},"isReference":true,"type":"ab","variationGroupId":"vg-checkout-button-everyone","variationId":"v-checkout-button-blue"},{"activated":false,"campaignId":"c-extra-0","flags":{"extra0":"a"},"isReference":true,"type":"ab","variationGroupId":"vg-extra-0","variationId":"v-extra-0-a"}],"consent":true,"context":{"age":34,"country":"fr","device":"iphone","isVip":false,"plan":"pro","visits":12},"visitorId":"visitor"},"version":1}"#
         hitDocument = #"{"data":{"anonymousId":null,"content":{"cid":"bench_env","ds":"APP","ea":"purchase","ec":"Action Tracking","t":"EVENT","vid":"visitor"},"time":1763700000000,"type":"EVENT","visitorId":"visitor"},"version":1}"#
@@ -320,6 +344,41 @@ final class RawServerRows: @unchecked Sendable {
                 }
             }
             guard sqlite3_exec(handle, "COMMIT", nil, nil, nil) == SQLITE_OK else { throw FixtureError(description: "COMMIT failed") }
+            if delivering { try deliverEverything(now: now) }
+        }
+    }
+
+    /// Claims every row, page by page (activates, then hits), and deletes each page: what the
+    /// sender does to rows the server took.
+    private func deliverEverything(now: Int64) throws {
+        for (activates, pageSize) in [(true, 100), (false, 500)] {
+            while true {
+                try execute("BEGIN IMMEDIATE")
+                sqlite3_bind_int64(claim, 1, now + 60_000)
+                sqlite3_bind_int(claim, 2, activates ? 1 : 0)
+                sqlite3_bind_int64(claim, 3, now)
+                sqlite3_bind_int(claim, 4, Int32(pageSize))
+                var ids: [String] = []
+                while sqlite3_step(claim) == SQLITE_ROW {
+                    ids.append(String(cString: sqlite3_column_text(claim, 0)))
+                }
+                sqlite3_reset(claim)
+                try execute("COMMIT")
+                guard !ids.isEmpty else { break }
+                try execute("BEGIN IMMEDIATE")
+                for id in ids {
+                    bind(delete, 1, id)
+                    try step(delete)
+                }
+                try execute("COMMIT")
+                if ids.count < pageSize { break }
+            }
+        }
+    }
+
+    private func execute(_ sql: String) throws {
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+            throw FixtureError(description: "\(sql): \(String(cString: sqlite3_errmsg(handle)))")
         }
     }
 
@@ -337,6 +396,8 @@ final class RawServerRows: @unchecked Sendable {
     func remove() {
         sqlite3_finalize(insertVisitor)
         sqlite3_finalize(insertHit)
+        sqlite3_finalize(claim)
+        sqlite3_finalize(delete)
         sqlite3_close_v2(handle)
         directory.remove()
     }
