@@ -127,7 +127,9 @@ public final class Flagship: Sendable {
 
     // MARK: Start-up checks and logging
 
-    private static func problem(envId: String, apiKey: String) -> String? {
+    /// Why `start` would refuse this env id and API key, if it would: for a caller that must
+    /// fail loudly rather than log (the lifecycle service).
+    package static func problem(envId: String, apiKey: String) -> String? {
         if envId.isEmpty { return "the env id is empty" }
         if apiKey.isEmpty { return "the API key is empty" }
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-_"))
@@ -146,7 +148,11 @@ public final class Flagship: Sendable {
     /// its debug lines.
     static func makeLogger(_ config: FlagshipConfig) -> Logger {
         var logger: Logger
-        if config.logLevel == .NONE {
+        if let given = config.logger, !(config.logLevelWasSet && config.logLevel == .NONE) {
+            // The app's logger keeps its own level unless `withLogLevel` said otherwise.
+            guard config.logLevelWasSet else { return given }
+            logger = given
+        } else if config.logLevel == .NONE {
             logger = Logger(label: "io.flagship") { _ in SwiftLogNoOpLogHandler() }
         } else {
             logger = Logger.flagship(factory: config.logHandlerFactory)

@@ -29,6 +29,10 @@ public struct FlagshipConfig: Sendable {
     var onVisitorExposed: OnVisitorExposed?
     /// Where log lines go; `nil`: swift-log's bootstrapped handler, under the label `io.flagship`.
     var logHandlerFactory: (@Sendable (String) -> any LogHandler)?
+    /// The app's logger (`withLogger`): its handler, metadata and level, in place of the SDK's own.
+    var logger: Logger?
+    /// Whether `withLogLevel` was called: only then does it override the level of the app's logger.
+    var logLevelWasSet = false
     /// The clock behind hit times and ages; tests move it by hand.
     var now: @Sendable () -> Date = Date.init
     /// The same clock, with waiting: batch intervals and backoff.
@@ -77,6 +81,23 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withLogLevel(_ logLevel: FSLevel) -> FSConfigBuilder {
         config.logLevel = logLevel
+        config.logLevelWasSet = true
+        return self
+    }
+
+    /// Logs through the app's `Logger` (its handler, its metadata, such as a request id, and its
+    /// level) instead of one the SDK makes under the label `io.flagship`. The level is the
+    /// logger's own unless `withLogLevel` is called too, which then sets it (`.NONE` silences the
+    /// SDK whatever the logger).
+    ///
+    /// ```swift
+    /// var logger = Logger(label: "shop.flags")
+    /// logger[metadataKey: "service"] = "checkout"
+    /// let config = FSConfigBuilder().Bucketing().withLogger(logger).build()
+    /// ```
+    @discardableResult
+    public func withLogger(_ logger: Logger) -> FSConfigBuilder {
+        config.logger = logger
         return self
     }
 
