@@ -9,10 +9,14 @@ let package = Package(
         // A Flagship-compatible backend on loopback, so apps can test against it offline.
         .library(name: "FlagshipLocalServer", targets: ["FlagshipLocalServer"]),
         .executable(name: "flagship", targets: ["flagship"]),
+        // The SDK as a swift-service-lifecycle `Service`: its own product, so that an app that
+        // depends on `Flagship` alone never compiles ServiceLifecycle.
+        .library(name: "FlagshipServiceLifecycle", targets: ["FlagshipServiceLifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -56,6 +60,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            name: "FlagshipServiceLifecycle",
+            dependencies: [
+                "Flagship",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
+        // `ServiceGroup`, stopped by SIGTERM.
+        .executableTarget(
+            name: "flagship-service-probe",
+            dependencies: [
+                "Flagship",
+                "FlagshipServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/Support/flagship-service-probe"
+        ),
         // Torture runs: kills the SDK's process at random points and checks nothing is lost
         // (`make torture`; a short run in `make test`).
         .executableTarget(
@@ -87,6 +111,17 @@ let package = Package(
         .testTarget(
             name: "flagshipTests",
             dependencies: ["flagship", "flagship-torture", "FlagshipStore", "FlagshipLocalServer"]
+        ),
+        .testTarget(
+            name: "FlagshipServiceLifecycleTests",
+            dependencies: [
+                "flagship-service-probe",
+                "FlagshipServiceLifecycle",
+                "Flagship",
+                "FlagshipStore",
+                "FlagshipLocalServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

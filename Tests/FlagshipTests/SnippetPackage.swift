@@ -153,7 +153,7 @@ struct SnippetPackage {
     private func manifest(for targets: [SnippetTarget]) -> String {
         let identity = repository.lastPathComponent.lowercased()
         let lines = targets.map { target in
-            let products = target.snippet.document == "README" ? "sdkAndServer" : "sdk"
+            let products = target.snippet.document == "README" ? "readme" : "sdk"
             return #"        .executableTarget(name: "\#(target.name)", dependencies: \#(products), path: "Sources/\#(target.name)"\#(target.mode.manifestSettings)),"#
         }
         return """
@@ -163,11 +163,19 @@ struct SnippetPackage {
 
             let sdk: [Target.Dependency] = [.product(name: "Flagship", package: "\(identity)")]
             let sdkAndServer = sdk + [.product(name: "FlagshipLocalServer", package: "\(identity)")]
+            // The README's blocks may also run the SDK as a service of swift-service-lifecycle.
+            let readme = sdkAndServer + [
+                .product(name: "FlagshipServiceLifecycle", package: "\(identity)"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
 
             let package = Package(
                 name: "ReferenceSnippets",
                 platforms: [.macOS(.v13)],
-                dependencies: [.package(path: "\(repository.path)")],
+                dependencies: [
+                    .package(path: "\(repository.path)"),
+                    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+                ],
                 targets: [
             \(lines.joined(separator: "\n"))
                 ]

@@ -1,0 +1,125 @@
+import Flagship
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The Flagship SDK as a swift-service-lifecycle `Service`: started when its `ServiceGroup`
+/// runs it, closed when the group shuts down gracefully (SIGTERM, say) or is cancelled.
+///
+/// Closing keeps `close()`'s deadline (a last flush of at most 5 s): what could not be sent in
+/// that time stays in the hit cache, counted in one log line, and is replayed at the next start.
+/// A group runs its services at once, in no set order: a service that uses the SDK awaits
+/// `started()` first (a visitor built before `start` has no SDK behind it). Put the services
+/// that send hits after this one in the group: a group shuts its services down in the reverse
+/// order of the list, so they stop sending before the SDK closes.
+///
+/// ```swift
+/// let flags = FlagshipService(envId: "env", apiKey: key, config: FSConfigBuilder().Bucketing().build())
+/// let group = ServiceGroup(configuration: .init(
+///     services: [flags, httpServer],
+///     gracefulShutdownSignals: [.sigterm],
+///     logger: logger))
+/// try await group.run()
+/// ```
+public struct FlagshipService: Service, CustomStringConvertible {
+    /// The instance the service starts and closes (by default the shared one).
+    public let flagship: Flagship
+    private let envId: String
+    private let apiKey: String
+    private let config: FlagshipConfig
+    private let start = StartSignal()
+
+    public init(flagship: Flagship = .sharedInstance, envId: String, apiKey: String,
+                config: FlagshipConfig = FSConfigBuilder().build()) {
+        self.flagship = flagship
+        self.envId = envId
+        self.apiKey = apiKey
+        self.config = config
+    }
+
+    /// Starts the SDK, serves until the group shuts down or is cancelled, then closes it.
+    ///
+    /// - Throws: `FlagshipServiceError.refused` at once when the env id or the API key cannot be
+    ///   used (empty, or holding characters they never hold): the group then fails at start
+    ///   instead of serving default values. Nothing else: closing never fails, it runs out of time.
+    public func run() async throws {
+        if let problem = Flagship.problem(envId: envId, apiKey: apiKey) {
+            let error = FlagshipServiceError.refused(problem)
+            start.finish(.failure(error))
+            throw error
+        }
+        flagship.start(envId: envId, apiKey: apiKey, config: config)
+        start.finish(.success(()))
+        // Ends with the graceful shutdown, or at once with a cancellation (it then throws).
+        try? await gracefulShutdown()
+        // The last flush runs whole even in a cancelled group: awaited, on a task the group's
+        // cancellation does not reach, and bounded by close()'s own deadline.
+        let flagship = flagship
+        await Task.detached { await flagship.close() }.value
+    }
+
+    /// Returns once `run()` has started the SDK: what a service of the same group awaits before
+    /// it builds visitors.
+    ///
+    /// - Throws: `FlagshipServiceError.refused` when `run()` refused the credentials, and
+    ///   `CancellationError` when the waiting task is cancelled first.
+    public func started() async throws {
+        try await start.wait()
+    }
+
+    public var description: String {
+        "FlagshipService(envId: \(envId))"
+    }
+}
+
+/// Whether `run()` started the SDK, and the tasks waiting to know.
+private final class StartSignal: @unchecked Sendable {
+    // `@unchecked`: `outcome`, `waiters` and `nextId` are read and written under `lock` only.
+    private let lock = NSLock()
+    private var outcome: Result<Void, FlagshipServiceError>?
+    private var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+    private var nextId = 0
+
+    func finish(_ result: Result<Void, FlagshipServiceError>) {
+        let waiting = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
+            guard outcome == nil else { return [] }
+            outcome = result
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+        for waiter in waiting { waiter.resume(with: result.mapError { $0 }) }
+    }
+
+    func wait() async throws {
+        let id = lock.withLock { () -> Int in
+            defer { nextId += 1 }
+            return nextId
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // Answered now (already finished, or already cancelled), or kept for `finish`.
+                let answer = lock.withLock { () -> Result<Void, any Error>? in
+                    if let outcome { return outcome.mapError { $0 } }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    waiters[id] = continuation
+                    return nil
+                }
+                if let answer { continuation.resume(with: answer) }
+            }
+        } onCancel: {
+            lock.withLock { waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+    }
+}
+
+/// Why `FlagshipService` did not run.
+public enum FlagshipServiceError: Error, Equatable, CustomStringConvertible {
+    /// The env id or the API key was refused before anything was sent: the reason names which.
+    case refused(String)
+
+    public var description: String {
+        switch self {
+        case .refused(let reason): "Flagship not started: \(reason)"
+        }
+    }
+}
