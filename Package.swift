@@ -12,11 +12,15 @@ let package = Package(
         // The SDK as a swift-service-lifecycle `Service`: its own product, so that an app that
         // depends on `Flagship` alone never compiles ServiceLifecycle.
         .library(name: "FlagshipServiceLifecycle", targets: ["FlagshipServiceLifecycle"]),
+        // The SDK's instrumentation reported through swift-metrics: its own product, so that an
+        // app that depends on `Flagship` alone never compiles swift-metrics.
+        .library(name: "FlagshipMetrics", targets: ["FlagshipMetrics"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -68,6 +72,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "FlagshipMetrics",
+            dependencies: [
+                "Flagship",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
         // `ServiceGroup`, stopped by SIGTERM.
         .executableTarget(
@@ -111,6 +122,16 @@ let package = Package(
         .testTarget(
             name: "flagshipTests",
             dependencies: ["flagship", "flagship-torture", "FlagshipStore", "FlagshipLocalServer"]
+        ),
+        .testTarget(
+            name: "FlagshipMetricsTests",
+            dependencies: [
+                "FlagshipMetrics",
+                "Flagship",
+                "FlagshipLocalServer",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
         .testTarget(
             name: "FlagshipServiceLifecycleTests",

@@ -92,9 +92,12 @@ public final class FSVisitor: Sendable {
         }
         setFetch(.FETCHING, .NONE, ifGeneration: generation)
         let response: DecisionResponse
+        let started = ContinuousClock.now
+        let source: FSDecisionSource = runtime.config.mode == .BUCKETING ? .bucketing : .decisionAPI
         do {
             response = try await runtime.decider.decide(request)
         } catch {
+            runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
             logger.error("Flags of visitor '\(request.visitorId)' not fetched, the previous ones are kept: \(error)")
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
@@ -102,6 +105,8 @@ public final class FSVisitor: Sendable {
         for skipped in response.skippedCampaigns + response.droppedFlags {
             logger.warning("Decision for visitor '\(request.visitorId)': \(skipped)")
         }
+        runtime.config.instrumentation?.fetchEnded(response.panic ? .panic : .success, source: source,
+                                                    duration: ContinuousClock.now - started)
         if response.panic {
             logger.warning("The Decision API says panic: flags give their defaults, nothing is sent")
             runtime.setStatus(.SDK_PANIC)

@@ -33,6 +33,8 @@ public struct FlagshipConfig: Sendable {
     var logger: Logger?
     /// Whether `withLogLevel` was called: only then does it override the level of the app's logger.
     var logLevelWasSet = false
+    /// Told of the SDK's work as it goes (`withInstrumentation`).
+    var instrumentation: (any FlagshipInstrumentation)?
     /// The clock behind hit times and ages; tests move it by hand.
     var now: @Sendable () -> Date = Date.init
     /// The same clock, with waiting: batch intervals and backoff.
@@ -95,6 +97,15 @@ public final class FSConfigBuilder {
     /// logger[metadataKey: "service"] = "checkout"
     /// let config = FSConfigBuilder().Bucketing().withLogger(logger).build()
     /// ```
+    /// Tells `instrumentation` of the SDK's work as it goes (hits by stage, fetches, batches,
+    /// commits, hits waiting): for metrics. `FlagshipMetrics()` (the `FlagshipMetrics` product)
+    /// reports it through swift-metrics.
+    @discardableResult
+    public func withInstrumentation(_ instrumentation: any FlagshipInstrumentation) -> FSConfigBuilder {
+        config.instrumentation = instrumentation
+        return self
+    }
+
     @discardableResult
     public func withLogger(_ logger: Logger) -> FSConfigBuilder {
         config.logger = logger

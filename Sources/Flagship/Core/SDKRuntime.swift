@@ -63,6 +63,7 @@ final class SDKRuntime: Sendable {
         var settings = TrackingManager.Settings(config.trackingConfig)
         config.adjustTracking?(&settings)
         if config.networkDisabled { settings.sends = false }
+        settings.instrumentation = config.instrumentation
         tracking = TrackingManager(
             queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
             events: events, settings: settings, clock: config.clock, logger: logger,

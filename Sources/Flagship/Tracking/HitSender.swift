@@ -271,14 +271,19 @@ final class HitSender: Sendable {
         guard !batch.isEmpty else { return .empty }
 
         let sentAt = clock.now().unixMilliseconds
+        let sendStarted = ContinuousClock.now
         let results = endpoint == .activate
             ? await events.sendActivates(batch, now: sentAt)
             : await events.sendHits(batch, now: sentAt)
+        let sendTook = ContinuousClock.now - sendStarted
         // A send that outlived `close()` (its deadline passed, the transport was shut down): close
         // released the claims and counted what waits, so the outcome is left alone; a delivery
         // the server confirmed is still sent again by the next start (at least once).
         guard !state.withLock({ $0.abandoned }) else { return .failed }
         let failed = record(results, of: batch)
+        if let instrumentation = settings.instrumentation {
+            report(results, endpoint: endpoint, hits: batch.count, duration: sendTook, to: instrumentation)
+        }
 
         let cachedIds = Set(claimed.map(\.id))
         var settlement = HitSettlement()
@@ -312,6 +317,28 @@ final class HitSender: Sendable {
         }
         if failed { return .failed }
         return batch.count >= limit ? .full : .partial
+    }
+
+    /// A page's outcomes, by hit, and the page as a batch (failed if any of its requests must be
+    /// retried, rejected if all that did not succeed were refused).
+    private func report(_ results: [SendResult], endpoint: HitEndpoint, hits: Int, duration: Duration,
+                        to instrumentation: any FlagshipInstrumentation) {
+        let kind: FSHitKind = endpoint == .activate ? .activate : .hit
+        var delivered = 0
+        var rejected = 0
+        var retried = 0
+        for result in results {
+            switch result.outcome {
+            case .delivered: delivered += result.hitIds.count
+            case .rejected: rejected += result.hitIds.count
+            case .retryLater: retried += result.hitIds.count
+            }
+        }
+        if delivered > 0 { instrumentation.hits(.delivered, kind: kind, count: delivered) }
+        if rejected > 0 { instrumentation.hits(.rejected, kind: kind, count: rejected) }
+        if retried > 0 { instrumentation.hits(.retried, kind: kind, count: retried) }
+        let outcome: FSBatchOutcome = retried > 0 ? .failed : rejected > 0 && delivered == 0 ? .rejected : .delivered
+        instrumentation.batchEnded(endpoint == .activate ? .activate : .events, outcome: outcome, hits: hits, duration: duration)
     }
 
     /// Logs and counts the outcomes, and moves the backoff: closed after a retryable failure,

@@ -130,25 +130,29 @@ final class HitWriter: Sendable {
             state.unwritten.append(hit)
             return .pooled(overflow: state.unwritten.count == settings.memoryLimit)
         }
+        let instrumentation = settings.instrumentation
         switch next {
         case .refused:
             logger.error("\(hit.type) hit not sent: the SDK was closed")
             durable?(.failure(.closed))
             return false
         case .overCap(let first):
+            instrumentation?.hitsGoneUnsent(.lost, count: 1)
             if first {
                 logger.error("Hits arrive faster than the hit cache takes them (\(settings.ingressCap) wait for it): hits nobody awaits are dropped, counted as lost, until it catches up; `try await sendHit` waits instead")
             }
             return false
         case .drain:
+            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
             store.async { [self] in drain(yielding: true) }
         case .pooled(let overflow):
+            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
             if overflow { store.async { [self] in writeUnwritten() } }
             ready(hit.isActivate ? 0 : 1, hit.isActivate)
         case .none:
-            break
+            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
         }
         return true
     }
@@ -202,7 +206,9 @@ final class HitWriter: Sendable {
             left -= batch.count
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             guard !batch.isEmpty || !documents.isEmpty else { return }
+            let started = ContinuousClock.now
             let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
+            let took = ContinuousClock.now - started
             if !documents.isEmpty {
                 documentsFailed = documentsError != nil
                 settle(documents, error: documentsError)
@@ -212,7 +218,12 @@ final class HitWriter: Sendable {
             var outcome: Result<Void, FlagshipError> = .success(())
             do {
                 let evicted = try saved.get()
+                if let instrumentation = settings.instrumentation {
+                    instrumentation.committed(rows: hits.count, duration: took)
+                    reportCommitted(hits, to: instrumentation)
+                }
                 if evicted > 0 {
+                    settings.instrumentation?.hitsGoneUnsent(.evicted, count: evicted)
                     state.withLock { $0.counts.evicted += evicted }
                     logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
                 }
@@ -332,9 +343,17 @@ final class HitWriter: Sendable {
         return MemoryDrop(ids: dropped, first: first)
     }
 
+    /// Hits now in the cache, by kind.
+    private func reportCommitted(_ hits: [OutgoingHit], to instrumentation: any FlagshipInstrumentation) {
+        let activates = hits.count(where: \.isActivate)
+        if activates > 0 { instrumentation.hits(.committed, kind: .activate, count: activates) }
+        if hits.count > activates { instrumentation.hits(.committed, kind: .hit, count: hits.count - activates) }
+    }
+
     /// A drop's activates lose their exposure callbacks; the drop is logged once when it starts.
     private func forget(_ drop: MemoryDrop) {
         guard !drop.ids.isEmpty else { return }
+        settings.instrumentation?.hitsGoneUnsent(.lost, count: drop.ids.count)
         callbacks.forget(drop.ids)
         if drop.first {
             logger.error("The oldest hits kept in memory are being dropped: more than \(settings.memoryLimit) wait while the hit cache cannot be written")
@@ -368,7 +387,13 @@ final class HitWriter: Sendable {
         guard !pending.isEmpty else { return }
         let written = Set(pending.map(\.id))
         do {
+            let started = ContinuousClock.now
             let evicted = try store.hits.save(pending.map(CachedHit.init))
+            if let instrumentation = settings.instrumentation {
+                instrumentation.committed(rows: pending.count, duration: ContinuousClock.now - started)
+                reportCommitted(pending, to: instrumentation)
+                if evicted > 0 { instrumentation.hitsGoneUnsent(.evicted, count: evicted) }
+            }
             state.withLock { state in
                 state.unwritten.removeAll { written.contains($0.id) }
                 state.unwrittenInFlight.subtract(written)
@@ -416,6 +441,7 @@ final class HitWriter: Sendable {
             writeUnwritten()
             if visitorDocuments?.pending.isEmpty == false { drain(yielding: true) }
             _ = deleteExpired()
+            reportWaiting()
         }
     }
 
@@ -449,10 +475,19 @@ final class HitWriter: Sendable {
         }
         expired += inMemory
         if expired > 0 {
+            settings.instrumentation?.hitsGoneUnsent(.expired, count: expired)
             state.withLock { $0.counts.expired += expired }
             logger.warning("Deleted \(expired) unsent hit(s) older than \(TrackingManager.describe(settings.hitLifetime))")
         }
         return expired
+    }
+
+    /// Tells the instrumentation how many hits wait, in the cache and in memory (on the store queue).
+    private func reportWaiting() {
+        guard let instrumentation = settings.instrumentation else { return }
+        let inMemory = state.withLock { $0.ingress.count + $0.writing + $0.unwritten.count }
+        let inStore = (try? store.hits.count()) ?? 0
+        instrumentation.waiting(inStore: inStore, inMemory: inMemory)
     }
 
     // MARK: Consent withdrawn
@@ -511,6 +546,7 @@ final class HitWriter: Sendable {
     /// At close: hits that will not reach the cache in this run, counted as lost.
     func countLost(_ count: Int) {
         guard count > 0 else { return }
+        settings.instrumentation?.hitsGoneUnsent(.lost, count: count)
         state.withLock { $0.counts.lost += count }
     }
 

@@ -24,6 +24,8 @@ struct OutgoingHit: Sendable, Equatable {
     let wire: String
 
     var isActivate: Bool { type == "ACTIVATE" }
+    /// As the instrumentation counts it.
+    var kind: FSHitKind { isActivate ? .activate : .hit }
 
     /// A hit from its wire fields (without `qt`), encoded here once.
     init(id: String, type: String, createdAt: Int64, fields: [String: JSONValue]) {

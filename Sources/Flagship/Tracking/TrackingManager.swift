@@ -121,6 +121,8 @@ final class TrackingManager: HitTracking {
         var sends = true
         /// A random number in 0..<1 for the backoff's jitter (tests fix it).
         var jitter: @Sendable () -> Double = { Double.random(in: 0..<1) }
+        /// Told of hits by stage, batches, commits and hits waiting (`withInstrumentation`).
+        var instrumentation: (any FlagshipInstrumentation)?
 
         init() {}
 
@@ -334,6 +336,8 @@ final class TrackingManager: HitTracking {
             if let counted { state.waiting = counted.0 }
             state.lostAtClose += unwritten.inMemory + stranded + unconfirmed
         }
+        let lostNow = unwritten.inMemory + stranded + unconfirmed
+        if lostNow > 0 { settings.instrumentation?.hitsGoneUnsent(.lost, count: lostNow) }
         let unsaved = writer.unsavedVisitorDocuments
         if unsaved > 0 {
             logger.error("\(unsaved) visitor document(s) are not in the visitor cache at close: the next start fetches those visitors' flags again")

@@ -1,0 +1,99 @@
+/// What the SDK tells about its work as it goes: how many hits reached each stage, how fetches
+/// and batches went and how long they took, how many hits wait. Give one with
+/// `FSConfigBuilder.withInstrumentation`; the `FlagshipMetrics` product reports it all through
+/// swift-metrics. The SDK itself depends on no metrics library.
+///
+/// Called on the SDK's own threads (the store's queue, the sender's task, the caller of a fetch):
+/// return at once, never wait for I/O or for a lock held long. Every method has a default that
+/// does nothing, so an implementation picks what it needs and later versions can add methods.
+public protocol FlagshipInstrumentation: Sendable {
+    /// `count` hits (or activates, by `kind`) reached `stage`.
+    func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int)
+    /// `count` hits or activates left unsent for good, for `reason`. The cache deletes expired
+    /// and evicted rows of both kinds in one statement, so these are not told apart by kind.
+    func hitsGoneUnsent(_ reason: FSUnsentReason, count: Int)
+    /// A `fetchFlags` ended: in Decision API mode after the request, in bucketing mode after the
+    /// decision on this machine.
+    func fetchEnded(_ outcome: FSFetchOutcome, source: FSDecisionSource, duration: Duration)
+    /// A request carrying `hits` hits to the events endpoint, or activates to the activate endpoint, ended.
+    func batchEnded(_ endpoint: FSTrackingEndpoint, outcome: FSBatchOutcome, hits: Int, duration: Duration)
+    /// A group commit wrote `rows` hits to the hit cache in one transaction.
+    func committed(rows: Int, duration: Duration)
+    /// Hits waiting to be sent, as counted at each batch interval: in the hit cache, and in
+    /// memory (accepted and not yet written, or kept there while the cache refuses writes).
+    func waiting(inStore: Int, inMemory: Int)
+}
+
+extension FlagshipInstrumentation {
+    public func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int) {}
+    public func hitsGoneUnsent(_ reason: FSUnsentReason, count: Int) {}
+    public func fetchEnded(_ outcome: FSFetchOutcome, source: FSDecisionSource, duration: Duration) {}
+    public func batchEnded(_ endpoint: FSTrackingEndpoint, outcome: FSBatchOutcome, hits: Int, duration: Duration) {}
+    public func committed(rows: Int, duration: Duration) {}
+    public func waiting(inStore: Int, inMemory: Int) {}
+}
+
+/// Where a hit is in its life.
+public enum FSHitStage: String, Sendable, CaseIterable {
+    /// Taken by `sendHit` or a flag read's exposure.
+    case accepted
+    /// Written to the hit cache (under periodic caching: when the interval writes the pool).
+    case committed
+    /// The server took it: it leaves the cache.
+    case delivered
+    /// Its request failed (network, timeout, 408, 429, 5xx): kept, sent again after a backoff.
+    case retried
+    /// The server refused it for good (another 4xx): dropped, with an error log.
+    case rejected
+}
+
+/// Why hits were given up unsent.
+public enum FSUnsentReason: String, Sendable, CaseIterable {
+    /// Deleted: older than the hit lifetime.
+    case expired
+    /// Deleted: the oldest, past the hit cache's capacity.
+    case evicted
+    /// Lost: refused past the ingress cap (nobody awaited it), dropped from memory past its bound
+    /// while the cache refused writes, or still unwritten, or only in memory, at close.
+    case lost
+}
+
+/// A hit to the events endpoint, or an activate (an exposure) to the activate endpoint.
+public enum FSHitKind: String, Sendable, CaseIterable {
+    case hit
+    case activate
+}
+
+/// How a `fetchFlags` ended.
+public enum FSFetchOutcome: String, Sendable, CaseIterable {
+    /// Flags fetched (or decided).
+    case success
+    /// No flags: timed out, unreachable, refused, or a malformed answer (the previous flags are kept).
+    case failure
+    /// The Decision API answered panic mode: flags give their defaults.
+    case panic
+}
+
+/// What decided a fetch's flags.
+public enum FSDecisionSource: String, Sendable, CaseIterable {
+    /// The Decision API (`DecisionApi()` mode).
+    case decisionAPI = "decision_api"
+    /// The bucketing file, on this machine (`Bucketing()` mode).
+    case bucketing
+}
+
+/// The two endpoints the tracking manager sends to.
+public enum FSTrackingEndpoint: String, Sendable, CaseIterable {
+    case events
+    case activate
+}
+
+/// How one request to a tracking endpoint ended.
+public enum FSBatchOutcome: String, Sendable, CaseIterable {
+    /// 2xx for every hit it carried.
+    case delivered
+    /// Failed, to be retried (network, timeout, 408, 429, 5xx).
+    case failed
+    /// Refused for good (another 4xx).
+    case rejected
+}
