@@ -39,7 +39,8 @@ final class SDKRuntime: Sendable {
         self.store = store
         caches = store.map { CacheService(manager: config.cacheManager, store: $0, now: config.now, logger: logger) }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
-        transport = config.networkDisabled ? DisabledTransport() : URLSessionTransport()
+        transport = config.networkDisabled
+            ? DisabledTransport() : MisconfigurationWatch(URLSessionTransport(), envId: envId, logger: logger)
         let timeout = config.timeout / 1000
         statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
         if config.mode == .BUCKETING {
