@@ -15,12 +15,15 @@ let package = Package(
         // The SDK's instrumentation reported through swift-metrics: its own product, so that an
         // app that depends on `Flagship` alone never compiles swift-metrics.
         .library(name: "FlagshipMetrics", targets: ["FlagshipMetrics"]),
+        // Spans and W3C trace context through swift-distributed-tracing: its own product too.
+        .library(name: "FlagshipTracing", targets: ["FlagshipTracing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -79,6 +82,13 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        .target(
+            name: "FlagshipTracing",
+            dependencies: [
+                "Flagship",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
         // `ServiceGroup`, stopped by SIGTERM.
         .executableTarget(
@@ -131,6 +141,16 @@ let package = Package(
                 "FlagshipLocalServer",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
+        .testTarget(
+            name: "FlagshipTracingTests",
+            dependencies: [
+                "FlagshipTracing",
+                "Flagship",
+                "FlagshipLocalServer",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(

@@ -95,7 +95,13 @@ public final class FSVisitor: Sendable {
         let started = ContinuousClock.now
         let source: FSDecisionSource = runtime.config.mode == .BUCKETING ? .bucketing : .decisionAPI
         do {
-            response = try await runtime.decider.decide(request)
+            response = try await traced(runtime.config.tracer, "flagship.fetchFlags",
+                                        attributes: ["flagship.env_id": runtime.envId, "flagship.decision_source": source.rawValue]) { span in
+                let response = try await runtime.decider.decide(request)
+                span?.setAttribute("flagship.outcome", response.panic ? FSFetchOutcome.panic.rawValue : FSFetchOutcome.success.rawValue)
+                span?.setAttribute("flagship.campaigns", String(response.campaigns.count))
+                return response
+            }
         } catch {
             runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
             logger.error("Flags of visitor '\(request.visitorId)' not fetched, the previous ones are kept: \(error)")

@@ -35,6 +35,8 @@ public struct FlagshipConfig: Sendable {
     var logLevelWasSet = false
     /// Told of the SDK's work as it goes (`withInstrumentation`).
     var instrumentation: (any FlagshipInstrumentation)?
+    /// Spans around fetches and batches, and the trace context on every request (`withTracer`).
+    var tracer: (any FlagshipTracer)?
     /// The clock behind hit times and ages; tests move it by hand.
     var now: @Sendable () -> Date = Date.init
     /// The same clock, with waiting: batch intervals and backoff.
@@ -103,6 +105,15 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withInstrumentation(_ instrumentation: any FlagshipInstrumentation) -> FSConfigBuilder {
         config.instrumentation = instrumentation
+        return self
+    }
+
+    /// Traces the SDK's outbound work with `tracer`: a span per `fetchFlags` (`flagship.fetchFlags`)
+    /// and per batch of hits sent (`flagship.batch`), and the trace context carried on every
+    /// request. `FlagshipTracing()` (the `FlagshipTracing` product) uses swift-distributed-tracing.
+    @discardableResult
+    public func withTracer(_ tracer: any FlagshipTracer) -> FSConfigBuilder {
+        config.tracer = tracer
         return self
     }
 

@@ -39,8 +39,9 @@ final class SDKRuntime: Sendable {
         self.store = store
         caches = store.map { CacheService(manager: config.cacheManager, store: $0, now: config.now, logger: logger) }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
+        let network: any HTTPTransport = MisconfigurationWatch(URLSessionTransport(), envId: envId, logger: logger)
         transport = config.networkDisabled
-            ? DisabledTransport() : MisconfigurationWatch(URLSessionTransport(), envId: envId, logger: logger)
+            ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
         let timeout = config.timeout / 1000
         statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
         if config.mode == .BUCKETING {
@@ -65,6 +66,7 @@ final class SDKRuntime: Sendable {
         config.adjustTracking?(&settings)
         if config.networkDisabled { settings.sends = false }
         settings.instrumentation = config.instrumentation
+        settings.tracer = config.tracer
         tracking = TrackingManager(
             queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
             events: events, settings: settings, clock: config.clock, logger: logger,

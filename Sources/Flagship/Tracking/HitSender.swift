@@ -272,9 +272,16 @@ final class HitSender: Sendable {
 
         let sentAt = clock.now().unixMilliseconds
         let sendStarted = ContinuousClock.now
-        let results = endpoint == .activate
-            ? await events.sendActivates(batch, now: sentAt)
-            : await events.sendHits(batch, now: sentAt)
+        let events = events
+        let results = await traced(settings.tracer, "flagship.batch",
+                                   attributes: ["flagship.endpoint": endpoint == .activate ? "activate" : "events",
+                                                "flagship.hits": String(batch.count)]) { span in
+            let results = endpoint == .activate
+                ? await events.sendActivates(batch, now: sentAt)
+                : await events.sendHits(batch, now: sentAt)
+            span?.setAttribute("flagship.outcome", Self.outcome(of: results).rawValue)
+            return results
+        }
         let sendTook = ContinuousClock.now - sendStarted
         // A send that outlived `close()` (its deadline passed, the transport was shut down): close
         // released the claims and counted what waits, so the outcome is left alone; a delivery
@@ -337,8 +344,23 @@ final class HitSender: Sendable {
         if delivered > 0 { instrumentation.hits(.delivered, kind: kind, count: delivered) }
         if rejected > 0 { instrumentation.hits(.rejected, kind: kind, count: rejected) }
         if retried > 0 { instrumentation.hits(.retried, kind: kind, count: retried) }
-        let outcome: FSBatchOutcome = retried > 0 ? .failed : rejected > 0 && delivered == 0 ? .rejected : .delivered
-        instrumentation.batchEnded(endpoint == .activate ? .activate : .events, outcome: outcome, hits: hits, duration: duration)
+        instrumentation.batchEnded(endpoint == .activate ? .activate : .events, outcome: Self.outcome(of: results), hits: hits,
+                                   duration: duration)
+    }
+
+    /// A page's outcome: failed if any of its requests must be retried, rejected if all that did
+    /// not succeed were refused and none succeeded, else delivered.
+    static func outcome(of results: [SendResult]) -> FSBatchOutcome {
+        var delivered = false
+        var rejected = false
+        for result in results {
+            switch result.outcome {
+            case .retryLater: return .failed
+            case .rejected: rejected = true
+            case .delivered: delivered = true
+            }
+        }
+        return rejected && !delivered ? .rejected : .delivered
     }
 
     /// Logs and counts the outcomes, and moves the backoff: closed after a retryable failure,

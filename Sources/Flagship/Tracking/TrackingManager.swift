@@ -123,6 +123,8 @@ final class TrackingManager: HitTracking {
         var jitter: @Sendable () -> Double = { Double.random(in: 0..<1) }
         /// Told of hits by stage, batches, commits and hits waiting (`withInstrumentation`).
         var instrumentation: (any FlagshipInstrumentation)?
+        /// A span per batch sent (`withTracer`).
+        var tracer: (any FlagshipTracer)?
 
         init() {}
 
