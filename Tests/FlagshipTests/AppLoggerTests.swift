@@ -47,6 +47,34 @@ final class AppLoggerTests: XCTestCase {
         XCTAssertTrue(capture.entries.isEmpty, "only errors, and there was none: \(capture.entries)")
     }
 
+    func testAVisitorIdIsLoggedOnlyAsDebugMetadata() async throws {
+        for level in [Logger.Level.info, .debug] {
+            let capture = LogCapture()
+            var logger = capture.logger
+            logger.logLevel = level
+            start { $0.withLogger(logger) }
+            let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "secret-visitor", hasConsented: true, instanceType: .NEW_INSTANCE)
+                .buildAsync()
+            try? await visitor.fetchFlags()           // no network: fails, and says so
+            await Flagship.sharedInstance.close()
+
+            let failure = try XCTUnwrap(capture.entries.first { $0.message.hasPrefix("A visitor's flags were not fetched") }, "\(capture.entries)")
+            if level == .debug {
+                XCTAssertTrue(failure.details.contains("secret-visitor"), "at debug, the id is in the metadata: \(failure.details)")
+            } else {
+                let leaked = capture.entries.filter { $0.message.contains("secret-visitor") || $0.details.contains("secret-visitor") }
+                XCTAssertTrue(leaked.isEmpty, "no visitor id above debug: \(leaked)")
+            }
+        }
+    }
+
+    func testTheDefaultCachesLogThroughTheLoggerTheyAreGiven() throws {
+        let capture = LogCapture()
+        let cache = try FSDefaultCacheVisitor(envId: "logger_env", cacheDirectory: directory.url, logger: capture.logger)
+        cache.cacheVisitor(visitorId: "v1", Data("not JSON".utf8))
+        XCTAssertTrue(capture.messages(at: .error).contains { $0.hasPrefix("A visitor was not cached") }, "\(capture.entries)")
+    }
+
     func testLogLevelNoneSilencesTheAppsLogger() async {
         let capture = LogCapture()
         var logger = capture.logger

@@ -111,7 +111,7 @@ final class DefaultHitCacheTests: XCTestCase {
         cache.cacheHits(hits: ["v1:good": hitDictionary(time: nowMs), "v1:bad": missingType])
 
         XCTAssertEqual(Array(cache.lookupHits().keys), ["v1:good"])
-        XCTAssertEqual(log.messages(at: .error), ["Hit 'v1:bad' not cached: required field data.type is missing"])
+        XCTAssertEqual(log.messages(at: .error), ["A hit was not cached: required field data.type is missing"])
     }
 
     func testARowEditedIntoTheWrongShapeIsSkippedAndKept() throws {
@@ -122,7 +122,7 @@ final class DefaultHitCacheTests: XCTestCase {
         }
 
         XCTAssertEqual(Array(cache.lookupHits().keys), ["v1:good"])
-        XCTAssertEqual(log.messages(at: .error), ["Cached hit 'v1:edited' skipped: required field data.content is missing"])
+        XCTAssertEqual(log.messages(at: .error), ["A cached hit was skipped: required field data.content is missing"])
         XCTAssertEqual(try database.read { try $0.hits.count() }, 2, "nothing is deleted for being unreadable")
     }
 

@@ -78,9 +78,9 @@ final class DefaultVisitorCacheTests: XCTestCase {
         XCTAssertEqual(cache.lookupVisitor(visitorId: "v1"), good)
         let errors = log.messages(at: .error)
         XCTAssertEqual(errors.count, 3)
-        XCTAssertTrue(errors[0].hasPrefix("Visitor 'v1' not cached: the visitor cache document is not JSON"), errors[0])
-        XCTAssertEqual(errors[1], "Visitor 'v1' not cached: the visitor cache document looked up for visitor 'v1' belongs to visitor 'intruder'")
-        XCTAssertEqual(errors[2], "Visitor 'v1' not cached: the visitor cache document has version 7; only version 1 is read")
+        XCTAssertTrue(errors[0].hasPrefix("A visitor was not cached: the visitor cache document is not JSON"), errors[0])
+        XCTAssertEqual(errors[1], "A visitor was not cached: the visitor cache document looked up for visitor 'v1' belongs to visitor 'intruder'")
+        XCTAssertEqual(errors[2], "A visitor was not cached: the visitor cache document has version 7; only version 1 is read")
     }
 
     func testPublicInitialiserCreatesThePerEnvironmentFile() throws {

@@ -49,6 +49,6 @@ final class HostileDecisionTests: SDKTestCase {
         XCTAssertEqual(visitor.getFlag(key: "other").value(defaultValue: 0, visitorExposed: false), 1)
         XCTAssertFalse(visitor.getFlag(key: "bad").exists())
         let warnings = log.messages(at: .warning).filter { $0.contains("was dropped") }
-        XCTAssertEqual(warnings, [#"Decision for visitor 'v1': flag "bad" of campaign "c1" was dropped: the number 1e400 is beyond the range of a double"#])
+        XCTAssertEqual(warnings, [#"Decision for a visitor: flag "bad" of campaign "c1" was dropped: the number 1e400 is beyond the range of a double"#])
     }
 }

@@ -91,7 +91,7 @@ final class VisitorBuildTests: SDKTestCase {
         let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .SHARED_INSTANCE).buildAsync()
 
         XCTAssertEqual(visitor.requiredFetchReason, .VISITOR_CREATE)
-        XCTAssertTrue(log.allText.contains("Visitor cache lookup for 'v1' took longer than 50 ms"), log.allText)
+        XCTAssertTrue(log.allText.contains("A visitor cache lookup took longer than 50 ms"), log.allText)
         XCTAssertTrue(flagship.sharedVisitor === visitor)
     }
 }

@@ -185,7 +185,7 @@ final class SDKFetchTests: SDKTestCase {
 
         XCTAssertEqual(visitor.getFlag(key: "ok").value(defaultValue: false, visitorExposed: false), true)
         XCTAssertFalse(visitor.getFlag(key: "lost").exists())
-        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Decision for visitor 'v1': campaign #2 (id \"c2\") was skipped") },
+        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Decision for a visitor: campaign #2 (id \"c2\") was skipped") },
                       log.allText)
     }
 

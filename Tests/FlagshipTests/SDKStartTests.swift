@@ -173,7 +173,7 @@ final class SDKStartTests: SDKTestCase {
 
         XCTAssertEqual(visitor.visitorId, "v1")
         XCTAssertEqual(statuses.values, ["FETCH_REQUIRED/VISITOR_CREATE"])
-        XCTAssertTrue(log.messages(at: .error).contains("unauthenticate ignored: visitor 'v1' is not authenticated"), log.allText)
+        XCTAssertTrue(log.messages(at: .error).contains("unauthenticate ignored: the visitor is not authenticated"), log.allText)
         XCTAssertTrue(log.messages(at: .error).contains("authenticate ignored: the visitor id is empty"), log.allText)
     }
 }

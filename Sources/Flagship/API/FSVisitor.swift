@@ -104,12 +104,13 @@ public final class FSVisitor: Sendable {
             }
         } catch {
             runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
-            logger.error("Flags of visitor '\(request.visitorId)' not fetched, the previous ones are kept: \(error)")
+            logger.error("A visitor's flags were not fetched, the previous ones are kept: \(error)",
+                         metadata: logger.visitorMetadata(request.visitorId))
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(String(describing: error))
         }
         for skipped in response.skippedCampaigns + response.droppedFlags {
-            logger.warning("Decision for visitor '\(request.visitorId)': \(skipped)")
+            logger.warning("Decision for a visitor: \(skipped)", metadata: logger.visitorMetadata(request.visitorId))
         }
         runtime.config.instrumentation?.fetchEnded(response.panic ? .panic : .success, source: source,
                                                     duration: ContinuousClock.now - started)
@@ -385,7 +386,9 @@ public final class FSVisitor: Sendable {
             state.forgetReportedExposures()
             return true
         }
-        if !authenticated { logger.error("unauthenticate ignored: visitor '\(visitorId)' is not authenticated") }
+        if !authenticated {
+            logger.error("unauthenticate ignored: the visitor is not authenticated", metadata: logger.visitorMetadata(visitorId))
+        }
     }
 
     private func continuityAllowed(action: String) -> Bool {

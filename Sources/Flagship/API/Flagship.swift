@@ -150,8 +150,8 @@ public final class Flagship: Sendable {
         var logger: Logger
         if let given = config.logger, !(config.logLevelWasSet && config.logLevel == .NONE) {
             // The app's logger keeps its own level unless `withLogLevel` said otherwise.
-            guard config.logLevelWasSet else { return given }
-            logger = given
+            guard config.logLevelWasSet else { return Logger.flagship(wrapping: given) }
+            logger = Logger.flagship(wrapping: given)
         } else if config.logLevel == .NONE {
             logger = Logger(label: "io.flagship") { _ in SwiftLogNoOpLogHandler() }
         } else {

@@ -73,18 +73,19 @@ final class CacheService: Sendable {
     /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor.
     private func interpret(_ answer: Data??, visitorId: String) -> VisitorLookup {
         guard let answer else {
-            logger.warning("Visitor cache lookup for '\(visitorId)' took longer than \(Int(visitorLookupTimeout * 1000)) ms: going on without it")
+            logger.warning("A visitor cache lookup took longer than \(Int(visitorLookupTimeout * 1000)) ms: going on without it",
+                           metadata: logger.visitorMetadata(visitorId))
             return .timedOut
         }
         guard let data = answer else { return .notFound }
         do {
             let document = try VisitorCacheDocument(data: data, expectedVisitorId: visitorId)
             for dropped in document.droppedFlags {
-                logger.warning("Cached data of visitor '\(visitorId)': \(dropped)")
+                logger.warning("Cached data of a visitor: \(dropped)", metadata: logger.visitorMetadata(visitorId))
             }
             return .found(document)
         } catch {
-            logger.error("Cached data of visitor '\(visitorId)' ignored: \(error)")
+            logger.error("Cached data of a visitor ignored: \(error)", metadata: logger.visitorMetadata(visitorId))
             return .rejected(error)
         }
     }

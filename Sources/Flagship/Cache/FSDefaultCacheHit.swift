@@ -20,13 +20,15 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
     private static let pageSize = 500
 
     /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
+    /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
     public convenience init(
         envId: String,
         cacheDirectory: URL? = nil,
         hitLifetime: TimeInterval = 4 * 3600,
-        maxHits: Int = 100_000
+        maxHits: Int = 100_000,
+        logger: Logger? = nil
     ) throws(FSCacheError) {
-        let logger = Logger.flagship()
+        let logger = logger ?? Logger.flagship()
         do {
             let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
             self.init(database: database, hitLifetime: hitLifetime, maxHits: maxHits, logger: logger)
@@ -57,7 +59,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
             do {
                 documents[id] = try HitCacheDocument(dictionary: dictionary)
             } catch {
-                logger.error("Hit '\(id)' not cached: \(error)")
+                logger.error("A hit was not cached: \(error)", metadata: logger.logLevel <= .debug ? ["hit_id": .string(id)] : nil)
             }
         }
         do {
@@ -135,7 +137,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
                 do {
                     document = try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))
                 } catch {
-                    logger.error("Cached hit '\(record.id)' skipped: \(error)")
+                    logger.error("A cached hit was skipped: \(error)", metadata: logger.logLevel <= .debug ? ["hit_id": .string(record.id)] : nil)
                     continue
                 }
                 try body(record.id, document)

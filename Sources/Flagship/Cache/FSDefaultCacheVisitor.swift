@@ -16,8 +16,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
     /// - Parameter cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`,
     ///   else `~/.cache/flagship`.
-    public convenience init(envId: String, cacheDirectory: URL? = nil) throws(FSCacheError) {
-        let logger = Logger.flagship()
+    /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
+    public convenience init(envId: String, cacheDirectory: URL? = nil, logger: Logger? = nil) throws(FSCacheError) {
+        let logger = logger ?? Logger.flagship()
         do {
             self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
         } catch {
@@ -40,7 +41,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         do {
             try save(visitorId: visitorId, visitorData)
         } catch {
-            logger.error("Visitor '\(visitorId)' not cached: \(error)")
+            logger.error("A visitor was not cached: \(error)", metadata: logger.visitorMetadata(visitorId))
         }
     }
 
@@ -50,7 +51,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
             // pending documents meanwhile (`CacheService`).
             return try database.readBesideWrites { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
         } catch {
-            logger.error("Visitor '\(visitorId)' could not be read from the cache: \(error)")
+            logger.error("A visitor could not be read from the cache: \(error)", metadata: logger.visitorMetadata(visitorId))
             return nil
         }
     }
@@ -61,7 +62,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
             // Committed: the deleted row's traces on disk go too.
             try database.database.eraseWALHistory()
         } catch {
-            logger.error("Visitor '\(visitorId)' could not be deleted from the cache: \(error)")
+            logger.error("A visitor could not be deleted from the cache: \(error)", metadata: logger.visitorMetadata(visitorId))
         }
     }
 

@@ -58,4 +58,17 @@ extension Logger {
         logger.handler = EscapingLogHandler(logger.handler)
         return logger
     }
+
+    /// The app's logger (`withLogger`), its handler made to escape what the SDK prints through it.
+    static func flagship(wrapping given: Logger) -> Logger {
+        var logger = given
+        logger.handler = EscapingLogHandler(given.handler)
+        return logger
+    }
+
+    /// `visitor_id` as metadata where this logger shows debug lines, else nothing: a visitor id is
+    /// personal data, kept out of the lines an app keeps at its usual levels.
+    func visitorMetadata(_ visitorId: String) -> Logger.Metadata? {
+        logLevel <= .debug ? ["visitor_id": .string(visitorId)] : nil
+    }
 }

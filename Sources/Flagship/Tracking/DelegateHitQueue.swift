@@ -49,7 +49,7 @@ final class DelegateHitQueue: HitQueue {
                 do {
                     documents[id] = try HitCacheDocument(dictionary: dictionary)
                 } catch {
-                    logger.error("Cached hit '\(id)' ignored: \(error)")
+                    logger.error("A cached hit was ignored: \(error)", metadata: logger.logLevel <= .debug ? ["hit_id": .string(id)] : nil)
                 }
             }
             answer.withLock { $0 = documents }

@@ -505,9 +505,12 @@ final class HitWriter: Sendable {
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
                 let deleted = try erase(visitorId: visitorId, keeping: spared)
-                if deleted > 0 { logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of visitor '\(visitorId)'") }
+                if deleted > 0 {
+                    logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of the visitor", metadata: logger.visitorMetadata(visitorId))
+                }
             } catch {
-                logger.error("Data of visitor '\(visitorId)' could not be deleted after consent was withdrawn: \(error)")
+                logger.error("A visitor's data could not be deleted after consent was withdrawn: \(error)",
+                             metadata: logger.visitorMetadata(visitorId))
             }
             state.withLock { state in
                 state.purging[visitorId]?.pending -= 1

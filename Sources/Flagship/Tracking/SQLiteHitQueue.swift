@@ -111,7 +111,8 @@ final class SQLiteHitQueue: HitQueue {
             do {
                 hits.append(OutgoingHit(id: record.id, document: try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))))
             } catch {
-                logger.error("Cached hit '\(record.id)' cannot be sent, its document is not a hit cache document (\(error)): it stays in the cache as a dead letter, never sent (`flagship hits` lists it), until it expires")
+                logger.error("A cached hit cannot be sent, its document is not a hit cache document (\(error)): it stays in the cache as a dead letter, never sent (`flagship hits` lists it), until it expires",
+                             metadata: logger.logLevel <= .debug ? ["hit_id": .string(record.id)] : nil)
                 unreadable.append(record.id)
             }
         }

@@ -254,7 +254,8 @@ final class TrackingManager: HitTracking {
     func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
                durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) {
         if let onDelivered, !callbacks.register(onDelivered, for: hit.id) {
-            logger.warning("onVisitorExposed will not be called for activate '\(hit.id)': \(settings.pendingActivateCallbacksLimit) activates already wait for delivery")
+            logger.warning("onVisitorExposed will not be called for an activate: \(settings.pendingActivateCallbacksLimit) activates already wait for delivery",
+                           metadata: logger.logLevel <= .debug ? ["hit_id": .string(hit.id)] : nil)
         }
         if !writer.accept(hit, durable: durable, committed: committed), onDelivered != nil {
             callbacks.forget([hit.id])
