@@ -17,7 +17,7 @@ final class HostileNetworkDisabledTests: TrackingTestCase {
             try await visitor.fetchFlags()
             XCTFail("an offline fetch cannot succeed")
         } catch FlagshipError.fetchFailed(let reason) {
-            XCTAssertTrue(reason.contains("the network is disabled"), reason)
+            XCTAssertTrue(reason.description.contains("the network is disabled"), "\(reason)")
         }
         clock.advance(by: 600)
         await flagship.waitUntilTrackingIsIdle()

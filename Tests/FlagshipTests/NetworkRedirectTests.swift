@@ -128,7 +128,7 @@ final class NetworkRedirectTests: TrackingTestCase {
             try await visitor.fetchFlags()
             XCTFail("the fetch should fail")
         } catch FlagshipError.fetchFailed(let reason) {
-            XCTAssertTrue(reason.contains(try origin(elsewhere)), reason)
+            XCTAssertTrue(reason.description.contains(try origin(elsewhere)), "\(reason)")
         }
 
         XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)

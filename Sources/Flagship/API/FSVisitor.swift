@@ -107,7 +107,7 @@ public final class FSVisitor: Sendable {
             logger.error("A visitor's flags were not fetched, the previous ones are kept: \(error)",
                          metadata: logger.visitorMetadata(request.visitorId))
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
-            throw FlagshipError.fetchFailed(String(describing: error))
+            throw FlagshipError.fetchFailed(error as? FSFetchFailure ?? .transport(String(describing: error)))
         }
         for skipped in response.skippedCampaigns + response.droppedFlags {
             logger.warning("Decision for a visitor: \(skipped)", metadata: logger.visitorMetadata(request.visitorId))

@@ -8,8 +8,8 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     case consentNotGiven(visitorId: String)
     /// A hit missing a required field or with a wrong value; never cached nor sent.
     case invalidHit(String)
-    /// Fetching flags failed or timed out; the previous flags are kept.
-    case fetchFailed(String)
+    /// Fetching flags failed or timed out, for the reason given; the previous flags are kept.
+    case fetchFailed(FSFetchFailure)
     /// The SDK was closed: the hit was not accepted.
     case closed
     /// The hit cache could not take the hit (disk full, read-only file...): it is kept in memory

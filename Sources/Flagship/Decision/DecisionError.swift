@@ -1,10 +1,11 @@
 import Foundation
 
-/// Why a decision (the visitor's campaigns) could not be had: from the Decision API, or in
-/// bucketing mode from the bucketing file.
+/// Why a fetch could not have the visitor's flags: from the Decision API, or in bucketing mode
+/// from the bucketing file. Thrown as `FlagshipError.fetchFailed(_:)`, for a caller to switch
+/// over (a timeout is not a 403, nor a missing bucketing file).
 ///
 /// Descriptions are whole sentences fit for a log line; none ever contains the API key.
-enum DecisionError: Error, Equatable, CustomStringConvertible {
+public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// No complete answer within the configured timeout (seconds).
     case timedOut(after: TimeInterval)
     /// The server could not be reached, or the connection broke (refused, DNS, dropped, cancelled).
@@ -16,7 +17,7 @@ enum DecisionError: Error, Equatable, CustomStringConvertible {
     /// Bucketing mode: no bucketing file is stored and none could be downloaded yet.
     case noBucketingFile
 
-    var description: String {
+    public var description: String {
         switch self {
         case .timedOut(let timeout):
             return "The Decision API did not answer within \(timeout.millisecondsText)."
@@ -31,3 +32,6 @@ enum DecisionError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+/// The SDK's own name for it.
+typealias DecisionError = FSFetchFailure
