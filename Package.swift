@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "FlagshipMetrics", targets: ["FlagshipMetrics"]),
         // Spans and W3C trace context through swift-distributed-tracing: its own product too.
         .library(name: "FlagshipTracing", targets: ["FlagshipTracing"]),
+        // The SDK's configuration read with swift-configuration (environment, JSON file...): its own product.
+        .library(name: "FlagshipConfiguration", targets: ["FlagshipConfiguration"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -24,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -89,6 +92,13 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        .target(
+            name: "FlagshipConfiguration",
+            dependencies: [
+                "Flagship",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
         // `ServiceGroup`, stopped by SIGTERM.
         .executableTarget(
@@ -151,6 +161,14 @@ let package = Package(
                 "FlagshipLocalServer",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .testTarget(
+            name: "FlagshipConfigurationTests",
+            dependencies: [
+                "FlagshipConfiguration",
+                "Flagship",
+                .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
         .testTarget(

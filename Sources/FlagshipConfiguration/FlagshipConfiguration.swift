@@ -1,0 +1,156 @@
+import Configuration
+import Flagship
+import Foundation
+
+/// The SDK's settings as a server reads the rest of its configuration: from a swift-configuration
+/// `ConfigReader` (environment variables, a JSON file, several providers in order of precedence),
+/// under the `flagship` scope.
+///
+/// | key | environment variable | value | default |
+/// |---|---|---|---|
+/// | `flagship.envId` | `FLAGSHIP_ENV_ID` | the environment id | required |
+/// | `flagship.apiKey` | `FLAGSHIP_API_KEY` | the API key (read as a secret) | required |
+/// | `flagship.mode` | `FLAGSHIP_MODE` | `api` or `bucketing` | `api` |
+/// | `flagship.timeout` | `FLAGSHIP_TIMEOUT` | Decision API timeout, milliseconds | 2000 |
+/// | `flagship.decisionUrl` | `FLAGSHIP_DECISION_URL` | the Decision API base, `/v2` included | Flagship's |
+/// | `flagship.eventsUrl` | `FLAGSHIP_EVENTS_URL` | the events base | Flagship's |
+/// | `flagship.bucketingUrl` | `FLAGSHIP_BUCKETING_URL` | the bucketing file's base | Flagship's |
+/// | `flagship.pollingInterval` | `FLAGSHIP_POLLING_INTERVAL` | seconds between bucketing downloads | 60 |
+/// | `flagship.db` | `FLAGSHIP_DB` | the store file | `<cacheDir>/flagship-<envId>.sqlite` |
+/// | `flagship.cacheDir` | `FLAGSHIP_CACHE_DIR` | the store's directory | `$XDG_CACHE_HOME/flagship`, else `~/.cache/flagship` |
+/// | `flagship.logLevel` | `FLAGSHIP_LOG_LEVEL` | `NONE`, `EXCEPTIONS`, `ERROR`, `WARNING`, `DEBUG`, `INFO`, `ALL` | `WARNING` |
+/// | `flagship.tracking.strategy` | `FLAGSHIP_TRACKING_STRATEGY` | `continuous` or `periodic` | `continuous` |
+/// | `flagship.tracking.poolMaxSize` | `FLAGSHIP_TRACKING_POOL_MAX_SIZE` | hits that make a batch | 10 |
+/// | `flagship.tracking.batchInterval` | `FLAGSHIP_TRACKING_BATCH_INTERVAL` | seconds between batches | 5 |
+/// | `flagship.tracking.hitLifetime` | `FLAGSHIP_TRACKING_HIT_LIFETIME` | seconds an unsent hit is kept | 14400 |
+/// | `flagship.tracking.maxCachedHits` | `FLAGSHIP_TRACKING_MAX_CACHED_HITS` | the hit cache's capacity | 100000 |
+///
+/// ```swift
+/// let reader = ConfigReader(providers: [EnvironmentVariablesProvider(), try await FileProvider<JSONSnapshot>(filePath: "config.json")])
+/// let settings = try FlagshipSettings(reading: reader)
+/// Flagship.sharedInstance.start(envId: settings.envId, apiKey: settings.apiKey, config: settings.configBuilder().build())
+/// ```
+public struct FlagshipSettings: Sendable {
+    public let envId: String
+    public let apiKey: String
+    private let apply: @Sendable (FSConfigBuilder) -> Void
+
+    /// Reads the `flagship` keys of `reader`.
+    ///
+    /// - Throws: `FlagshipSettingsError.missing` when the env id or the API key is absent, and
+    ///   `.invalid` for a value that cannot be used (an unknown mode, a URL that is not absolute…),
+    ///   naming the key: a server fails at start rather than running on a default it did not choose.
+    public init(reading reader: ConfigReader) throws(FlagshipSettingsError) {
+        let flagship = reader.scoped(to: "flagship")
+        guard let envId = flagship.string(forKey: "envId"), !envId.isEmpty else { throw .missing(key: "flagship.envId") }
+        guard let apiKey = flagship.string(forKey: "apiKey", isSecret: true), !apiKey.isEmpty else {
+            throw .missing(key: "flagship.apiKey")
+        }
+        self.envId = envId
+        self.apiKey = apiKey
+
+        let mode = try Self.choice(flagship, "mode", ["api": true, "bucketing": false], default: true)
+        let timeout = try Self.positive(flagship, "timeout")
+        let decisionURL = try Self.url(flagship, "decisionUrl")
+        let eventsURL = try Self.url(flagship, "eventsUrl")
+        let bucketingURL = try Self.url(flagship, "bucketingUrl")
+        let pollingInterval = try Self.positive(flagship, "pollingInterval")
+        let db = flagship.string(forKey: "db").map { URL(fileURLWithPath: $0) }
+        let cacheDir = flagship.string(forKey: "cacheDir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let levels = Dictionary(uniqueKeysWithValues: FSLevel.allCases.map { ("\($0)", $0) })
+        let logLevel: FSLevel? = try flagship.string(forKey: "logLevel").map { text throws(FlagshipSettingsError) in
+            guard let level = levels[text.uppercased()] else {
+                throw .invalid(key: "flagship.logLevel", value: text, expected: levels.keys.sorted().joined(separator: ", "))
+            }
+            return level
+        }
+        let tracking = flagship.scoped(to: "tracking")
+        let continuous = try Self.choice(tracking, "strategy", ["continuous": true, "periodic": false], default: true, scope: "flagship.tracking")
+        let poolMaxSize = try Self.positiveInt(tracking, "poolMaxSize", scope: "flagship.tracking")
+        let batchInterval = try Self.positive(tracking, "batchInterval", scope: "flagship.tracking")
+        let hitLifetime = try Self.positive(tracking, "hitLifetime", scope: "flagship.tracking")
+        let maxCachedHits = try Self.positiveInt(tracking, "maxCachedHits", scope: "flagship.tracking")
+        let trackingConfig = FSTrackingManagerConfig(
+            poolMaxSize: poolMaxSize ?? 10, batchIntervalTimer: batchInterval ?? 5,
+            strategy: continuous ? .CONTINUOUS_CACHING : .PERIODIC_CACHING,
+            hitLifetime: hitLifetime ?? 4 * 3600, maxCachedHits: maxCachedHits ?? 100_000)
+
+        apply = { builder in
+            if mode { builder.DecisionApi() } else { builder.Bucketing() }
+            if let timeout { builder.withTimeout(timeout) }
+            if let decisionURL { builder.withDecisionBaseURL(decisionURL) }
+            if let eventsURL { builder.withEventsBaseURL(eventsURL) }
+            if let bucketingURL { builder.withBucketingBaseURL(bucketingURL) }
+            if let pollingInterval { builder.withBucketingPollingIntervals(pollingInterval) }
+            if let cacheDir { builder.withCacheDirectory(cacheDir) }
+            if let db { builder.withCacheFile(db) }
+            if let logLevel { builder.withLogLevel(logLevel) }
+            builder.withTrackingManagerConfig(trackingConfig)
+        }
+    }
+
+    /// A builder with every setting read; add what a configuration file cannot hold (callbacks,
+    /// a logger, an instrumentation) before `build()`.
+    public func configBuilder() -> FSConfigBuilder {
+        let builder = FSConfigBuilder()
+        apply(builder)
+        return builder
+    }
+
+    // MARK: Reading one value
+
+    private static func choice<T>(_ reader: ConfigReader, _ key: String, _ choices: [String: T], default value: T,
+                                  scope: String = "flagship") throws(FlagshipSettingsError) -> T {
+        guard let text = reader.string(forKey: ConfigKey(key)) else { return value }
+        guard let chosen = choices[text.lowercased()] else {
+            throw .invalid(key: "\(scope).\(key)", value: text, expected: choices.keys.sorted().joined(separator: " or "))
+        }
+        return chosen
+    }
+
+    /// A number, whether the provider holds it as a number (a JSON file) or as text (the
+    /// environment); present but not a positive number: refused.
+    private static func positive(_ reader: ConfigReader, _ key: String, scope: String = "flagship") throws(FlagshipSettingsError) -> Double? {
+        let configKey = ConfigKey(key)
+        let number = reader.double(forKey: configKey) ?? reader.int(forKey: configKey).map(Double.init)
+        if let number, number.isFinite, number > 0 { return number }
+        if let number { throw .invalid(key: "\(scope).\(key)", value: "\(number)", expected: "a positive number") }
+        if let text = reader.string(forKey: configKey) { throw .invalid(key: "\(scope).\(key)", value: text, expected: "a positive number") }
+        return nil
+    }
+
+    private static func positiveInt(_ reader: ConfigReader, _ key: String, scope: String) throws(FlagshipSettingsError) -> Int? {
+        let configKey = ConfigKey(key)
+        let number = reader.int(forKey: configKey)
+            ?? reader.double(forKey: configKey).flatMap { $0.rounded() == $0 && abs($0) < 1e15 ? Int($0) : nil }
+        if let number, number > 0 { return number }
+        if let number { throw .invalid(key: "\(scope).\(key)", value: "\(number)", expected: "a positive whole number") }
+        if let text = reader.string(forKey: configKey) ?? reader.double(forKey: configKey).map({ "\($0)" }) {
+            throw .invalid(key: "\(scope).\(key)", value: text, expected: "a positive whole number")
+        }
+        return nil
+    }
+
+    private static func url(_ reader: ConfigReader, _ key: String) throws(FlagshipSettingsError) -> URL? {
+        guard let text = reader.string(forKey: ConfigKey(key)) else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+            throw .invalid(key: "flagship.\(key)", value: text, expected: "an absolute http or https URL")
+        }
+        return url
+    }
+}
+
+/// Why `FlagshipSettings(reading:)` refused a configuration.
+public enum FlagshipSettingsError: Error, Equatable, CustomStringConvertible {
+    /// A required key is absent or empty.
+    case missing(key: String)
+    /// A key holds a value that cannot be used; `expected` says what can.
+    case invalid(key: String, value: String, expected: String)
+
+    public var description: String {
+        switch self {
+        case .missing(let key): "the Flagship setting \(key) is missing"
+        case .invalid(let key, let value, let expected): "the Flagship setting \(key) is '\(value)': expected \(expected)"
+        }
+    }
+}
