@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # iproute2 and curl: the README's examples run offline in a network namespace of their own.
 APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl
 
-.PHONY: demo test build deps tsan bench clean torture hostile
+.PHONY: demo test build deps tsan bench clean torture hostile example
 
 deps:
 	@missing=""; \
@@ -27,7 +27,8 @@ build: deps
 	$(SWIFT) build --build-tests 2>&1 | tee .build/build-output.log; exit $${PIPESTATUS[0]}
 	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
-# Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes).
+# Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes), then
+# Examples/HummingbirdServer built and run against the local server.
 # A failing run ends by repeating its failures, so that the last lines of a long log name them.
 test: build
 	@$(SWIFT) test --skip-build --disable-swift-testing 2>&1 | tee .build/test-output.log; status=$${PIPESTATUS[0]}; \
@@ -37,6 +38,12 @@ test: build
 		exit $$status; \
 	fi
 	$(MAKE) fuzz
+	$(MAKE) example
+
+# Examples/HummingbirdServer built and run against `flagship serve`: a request, the metrics, SIGTERM.
+example: deps
+	$(SWIFT) build --product flagship
+	./Scripts/example.sh
 
 # The hostile suite alone (part of `make test`): symlinks, refused and damaged files, locks, full
 # disks, redirects, bad input, forged lines, and the README's examples run as written.

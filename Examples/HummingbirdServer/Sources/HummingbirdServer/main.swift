@@ -1,0 +1,89 @@
+import Configuration
+import Flagship
+import FlagshipConfiguration
+import FlagshipMetrics
+import FlagshipServiceLifecycle
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+// Every setting from the environment: PORT, and the SDK's FLAGSHIP_* (FlagshipConfiguration).
+let reader = ConfigReader(provider: EnvironmentVariablesProvider())
+var logger = Logger(label: "hummingbird-server")
+logger.logLevel = .info
+
+// Metrics: the SDK's, Hummingbird's and the app's, in one Prometheus registry.
+let registry = PrometheusCollectorRegistry()
+MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+let settings: FlagshipSettings
+do {
+    settings = try FlagshipSettings(reading: reader)
+} catch {
+    logger.critical("\(error)")
+    exit(78)  // EX_CONFIG
+}
+let flags = FlagshipService(envId: settings.envId, apiKey: settings.apiKey, config: settings.configBuilder()
+    .withLogger(logger)
+    .withInstrumentation(FlagshipMetrics())
+    .build())
+
+let router = Router()
+router.middlewares.add(MetricsMiddleware())
+
+/// `GET /flags/{visitorId}?key=value…`: the visitor's flags, decided with the query parameters as
+/// its context, as JSON; an event hit (`flags_served`) says they were served.
+router.get("flags/:visitorId") { request, context -> Response in
+    let visitorId = try context.parameters.require("visitorId")
+    try await flags.started()   // the group starts its services at once: a request may come first
+    var visitorContext: [String: Any] = [:]
+    for (key, value) in request.uri.queryParameters {
+        let text = String(value)
+        // Numbers and booleans as such, so that targeting rules on them match.
+        visitorContext[String(key)] = Int(text) ?? Double(text).map { $0 as Any } ?? Bool(text).map { $0 as Any } ?? text
+    }
+    let visitor = await flags.flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
+        .withContext(context: visitorContext)
+        .buildAsync()
+    var answer: [String: Any] = ["visitorId": visitorId]
+    do {
+        try await visitor.fetchFlags()
+    } catch {
+        // The flags the store had, or none: the defaults apply. Said in the answer too.
+        answer["error"] = "\(error)"
+    }
+    var served: [String: Any] = [:]
+    for (key, flag) in visitor.getFlags() {
+        served[key] = flag.value(defaultValue: nil as Any?) ?? NSNull()   // reports the exposure
+    }
+    answer["flags"] = served
+    visitor.sendHitInBackground(FSEvent(eventCategory: .Action_Tracking, eventAction: "flags_served"))
+    let body = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+    return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+}
+
+/// `GET /metrics`: the Prometheus text format.
+router.get("metrics") { _, _ -> Response in
+    var buffer: [UInt8] = []
+    registry.emit(into: &buffer)
+    return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: buffer)))
+}
+
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname("127.0.0.1", port: reader.int(forKey: "port", default: 8080))),
+    services: [],
+    logger: logger
+)
+
+// The SDK first: the group stops its services in the reverse order, so on SIGTERM the HTTP
+// server drains its requests, then the SDK closes (a last flush within its 5 s deadline).
+let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+    services: [flags, app],
+    gracefulShutdownSignals: [.sigterm, .sigint],
+    logger: logger
+))
+try await group.run()
