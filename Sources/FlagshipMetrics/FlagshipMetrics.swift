@@ -23,7 +23,7 @@ import Metrics
 ///
 /// Every metric is made once, at `init`: reporting is a lookup and an increment.
 public struct FlagshipMetrics: FlagshipInstrumentation {
-    private let hits: [FSHitStage: [FSHitKind: Counter]]
+    private let hitCounters: [FSHitStage: [FSHitKind: Counter]]
     private let unsent: [FSUnsentReason: Counter]
     private let fetches: [FSFetchOutcome: [FSDecisionSource: (count: Counter, duration: Metrics.Timer)]]
     private let batches: [FSTrackingEndpoint: [FSBatchOutcome: (count: Counter, duration: Metrics.Timer)]]
@@ -34,7 +34,7 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
 
     /// - Parameter factory: where the metrics go; by default the one `MetricsSystem.bootstrap` set.
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
-        hits = Dictionary(uniqueKeysWithValues: FSHitStage.allCases.map { stage in
+        hitCounters = Dictionary(uniqueKeysWithValues: FSHitStage.allCases.map { stage in
             (stage, Dictionary(uniqueKeysWithValues: FSHitKind.allCases.map { kind in
                 (kind, Counter(label: "flagship_hits_total", dimensions: [("outcome", stage.rawValue), ("kind", kind.rawValue)],
                                factory: factory))
@@ -66,7 +66,7 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     }
 
     public func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int) {
-        hits[stage]?[kind]?.increment(by: count)
+        hitCounters[stage]?[kind]?.increment(by: count)
     }
 
     public func hitsGoneUnsent(_ reason: FSUnsentReason, count: Int) {

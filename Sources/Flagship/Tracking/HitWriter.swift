@@ -143,17 +143,16 @@ final class HitWriter: Sendable {
             }
             return false
         case .drain:
-            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
             store.async { [self] in drain(yielding: true) }
         case .pooled(let overflow):
-            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
             if overflow { store.async { [self] in writeUnwritten() } }
             ready(hit.isActivate ? 0 : 1, hit.isActivate)
         case .none:
-            instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
+            break
         }
+        instrumentation?.hits(.accepted, kind: hit.kind, count: 1)
         return true
     }
 
@@ -485,8 +484,9 @@ final class HitWriter: Sendable {
     /// Tells the instrumentation how many hits wait, in the cache and in memory (on the store queue).
     private func reportWaiting() {
         guard let instrumentation = settings.instrumentation else { return }
+        // A cache that cannot be counted now is not reported as empty: the gauges keep their last values.
+        guard let inStore = try? store.hits.count() else { return }
         let inMemory = state.withLock { $0.ingress.count + $0.writing + $0.unwritten.count }
-        let inStore = (try? store.hits.count()) ?? 0
         instrumentation.waiting(inStore: inStore, inMemory: inMemory)
     }
 
