@@ -55,52 +55,32 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    let raw = Box<RawServerRows>()
-    let rawRounds = Locked(0)
-    Benchmark("server loop, bucketing: raw SQLite (same rows, a transaction per 64 visitors)") { (benchmark: Benchmark, rows: RawServerRows) in
-        for _ in benchmark.scaledIterations {
-            let round = rawRounds.withLock { value -> Int in
-                defer { value += 1 }
-                return value
+    // The same rows written with the C API; and, `delivering`, then claimed and deleted as the
+    // sender does: the floor of the loop's whole store work (the SDK's run reports how much of it
+    // was done before its end).
+    for (name, delivering) in [("a transaction per 64 visitors", false), ("then claimed and deleted as delivered", true)] {
+        let raw = Box<RawServerRows>()
+        let rounds = Locked(0)
+        Benchmark("server loop, bucketing: raw SQLite (same rows, \(name))") { (benchmark: Benchmark, rows: RawServerRows) in
+            for _ in benchmark.scaledIterations {
+                let round = rounds.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                do {
+                    let elapsed = try measure(benchmark) { try rows.insertRound(round, fixture: fixture) }
+                    benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+                } catch {
+                    benchmark.error("\(error)")
+                }
             }
-            do {
-                let elapsed = try measure(benchmark) { try rows.insertRound(round, fixture: fixture) }
-                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-            } catch {
-                benchmark.error("\(error)")
-            }
+        } setup: {
+            let rows = try RawServerRows(delivering: delivering)
+            raw.value = rows
+            return rows
+        } teardown: {
+            raw.value?.remove()
         }
-    } setup: {
-        let rows = try RawServerRows()
-        raw.value = rows
-        return rows
-    } teardown: {
-        raw.value?.remove()
-    }
-
-    // The same, and the rows then claimed and deleted as the sender does: the floor of the loop's
-    // whole store work (the SDK's run reports how much of it was done before its end).
-    let rawDelivered = Box<RawServerRows>()
-    let rawDeliveredRounds = Locked(0)
-    Benchmark("server loop, bucketing: raw SQLite (same rows, then claimed and deleted as delivered)") { (benchmark: Benchmark, rows: RawServerRows) in
-        for _ in benchmark.scaledIterations {
-            let round = rawDeliveredRounds.withLock { value -> Int in
-                defer { value += 1 }
-                return value
-            }
-            do {
-                let elapsed = try measure(benchmark) { try rows.insertRound(round, fixture: fixture) }
-                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-            } catch {
-                benchmark.error("\(error)")
-            }
-        }
-    } setup: {
-        let rows = try RawServerRows(delivering: true)
-        rawDelivered.value = rows
-        return rows
-    } teardown: {
-        rawDelivered.value?.remove()
     }
 
     let api = Box<ServerSession>()
