@@ -254,8 +254,11 @@ final class HitTests: XCTestCase {
     }
 
     func testEncodedForSendingRefusesAHitTypeMadeOutsideTheSDK() {
+        // Only code that sees the SDK's internals (this @testable test) can make the seal: the
+        // run-time refusal is the backstop behind the compile-time one (SealedHitProtocolTests).
         struct CustomHit: FSTrackingProtocol {
             var type: FSTypeTrack { .EVENT }
+            var sdkHitSeal: FSHitSeal { FSHitSeal() }
         }
         expectHitRefused({ try encodedForSending(CustomHit()) }, .notAnSDKHit(typeName: "CustomHit"))
         XCTAssertEqual(
@@ -309,6 +312,7 @@ final class HitSentTests: TrackingTestCase {
 private final class CustomHitWithCommonFields: FSHitWithCommonFields, Sendable {
     private let stored = Locked(FSHitCommonFields(userIp: "10.0.0.1"))
     var type: FSTypeTrack { .SCREENVIEW }
+    var sdkHitSeal: FSHitSeal { FSHitSeal() }
     var commonFields: FSHitCommonFields {
         get { stored.withLock { $0 } }
         set { stored.withLock { $0 = newValue } }

@@ -17,6 +17,9 @@ public enum FSCategoryEvent: String, Sendable, CaseIterable {
 /// event.eventValue = 1
 /// ```
 public final class FSEvent: FSHitWithCommonFields, Sendable {
+    /// The seal of `FSTrackingProtocol`: an SDK hit.
+    public var sdkHitSeal: FSHitSeal { FSHitSeal() }
+
     /// Flagship documents 500 bytes as the most an action or a label may hold (the Flutter SDK's
     /// `Event.action` and `Event.label` reference); longer ones are refused rather than cut.
     static let maxTextBytes = 500

@@ -6,6 +6,9 @@ import FlagshipStore
 /// decimal: `Float(19.99)` goes as 19.99. Declare the hit with `let` and set its optional fields
 /// (`let item = FSItem(...); item.quantity = 2`); `sendHit` takes a copy of them.
 public final class FSItem: FSHitWithCommonFields, Sendable {
+    /// The seal of `FSTrackingProtocol`: an SDK hit.
+    public var sdkHitSeal: FSHitSeal { FSHitSeal() }
+
     struct Fields: HitFields {
         static let type = FSTypeTrack.ITEM
         var transactionId: String

@@ -7,6 +7,9 @@ import Foundation
 /// screen of the app, send `FSScreen`. Declare it with `let` and set its optional fields
 /// (`let page = FSPage(url); page.userIp = ...`); `sendHit` takes a copy of the fields.
 public final class FSPage: FSHitWithCommonFields, Sendable {
+    /// The seal of `FSTrackingProtocol`: an SDK hit.
+    public var sdkHitSeal: FSHitSeal { FSHitSeal() }
+
     struct Fields: HitFields {
         static let type = FSTypeTrack.PAGEVIEW
         var location: String

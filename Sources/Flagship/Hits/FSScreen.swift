@@ -10,6 +10,9 @@ import FlagshipStore
 /// visitor.sendHit(screen)
 /// ```
 public final class FSScreen: FSHitWithCommonFields, Sendable {
+    /// The seal of `FSTrackingProtocol`: an SDK hit.
+    public var sdkHitSeal: FSHitSeal { FSHitSeal() }
+
     struct Fields: HitFields {
         static let type = FSTypeTrack.SCREENVIEW
         var location: String

@@ -1,11 +1,20 @@
 /// A hit: something a visitor did, sent with `FSVisitor.sendHit(_:)`.
 ///
-/// Only the SDK's hits (`FSScreen`, `FSPage`, `FSTransaction`, `FSItem`, `FSEvent`) can be sent; a
-/// type of your own that conforms is refused at `sendHit` with an error log, because the SDK would
-/// not know its wire fields.
+/// Sealed: only the SDK's hits (`FSScreen`, `FSPage`, `FSTransaction`, `FSItem`, `FSEvent`)
+/// conform, because the SDK validates and encodes each one's wire fields itself. A type of yours
+/// does not compile as a conformance: it cannot make the `FSHitSeal` the protocol asks for.
 public protocol FSTrackingProtocol: Sendable {
     /// The hit's type on the wire (its `t` field).
     var type: FSTypeTrack { get }
+    /// What only the SDK's hit types can give: the seal of the protocol.
+    var sdkHitSeal: FSHitSeal { get }
+}
+
+/// The seal of `FSTrackingProtocol`: made only inside the SDK, so that only its hit types conform.
+/// (A conformance that borrows the seal of an SDK hit, or traps instead of returning one, still
+/// compiles: `sendHit` refuses such a type at run time too, with an error.)
+public struct FSHitSeal: Sendable {
+    init() {}
 }
 
 /// The wire types of hits (`t`), as the events endpoint and the hit cache spell them.

@@ -13,6 +13,9 @@ import FlagshipStore
 /// transaction.currency = "EUR"
 /// ```
 public final class FSTransaction: FSHitWithCommonFields, Sendable {
+    /// The seal of `FSTrackingProtocol`: an SDK hit.
+    public var sdkHitSeal: FSHitSeal { FSHitSeal() }
+
     struct Fields: HitFields {
         static let type = FSTypeTrack.TRANSACTION
         var transactionId: String
