@@ -252,7 +252,7 @@ final class SDKFlagTests: SDKTestCase {
             XCTFail("the hit should be refused")
         } catch let error as FlagshipError {
             guard case .invalidHit(let reason) = error else { return XCTFail("\(error)") }
-            XCTAssertTrue(reason.contains("dl"), reason)
+            guard case .invalidValue(hit: "PAGEVIEW", field: "dl", _) = reason else { return XCTFail("\(reason)") }
         }
         // The logging form, as code that cannot await calls it.
         let sendAndForget = { visitor.sendHit(FSTransaction(transactionId: "", affiliation: "basket")) }

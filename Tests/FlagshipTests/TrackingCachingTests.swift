@@ -249,7 +249,7 @@ final class TrackingCachingTests: TrackingTestCase {
         start(trackingBuilder())
         let visitor = makeVisitor()
 
-        await assertThrows(FlagshipError.invalidHit(HitValidationError.missingField(hit: "EVENT", field: "ea").description)) {
+        await assertThrows(FlagshipError.invalidHit(.missingField(hit: "EVENT", field: "ea"))) {
             try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: " "))
         }
         XCTAssertEqual(try storedClickLabels(), [], "never cached")

@@ -460,7 +460,7 @@ public final class FSVisitor: Sendable {
         do {
             encoded = try encodedForSending(event)
         } catch {
-            throw .invalidHit(error.description)
+            throw .invalidHit(error)
         }
         guard hasConsented else { throw .consentNotGiven(visitorId: visitorId) }
         return (outgoingHit(type: encoded.type.rawValue, fields: encoded.fields, runtime: runtime), runtime.tracking)

@@ -6,8 +6,8 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     case panic
     /// The visitor has not consented: only the consent hit is sent.
     case consentNotGiven(visitorId: String)
-    /// A hit missing a required field or with a wrong value; never cached nor sent.
-    case invalidHit(String)
+    /// A hit missing a required field or with a wrong value, which field and why; never cached nor sent.
+    case invalidHit(FSHitValidationError)
     /// Fetching flags failed or timed out, for the reason given; the previous flags are kept.
     case fetchFailed(FSFetchFailure)
     /// The SDK was closed: the hit was not accepted.
@@ -25,7 +25,7 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
         case .consentNotGiven(let visitorId):
             return "visitor '\(visitorId)' has not consented: only the consent hit is sent"
         case .invalidHit(let reason):
-            return reason
+            return reason.description
         case .fetchFailed(let reason):
             return "fetching flags failed: \(reason)"
         case .closed:

@@ -1,5 +1,7 @@
-/// Why `sendHit` refused a hit. The hit is neither cached nor sent; the description is logged.
-enum HitValidationError: Error, Equatable, CustomStringConvertible {
+/// Why `sendHit` refused a hit, with the hit's type and the wire field (`tid`, `ea`...): thrown as
+/// `FlagshipError.invalidHit(_:)` by the awaited form, logged by the others. The hit is neither
+/// cached nor sent.
+public enum FSHitValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A required field is empty (or only whitespace). `field` is the wire name, e.g. `tid`.
     case missingField(hit: String, field: String)
     /// A field holds a value the collector would refuse or misread.
@@ -7,7 +9,7 @@ enum HitValidationError: Error, Equatable, CustomStringConvertible {
     /// The hit is a type of the caller's that conforms to `FSTrackingProtocol`.
     case notAnSDKHit(typeName: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case let .missingField(hit, field):
             return "\(hit) hit refused: required field \(Self.named(field)) is missing or empty"
@@ -35,3 +37,6 @@ enum HitValidationError: Error, Equatable, CustomStringConvertible {
         "sn": "sessionNumber", "sd": "screenColorDepth", "sen": "sessionEventNumber",
     ]
 }
+
+/// The SDK's own name for it.
+typealias HitValidationError = FSHitValidationError
