@@ -79,18 +79,13 @@ struct DoctorCommand: AsyncParsableCommand {
         request.setValue(apiKey, forHTTPHeaderField: "x-api-key")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(#"{"visitorId":"flagship-doctor","anonymousId":null,"context":{},"trigger_hit":false,"visitor_consent":false}"#.utf8)
-        let name = "Decision API accepts the key"
-        switch await exchange(request, session: session) {
-        case .failure(let error):
-            return Check(name: name, verdict: .fail, detail: "\(url.absoluteString) unreachable: \(error)")
-        case .success(let (status, elapsed)):
-            let took = "\(url.absoluteString) answered \(status) in \(elapsed)"
+        return await probe("Decision API accepts the key", request, session: session) { status in
             switch status {
-            case 200..<300: return Check(name: name, verdict: .ok, detail: took)
-            case 401: return Check(name: name, verdict: .fail, detail: "\(took): the API key was refused")
-            case 403: return Check(name: name, verdict: .fail, detail: "\(took): this key may not be used for environment '\(sdk.envId)'")
-            case 404: return Check(name: name, verdict: .fail, detail: "\(took): no environment '\(sdk.envId)' there (check the env id and --decision-url)")
-            default: return Check(name: name, verdict: .fail, detail: "\(took)")
+            case 200..<300: (.ok, nil)
+            case 401: (.fail, "the API key was refused")
+            case 403: (.fail, "this key may not be used for environment '\(sdk.envId)'")
+            case 404: (.fail, "no environment '\(sdk.envId)' there (check the env id and --decision-url)")
+            default: (.fail, nil)
             }
         }
     }
@@ -98,14 +93,8 @@ struct DoctorCommand: AsyncParsableCommand {
     private func eventsCheck(config: FlagshipConfig, session: URLSession) async -> Check {
         var request = URLRequest(url: config.eventsBaseURL, timeoutInterval: timeout / 1000)
         request.httpMethod = "GET"
-        let name = "events endpoint reachable"
-        switch await exchange(request, session: session) {
-        case .failure(let error):
-            return Check(name: name, verdict: .fail, detail: "\(config.eventsBaseURL.absoluteString) unreachable: \(error)")
-        case .success(let (status, elapsed)):
-            // Any HTTP answer to a GET shows the host is there: hits are POSTed.
-            return Check(name: name, verdict: .ok, detail: "\(config.eventsBaseURL.absoluteString) answered \(status) to a GET in \(elapsed)")
-        }
+        // Any HTTP answer to a GET shows the host is there: hits are POSTed.
+        return await probe("events endpoint reachable", request, session: session) { _ in (.ok, "the host answers (hits are POSTed)") }
     }
 
     private func bucketingCheck(session: URLSession) async -> Check {
@@ -115,16 +104,26 @@ struct DoctorCommand: AsyncParsableCommand {
         let url = base.appendingPathComponent(sdk.envId).appendingPathComponent("bucketing.json")
         var request = URLRequest(url: url, timeoutInterval: timeout / 1000)
         request.httpMethod = "GET"
+        return await probe(name, request, session: session) { status in
+            switch status {
+            case 200: (.ok, nil)
+            case 404: (.fail, "no file for '\(sdk.envId)' (check the env id, that bucketing is enabled for it, and --bucketing-url)")
+            default: (.fail, nil)
+            }
+        }
+    }
+
+    /// Sends `request`: unreachable fails; an answer is judged by `verdict` (its verdict, and
+    /// what to add to the status and time).
+    private func probe(_ name: String, _ request: URLRequest, session: URLSession,
+                       verdict: (Int) -> (Check.Verdict, String?)) async -> Check {
+        let url = request.url?.absoluteString ?? ""
         switch await exchange(request, session: session) {
         case .failure(let error):
-            return Check(name: name, verdict: .fail, detail: "\(url.absoluteString) unreachable: \(error)")
+            return Check(name: name, verdict: .fail, detail: "\(url) unreachable: \(error)")
         case .success(let (status, elapsed)):
-            let took = "\(url.absoluteString) answered \(status) in \(elapsed)"
-            switch status {
-            case 200: return Check(name: name, verdict: .ok, detail: took)
-            case 404: return Check(name: name, verdict: .fail, detail: "\(took): no file for '\(sdk.envId)' (check the env id, that bucketing is enabled for it, and --bucketing-url)")
-            default: return Check(name: name, verdict: .fail, detail: took)
-            }
+            let (judged, advice) = verdict(status)
+            return Check(name: name, verdict: judged, detail: "\(url) answered \(status) in \(elapsed)" + (advice.map { ": \($0)" } ?? ""))
         }
     }
 

@@ -42,8 +42,8 @@ struct MisconfigurationWatch: HTTPTransport {
     private func report(_ status: Int, for url: URL) {
         let (name, setting) = Self.endpoint(of: url)
         guard told.withLock({ $0.insert("\(name) \(status)").inserted }) else { return }
-        // The URL without its query: what was asked, never more.
-        let asked = "\(url.scheme ?? "https")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")\(url.path)"
+        // Origin and path, never the query: what was asked, never more.
+        let asked = (Origin(url)?.description ?? "") + url.pathForMessages
         let advice: String
         switch (status, setting) {
         case (401, _):

@@ -374,7 +374,7 @@ private struct Redirect: Sendable {
 }
 
 /// A URL's origin (RFC 6454): scheme, host and port, the port written or the scheme's default.
-private struct Origin: Equatable, CustomStringConvertible {
+struct Origin: Equatable, CustomStringConvertible {
     let scheme: String
     let host: String
     let port: Int
@@ -404,7 +404,7 @@ extension URL {
 
     /// The path as written (`/` when empty), without the query or fragment, which may hold
     /// secrets: what a message shows of a redirect's target within the origin.
-    fileprivate var pathForMessages: String {
+    var pathForMessages: String {
         let path = URLComponents(url: self, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
         return path.isEmpty ? "/" : path
     }
