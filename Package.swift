@@ -19,6 +19,9 @@ let package = Package(
         .library(name: "FlagshipTracing", targets: ["FlagshipTracing"]),
         // The SDK's configuration read with swift-configuration (environment, JSON file...): its own product.
         .library(name: "FlagshipConfiguration", targets: ["FlagshipConfiguration"]),
+        // The fuzz targets' bodies (`FuzzEntry`, `package` access), for `Fuzz/` and the regression
+        // tests: out of the `Flagship` product, so that no app ships them.
+        .library(name: "FlagshipFuzzing", targets: ["FlagshipFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -58,6 +61,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "FlagshipFuzzing", dependencies: ["Flagship"]),
         // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets), deciding with the
         // SDK's own bucketing engine when given a bucketing file.
         .target(name: "FlagshipLocalServer", dependencies: ["Flagship", "FlagshipStore"]),
@@ -130,6 +134,7 @@ let package = Package(
             name: "FlagshipTests",
             dependencies: [
                 "Flagship",
+                "FlagshipFuzzing",
                 "FlagshipStore",
                 "FlagshipLocalServer",
                 .product(name: "Logging", package: "swift-log"),

@@ -2,7 +2,7 @@
 import Foundation
 import PackageDescription
 
-// The fuzz targets' bodies are `package` API of Flagship (`FuzzEntry`): visible only to modules
+// The fuzz targets' bodies are `package` API of FlagshipFuzzing (`FuzzEntry`): visible only to modules
 // built with Flagship's package name, which SwiftPM derives from the checkout's directory ("main"
 // for `/work/main`). These targets are built with that name instead of their own
 // (`packageAccess: false` stops SwiftPM from adding this package's), as `Benchmarks/` does.
@@ -13,6 +13,7 @@ let flagshipPackageName: String = {
 }()
 
 let flagship = Target.Dependency.product(name: "Flagship", package: "flagship-swift-linux")
+let flagshipFuzzing = Target.Dependency.product(name: "FlagshipFuzzing", package: "flagship-swift-linux")
 let flagshipPackage: [SwiftSetting] = [.unsafeFlags(["-package-name", flagshipPackageName])]
 
 /// One libFuzzer executable: its `main.swift` exports `LLVMFuzzerTestOneInput`, which runs one
@@ -22,7 +23,7 @@ let flagshipPackage: [SwiftSetting] = [.unsafeFlags(["-package-name", flagshipPa
 /// `EmbedMigrationsTool` included, which then has two and fails to link. The coverage the fuzzer
 /// steers by comes from `-sanitize-coverage` on every module (`Scripts/fuzz.sh`).
 func fuzzTarget(_ name: String) -> Target {
-    .executableTarget(name: name, dependencies: ["FuzzSupport", flagship], packageAccess: false,
+    .executableTarget(name: name, dependencies: ["FuzzSupport", flagship, flagshipFuzzing], packageAccess: false,
                       swiftSettings: flagshipPackage + [.unsafeFlags(["-parse-as-library", "-sanitize=fuzzer"])],
                       linkerSettings: [.unsafeFlags(["-sanitize=fuzzer"])])
 }
@@ -38,7 +39,7 @@ let package = Package(
     ],
     targets: [
         // What every fuzz target's main shares: the input handed to its `FuzzEntry`, a violation trapped.
-        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer", flagship], packageAccess: false,
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer", flagship, flagshipFuzzing], packageAccess: false,
                 swiftSettings: flagshipPackage),
         // The declaration of libFuzzer's driver, `LLVMFuzzerRunDriver`.
         .target(name: "CLibFuzzer"),

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import Flagship
+import FlagshipFuzzing
 
 /// Every input of the fuzz targets' seed corpus (`Fuzz/Corpus/<target>/`) and every input a fuzzer
 /// once crashed on (`Fuzz/Regressions/<target>/`, named after what it broke), run through the same

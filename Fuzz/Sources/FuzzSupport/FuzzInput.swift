@@ -1,5 +1,6 @@
 import CLibFuzzer
 import Flagship
+import FlagshipFuzzing
 import Foundation
 
 /// Runs one libFuzzer input through `entry`; a broken invariant traps, so libFuzzer reports it

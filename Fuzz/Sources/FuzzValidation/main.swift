@@ -1,4 +1,5 @@
 import Flagship
+import FlagshipFuzzing
 import FuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -22,7 +22,7 @@ package struct BucketingFile: Sendable {
     package let accountSettings: AccountSettings
     /// What was wrong inside the file and how it was read, one sentence each, for the caller to log.
     package let warnings: [String]
-    let campaigns: [Campaign]
+    package let campaigns: [Campaign]
     let contextKeys: ContextKeys
     /// Whether some rule reads the visitor id (`fs_users`).
     let readsVisitorId: Bool
@@ -31,9 +31,9 @@ package struct BucketingFile: Sendable {
 
     // Classes, not structs: a decision walks them by reference. As structs, each step of the walk
     // copied one, retaining each of its strings and arrays: a fifth of a decision's time.
-    final class Campaign: Sendable {
-        let id: String
-        let variationGroups: [VariationGroup]
+    package final class Campaign: Sendable {
+        package let id: String
+        package let variationGroups: [VariationGroup]
 
         init(id: String, variationGroups: [VariationGroup]) {
             self.id = id
@@ -41,12 +41,12 @@ package struct BucketingFile: Sendable {
         }
     }
 
-    final class VariationGroup: Sendable {
-        let id: String
+    package final class VariationGroup: Sendable {
+        package let id: String
         let targeting: Targeting
         /// The hash after this group's id: a decision appends the visitor id and finishes it.
         let hashPrefix: MurmurHash3.State
-        let variations: [Variation]
+        package let variations: [Variation]
 
         init(id: String, targeting: Targeting, hashPrefix: MurmurHash3.State, variations: [Variation]) {
             self.id = id
@@ -56,11 +56,11 @@ package struct BucketingFile: Sendable {
         }
     }
 
-    final class Variation: Sendable {
+    package final class Variation: Sendable {
         /// `nil`: the file gave no usable id; the variation only holds its share of the allocation.
-        let id: String?
+        package let id: String?
         /// 0 or more; 0 takes no visitor by hash.
-        let allocation: Double
+        package let allocation: Double
         /// What a visitor assigned to it gets; `nil` when it has no id.
         let assignment: BucketedCampaign?
 

@@ -7,14 +7,14 @@ package struct HitCacheDocument: Sendable, Equatable {
     /// The wire types a hit cache may hold.
     static let knownTypes: Set<String> = ["SCREENVIEW", "PAGEVIEW", "TRANSACTION", "ITEM", "EVENT", "SEGMENT", "ACTIVATE"]
 
-    var visitorId: String
-    var anonymousId: String?
+    package var visitorId: String
+    package var anonymousId: String?
     package var type: String
     /// Creation time, unix milliseconds: the base of `qt` and of expiry.
-    var time: Int64
+    package var time: Int64
     package var content: [String: JSONValue]
 
-    init(visitorId: String, anonymousId: String? = nil, type: String, time: Int64, content: [String: JSONValue]) {
+    package init(visitorId: String, anonymousId: String? = nil, type: String, time: Int64, content: [String: JSONValue]) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
         self.type = type
@@ -23,11 +23,11 @@ package struct HitCacheDocument: Sendable, Equatable {
     }
 
     /// The consent hit (`ea: fs_consent`) is the one hit kept when a visitor withdraws consent.
-    var isConsentHit: Bool {
+    package var isConsentHit: Bool {
         type == "EVENT" && content["ea"]?.stringValue == "fs_consent"
     }
 
-    var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         .object([
             "version": .int(Int64(Self.currentVersion)),
             "data": .object([
@@ -100,7 +100,7 @@ extension HitCacheDocument {
     }
 
     /// Reads a document as a custom cache or the SDK hands it over: a `[String: Any]`.
-    init(dictionary: [String: Any]) throws(HitCacheDocumentError) {
+    package init(dictionary: [String: Any]) throws(HitCacheDocumentError) {
         let value: JSONValue
         do {
             value = try JSONValue(any: dictionary)
@@ -111,7 +111,7 @@ extension HitCacheDocument {
     }
 
     /// The document as `FSHitCacheDelegate` exchanges it.
-    var dictionary: [String: Any] {
+    package var dictionary: [String: Any] {
         (jsonValue.foundationValue as? [String: Any]) ?? [:]
     }
 }

@@ -9,22 +9,22 @@ import Foundation
 package struct VisitorCacheDocument: Sendable, Equatable {
     static let currentVersion = 1
 
-    var visitorId: String
-    var anonymousId: String?
-    var consent: Bool
-    var context: [String: JSONValue]
-    var campaigns: [AssignedCampaign]
+    package var visitorId: String
+    package var anonymousId: String?
+    package var consent: Bool
+    package var context: [String: JSONValue]
+    package var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
-    var assignmentsHistory: [String: String]
+    package var assignmentsHistory: [String: String]
     /// The flags dropped when the document was read, each as a sentence: a flag value that could
     /// not be read (a number beyond a double, a lone surrogate, invalid UTF-8, nested too deep)
     /// costs that flag alone. Not part of the document: left out of `==` and of `jsonData()`.
-    var droppedFlags: [String] = []
+    package var droppedFlags: [String] = []
 
     /// How many campaigns the visitor was assigned (what `flagship visitors` shows).
     package var campaignCount: Int { campaigns.count }
 
-    init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: JSONValue] = [:],
+    package init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: JSONValue] = [:],
          campaigns: [AssignedCampaign] = [], assignmentsHistory: [String: String] = [:]) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
@@ -107,11 +107,11 @@ extension VisitorCacheDocument {
 
     /// The document as JSON text, in the documented shape, keys sorted. Written by hand: it is
     /// made at every `fetchFlags`, where `JSONEncoder` cost more than the bucketing decision.
-    func jsonData() -> Data {
+    package func jsonData() -> Data {
         Data(jsonText().utf8)
     }
 
-    func jsonText() -> String {
+    package func jsonText() -> String {
         var text = "{\"data\":{\"anonymousId\":"
         text.reserveCapacity(512 + campaigns.count * 320)
         if let anonymousId { JSONValue.writeString(anonymousId, into: &text) } else { text += "null" }

@@ -1,20 +1,20 @@
 import Foundation
 
 /// One campaign a visitor was assigned, with the flags it gave: from a decision, or from the cache.
-struct AssignedCampaign: Sendable, Equatable, Codable {
-    var campaignId: String
-    var campaignName: String
-    var variationGroupId: String
-    var variationGroupName: String
-    var variationId: String
-    var variationName: String
-    var isReference: Bool
-    var type: String
-    var slug: String?
-    var activated: Bool
-    var flags: [String: JSONValue]
+package struct AssignedCampaign: Sendable, Equatable, Codable {
+    package var campaignId: String
+    package var campaignName: String
+    package var variationGroupId: String
+    package var variationGroupName: String
+    package var variationId: String
+    package var variationName: String
+    package var isReference: Bool
+    package var type: String
+    package var slug: String?
+    package var activated: Bool
+    package var flags: [String: JSONValue]
 
-    init(campaignId: String, campaignName: String = "", variationGroupId: String, variationGroupName: String = "",
+    package init(campaignId: String, campaignName: String = "", variationGroupId: String, variationGroupName: String = "",
          variationId: String, variationName: String = "", isReference: Bool = false, type: String = "",
          slug: String? = nil, activated: Bool = false, flags: [String: JSONValue] = [:]) {
         self.campaignId = campaignId
@@ -30,7 +30,7 @@ struct AssignedCampaign: Sendable, Equatable, Codable {
         self.flags = flags
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         campaignId = try container.decode(String.self, forKey: .campaignId)
         campaignName = try container.decodeIfPresent(String.self, forKey: .campaignName) ?? ""
@@ -45,7 +45,7 @@ struct AssignedCampaign: Sendable, Equatable, Codable {
         flags = try container.decodeIfPresent([String: JSONValue].self, forKey: .flags) ?? [:]
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(campaignId, forKey: .campaignId)
         try container.encode(campaignName, forKey: .campaignName)

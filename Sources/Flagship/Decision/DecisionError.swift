@@ -34,4 +34,4 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 /// The SDK's own name for it.
-typealias DecisionError = FSFetchFailure
+package typealias DecisionError = FSFetchFailure

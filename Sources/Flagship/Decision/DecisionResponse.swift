@@ -13,21 +13,21 @@ import Foundation
 ///   those ids it can be neither exposed (activate) nor remembered (assignment history);
 /// - a campaign whose `variation.modifications` lacks `type` or `value` is kept, with no flags:
 ///   the visitor still is assigned to it.
-struct DecisionResponse: Sendable, Equatable {
-    var visitorId: String?
-    var panic: Bool
+package struct DecisionResponse: Sendable, Equatable {
+    package var visitorId: String?
+    package var panic: Bool
     /// In response order: flags are merged in this order, the later campaign winning.
-    var campaigns: [AssignedCampaign]
+    package var campaigns: [AssignedCampaign]
     /// `extras.accountSettings`, when the answer has it.
-    var accountSettings: AccountSettings?
+    package var accountSettings: AccountSettings?
     /// One sentence per campaign left out, naming its position (from 1), its id when it has one,
     /// and what it lacked: `campaign #3 (id "c3") was skipped: it has no "variationGroupId"`.
-    var skippedCampaigns: [String]
+    package var skippedCampaigns: [String]
     /// One sentence per flag left out of a kept campaign because its value is unusable (a number beyond
     /// a double, a lone surrogate, invalid UTF-8, nested too deep): the campaign's other flags are kept.
-    var droppedFlags: [String]
+    package var droppedFlags: [String]
 
-    init(visitorId: String? = nil, panic: Bool = false, campaigns: [AssignedCampaign] = [],
+    package init(visitorId: String? = nil, panic: Bool = false, campaigns: [AssignedCampaign] = [],
          accountSettings: AccountSettings? = nil, skippedCampaigns: [String] = [], droppedFlags: [String] = []) {
         self.droppedFlags = droppedFlags
         self.visitorId = visitorId
@@ -54,7 +54,7 @@ package struct AccountSettings: Sendable, Equatable {
 
 extension DecisionResponse {
     /// Reads a Decision API body.
-    init(json data: Data) throws(DecisionError) {
+    package init(json data: Data) throws(DecisionError) {
         guard !data.isEmpty else { throw .malformedBody("the body is empty") }
         let parsed: TolerantJSON
         do {

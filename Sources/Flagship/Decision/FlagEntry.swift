@@ -2,17 +2,17 @@
 ///
 /// A class, immutable: a flag read takes one reference out of the visitor's dictionary instead
 /// of copying a value and the ten strings of its metadata.
-final class FlagEntry: Sendable, Equatable {
-    let key: String
+package final class FlagEntry: Sendable, Equatable {
+    package let key: String
     /// May be `.null`: with `exposeAllKeys=true` the Decision API lists sibling variations' keys with
     /// `null`, and such a flag exists (reads give the default value).
-    let value: JSONValue
+    package let value: JSONValue
     /// The campaign and variation the flag comes from: what metadata shows and an activate reports.
-    let metadata: FSFlagMetadata
+    package let metadata: FSFlagMetadata
     /// This flag's place in `VisitorState.exposureReported`, given by `merge`.
-    let slot: Int
+    package let slot: Int
 
-    init(key: String, value: JSONValue, metadata: FSFlagMetadata, slot: Int = 0) {
+    package init(key: String, value: JSONValue, metadata: FSFlagMetadata, slot: Int = 0) {
         self.key = key
         self.value = value
         self.metadata = metadata
@@ -20,7 +20,7 @@ final class FlagEntry: Sendable, Equatable {
     }
 
     /// The same flag: key, value and campaign (the slot is bookkeeping).
-    static func == (lhs: FlagEntry, rhs: FlagEntry) -> Bool {
+    package static func == (lhs: FlagEntry, rhs: FlagEntry) -> Bool {
         lhs === rhs || (lhs.key == rhs.key && lhs.value == rhs.value && lhs.metadata == rhs.metadata)
     }
 }
@@ -28,7 +28,7 @@ final class FlagEntry: Sendable, Equatable {
 extension FlagEntry {
     /// The visitor's flags from its campaigns, merged campaign by campaign in the given (response)
     /// order: when two campaigns give the same key, the later one wins (PROTOCOL.md section 1).
-    static func merge(_ campaigns: [AssignedCampaign]) -> [String: FlagEntry] {
+    package static func merge(_ campaigns: [AssignedCampaign]) -> [String: FlagEntry] {
         var flags: [String: FlagEntry] = [:]
         var slot = 0
         for campaign in campaigns {
@@ -42,7 +42,7 @@ extension FlagEntry {
     }
 
     /// The number of slots `merge` gave out for these campaigns.
-    static func slotCount(_ campaigns: [AssignedCampaign]) -> Int {
+    package static func slotCount(_ campaigns: [AssignedCampaign]) -> Int {
         campaigns.reduce(0) { $0 + $1.flags.count }
     }
 }

@@ -39,4 +39,4 @@ public enum FSHitValidationError: Error, Sendable, Equatable, CustomStringConver
 }
 
 /// The SDK's own name for it.
-typealias HitValidationError = FSHitValidationError
+package typealias HitValidationError = FSHitValidationError

@@ -2,7 +2,7 @@ import Foundation
 
 /// The hits the SDK makes itself, as wire fields (without identity, `cid`, `ds` or `qt`, which are
 /// added at send time like for any hit).
-enum SDKHit {
+package enum SDKHit {
     /// The consent hit, sent at a visitor's creation and at every `setConsent`:
     /// `{"t":"EVENT","ec":"User Engagement","ea":"fs_consent","el":"<client>:true"}`.
     /// It is the one hit sent (and kept in the cache) without consent.
@@ -17,7 +17,7 @@ enum SDKHit {
 
     /// The segment hit (bucketing mode): `{"t":"SEGMENT","s":{...}}`, the visitor's context with every
     /// value written as a string (see `segmentString(_:)`).
-    static func segment(context: [String: JSONValue]) -> [String: JSONValue] {
+    package static func segment(context: [String: JSONValue]) -> [String: JSONValue] {
         [
             "t": .string(FSTypeTrack.SEGMENT.rawValue),
             "s": .object(context.mapValues { .string(segmentString($0)) }),

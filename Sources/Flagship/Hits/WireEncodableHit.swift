@@ -55,7 +55,7 @@ extension WireEncodableHit {
 
 /// Validates a hit given to `sendHit` and gives its wire type and fields, read from the hit once.
 /// A type conforming to `FSTrackingProtocol` outside the SDK is refused: the SDK cannot know its fields.
-func encodedForSending(
+package func encodedForSending(
     _ hit: any FSTrackingProtocol
 ) throws(HitValidationError) -> (type: FSTypeTrack, fields: [String: JSONValue]) {
     guard let hit = hit as? any WireEncodableHit else {

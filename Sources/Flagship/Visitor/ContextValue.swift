@@ -1,7 +1,7 @@
 import Foundation
 
 /// Context values are String, Bool, Int or Double: what targeting can compare.
-enum ContextValue {
+package enum ContextValue {
     /// The value `key` takes in the visitor's context, or why it cannot: `fs_` keys are the SDK's own
     /// (sent beside the context with every decision request), and the value must be one targeting compares.
     static func check(key: String, _ value: Any) -> Result<JSONValue, ContextError> {
@@ -12,7 +12,7 @@ enum ContextValue {
     }
 
     /// `value` as a context value, or a sentence saying why it cannot be one.
-    static func validate(_ value: Any) -> Result<JSONValue, ContextValueError> {
+    package static func validate(_ value: Any) -> Result<JSONValue, ContextValueError> {
         switch value {
         case let string as String:
             return .success(.string(string))
@@ -48,8 +48,8 @@ enum ContextValue {
     }
 }
 
-struct ContextValueError: Error {
-    let reason: String
+package struct ContextValueError: Error {
+    package let reason: String
 }
 
 /// A context value refused: its key, and why. Thrown by `updateContext(checking:)` and

@@ -1,4 +1,5 @@
 import Foundation
+import Flagship
 
 /// The bodies of the fuzz targets under `Fuzz/`, kept here so that the fuzzers and
 /// `FuzzRegressionTests` run the same code on an input, and so that they reach the decoders
