@@ -102,6 +102,32 @@ final class DefaultVisitorCacheTests: XCTestCase {
 
         XCTAssertThrowsError(try FSDefaultCacheVisitor(envId: "env", cacheDirectory: blocker)) { error in
             XCTAssertTrue(String(describing: error).contains(blocker.path), "\(error)")
+            XCTAssertEqual((error as? FSCacheError)?.code, .fileSystem, "\(error)")
+        }
+    }
+
+    /// A caller can tell why a default cache cannot open its file, by kind, and which file it was.
+    func testPublicInitialisersSayByKindWhyTheFileCannotBeUsed() throws {
+        let newer = directory.url.appendingPathComponent("newer", isDirectory: true)
+        let newerFile = StoreLocation.databaseFile(envId: "env", in: newer)
+        let database = try FlagshipDatabase.open(at: newerFile)
+        try database.database.write { try $0.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)") }
+        database.close()
+        let foreign = directory.url.appendingPathComponent("foreign", isDirectory: true)
+        try FileManager.default.createDirectory(at: foreign, withIntermediateDirectories: true)
+        let foreignFile = StoreLocation.databaseFile(envId: "env", in: foreign)
+        let other = try Database(path: foreignFile.path)
+        try other.write { try $0.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)") }
+        other.close()
+
+        for (folder, file, code) in [(newer, newerFile, FSCacheError.Code.schemaTooNew), (foreign, foreignFile, .notAFlagshipDatabase)] {
+            XCTAssertThrowsError(try FSDefaultCacheHit(envId: "env", cacheDirectory: folder)) { error in
+                XCTAssertEqual((error as? FSCacheError)?.code, code, "\(error)")
+                XCTAssertEqual((error as? FSCacheError)?.path, file.path, "\(error)")
+            }
+            XCTAssertThrowsError(try FSDefaultCacheVisitor(envId: "env", cacheDirectory: folder)) { error in
+                XCTAssertEqual((error as? FSCacheError)?.code, code, "\(error)")
+            }
         }
     }
 }

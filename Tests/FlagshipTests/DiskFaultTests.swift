@@ -132,14 +132,14 @@ final class DiskFaultTests: TrackingTestCase {
         // The server holds the batch of the first refused hit for a second, then fails it.
         let latency = server.injectFault(.latency(.seconds(1)), on: .events)
         server.injectFault(.status(503), on: .events)
-        await assertThrows(.hitNotCached("")) { try await visitor.sendHit(self.click(1)) }
+        await assertThrows(.hitNotCached(.kind(.diskFull))) { try await visitor.sendHit(self.click(1)) }
         let requests = try await server.waitForRequests(route: .events, count: 2)
         XCTAssertEqual(requests.last?.json?["h"]?.arrayValue?.compactMap { $0["el"]?.stringValue }, ["hit-1"])
 
         // While hit 1 is out, it is not dropped, nor a newer hit in its place: of the oldest four
         // past the bound, 2, 3 and 4 go.
         for number in 2...8 {
-            await assertThrows(.hitNotCached("")) { try await visitor.sendHit(self.click(number)) }
+            await assertThrows(.hitNotCached(.kind(.diskFull))) { try await visitor.sendHit(self.click(number)) }
         }
         let lostWhileHeld = await flagship.currentRuntime?.tracking.statistics().lost
         XCTAssertEqual(lostWhileHeld, 3, log.allText)
@@ -193,7 +193,7 @@ final class DiskFaultTests: TrackingTestCase {
         let readOnly = log.messages(at: .warning).filter { $0.hasPrefix("The cache database is read, not written") }
         XCTAssertEqual(readOnly.count, 1, log.allText)
         XCTAssertEqual(log.messages(at: .error).filter { $0.hasPrefix("Cannot use the cache database") }, [], "not in memory")
-        await assertThrows(.hitNotCached("read, not written")) { try await alice.sendHit(self.click(1)) }
+        await assertThrows(.hitNotCached(.kind(.readOnly))) { try await alice.sendHit(self.click(1)) }
         _ = try await server.waitForHits(count: 2)
         XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "sent from memory")
         await flagship.close()
@@ -321,7 +321,7 @@ final class DiskFaultTests: TrackingTestCase {
         XCTAssertEqual(fallback.count, 1, log.allText, file: file, line: line)
         XCTAssertTrue(fallback.first?.contains(reason) ?? false, "\(fallback)", file: file, line: line)
         XCTAssertTrue(fallback.first?.contains("Running with an in-memory cache") ?? false, "\(fallback)", file: file, line: line)
-        await assertThrows(.hitNotCached("in memory"), file: file, line: line) { try await alice.sendHit(self.click(1)) }
+        await assertThrows(.hitNotCached(.kind(.inMemory)), file: file, line: line) { try await alice.sendHit(self.click(1)) }
         _ = try await server.waitForHits(count: 2)
         XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "sent from memory", file: file, line: line)
     }
@@ -341,8 +341,8 @@ final class DiskFaultTests: TrackingTestCase {
         try await alice.sendHit(click(1))
 
         try remove(cache)
-        await assertThrows(.hitNotCached("deleted"), file: file, line: line) { try await alice.sendHit(self.click(2)) }
-        await assertThrows(.hitNotCached("deleted"), file: file, line: line) { try await alice.sendHit(self.click(3)) }
+        await assertThrows(.hitNotCached(.kind(.fileReplaced)), file: file, line: line) { try await alice.sendHit(self.click(2)) }
+        await assertThrows(.hitNotCached(.kind(.fileReplaced)), file: file, line: line) { try await alice.sendHit(self.click(3)) }
         let bob = makeVisitor("bob")
         try await bob.fetchFlags()
 

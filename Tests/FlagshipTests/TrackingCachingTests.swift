@@ -234,7 +234,7 @@ final class TrackingCachingTests: TrackingTestCase {
         let other = try FlagshipDatabase.open(at: StoreLocation.databaseFile(envId: Self.envId, in: directory.url))
         try other.database.withConnection { try $0.execute("BEGIN EXCLUSIVE") }
 
-        await assertThrows(.hitNotCached("placeholder")) { try await visitor.sendHit(self.click(1)) }
+        await assertThrows(.hitNotCached(.kind(.locked))) { try await visitor.sendHit(self.click(1)) }
 
         try other.database.withConnection { try $0.execute("ROLLBACK") }
         other.close()

@@ -90,8 +90,11 @@ class TrackingTestCase: SDKTestCase {
             try await body()
             XCTFail("expected \(expected) to be thrown", file: file, line: line)
         } catch let error as FlagshipError {
-            // For a reason that comes from SQLite, the case is what matters, not its wording.
-            if case .hitNotCached = expected, case .hitNotCached = error { return }
+            // For a reason that comes from SQLite, its kind is what matters, not its wording.
+            if case .hitNotCached(let expected) = expected, case .hitNotCached(let error) = error {
+                XCTAssertEqual(error.code, expected.code, "\(error)", file: file, line: line)
+                return
+            }
             XCTAssertEqual(error, expected, file: file, line: line)
         } catch {
             XCTFail("expected \(expected), got \(error)", file: file, line: line)
@@ -114,5 +117,12 @@ class TrackingTestCase: SDKTestCase {
     func waitForSleepers(_ count: Int, on clock: ManualClock? = nil) async throws {
         let clock = clock ?? self.clock!
         try await waitUntil("\(count) wait(s) are armed on the clock") { clock.pendingSleepers >= count }
+    }
+}
+
+extension FSCacheError {
+    /// A cache error of this kind, to compare a thrown one with (`assertThrows` compares codes).
+    static func kind(_ code: Code) -> FSCacheError {
+        FSCacheError(code: code, path: nil, description: "")
     }
 }

@@ -12,9 +12,9 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     case fetchFailed(FSFetchFailure)
     /// The SDK was closed: the hit was not accepted.
     case closed
-    /// The hit cache could not take the hit (disk full, read-only file...): it is kept in memory
-    /// and sent, but would not survive a restart.
-    case hitNotCached(String)
+    /// The hit cache could not take the hit (disk full, read-only file...: switch over the error's
+    /// `code`): it is kept in memory and sent, but would not survive a restart.
+    case hitNotCached(FSCacheError)
 
     public var description: String {
         switch self {
@@ -31,7 +31,7 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed:
             return "the SDK was closed: start it again to send hits"
         case .hitNotCached(let reason):
-            return "the hit could not be written to the hit cache (\(reason)): it is kept in memory and sent, but would not survive a restart"
+            return "the hit could not be written to the hit cache (\(reason.code): \(reason)): it is kept in memory and sent, but would not survive a restart"
         }
     }
 }

@@ -29,12 +29,8 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         logger: Logger? = nil
     ) throws(FSCacheError) {
         let logger = logger ?? Logger.flagship()
-        do {
-            let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
-            self.init(database: database, hitLifetime: hitLifetime, maxHits: maxHits, logger: logger)
-        } catch {
-            throw FSCacheError(error)
-        }
+        let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
+        self.init(database: database, hitLifetime: hitLifetime, maxHits: maxHits, logger: logger)
     }
 
     init(

@@ -19,11 +19,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
     public convenience init(envId: String, cacheDirectory: URL? = nil, logger: Logger? = nil) throws(FSCacheError) {
         let logger = logger ?? Logger.flagship()
-        do {
-            self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
-        } catch {
-            throw FSCacheError(error)
-        }
+        self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
     }
 
     init(database: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {

@@ -5,9 +5,14 @@ import Logging
 /// Opens the environment's SQLite database for the default caches.
 enum LocalStore {
     /// Opens `<directory>/flagship-<envId>.sqlite`, logging what opening had to do.
-    static func open(envId: String, directory: URL?, file: URL? = nil, logger: Logger) throws -> FlagshipDatabase {
+    static func open(envId: String, directory: URL?, file: URL? = nil, logger: Logger) throws(FSCacheError) -> FlagshipDatabase {
         let url = file ?? StoreLocation.databaseFile(envId: envId, in: directory ?? StoreLocation.defaultDirectory())
-        let database = try FlagshipDatabase.open(at: url)
+        let database: FlagshipDatabase
+        do {
+            database = try FlagshipDatabase.open(at: url)
+        } catch {
+            throw FSCacheError(error, path: url.path)
+        }
         if let permissions = FilePermissions.openToOthers(atPath: url.path) {
             logger.warning("Other users can read or change the cache database (mode \(FilePermissions.octal(permissions))), which holds visitor data: chmod 600 it", metadata: ["path": "\(url.path)"])
         }

@@ -28,9 +28,9 @@ protocol HitQueue: Sendable {
     func releaseClaims() throws
     /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
     func loadCached(now: Int64)
-    /// Whether a saved hit is in a file the next start finds: not when the store fell back to
-    /// memory, nor once its file was deleted or replaced under the running SDK.
-    var keepsHitsOnDisk: Bool { get }
+    /// Why a saved hit would not be in a file the next start finds, if it would not: the store
+    /// fell back to memory, its file can only be read, or was deleted or replaced under the SDK.
+    var notDurable: FSCacheError? { get }
     /// Whether the hits waiting in the queue are in a file the next start finds (also when this
     /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
     var waitingHitsSurvive: Bool { get }
@@ -39,7 +39,7 @@ protocol HitQueue: Sendable {
 extension HitQueue {
     func loadCached(now: Int64) {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
-    var keepsHitsOnDisk: Bool { true }
+    var notDurable: FSCacheError? { nil }
     var waitingHitsSurvive: Bool { true }
 }
 

@@ -77,8 +77,9 @@ final class HitWriter: Sendable {
     private let logger: Logger
     private let callbacks: DeliveryCallbacks
     private let state = Locked(State())
-    /// Why a hit written to the cache is still not durable, when the store fell back to memory.
-    private let inMemoryOnly: String?
+    /// Why a hit written to the cache is still not durable (the store fell back to memory, its
+    /// file is read-only), as the store was at start.
+    private let inMemoryOnly: FSCacheError?
     /// The default visitor cache's documents waiting for the group commit, and its store.
     private let visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?
     /// Told of hits now waiting to be sent (committed, or pooled): how many hits, and whether
@@ -95,8 +96,7 @@ final class HitWriter: Sendable {
         self.callbacks = callbacks
         self.visitorDocuments = visitorDocuments
         self.ready = ready
-        inMemoryOnly = store.hits.keepsHitsOnDisk
-            ? nil : "the hit cache runs in memory, or its file can only be read: the hit would not survive a restart"
+        inMemoryOnly = store.hits.notDurable
     }
 
     // MARK: Accepting
@@ -230,7 +230,7 @@ final class HitWriter: Sendable {
                 // What waited in memory for the cache goes in now, not at the next interval.
                 if cacheWritable() { writeUnwritten() }
             } catch {
-                outcome = .failure(.hitNotCached(String(describing: error)))
+                outcome = .failure(.hitNotCached(FSCacheError(error)))
                 keepInMemory(hits, notWritten: hits.count, becauseOf: error)
             }
             for accepted in batch { accepted.durable?(outcome) }

@@ -24,8 +24,19 @@ final class SQLiteHitQueue: HitQueue {
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
 
-    var keepsHitsOnDisk: Bool {
-        store.opening.readOnly == nil && waitingHitsSurvive
+    var notDurable: FSCacheError? {
+        let path = store.database.path
+        if store.isInMemory {
+            return FSCacheError(code: .inMemory, path: nil, description: "the hit cache runs in memory: its hits would not survive a restart")
+        }
+        if let reason = store.opening.readOnly {
+            return FSCacheError(code: .readOnly, path: path, description: "\(path): the database file is read, not written: \(reason)")
+        }
+        // SQLite would commit into the deleted file and call it durable; no restart would find it.
+        guard store.fileIsInPlace else {
+            return FSCacheError(code: .fileReplaced, path: path, description: "\(path): the database file was deleted or replaced while open")
+        }
+        return nil
     }
 
     var waitingHitsSurvive: Bool {
@@ -70,27 +81,26 @@ final class SQLiteHitQueue: HitQueue {
     /// same transaction: all of it is committed, or none.
     func save(_ hits: [CachedHit], alongside: ((Connection) throws -> Void)?) throws -> Int {
         guard !hits.isEmpty || alongside != nil else { return 0 }
-        if let reason = store.opening.readOnly {
-            throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written: \(reason)")
-        }
-        // SQLite would commit into the deleted file and call it durable; no restart would find it.
-        guard store.fileIsInPlace else {
-            throw StoreError.fileSystem(path: store.database.path, reason: "the database file was deleted or replaced while open")
-        }
+        if let notDurable { throw notDurable }
         // A damaged file may take a row it can no longer give back (a claim reads the damaged
         // index), and the next start moves it aside: hits wait in memory and are sent from there.
         guard !store.database.hasMetDamage else {
-            throw StoreError.fileSystem(path: store.database.path, reason: "the database file is damaged (it is moved aside at the next start)")
+            let path = store.database.path
+            throw FSCacheError(code: .damaged, path: path, description: "\(path): the database file is damaged (it is moved aside at the next start)")
         }
         let records = hits.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
                       isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
         }
-        let outcome = try store.write { db in
-            try alongside?(db)
-            return try db.hits.insert(records, capacity: capacity)
+        do {
+            let outcome = try store.write { db in
+                try alongside?(db)
+                return try db.hits.insert(records, capacity: capacity)
+            }
+            return outcome.evicted
+        } catch {
+            throw FSCacheError(error, path: store.database.path)
         }
-        return outcome.evicted
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
