@@ -61,7 +61,11 @@ struct VisitorsCommand: ParsableCommand {
         do {
             return try VisitorCacheDocument(data: Data(visitor.document.utf8), expectedVisitorId: visitor.visitorId)
         } catch {
-            Output.warn("visitor '\(visitor.visitorId)': \(error); the SDK ignores it")
+            if case .wrongVisitor(_, let found) = error {
+                Output.warn("visitor '\(visitor.visitorId)': its cached document belongs to visitor '\(found)'; the SDK ignores it")
+            } else {
+                Output.warn("visitor '\(visitor.visitorId)': \(error); the SDK ignores it")
+            }
             return nil
         }
     }

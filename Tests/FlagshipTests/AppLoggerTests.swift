@@ -55,10 +55,12 @@ final class AppLoggerTests: XCTestCase {
             start { $0.withLogger(logger) }
             let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "secret-visitor", hasConsented: true, instanceType: .NEW_INSTANCE)
                 .buildAsync()
-            try? await visitor.fetchFlags()           // no network: fails, and says so
+            // No network: fails, and the callback form, which cannot throw, says so.
+            await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } }
             await Flagship.sharedInstance.close()
 
-            let failure = try XCTUnwrap(capture.entries.first { $0.message.hasPrefix("A visitor's flags were not fetched") }, "\(capture.entries)")
+            let failure = try XCTUnwrap(capture.entries.first { $0.message.hasPrefix("Flags cannot be fetched") }, "\(capture.entries)")
+            XCTAssertEqual(failure.level, .warning)
             if level == .debug {
                 XCTAssertTrue(failure.details.contains("secret-visitor"), "at debug, the id is in the metadata: \(failure.details)")
             } else {
@@ -66,6 +68,41 @@ final class AppLoggerTests: XCTestCase {
                 XCTAssertTrue(leaked.isEmpty, "no visitor id above debug: \(leaked)")
             }
         }
+    }
+
+    /// A failure is thrown or logged, not both: the caller of `try await fetchFlags()` has the
+    /// error; the callback form logs one warning when fetches start failing and one when they
+    /// work again, not one per failed fetch.
+    func testAFetchFailureIsThrownOrLoggedOnceNotBoth() async throws {
+        let capture = LogCapture()
+        var logger = capture.logger
+        logger.logLevel = .info
+        let server = LocalFlagshipServer(envId: "logger_env", apiKey: "logger_key")
+        try server.start()
+        defer { server.stop() }
+        let config = FSConfigBuilder().DecisionApi().withCacheFile(directory.file("flagship.sqlite")).withLogger(logger)
+            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL).build()
+        Flagship.sharedInstance.start(envId: "logger_env", apiKey: "logger_key", config: config)
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "v", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .buildAsync()
+        server.injectFault(.status(500), on: .campaigns, share: .next(5))
+
+        do {
+            try await visitor.fetchFlags()
+            XCTFail("a 500 is thrown")
+        } catch FlagshipError.fetchFailed(.httpStatus(500)) {}
+        XCTAssertEqual(capture.entries.filter { $0.level >= .warning }.map(\.message), [], "thrown, not logged")
+
+        for _ in 1...4 {
+            await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } }
+        }
+        await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } }
+        await Flagship.sharedInstance.close()
+
+        let said = capture.entries.filter { $0.level >= .warning }.map(\.message)
+        XCTAssertEqual(said.count, 2, "\(said)")
+        XCTAssertTrue(said.first?.hasPrefix("Flags cannot be fetched. The Decision API answered with HTTP status 500. Visitors keep") ?? false, "\(said)")
+        XCTAssertTrue(said.last?.hasPrefix("Flags are fetched again, after 4 failed fetch(es) over ") ?? false, "\(said)")
     }
 
     func testTheDefaultCachesLogThroughTheLoggerTheyAreGiven() throws {

@@ -175,6 +175,31 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertEqual(Data(try XCTUnwrap(try storedFile()).document.utf8), newer)
     }
 
+    /// An outage of the bucketing endpoint is one warning when it starts and one when a download
+    /// works again, not a line per poll; the failed polls between are debug lines.
+    func testFailedDownloadsAreSaidOnceWhenTheyStartAndOnceWhenTheyEnd() async throws {
+        try server.setBucketingFile(Self.bucketingFile())
+        start(bucketingBuilder())
+        try await waitUntil("the first download") { flagship.getStatus() == .SDK_INITIALIZED }
+        let outage = server.injectFault(.status(503), on: .bucketing)
+        for poll in 2...4 {
+            try await advanceToNextPoll()
+            try await waitUntil("download \(poll)") { bucketingRequests().count == poll && bucketingRequests()[poll - 1].status == 503 }
+            try await waitForSleepers(2)
+        }
+        server.removeFault(outage)
+        try await advanceToNextPoll()
+        try await waitUntil("download 5") { bucketingRequests().count == 5 && bucketingRequests()[4].status != nil }
+        try await waitForSleepers(2)
+
+        let said = log.messages(at: .warning).filter { $0.hasPrefix("Bucketing file") }
+        XCTAssertEqual(said, [
+            "Bucketing file not downloaded (HTTP status 503); the current file is kept. Tried again every 60 s; said again once downloaded",
+            "Bucketing file downloaded again, after 3 failed attempt(s) over 180 s",
+        ])
+        XCTAssertEqual(log.messages(at: .debug).filter { $0.hasPrefix("Bucketing file not downloaded") }.count, 2)
+    }
+
     func testAnUnusableDownloadNeverReplacesTheGoodFileInMemoryOrOnDisk() async throws {
         let good = Self.bucketingFile()
         try server.setBucketingFile(good)

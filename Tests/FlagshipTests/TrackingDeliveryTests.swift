@@ -132,7 +132,10 @@ final class TrackingDeliveryTests: TrackingTestCase {
         XCTAssertEqual(server.received(.events).map(\.status), [500, 500, 500, 200])
         XCTAssertEqual(deliveredClickLabels(), ["hit-1"])
         XCTAssertEqual(try storedHits(), [])
-        let waits = log.messages(at: .warning).compactMap { message -> String? in
+        // The first failure in a row is a warning, the next ones debug lines.
+        XCTAssertEqual(log.messages(at: .warning).filter { $0.hasPrefix("Hits cannot be delivered (the events endpoint answered with HTTP status 500)") }.count, 1, "\(log.messages(at: .warning))")
+        XCTAssertEqual(log.messages(at: .warning).last, "Hits are delivered again, after 3 failed attempt(s) over 7 s")
+        let waits = (log.messages(at: .warning) + log.messages(at: .debug)).compactMap { message -> String? in
             guard let range = message.range(of: "next try in ") else { return nil }
             return String(message[range.upperBound...].prefix { $0 != ")" })
         }

@@ -70,7 +70,7 @@ final class VisitorsCommandTests: CommandTestCase {
             """)
         XCTAssertEqual(result.stderr, """
             warning: visitor 'v5': the visitor cache document is invalid: missing data.campaigns[0].variationGroupId; the SDK ignores it
-            warning: visitor 'v4': the visitor cache document looked up for visitor 'v4' belongs to visitor 'v1'; the SDK ignores it
+            warning: visitor 'v4': its cached document belongs to visitor 'v1'; the SDK ignores it
             warning: visitor 'v3': the visitor cache document has version 2; only version 1 is read; the SDK ignores it
 
             """)

@@ -64,10 +64,30 @@ public final class FSVisitor: Sendable {
 
     /// Fetches the visitor's flags; `onFetchCompleted` runs once, whatever the outcome, off the
     /// caller's thread. See `fetchFlags() async throws` for what happens.
+    ///
+    /// This form has no error to give: failures are logged instead, one warning when fetches
+    /// start failing and one when a fetch succeeds again (each failure between is a debug line).
     public func fetchFlags(onFetchCompleted: @escaping @Sendable () -> Void) {
         let queue = callbackQueue
         Task {
-            try? await fetchFlags()
+            do {
+                try await fetchFlags()
+                runtime?.fetchOutage.succeeded { failures, seconds in
+                    "Flags are fetched again, after \(failures) failed fetch(es) over \(seconds) s"
+                }
+            } catch FlagshipError.fetchFailed(let failure) {
+                let reason = failure.description
+                if let outage = runtime?.fetchOutage {
+                    outage.failed(
+                        started: { _ in "Flags cannot be fetched. \(reason) Visitors keep their previous flags; said again once a fetch succeeds" },
+                        retrying: { failures in "A visitor's flags were not fetched. \(reason) (failure \(failures) in a row)" },
+                        metadata: self.logger.visitorMetadata(self.visitorId))
+                } else {
+                    logger.error("A visitor's flags were not fetched. \(reason)")
+                }
+            } catch {
+                logger.error("fetchFlags ignored: \(error)")
+            }
             queue.async(execute: onFetchCompleted)
         }
     }
@@ -80,7 +100,6 @@ public final class FSVisitor: Sendable {
     /// `FlagshipError.fetchFailed` thrown.
     public func fetchFlags() async throws {
         guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else {
-            logger.error("fetchFlags ignored: \(FlagshipError.sdkNotInitialized)")
             throw FlagshipError.sdkNotInitialized
         }
         let (generation, request) = withState { state -> (Int, DecisionRequest) in
@@ -104,7 +123,9 @@ public final class FSVisitor: Sendable {
             }
         } catch {
             runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
-            logger.error("A visitor's flags were not fetched, the previous ones are kept: \(error)",
+            // Thrown, not logged: the caller decides what a failure is worth (the callback form,
+            // which cannot throw, logs it).
+            logger.debug("A visitor's flags were not fetched, the previous ones are kept: \(error)",
                          metadata: logger.visitorMetadata(request.visitorId))
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
             throw FlagshipError.fetchFailed(error as? FSFetchFailure ?? .transport(String(describing: error)))

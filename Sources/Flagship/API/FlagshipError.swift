@@ -22,8 +22,9 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the SDK is not initialized: call Flagship.sharedInstance.start(envId:apiKey:config:) with a valid env id and API key"
         case .panic:
             return "the SDK is in panic mode: the platform has switched it off"
-        case .consentNotGiven(let visitorId):
-            return "visitor '\(visitorId)' has not consented: only the consent hit is sent"
+        case .consentNotGiven:
+            // The id is in the case, not in the text, which a caller may log above debug.
+            return "the visitor has not consented: only the consent hit is sent"
         case .invalidHit(let reason):
             return reason.description
         case .fetchFailed(let reason):

@@ -30,6 +30,7 @@ final class BucketingPoller: Sendable {
     /// Told of every file put in use (stored or downloaded), off any lock.
     private let onFile: @Sendable (BucketingFile) -> Void
     private let state = Locked(State())
+    private let outage: OutageLog
     /// Where the downloaded file is written: off the poller's task.
     private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
 
@@ -44,6 +45,7 @@ final class BucketingPoller: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
+        outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
         self.onFile = onFile
     }
 
@@ -151,18 +153,32 @@ final class BucketingPoller: Sendable {
         do {
             response = try await transport.send(request)
         } catch {
-            if error != .cancelled {
-                logger.warning("Bucketing file not downloaded (\(error)); \(keptFileNote)")
-            }
+            if error != .cancelled { downloadFailed(String(describing: error)) }
             return
         }
         switch response.status {
         case 304:
+            downloaded()
             logger.debug("Bucketing file not modified since \(request.headers["If-Modified-Since"] ?? "")")
         case 200:
+            downloaded()
             await accept(response)
         default:
-            logger.warning("Bucketing file not downloaded: HTTP status \(response.status); \(keptFileNote)")
+            downloadFailed("HTTP status \(response.status)")
+        }
+    }
+
+    /// One warning when downloads start failing; each further failure is a debug line.
+    private func downloadFailed(_ reason: String) {
+        let note = keptFileNote
+        outage.failed(
+            started: { _ in "Bucketing file not downloaded (\(reason)); \(note). Tried again every \(Int(interval)) s; said again once downloaded" },
+            retrying: { failures in "Bucketing file not downloaded (\(reason)); \(note) (failure \(failures) in a row)" })
+    }
+
+    private func downloaded() {
+        outage.succeeded { failures, seconds in
+            "Bucketing file downloaded again, after \(failures) failed attempt(s) over \(seconds) s"
         }
     }
 

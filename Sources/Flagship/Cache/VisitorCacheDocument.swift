@@ -53,8 +53,9 @@ package enum VisitorCacheDocumentError: Error, Equatable, CustomStringConvertibl
             return "the visitor cache document is not JSON (\(reason))"
         case .unsupportedVersion(let version):
             return "the visitor cache document has version \(version.map(String.init) ?? "none"); only version \(VisitorCacheDocument.currentVersion) is read"
-        case let .wrongVisitor(expected, found):
-            return "the visitor cache document looked up for visitor '\(expected)' belongs to visitor '\(found)'"
+        case .wrongVisitor:
+            // The ids stay in the case, out of the text: it is logged above debug, and ids are personal data.
+            return "the visitor cache document looked up for one visitor belongs to another"
         case .invalid(let reason):
             return "the visitor cache document is invalid: \(reason)"
         }

@@ -16,6 +16,9 @@ final class SDKRuntime: Sendable {
     /// Bucketing mode: the stored file, and the downloads that refresh it.
     let bucketing: BucketingPoller?
     let tracking: TrackingManager
+    /// Failed fetches made with `fetchFlags(onFetchCompleted:)`, which has no error to throw:
+    /// one warning when they start failing, one when a fetch succeeds again.
+    let fetchOutage: OutageLog
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
     /// Small store reads and writes made for an `async` caller run here, off the cooperative pool.
@@ -32,6 +35,7 @@ final class SDKRuntime: Sendable {
     static let firstInitKey = "sdk.first_init_at"
 
     init(envId: String, apiKey: String, config: FlagshipConfig, logger: Logger) {
+        fetchOutage = OutageLog(logger: logger, now: config.now)
         self.envId = envId
         self.config = config
         self.logger = logger

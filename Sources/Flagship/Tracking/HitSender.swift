@@ -57,6 +57,8 @@ final class HitSender: Sendable {
     private let events: EventsClient
     private let clock: any SDKClock
     private let logger: Logger
+    /// One warning when deliveries start failing, one when they succeed again; retries at debug.
+    private let outage: OutageLog
     private let callbacks: DeliveryCallbacks
     private let state: Locked<State>
     /// Wakes the loop. At most one signal waits: a flush asked for while one is pending is the
@@ -75,6 +77,7 @@ final class HitSender: Sendable {
         self.events = events
         self.clock = clock
         self.logger = logger
+        outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
         self.callbacks = callbacks
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -399,8 +402,21 @@ final class HitSender: Sendable {
             state.retryAt = now.addingTimeInterval(delay)
             return (delay, state.backoff.failures)
         }
-        guard let failure, let retry else { return false }
-        logger.warning("\(failure.count) hit(s) not sent (\(failure.reason)): kept, next try in \(retry.delay.millisecondsText) (failure \(retry.attempt) in a row)")
+        if delivered > 0 {
+            logger.debug("\(delivered) hit(s) delivered in \(results.count) request(s)")
+        }
+        guard let failure, let retry else {
+            if delivered > 0 {
+                outage.succeeded { failures, seconds in
+                    "Hits are delivered again, after \(failures) failed attempt(s) over \(seconds) s"
+                }
+            }
+            return false
+        }
+        let next = "next try in \(retry.delay.millisecondsText) (failure \(retry.attempt) in a row)"
+        outage.failed(
+            started: { _ in "Hits cannot be delivered (\(failure.reason)): \(failure.count) kept in the cache and retried with backoff, \(next); said again once they are delivered" },
+            retrying: { _ in "\(failure.count) hit(s) not sent (\(failure.reason)): kept, \(next)" })
         wake.yield(now.addingTimeInterval(retry.delay))
         return true
     }
