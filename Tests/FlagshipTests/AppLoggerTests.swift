@@ -101,7 +101,7 @@ final class AppLoggerTests: XCTestCase {
 
         let said = capture.entries.filter { $0.level >= .warning }.map(\.message)
         XCTAssertEqual(said.count, 2, "\(said)")
-        XCTAssertTrue(said.first?.hasPrefix("Flags cannot be fetched. The Decision API answered with HTTP status 500. Visitors keep") ?? false, "\(said)")
+        XCTAssertTrue(said.first?.hasPrefix("Flags cannot be fetched (the Decision API answered with HTTP status 500): visitors keep") ?? false, "\(said)")
         XCTAssertTrue(said.last?.hasPrefix("Flags are fetched again, after 4 failed fetch(es) over ") ?? false, "\(said)")
     }
 

@@ -141,7 +141,7 @@ final class BucketingModeTests: TrackingTestCase {
             try await visitor.fetchFlags()
             XCTFail("a fetch with no bucketing file must fail")
         } catch FlagshipError.fetchFailed(let reason) {
-            XCTAssertTrue(reason.description.contains("No bucketing file"), "\(reason)")
+            XCTAssertTrue(reason.description.contains("no bucketing file"), "\(reason)")
         }
         XCTAssertEqual(visitor.fetchStatus, .FETCH_REQUIRED)
         XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)

@@ -14,7 +14,7 @@ final class HostileLogLineTests: SDKTestCase {
         let forged = "mallory\n2026-11-25T00:00:00+0000 critical io.flagship: [Flagship] all hits lost\u{1B}[31m"
         let visitor = await flagship.newVisitor(visitorId: forged, hasConsented: false, instanceType: .NEW_INSTANCE).buildAsync()
 
-        Self.sendWithoutWaiting(FSScreen("home"), by: visitor)
+        try? await visitor.fetchFlags()   // its debug line names the visitor
 
         let lines = log.entries.map(\.message).filter { $0.contains("mallory") }
         XCTAssertFalse(lines.isEmpty, log.allText)
@@ -31,7 +31,7 @@ final class HostileLogLineTests: SDKTestCase {
         let long = String(repeating: "x", count: 100_000)
         let visitor = await flagship.newVisitor(visitorId: long, hasConsented: false, instanceType: .NEW_INSTANCE).buildAsync()
 
-        Self.sendWithoutWaiting(FSScreen("home"), by: visitor)
+        try? await visitor.fetchFlags()   // its debug line names the visitor
 
         let lines = log.entries.map(\.message).filter { $0.contains("xxxx") }
         XCTAssertFalse(lines.isEmpty, log.allText)
@@ -46,10 +46,5 @@ final class HostileLogLineTests: SDKTestCase {
         XCTAssertEqual(TerminalText.escaped("abc\u{202E}fed\u{2028}"), #"abc\u{202E}fed\u{2028}"#)
         XCTAssertEqual(TerminalText.escaped("héllo wörld ✓ 日本"), "héllo wörld ✓ 日本")
         XCTAssertEqual(TerminalText.escaped(String(repeating: "é", count: 10), limit: 4), "éééé…(10 characters in all)")
-    }
-
-    /// The synchronous `sendHit`, which an async context would not pick: its refusal is logged.
-    private static func sendWithoutWaiting(_ hit: FSScreen, by visitor: FSVisitor) {
-        visitor.sendHit(hit)
     }
 }

@@ -121,7 +121,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
             // Ending at the timeout, not when the server answers (5 s): 1.5 s of room for a busy machine.
             XCTAssertLessThan(elapsed, .milliseconds(Int(timeout * 1000) + 1_500), "timeout \(timeout)")
         }
-        XCTAssertEqual(DecisionError.timedOut(after: 0.3).description, "The Decision API did not answer within 300 ms.")
+        XCTAssertEqual(DecisionError.timedOut(after: 0.3).description, "the Decision API did not answer within 300 ms")
     }
 
     func testTheDefaultTimeoutOf2000MillisecondsIsHonoured() async throws {
@@ -134,7 +134,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
         XCTAssertEqual(error, .timedOut(after: 2.0))
         // At the 2 s timeout, not when the server answers (6 s).
         XCTAssertLessThan(clock.now - started, .milliseconds(3_500))
-        XCTAssertEqual(error?.description, "The Decision API did not answer within 2000 ms.")
+        XCTAssertEqual(error?.description, "the Decision API did not answer within 2000 ms")
     }
 
     func testServerErrorsGiveTheirHTTPStatus() async throws {
@@ -145,7 +145,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
 
             XCTAssertEqual(error, .httpStatus(status))
         }
-        XCTAssertEqual(DecisionError.httpStatus(500).description, "The Decision API answered with HTTP status 500.")
+        XCTAssertEqual(DecisionError.httpStatus(500).description, "the Decision API answered with HTTP status 500")
     }
 
     func testAWrongAPIKeyGivesStatus403() async throws {
@@ -162,7 +162,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
         let error = await fetchError(client())
 
         XCTAssertEqual(error, .transport("127.0.0.1:\(try XCTUnwrap(server.port)) closed the connection without a valid answer"))
-        XCTAssertEqual(error?.description, "The Decision API could not be reached: 127.0.0.1:\(try XCTUnwrap(server.port)) closed the connection without a valid answer.")
+        XCTAssertEqual(error?.description, "the Decision API could not be reached: 127.0.0.1:\(try XCTUnwrap(server.port)) closed the connection without a valid answer")
     }
 
     func testABodyCutOffMidwayGivesATransportError() async throws {
@@ -198,7 +198,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
 
             XCTAssertEqual(error, .malformedBody(reason), "\(body)")
         }
-        XCTAssertEqual(DecisionError.malformedBody("the body is empty").description, "The Decision API's answer could not be read: the body is empty.")
+        XCTAssertEqual(DecisionError.malformedBody("the body is empty").description, "the Decision API's answer could not be read: the body is empty")
     }
 
     func testAnAnswerOverTenMegabytesIsRefusedWithoutBeingKept() async throws {

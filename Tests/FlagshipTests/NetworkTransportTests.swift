@@ -78,7 +78,7 @@ final class NetworkTransportTests: LocalServerTestCase {
             XCTAssertEqual(error, .timedOut(after: 0))
         }
         XCTAssertEqual(TransportError.timedOut(after: .infinity).description, "no complete answer within inf s")
-        XCTAssertEqual(DecisionError.timedOut(after: .nan).description, "The Decision API did not answer within nan s.")
+        XCTAssertEqual(DecisionError.timedOut(after: .nan).description, "the Decision API did not answer within nan s")
     }
 
     func testAnAlreadyCancelledTaskSendsNothing() async throws {

@@ -237,10 +237,10 @@ final class SDKFlagTests: SDKTestCase {
         XCTAssertNil(context["nested"])
         XCTAssertNil(context["sdk_versionCode"])
         let errors = log.messages(at: .error)
-        XCTAssertTrue(errors.contains("Context key 'list' refused: a Array<Int> is not a String, Bool, Int or Double"), errors.description)
-        XCTAssertTrue(errors.contains { $0.hasPrefix("Context key 'when' refused") }, errors.description)
-        XCTAssertTrue(errors.contains { $0.hasPrefix("Context key 'nested' refused") }, errors.description)
-        XCTAssertTrue(errors.contains("Context key 'sdk_versionCode' refused: it takes an Int, not a String. The context is unchanged"), errors.description)
+        XCTAssertTrue(errors.contains("Context value not set: context key 'list' refused: a Array<Int> is not a String, Bool, Int or Double"), errors.description)
+        XCTAssertTrue(errors.contains { $0.hasPrefix("Context unchanged: context key 'when' refused") }, errors.description)
+        XCTAssertTrue(errors.contains { $0.hasPrefix("Context value not set: context key 'nested' refused") }, errors.description)
+        XCTAssertTrue(errors.contains("Context unchanged: context key 'sdk_versionCode' refused: it takes an Int, not a String"), errors.description)
     }
 
     func testAnInvalidHitIsRefusedNamingTheFieldAndNeverSent() async throws {

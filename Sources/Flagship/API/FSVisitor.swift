@@ -79,11 +79,11 @@ public final class FSVisitor: Sendable {
                 let reason = failure.description
                 if let outage = runtime?.fetchOutage {
                     outage.failed(
-                        started: { _ in "Flags cannot be fetched. \(reason) Visitors keep their previous flags; said again once a fetch succeeds" },
-                        retrying: { failures in "A visitor's flags were not fetched. \(reason) (failure \(failures) in a row)" },
+                        started: { _ in "Flags cannot be fetched (\(reason)): visitors keep their previous flags; said again once a fetch succeeds" },
+                        retrying: { failures in "A visitor's flags were not fetched (\(reason)) (failure \(failures) in a row)" },
                         metadata: self.logger.visitorMetadata(self.visitorId))
                 } else {
-                    logger.error("A visitor's flags were not fetched. \(reason)")
+                    logger.error("A visitor's flags were not fetched: \(reason)")
                 }
             } catch {
                 logger.error("fetchFlags ignored: \(error)")
@@ -268,7 +268,7 @@ public final class FSVisitor: Sendable {
         case .success(let value):
             applyContext([key: value], refused: [])
         case .failure(let error):
-            logger.error("\(error). The context is unchanged")
+            logger.error("Context unchanged: \(error)")
         }
     }
 
@@ -282,7 +282,7 @@ public final class FSVisitor: Sendable {
             case .success(let value): accepted[key] = value
             case .failure(let error):
                 refused.append(key)
-                logger.error("\(error)")
+                logger.error("Context value not set: \(error)")
             }
         }
         applyContext(accepted, refused: refused)
@@ -301,7 +301,7 @@ public final class FSVisitor: Sendable {
     /// Sets a predefined context key, checking the type that key takes.
     public func updateContext(_ flagshipContext: FlagshipContext, _ value: Any) {
         guard case .success(let converted) = ContextValue.validate(value), let accepted = flagshipContext.accepts(converted) else {
-            logger.error("Context key '\(flagshipContext.key)' refused: it takes \(flagshipContext.valueKind.rawValue), not a \(type(of: value)). The context is unchanged")
+            logger.error("Context unchanged: context key '\(flagshipContext.key)' refused: it takes \(flagshipContext.valueKind.rawValue), not a \(type(of: value))")
             return
         }
         applyContext([flagshipContext.key: accepted], refused: [])

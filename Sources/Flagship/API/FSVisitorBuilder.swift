@@ -86,7 +86,7 @@ public final class FSVisitorBuilder {
         for (key, rawValue) in context {
             switch ContextValue.check(key: key, rawValue) {
             case .success(let value): values[key] = value
-            case .failure(let error): logger.error("\(error)")
+            case .failure(let error): logger.error("Context value not set: \(error)")
             }
         }
         return VisitorPlan(flagship: flagship, runtime: runtime, visitorId: id, context: values, consent: consent,

@@ -20,15 +20,15 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .timedOut(let timeout):
-            return "The Decision API did not answer within \(timeout.millisecondsText)."
+            return "the Decision API did not answer within \(timeout.millisecondsText)"
         case .transport(let reason):
-            return "The Decision API could not be reached: \(reason)."
+            return "the Decision API could not be reached: \(reason)"
         case .httpStatus(let status):
-            return "The Decision API answered with HTTP status \(status)."
+            return "the Decision API answered with HTTP status \(status)"
         case .malformedBody(let reason):
-            return "The Decision API's answer could not be read: \(reason)."
+            return "the Decision API's answer could not be read: \(reason)"
         case .noBucketingFile:
-            return "No bucketing file yet: none is stored and none could be downloaded."
+            return "no bucketing file yet: none is stored and none could be downloaded"
         }
     }
 }

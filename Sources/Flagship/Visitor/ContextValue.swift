@@ -58,5 +58,5 @@ public struct ContextError: Error, Sendable, Equatable, CustomStringConvertible 
     public let key: String
     public let reason: String
 
-    public var description: String { "Context key '\(key)' refused: \(reason)" }
+    public var description: String { "context key '\(key)' refused: \(reason)" }
 }
