@@ -1,13 +1,14 @@
 # Two commands do all set-up on a fresh Debian machine:
 #   make demo   a walkthrough of the local store, in a temporary directory
 #   make test   build, then run every test
-# Each installs what is missing first (libsqlite3-dev, pkg-config, sqlite3 via apt-get).
+# Each installs what is missing first (libsqlite3-dev, pkg-config, sqlite3, postgresql... via apt-get).
 
 SHELL := /bin/bash
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # iproute2 and curl: the README's examples run offline in a network namespace of their own.
-APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl
+# postgresql: the server binaries the FlagshipPostgres tests start (never as a system service).
+APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl postgresql
 
 .PHONY: demo test build deps tsan bench clean torture hostile example
 

@@ -22,6 +22,9 @@ let package = Package(
         // The fuzz targets' bodies (`FuzzEntry`, `package` access), for `Fuzz/` and the regression
         // tests: out of the `Flagship` product, so that no app ships them.
         .library(name: "FlagshipFuzzing", targets: ["FlagshipFuzzing"]),
+        // The store on PostgreSQL for a fleet of instances (postgres-nio): its own product, so that
+        // an app that depends on `Flagship` alone never compiles SwiftNIO.
+        .library(name: "FlagshipPostgres", targets: ["FlagshipPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -30,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -103,6 +107,18 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
+        .target(
+            name: "FlagshipPostgres",
+            dependencies: [
+                "Flagship",
+                "FlagshipStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: ["EmbedMigrations"]
+        ),
+        // A PostgreSQL server for the tests, started from Debian's binaries in a temporary directory.
+        .target(name: "PostgresTestSupport", path: "Tests/Support/PostgresTestSupport"),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
         // `ServiceGroup`, stopped by SIGTERM.
         .executableTarget(
@@ -174,6 +190,17 @@ let package = Package(
                 "FlagshipConfiguration",
                 "Flagship",
                 .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
+        .testTarget(
+            name: "FlagshipPostgresTests",
+            dependencies: [
+                "FlagshipPostgres",
+                "PostgresTestSupport",
+                "Flagship",
+                "FlagshipStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

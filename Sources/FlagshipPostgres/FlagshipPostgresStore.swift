@@ -1,0 +1,157 @@
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The SDK's store on PostgreSQL, shared by every instance of a fleet: the `flagship` schema of
+/// one database (visitors, hits, bucketing file, SDK state), migrated at `prepare()`.
+///
+/// ```swift
+/// let store = try FlagshipPostgresStore(url: "postgres://flagship@db.internal:5432/flagship")
+/// let version = try await store.prepare()   // migrates; refuses a database that is not ours
+/// ```
+///
+/// Made from a URL, the store owns its `PostgresClient` and runs it until `close()`; made from
+/// a client, the app runs and closes that client.
+public final class FlagshipPostgresStore: Sendable {
+    /// How to reach the database.
+    public struct Location: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var username: String
+        /// From the URL, else `$PGPASSWORD`. Never part of `description`.
+        public var password: String?
+        public var database: String
+
+        /// `postgres://user[:password]@host[:port]/database` (or `postgresql://`); without a
+        /// password in the URL, `PGPASSWORD` from `environment` is used.
+        public init(url text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(FlagshipPostgresError) {
+            guard let components = URLComponents(string: text),
+                  components.scheme == "postgres" || components.scheme == "postgresql",
+                  let host = components.host, !host.isEmpty else {
+                throw FlagshipPostgresError(code: .unreachable, description: "not a PostgreSQL URL: expected postgres://user@host:port/database")
+            }
+            let database = String(components.path.drop { $0 == "/" })
+            guard let user = components.user, !user.isEmpty, !database.isEmpty else {
+                throw FlagshipPostgresError(code: .unreachable, description: "the PostgreSQL URL names no user or no database: expected postgres://user@host:port/database")
+            }
+            self.host = host
+            port = components.port ?? 5432
+            username = user.removingPercentEncoding ?? user
+            password = components.password.map { $0.removingPercentEncoding ?? $0 } ?? environment["PGPASSWORD"]
+            self.database = database.removingPercentEncoding ?? database
+        }
+
+        public init(host: String, port: Int = 5432, username: String, password: String?, database: String) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+        }
+
+        /// The URL without its password: what logs and errors show.
+        public var description: String {
+            "postgres://\(username)@\(host):\(port)/\(database)"
+        }
+    }
+
+    /// Where the store is, without the password.
+    public let location: String
+    let client: PostgresClient
+    /// How to open a connection of its own (a store made from a location), for `prepare()`.
+    private let connection: PostgresConnection.Configuration?
+    private let runner: Task<Void, Never>?
+    private let sharesDatabase: Bool
+    private let logger: Logger
+
+    /// A store on its own client, run until `close()`. `sharesDatabase`: the database may hold
+    /// other applications' tables beside the `flagship` schema (otherwise it must be empty or ours).
+    public init(_ location: Location, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
+                                                         password: location.password, database: location.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = 8
+        // The pool says each failed connection attempt at info, and retries for as long as the
+        // server is away: the store says it once, at `prepare()`, so the pool speaks from notice up.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .notice)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: background)
+        self.client = client
+        var direct = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
+                                                      password: location.password, database: location.database, tls: .disable)
+        direct.options.connectTimeout = .seconds(5)
+        connection = direct
+        runner = Task { await client.run() }
+        self.location = location.description
+        self.sharesDatabase = sharesDatabase
+        self.logger = logger
+    }
+
+    public convenience init(url: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) throws(FlagshipPostgresError) {
+        self.init(try Location(url: url), sharesDatabase: sharesDatabase, logger: logger)
+    }
+
+    /// A store on the app's client, which the app runs (`client.run()`) and closes.
+    public init(client: PostgresClient, location: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+        self.client = client
+        connection = nil
+        runner = nil
+        self.location = location
+        self.sharesDatabase = sharesDatabase
+        self.logger = logger
+    }
+
+    /// Connects and brings the schema to this build's version; returns it. Throws, having written
+    /// nothing, for a database that is not ours, a newer schema or an edited history; and for a
+    /// server that cannot be reached or refuses the credentials.
+    @discardableResult
+    public func prepare(timeout: Duration = .seconds(10)) async throws(FlagshipPostgresError) -> Int {
+        let (client, sharesDatabase, logger, location, connection) = (client, sharesDatabase, logger, location, connection)
+        let outcome: PostgresMigrator.Outcome
+        do {
+            outcome = try await withThrowingTaskGroup(of: PostgresMigrator.Outcome?.self) { group in
+                group.addTask {
+                    guard let connection else {
+                        return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
+                    }
+                    // Its own connection, not the pool's: the pool retries a refused connection or
+                    // credentials for as long as it runs, where this says why at once.
+                    let direct = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
+                    do {
+                        let outcome = try await PostgresMigrator().migrate(direct, sharesDatabase: sharesDatabase, logger: logger)
+                        try? await direct.close()
+                        return outcome
+                    } catch {
+                        try? await direct.close()
+                        throw error
+                    }
+                }
+                // The pool waits for a connection as long as the server is away; a start must not.
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let outcome = first else {
+                    throw FlagshipPostgresError(code: .unreachable, description: "no connection to \(location) within \(timeout): "
+                        + "check the host, the port and that the server runs")
+                }
+                return outcome
+            }
+        } catch {
+            throw FlagshipPostgresError(error, doing: "preparing the PostgreSQL store")
+        }
+        if outcome.fromVersion < outcome.toVersion {
+            logger.info("PostgreSQL store at schema version \(outcome.toVersion) (was \(outcome.fromVersion))", metadata: ["location": "\(location)"])
+        }
+        return outcome.toVersion
+    }
+
+    /// Ends the client the store made (not an app's). Safe to call twice.
+    public func close() async {
+        guard let runner else { return }
+        runner.cancel()
+        await runner.value
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+/// A real PostgreSQL server for the tests, started by the tests themselves: Debian's binaries
+/// (`make deps` installs them), `initdb` in a temporary directory, a free port on 127.0.0.1,
+/// password authentication, stopped by `stop()` (and by the process's exit at the latest).
+///
+/// Root may not run PostgreSQL: as root, the cluster belongs to the `postgres` user and every
+/// command runs through `runuser -u postgres --`.
+public final class TemporaryPostgres: @unchecked Sendable {
+    /// Why no server could be started, for a test to skip or fail with.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let host = "127.0.0.1"
+    public let port: Int
+    /// The superuser, with a password: tests connect as it, or as the roles they create.
+    public let username = "flagship_admin"
+    public let password = "admin-password-\(UInt32.random(in: 0...UInt32.max))"
+    public let directory: URL
+    private let binaries: URL
+    private let lock = NSLock()
+    private var running = true
+    private var databaseCount = 0
+
+    /// Whether a missing PostgreSQL must fail the tests instead of skipping them: in CI
+    /// (`FLAGSHIP_REQUIRE_POSTGRES=1`, set by `.ci/run`).
+    public static var isRequired: Bool {
+        ProcessInfo.processInfo.environment["FLAGSHIP_REQUIRE_POSTGRES"] == "1"
+    }
+
+    /// The folder holding `initdb`, `pg_ctl` and `postgres`: `$FLAGSHIP_POSTGRES_BIN`, else the
+    /// newest `/usr/lib/postgresql/<version>/bin`.
+    public static func binaries() -> URL? {
+        if let given = ProcessInfo.processInfo.environment["FLAGSHIP_POSTGRES_BIN"], !given.isEmpty {
+            return URL(fileURLWithPath: given, isDirectory: true)
+        }
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql", isDirectory: true)
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return versions.compactMap(Int.init).sorted().reversed()
+            .map { root.appendingPathComponent("\($0)/bin", isDirectory: true) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("initdb").path) }
+    }
+
+    /// Starts a new cluster; throws `Unavailable` when there are no binaries or it cannot start.
+    public init() throws {
+        guard let binaries = Self.binaries() else {
+            throw Unavailable(description: "no PostgreSQL binaries (apt-get install postgresql, or set FLAGSHIP_POSTGRES_BIN)")
+        }
+        self.binaries = binaries
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        let data = directory.appendingPathComponent("data").path
+        let passwordFile = directory.appendingPathComponent("pwfile")
+        try Data(password.utf8).write(to: passwordFile)
+        if getuid() == 0 {
+            try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
+        }
+        try runAsOwner("initdb", ["-D", data, "-U", username, "--pwfile", passwordFile.path, "--auth=scram-sha-256",
+                                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        let options = "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c fsync=off -c max_connections=200"
+        try runAsOwner("pg_ctl", ["-D", data, "-l", directory.appendingPathComponent("server.log").path,
+                                  "-o", options, "-w", "-t", "30", "start"])
+    }
+
+    /// A new, empty database, owned by the superuser.
+    public func createDatabase(_ prefix: String = "test") throws -> String {
+        let name = lock.withLock { () -> String in
+            databaseCount += 1
+            return "\(prefix)_\(databaseCount)"
+        }
+        try psql("postgres", "CREATE DATABASE \(name)")
+        return name
+    }
+
+    /// Runs SQL through `psql` as the superuser (set-up a test cannot do through the SDK).
+    @discardableResult
+    public func psql(_ database: String, _ sql: String) throws -> String {
+        try runAsOwner("psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", "\(port)",
+                                "-U", username, "-d", database, "-c", sql],
+                       environment: ["PGPASSWORD": password])
+    }
+
+    /// Stops the server at once (SIGQUIT) and removes its files. Safe to call twice.
+    public func stop() {
+        let wasRunning = lock.withLock { () -> Bool in
+            defer { running = false }
+            return running
+        }
+        guard wasRunning else { return }
+        _ = try? runAsOwner("pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops it as a crash would, keeping its files: `start()` brings it back on the same port.
+    public func kill() throws {
+        try runAsOwner("pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
+    }
+
+    public func start() throws {
+        let options = "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c fsync=off -c max_connections=200"
+        try runAsOwner("pg_ctl", ["-D", directory.appendingPathComponent("data").path,
+                                  "-l", directory.appendingPathComponent("server.log").path,
+                                  "-o", options, "-w", "-t", "30", "start"])
+    }
+
+    deinit {
+        stop()
+    }
+
+    @discardableResult
+    private func runAsOwner(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let path = binaries.appendingPathComponent(tool).path
+        if getuid() == 0 {
+            let env = environment.map { "\($0.key)=\($0.value)" }
+            // From a directory the postgres user may enter (`env -C /`): it cannot read root's.
+            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", "/usr/bin/env", "-C", "/"] + env + [path] + arguments)
+        }
+        return try Self.run(path, arguments, environment: environment)
+    }
+
+    /// Runs a program to its end (posix_spawn and waitpid: Foundation's `Process` can wait forever
+    /// for a child that started a daemon, as `pg_ctl start` does); its output goes to a file, not a
+    /// pipe, since the daemon would hold a pipe open.
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-pg-output-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: outputFile) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard spawned == 0 else {
+            throw Unavailable(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = ((try? String(contentsOf: outputFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        // Exited normally (the low 7 bits clear) with status 0.
+        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
+            throw Unavailable(description: "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    /// A port nobody listens on now: bound to port 0, read back, released.
+    private static func freePort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Unavailable(description: "no socket for a free port") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        guard bound == 0 else { throw Unavailable(description: "cannot bind a port on 127.0.0.1") }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0 else { throw Unavailable(description: "cannot read the bound port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
