@@ -7,37 +7,7 @@ import XCTest
 @testable import FlagshipPostgres
 
 /// The PostgreSQL schema's migrator, on a real PostgreSQL started for these tests.
-final class PostgresMigratorTests: XCTestCase {
-    nonisolated(unsafe) private static var server: TemporaryPostgres?
-    nonisolated(unsafe) private static var unavailable: String?
-
-    override class func setUp() {
-        do {
-            server = try TemporaryPostgres()
-        } catch {
-            unavailable = String(describing: error)
-        }
-    }
-
-    override class func tearDown() {
-        server?.stop()
-        server = nil
-    }
-
-    /// The server, or a skip (a failure in CI, where PostgreSQL must be there).
-    private func postgres() throws -> TemporaryPostgres {
-        if let server = Self.server { return server }
-        let reason = Self.unavailable ?? "not started"
-        if TemporaryPostgres.isRequired { XCTFail("PostgreSQL is required here (FLAGSHIP_REQUIRE_POSTGRES=1): \(reason)") }
-        throw XCTSkip("PostgreSQL tests skipped: \(reason)")
-    }
-
-    private func store(_ server: TemporaryPostgres, database: String, password: String? = nil, sharesDatabase: Bool = false) -> FlagshipPostgresStore {
-        FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
-                                    password: password ?? server.password, database: database),
-                              sharesDatabase: sharesDatabase)
-    }
-
+final class PostgresMigratorTests: PostgresTestCase {
     func testAnEmptyDatabaseIsMigratedToTheLatestVersionWithEachStepRecorded() async throws {
         let server = try postgres()
         let database = try server.createDatabase()

@@ -23,6 +23,20 @@ public final class TemporaryPostgres: @unchecked Sendable {
     private var running = true
     private var databaseCount = 0
 
+    /// One server for the whole test process, started at first use and stopped at its exit: or
+    /// why there is none.
+    public static let shared: Result<TemporaryPostgres, Unavailable> = {
+        do {
+            let server = try TemporaryPostgres()
+            atexit { if case .success(let server) = TemporaryPostgres.shared { server.stop() } }
+            return .success(server)
+        } catch let error as Unavailable {
+            return .failure(error)
+        } catch {
+            return .failure(Unavailable(description: String(describing: error)))
+        }
+    }()
+
     /// Whether a missing PostgreSQL must fail the tests instead of skipping them: in CI
     /// (`FLAGSHIP_REQUIRE_POSTGRES=1`, set by `.ci/run`).
     public static var isRequired: Bool {

@@ -1,0 +1,108 @@
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The `flagship.hits` table of one environment, through one connection: what the SQLite
+/// `HitRecordStore` does, for a fleet. Several instances claim from the same table at once:
+/// a claim takes the oldest rows nobody holds (`FOR UPDATE SKIP LOCKED`, so concurrent claims
+/// never wait for each other nor take the same row) and leases them; a lease that lapses (its
+/// instance died mid-send) gives the rows to whoever claims next.
+///
+/// No method opens a transaction: each runs in the caller's, if it holds one, so that several
+/// compose into one commit.
+///
+/// ```swift
+/// try await connection.withTransaction(logger: logger) { connection in
+///     let hits = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+///     try await hits.delete(ids: delivered, owner: me)
+///     try await hits.recordFailedAttempt(ids: failed, owner: me, nextAttemptAt: retryAt)
+/// }
+/// ```
+struct PostgresHitStore {
+    let connection: PostgresConnection
+    let envId: String
+    let logger: Logger
+
+    /// Inserts the rows in one statement (arrays unnested server-side); a row whose id is
+    /// already there is left as it is (a retried insert is harmless). Returns how many were new.
+    @discardableResult
+    func insert(_ records: [HitRecord]) async throws -> Int {
+        guard !records.isEmpty else { return 0 }
+        let rows = try await connection.query("""
+            INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
+            SELECT \(envId), * FROM unnest(\(records.map(\.id))::text[], \(records.map(\.visitorId))::text[],
+                                          \(records.map(\.type))::text[], \(records.map(\.isConsent))::bool[],
+                                          \(records.map(\.document))::text[], \(records.map(\.createdAt))::bigint[])
+            ON CONFLICT (env_id, id) DO NOTHING
+            RETURNING 1
+            """, logger: logger).collect()
+        return rows.count
+    }
+
+    /// Leases up to `limit` of the endpoint's oldest rows that nobody holds and whose backoff
+    /// has ended, to `owner` until `leaseUntil`; returns them oldest first.
+    func claim(_ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [HitRecord] {
+        let activate = endpoint == .activate
+        var claimed: [HitRecord] = []
+        let rows = try await connection.query("""
+            UPDATE flagship.hits h SET lease_owner = \(owner), lease_until = \(leaseUntil)
+            FROM (SELECT id FROM flagship.hits
+                  WHERE env_id = \(envId) AND (type = 'ACTIVATE') = \(activate)
+                    AND (lease_until IS NULL OR lease_until <= \(now))
+                    AND (next_attempt_at IS NULL OR next_attempt_at <= \(now))
+                  ORDER BY created_at, id
+                  LIMIT \(max(0, limit))
+                  FOR UPDATE SKIP LOCKED) AS free
+            WHERE h.env_id = \(envId) AND h.id = free.id
+            RETURNING h.id, h.visitor_id, h.type, h.is_consent, h.document, h.created_at, h.attempts, h.next_attempt_at
+            """, logger: logger)
+        for try await (id, visitorId, type, isConsent, document, createdAt, attempts, nextAttemptAt)
+            in rows.decode((String, String, String, Bool, String, Int64, Int32, Int64?).self) {
+            claimed.append(HitRecord(id: id, visitorId: visitorId, type: type, isConsent: isConsent, document: document,
+                                     createdAt: createdAt, attempts: Int(attempts), nextAttemptAt: nextAttemptAt,
+                                     leaseOwner: owner, leaseUntil: leaseUntil))
+        }
+        // RETURNING gives no order: put the claim back in sending order.
+        return claimed.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
+
+    /// Deletes these rows (delivered, or refused for good) if `owner` still holds them: a row
+    /// whose lease lapsed and that another instance claimed meanwhile is that instance's to settle.
+    @discardableResult
+    func delete(ids: [String], owner: String) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await connection.query("""
+            DELETE FROM flagship.hits
+            WHERE env_id = \(envId) AND id = ANY(\(ids)::text[]) AND lease_owner = \(owner)
+            RETURNING 1
+            """, logger: logger).collect().count
+    }
+
+    /// One more failed attempt for each of these rows `owner` holds; none is claimed again
+    /// before `nextAttemptAt` by any instance (the fleet backs off together). Ends the lease.
+    func recordFailedAttempt(ids: [String], owner: String, nextAttemptAt: Int64?) async throws {
+        guard !ids.isEmpty else { return }
+        try await connection.query("""
+            UPDATE flagship.hits
+            SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), lease_owner = NULL, lease_until = NULL
+            WHERE env_id = \(envId) AND id = ANY(\(ids)::text[]) AND lease_owner = \(owner)
+            """, logger: logger)
+    }
+
+    /// Ends `owner`'s leases without counting an attempt (a sender that stopped before sending).
+    @discardableResult
+    func releaseClaims(owner: String) async throws -> Int {
+        try await connection.query("""
+            UPDATE flagship.hits SET lease_owner = NULL, lease_until = NULL
+            WHERE env_id = \(envId) AND lease_owner = \(owner)
+            RETURNING 1
+            """, logger: logger).collect().count
+    }
+
+    /// How many hits of the environment wait.
+    func count() async throws -> Int {
+        let rows = try await connection.query("SELECT count(*) FROM flagship.hits WHERE env_id = \(envId)", logger: logger).collect()
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PostgresTestSupport
+import XCTest
+
+@testable import FlagshipPostgres
+
+/// A test on the process's PostgreSQL (started at first use, stopped at exit), each with a
+/// database of its own.
+class PostgresTestCase: XCTestCase {
+    let logger = Logger(label: "io.flagship.postgres.tests")
+
+    /// The server, or a skip (a failure in CI, where PostgreSQL must be there).
+    func postgres() throws -> TemporaryPostgres {
+        switch TemporaryPostgres.shared {
+        case .success(let server):
+            return server
+        case .failure(let reason):
+            if TemporaryPostgres.isRequired { XCTFail("PostgreSQL is required here (FLAGSHIP_REQUIRE_POSTGRES=1): \(reason)") }
+            throw XCTSkip("PostgreSQL tests skipped: \(reason)")
+        }
+    }
+
+    func store(_ server: TemporaryPostgres, database: String, password: String? = nil, sharesDatabase: Bool = false) -> FlagshipPostgresStore {
+        FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
+                                    password: password ?? server.password, database: database),
+                              sharesDatabase: sharesDatabase)
+    }
+
+    /// A new database with the schema migrated.
+    func migratedDatabase(_ server: TemporaryPostgres) async throws -> String {
+        let database = try server.createDatabase()
+        let store = store(server, database: database)
+        try await store.prepare()
+        await store.close()
+        return database
+    }
+
+    /// A connection of its own: what one instance of a fleet holds.
+    func connect(_ server: TemporaryPostgres, database: String) async throws -> PostgresConnection {
+        try await Self.connect(server, database: database, logger: logger)
+    }
+
+    static func connect(_ server: TemporaryPostgres, database: String, logger: Logger) async throws -> PostgresConnection {
+        try await PostgresConnection.connect(
+            configuration: .init(host: server.host, port: server.port, username: server.username,
+                                 password: server.password, database: database, tls: .disable),
+            id: Int.random(in: 1...Int.max), logger: logger)
+    }
+}
