@@ -1,0 +1,85 @@
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `flagship.visitors` of one environment through one connection: the visitor cache documents,
+/// with the assignment history that keeps a visitor's variation on every instance. Runs in the
+/// caller's transaction, if it holds one.
+struct PostgresVisitorStore {
+    let connection: PostgresConnection
+    let envId: String
+    let logger: Logger
+
+    /// Writes the documents in one statement; a visitor's newer document replaces its row, an
+    /// older one (an instance that was slower to write) does not.
+    func save(_ records: [VisitorRecord]) async throws {
+        guard !records.isEmpty else { return }
+        // One row per visitor in a statement (ON CONFLICT may not touch a row twice): the newest.
+        // postgres-nio binds no array of optionals: no anonymous id travels as "" (never an id).
+        let newest = Dictionary(records.map { ($0.visitorId, $0) }) { $0.updatedAt > $1.updatedAt ? $0 : $1 }.values
+        try await connection.query("""
+            INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
+            SELECT \(envId), v, NULLIF(a, ''), c, d, u
+            FROM unnest(\(newest.map(\.visitorId))::text[], \(newest.map { $0.anonymousId ?? "" })::text[],
+                        \(newest.map(\.consent))::bool[], \(newest.map(\.document))::text[],
+                        \(newest.map(\.updatedAt))::bigint[]) AS t(v, a, c, d, u)
+            ON CONFLICT (env_id, visitor_id) DO UPDATE
+            SET anonymous_id = excluded.anonymous_id, consent = excluded.consent,
+                document = excluded.document, updated_at = excluded.updated_at
+            WHERE flagship.visitors.updated_at <= excluded.updated_at
+            """, logger: logger)
+    }
+
+    func visitor(id visitorId: String) async throws -> VisitorRecord? {
+        let rows = try await connection.query("""
+            SELECT visitor_id, anonymous_id, consent, document, updated_at FROM flagship.visitors
+            WHERE env_id = \(envId) AND visitor_id = \(visitorId)
+            """, logger: logger)
+        for try await (id, anonymousId, consent, document, updatedAt) in rows.decode((String, String?, Bool, String, Int64).self) {
+            return VisitorRecord(visitorId: id, anonymousId: anonymousId, consent: consent, document: document, updatedAt: updatedAt)
+        }
+        return nil
+    }
+
+    /// Consent withdrawn: the visitor's row and its waiting hits, its consent hits and `keeping`
+    /// (hits being sent right now) excepted, go in one statement, so that no instance ever sees
+    /// one without the other. Returns the hits deleted.
+    @discardableResult
+    func erase(visitorId: String, keepingHits keeping: Set<String> = []) async throws -> Int {
+        let rows = try await connection.query("""
+            WITH gone AS (DELETE FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId))
+            DELETE FROM flagship.hits
+            WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
+            RETURNING 1
+            """, logger: logger).collect()
+        return rows.count
+    }
+}
+
+/// `flagship.bucketing`: the environment's last bucketing file, byte for byte, shared by the fleet.
+struct PostgresBucketingStore {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    /// Keeps `record` unless a newer download is stored already.
+    func save(_ record: BucketingRecord) async throws {
+        try await connection.query("""
+            INSERT INTO flagship.bucketing (env_id, document, last_modified, downloaded_at)
+            VALUES (\(record.envId), \(record.document), \(record.lastModified), \(record.downloadedAt))
+            ON CONFLICT (env_id) DO UPDATE
+            SET document = excluded.document, last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
+            WHERE flagship.bucketing.downloaded_at <= excluded.downloaded_at
+            """, logger: logger)
+    }
+
+    func file(envId: String) async throws -> BucketingRecord? {
+        let rows = try await connection.query("""
+            SELECT document, last_modified, downloaded_at FROM flagship.bucketing WHERE env_id = \(envId)
+            """, logger: logger)
+        for try await (document, lastModified, downloadedAt) in rows.decode((String, String?, Int64).self) {
+            return BucketingRecord(envId: envId, document: document, lastModified: lastModified, downloadedAt: downloadedAt)
+        }
+        return nil
+    }
+}
