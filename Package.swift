@@ -199,6 +199,7 @@ let package = Package(
                 "PostgresTestSupport",
                 "Flagship",
                 "FlagshipStore",
+                "FlagshipLocalServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -58,6 +58,8 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// Where the store is, without the password.
     public let location: String
+    /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
+    let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
     /// How to open a connection of its own (a store made from a location), for `prepare()`.
     private let connection: PostgresConnection.Configuration?

@@ -44,6 +44,8 @@ public struct FlagshipConfig: Sendable {
     var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
     /// Nothing leaves the process: no transport is made, hits wait in the cache.
     var networkDisabled = false
+    /// Where hits wait in place of the default caches (`withPostgresStore`, FlagshipPostgres).
+    package var hitQueueProvider: (any HitQueueProvider)?
 
     init() {}
 }
@@ -227,6 +229,13 @@ public final class FSConfigBuilder {
             earlier?(&settings)
             adjust(&settings)
         }
+        return self
+    }
+
+    /// Hits wait in `provider`'s queue instead of the default caches (FlagshipPostgres's store).
+    @discardableResult
+    package func withHitQueueProvider(_ provider: any HitQueueProvider) -> FSConfigBuilder {
+        config.hitQueueProvider = provider
         return self
     }
 

@@ -20,7 +20,7 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case diskFull, readOnly, locked, damaged, fileReplaced, inMemory, notAFlagshipDatabase,
-                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, other
+                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, unreachable, other
         }
 
         private let base: Base
@@ -55,6 +55,8 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let ioError = Code(.ioError)
         /// The cache was closed.
         public static let closed = Code(.closed)
+        /// A store over the network (FlagshipPostgres's) did not answer in time, or not at all.
+        public static let unreachable = Code(.unreachable)
         /// Any other failure SQLite reported; ``FSCacheError/sqliteCode`` says which.
         public static let other = Code(.other)
 
@@ -70,7 +72,7 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     /// One sentence saying what failed, for logs.
     public let description: String
 
-    init(code: Code, path: String?, sqliteCode: Int32? = nil, description: String) {
+    package init(code: Code, path: String?, sqliteCode: Int32? = nil, description: String) {
         self.code = code
         self.path = path
         self.sqliteCode = sqliteCode

@@ -72,7 +72,7 @@ final class SDKRuntime: Sendable {
         settings.instrumentation = config.instrumentation
         settings.tracer = config.tracer
         tracking = TrackingManager(
-            queue: Self.hitQueue(config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
+            queue: Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
             events: events, settings: settings, clock: config.clock, logger: logger,
             visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
         tracking.start()
@@ -92,10 +92,13 @@ final class SDKRuntime: Sendable {
 
     /// Where hits wait: the custom hit cache when one is configured, else the `hits` table of the
     /// store (read in pages), else memory alone.
-    private static func hitQueue(config: FlagshipConfig, store: FlagshipDatabase?, claimDuration: TimeInterval,
+    private static func hitQueue(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, claimDuration: TimeInterval,
                                  logger: Logger) -> any HitQueue {
         let capacity = config.trackingConfig.maxCachedHits
         let timeout = config.cacheManager.hitCacheLookupTimeout
+        if let provider = config.hitQueueProvider {
+            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, logger: logger)
+        }
         if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.
             return SQLiteHitQueue(store: given.database, capacity: min(capacity, given.maxHits),

@@ -1,5 +1,6 @@
 import FlagshipStore
 import Foundation
+import Logging
 
 /// Where accepted hits wait until they are delivered: the durable side of the tracking manager.
 ///
@@ -7,7 +8,7 @@ import Foundation
 /// in transactions so that processes sharing the file never send a hit twice), and
 /// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics). Every call
 /// blocks on I/O: the tracking manager makes them from its own serial queue, never from a task.
-protocol HitQueue: Sendable {
+package protocol HitQueue: Sendable {
     /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
     /// evicted to stay within the cap.
     func save(_ hits: [CachedHit]) throws -> Int
@@ -37,42 +38,49 @@ protocol HitQueue: Sendable {
 }
 
 extension HitQueue {
-    func loadCached(now: Int64) {}
+    package func loadCached(now: Int64) {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
-    var notDurable: FSCacheError? { nil }
-    var waitingHitsSurvive: Bool { true }
+    package var notDurable: FSCacheError? { nil }
+    package var waitingHitsSurvive: Bool { true }
+}
+
+/// Makes the hit queue of an SDK that keeps its hits elsewhere than the default caches: the
+/// `FlagshipPostgres` product's store, shared by a fleet (`withPostgresStore`).
+package protocol HitQueueProvider: Sendable {
+    /// The queue of `envId`'s hits; `leaseDuration` (seconds) is how long a claim holds its hits.
+    func hitQueue(envId: String, leaseDuration: TimeInterval, logger: Logger) -> any HitQueue
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
 /// the thread of whoever sent the hit, so that the tracking manager's single writer only writes.
-struct CachedHit: Sendable {
-    let hit: OutgoingHit
-    let document: String
+package struct CachedHit: Sendable {
+    package let hit: OutgoingHit
+    package let document: String
 
-    init(_ hit: OutgoingHit) {
+    package init(_ hit: OutgoingHit) {
         self.hit = hit
         document = hit.cacheDocumentText
     }
 
     /// `document` is `hit.cacheDocumentText`, made before.
-    init(_ hit: OutgoingHit, document: String) {
+    package init(_ hit: OutgoingHit, document: String) {
         self.hit = hit
         self.document = document
     }
 }
 
 /// The outcome of one send, by hit id.
-struct HitSettlement: Sendable, Equatable {
+package struct HitSettlement: Sendable, Equatable {
     /// Accepted by the server: leave the cache.
-    var delivered: [String] = []
+    package var delivered: [String] = []
     /// Refused for good (a 4xx other than 408/429, or too large): leave the cache.
-    var rejected: [String] = []
+    package var rejected: [String] = []
     /// To be tried again: one more attempt counted, the claim ended.
-    var failed: [String] = []
+    package var failed: [String] = []
     /// When the failed ones may be tried again (unix ms), for `flagship hits` to show.
-    var nextAttemptAt: Int64?
+    package var nextAttemptAt: Int64?
 
-    var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty }
+    package var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty }
 }
 
 extension OutgoingHit {
@@ -84,7 +92,7 @@ extension OutgoingHit {
     }
 
     /// A hit read back from a cache document, to be sent exactly as it was (`qt` is recomputed).
-    init(id: String, document: HitCacheDocument) {
+    package init(id: String, document: HitCacheDocument) {
         var fields = document.content
         fields["qt"] = nil
         self.init(id: id, type: document.type, createdAt: document.time, fields: fields)

@@ -4,26 +4,26 @@ import Foundation
 /// A hit or an activate ready to go on the wire, in the one shape it keeps from `sendHit` to the
 /// request: its wire fields encoded once as JSON text (`wire`), which is also the `content` of its
 /// hit cache document, stored as it is and sent as it is.
-struct OutgoingHit: Sendable, Equatable {
+package struct OutgoingHit: Sendable, Equatable {
     /// The hit's id in the hit cache, reported back in ``SendResult/hitIds``.
-    let id: String
+    package let id: String
     /// The wire type (`EVENT`, `SCREENVIEW`... or `ACTIVATE`).
-    let type: String
+    package let type: String
     /// Creation time, unix milliseconds: the base of `qt`.
-    let createdAt: Int64
+    package let createdAt: Int64
     /// The visitor the hit belongs to: an activate's `vid`; a hit's `cuid` when authenticated,
     /// else its `vid` (PROTOCOL.md sections 2 and 3 put the two ids in opposite places).
-    let visitorId: String
+    package let visitorId: String
     /// The anonymous id while the visitor is authenticated.
-    let anonymousId: String?
+    package let anonymousId: String?
     /// The consent hit (`ea: fs_consent`) is the one hit kept when a visitor withdraws consent.
-    let isConsentHit: Bool
+    package let isConsentHit: Bool
     /// The wire content without `qt` (added at each send), a JSON object as text, keys sorted. A
     /// hit has `t`, `vid`, `cuid` when authenticated, `ds`, `cid` and its own fields; an activate
     /// has `vid`, `aid`, `caid`, `vaid`.
-    let wire: String
+    package let wire: String
 
-    var isActivate: Bool { type == "ACTIVATE" }
+    package var isActivate: Bool { type == "ACTIVATE" }
     /// As the instrumentation counts it.
     var kind: FSHitKind { isActivate ? .activate : .hit }
 
@@ -51,7 +51,7 @@ struct OutgoingHit: Sendable, Equatable {
     /// A hit as the `hits` table holds it, its wire content taken from the stored document's
     /// bytes without parsing them, when the document is one this SDK wrote (`cacheDocumentText`)
     /// for this row; `nil` otherwise (another writer's layout, a hand edit): then parse it.
-    init?(record: HitRecord) {
+    package init?(record: HitRecord) {
         guard let wire = Self.storedWire(record) else { return nil }
         self.init(id: record.id, type: record.type, createdAt: record.createdAt, visitorId: record.visitorId,
                   anonymousId: Self.storedAnonymousId(record.document), isConsentHit: record.isConsent, wire: wire)
@@ -59,7 +59,7 @@ struct OutgoingHit: Sendable, Equatable {
 
     /// The hit cache document (STORE.md), as the `hits.document` column holds it, written around
     /// the wire text, which is not encoded again: `JSONValue.jsonString()`'s layout, keys sorted.
-    var cacheDocumentText: String {
+    package var cacheDocumentText: String {
         Self.documentPrefix(anonymousId: anonymousId) + wire + Self.documentSuffix(createdAt: createdAt, type: type, visitorId: visitorId)
     }
 

@@ -1,0 +1,159 @@
+import Dispatch
+import Flagship
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The SDK's hit queue on PostgreSQL: the hits of every instance of a fleet in one table, claimed
+/// with leases (`PostgresHitStore`), so that any live instance sends what a dead one acknowledged.
+///
+/// The tracking manager calls a hit queue from its own serial dispatch queue, never from a
+/// thread of Swift's cooperative pool, and each call waits for its result there, as it waits for
+/// SQLite's disk. Each call is bounded by `callTimeout`: past it, the call fails (the server is
+/// away or the pool has no connection) and the tracking manager does what it does when the disk
+/// fails: a hit it could not write waits in memory and is sent from there.
+struct PostgresHitQueue: HitQueue {
+    let client: PostgresClient
+    let envId: String
+    let owner: String
+    let leaseMilliseconds: Int64
+    let callTimeout: Duration
+    let location: String
+    let logger: Logger
+
+    func save(_ cached: [CachedHit]) throws -> Int {
+        let records = cached.map { cached in
+            HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
+                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
+        }
+        try call("writing hits") { connection, envId, logger in
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
+        }
+        // The fleet's table has no cap of its own yet: nothing is evicted.
+        return 0
+    }
+
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        let (owner, until) = (owner, now.addingReportingOverflow(leaseMilliseconds))
+        let records = try call("claiming hits") { connection, envId, logger in
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                .claim(endpoint, owner: owner, now: now, leaseUntil: until.overflow ? .max : until.partialValue, limit: limit)
+        }
+        return records.compactMap { record in
+            if let hit = OutgoingHit(record: record) { return hit }
+            // Not a document this SDK wrote: read it as a hit cache document, or leave it leased
+            // (another instance takes it after the lease, and says the same).
+            guard let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))) else {
+                logger.error("A hit in the PostgreSQL store is not a hit cache document: it is left in place")
+                return nil
+            }
+            return OutgoingHit(id: record.id, document: document)
+        }
+    }
+
+    func settle(_ settlement: HitSettlement) throws {
+        guard !settlement.isEmpty else { return }
+        let owner = owner
+        try call("recording what was sent") { connection, envId, logger in
+            try await connection.withTransaction(logger: logger) { connection in
+                let hits = PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                try await hits.delete(ids: settlement.delivered + settlement.rejected, owner: owner)
+                try await hits.recordFailedAttempt(ids: settlement.failed, owner: owner, nextAttemptAt: settlement.nextAttemptAt)
+            }
+        }
+    }
+
+    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
+        try call("deleting expired hits") { connection, envId, logger in
+            try await connection.query("""
+                DELETE FROM flagship.hits WHERE env_id = \(envId) AND created_at < \(boundary) RETURNING 1
+                """, logger: logger).collect().count
+        }
+    }
+
+    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+        try call("erasing a visitor's hits") { connection, envId, logger in
+            try await connection.query("""
+                DELETE FROM flagship.hits
+                WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
+                RETURNING 1
+                """, logger: logger).collect().count
+        }
+    }
+
+    func count() throws -> Int {
+        try call("counting hits") { connection, envId, logger in
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).count()
+        }
+    }
+
+    func releaseClaims() throws {
+        let owner = owner
+        try call("releasing claims") { connection, envId, logger in
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner)
+        }
+    }
+
+    /// Runs `work` on a connection of the pool and waits for it on this (dispatch) thread, for
+    /// `callTimeout` at most.
+    @discardableResult
+    private func call<T: Sendable>(
+        _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
+    ) throws(FSCacheError) -> T {
+        let (client, envId, logger, timeout, location) = (client, envId, logger, callTimeout, location)
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await withThrowingTaskGroup(of: T?.self) { group in
+                    group.addTask { try await client.withConnection { try await work($0, envId, logger) } }
+                    group.addTask {
+                        try await Task.sleep(for: timeout)
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    guard let first = try await group.next(), let value = first else {
+                        throw FlagshipPostgresError(code: .unreachable, description: "no answer from \(location) within \(timeout)")
+                    }
+                    return value
+                })
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        // The tracking store's serial queue: a dispatch thread, not one of the cooperative pool.
+        done.wait()
+        switch outcome.withLock({ $0 })! {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            let reason = FlagshipPostgresError(error, doing: what)
+            throw FSCacheError(code: reason.code == .unreachable ? .unreachable : .other, path: nil, description: reason.description)
+        }
+    }
+}
+
+/// Gives the SDK its hit queue on the store.
+struct PostgresHitQueueProvider: HitQueueProvider {
+    let store: FlagshipPostgresStore
+
+    func hitQueue(envId: String, leaseDuration: TimeInterval, logger: Logger) -> any HitQueue {
+        PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
+                         leaseMilliseconds: Int64((leaseDuration * 1000).rounded()), callTimeout: .seconds(5),
+                         location: store.location, logger: logger)
+    }
+}
+
+extension FSConfigBuilder {
+    /// Keeps the SDK's hits in `store`, a PostgreSQL database shared by every instance: an
+    /// acknowledged hit (`try await sendHit`) is committed there, and any live instance sends it.
+    /// Call `store.prepare()` first, so that a database that is not ours is refused at start.
+    @discardableResult
+    public func withPostgresStore(_ store: FlagshipPostgresStore) -> FSConfigBuilder {
+        withHitQueueProvider(PostgresHitQueueProvider(store: store))
+    }
+}

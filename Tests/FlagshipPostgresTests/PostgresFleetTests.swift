@@ -1,0 +1,93 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+@testable import FlagshipPostgres
+
+/// Instances of the SDK sharing one PostgreSQL store, in one process: an acknowledged hit is a
+/// row of the shared table, and the fleet delivers each hit once.
+final class PostgresFleetTests: PostgresTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-fleet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer) -> Flagship {
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(server.eventsBaseURL)
+            .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
+            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
+            .withLogLevel(.WARNING)
+            .withPostgresStore(store)
+            .build())
+        return flagship
+    }
+
+    /// Three instances, each on its own client of one database, send 30 awaited hits each: each
+    /// acknowledgement is a committed row of the shared table (seen while the server holds the
+    /// first batches), and every hit reaches the server once.
+    func testThreeInstancesSharingTheStoreDeliverEachAcknowledgedHitOnce() async throws {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let stores = (0..<3).map { _ in store(postgres, database: database) }
+        for store in stores { try await store.prepare() }
+        let latency = server.injectFault(.latency(.milliseconds(500)), on: .events)
+        let instances = stores.enumerated().map { instance($0.offset, store: $0.element, server: server) }
+
+        let visitors = await withTaskGroup(of: FSVisitor.self) { group in
+            for (number, flagship) in instances.enumerated() {
+                group.addTask {
+                    await flagship.newVisitor(visitorId: "visitor-\(number)", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for visitor in visitors {
+                group.addTask {
+                    for number in 1...30 {
+                        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click").withLabel("\(visitor.visitorId)-\(number)"))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Acknowledged means committed in PostgreSQL: every acknowledged hit (90 clicks, 3 consent
+        // hits) is a row of the shared table, or was delivered (and its row deleted) before it
+        // was counted. Read in that order, the two counts cannot both miss a hit.
+        let rows = Int(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE env_id = 'fleet_env'")) ?? -1
+        let deliveredSoFar = server.hits.count
+        XCTAssertGreaterThanOrEqual(rows + deliveredSoFar, 93, "\(rows) rows, \(deliveredSoFar) delivered")
+        XCTAssertGreaterThan(rows, 0, "the server holds the batches: hits wait in the shared table")
+        server.removeFault(latency)
+
+        let delivered = try await server.waitForHits(count: 93, timeout: .seconds(30))
+        for flagship in instances { await flagship.close() }
+        for store in stores { await store.close() }
+
+        let labels = delivered.compactMap { $0["el"]?.stringValue }.filter { $0.hasPrefix("visitor-") && !$0.contains(":") }
+        XCTAssertEqual(labels.count, 90, "each click once")
+        XCTAssertEqual(Set(labels).count, 90)
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0", "delivered hits leave the table")
+    }
+}
+
+private extension FSEvent {
+    func withLabel(_ label: String) -> FSEvent {
+        self.label = label
+        return self
+    }
+}
