@@ -58,6 +58,10 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// Where the store is, without the password.
     public let location: String
+    /// How long the SDK waits for PostgreSQL on one call before it writes to its local store
+    /// instead, and how long it then writes there before it tries PostgreSQL again.
+    package let callTimeout: Duration
+    package let retryAfter: TimeInterval
     /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
     let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
@@ -69,7 +73,14 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// A store on its own client, run until `close()`. `sharesDatabase`: the database may hold
     /// other applications' tables beside the `flagship` schema (otherwise it must be empty or ours).
-    public init(_ location: Location, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+    public convenience init(_ location: Location, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+        self.init(location, sharesDatabase: sharesDatabase, logger: logger, callTimeout: .seconds(5), retryAfter: 5)
+    }
+
+    /// With the waits a test shortens.
+    package init(_ location: Location, sharesDatabase: Bool, logger: Logger, callTimeout: Duration, retryAfter: TimeInterval) {
+        self.callTimeout = callTimeout
+        self.retryAfter = retryAfter
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
                                                          password: location.password, database: location.database, tls: .disable)
         configuration.options.connectTimeout = .seconds(5)
@@ -96,6 +107,8 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// A store on the app's client, which the app runs (`client.run()`) and closes.
     public init(client: PostgresClient, location: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+        callTimeout = .seconds(5)
+        retryAfter = 5
         self.client = client
         connection = nil
         runner = nil
@@ -112,34 +125,25 @@ public final class FlagshipPostgresStore: Sendable {
         let (client, sharesDatabase, logger, location, connection) = (client, sharesDatabase, logger, location, connection)
         let outcome: PostgresMigrator.Outcome
         do {
-            outcome = try await withThrowingTaskGroup(of: PostgresMigrator.Outcome?.self) { group in
-                group.addTask {
-                    guard let connection else {
-                        return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
-                    }
-                    // Its own connection, not the pool's: the pool retries a refused connection or
-                    // credentials for as long as it runs, where this says why at once.
-                    let direct = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
-                    do {
-                        let outcome = try await PostgresMigrator().migrate(direct, sharesDatabase: sharesDatabase, logger: logger)
-                        try? await direct.close()
-                        return outcome
-                    } catch {
-                        try? await direct.close()
-                        throw error
-                    }
+            // Not a task group: a group waits for all its tasks, and a connection attempt to a
+            // server that is away may not answer its cancellation at once.
+            outcome = try await firstOf(timeout, timedOut: FlagshipPostgresError(
+                code: .unreachable, description: "no connection to \(location) within \(timeout): check the host, the port and that the server runs"
+            )) {
+                guard let connection else {
+                    return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
                 }
-                // The pool waits for a connection as long as the server is away; a start must not.
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
+                // Its own connection, not the pool's: the pool retries a refused connection or
+                // credentials for as long as it runs, where this says why at once.
+                let direct = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
+                do {
+                    let outcome = try await PostgresMigrator().migrate(direct, sharesDatabase: sharesDatabase, logger: logger)
+                    try? await direct.close()
+                    return outcome
+                } catch {
+                    try? await direct.close()
+                    throw error
                 }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let outcome = first else {
-                    throw FlagshipPostgresError(code: .unreachable, description: "no connection to \(location) within \(timeout): "
-                        + "check the host, the port and that the server runs")
-                }
-                return outcome
             }
         } catch {
             throw FlagshipPostgresError(error, doing: "preparing the PostgreSQL store")
@@ -155,5 +159,29 @@ public final class FlagshipPostgresStore: Sendable {
         guard let runner else { return }
         runner.cancel()
         await runner.value
+    }
+}
+
+/// `work`'s outcome, or `timedOut` once `timeout` has passed, whichever comes first; the loser
+/// is cancelled and not waited for.
+func firstOf<T: Sendable>(_ timeout: Duration, timedOut: any Error, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    let decided = Locked(false)
+    let claim: @Sendable () -> Bool = { decided.withLock { done in defer { done = true }; return !done } }
+    let tasks = Locked<(work: Task<Void, Never>?, timer: Task<Void, Never>?)>((nil, nil))
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let worker = Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await work()) } catch { result = .failure(error) }
+            guard claim() else { return }
+            tasks.withLock { $0.timer }?.cancel()
+            continuation.resume(with: result)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled, claim() else { return }
+            tasks.withLock { $0.work }?.cancel()
+            continuation.resume(throwing: timedOut)
+        }
+        tasks.withLock { $0 = (worker, timer) }
     }
 }

@@ -96,29 +96,21 @@ struct PostgresHitQueue: HitQueue {
     }
 
     /// Runs `work` on a connection of the pool and waits for it on this (dispatch) thread, for
-    /// `callTimeout` at most.
+    /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
+    /// that waits for a lost connection may not answer its cancellation at once, and nothing
+    /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
+    /// stores, sent twice at worst, never lost).
     @discardableResult
     private func call<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
     ) throws(FSCacheError) -> T {
-        let (client, envId, logger, timeout, location) = (client, envId, logger, callTimeout, location)
+        let (client, envId, logger) = (client, envId, logger)
         let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task {
+        let task = Task {
             let result: Result<T, any Error>
             do {
-                result = .success(try await withThrowingTaskGroup(of: T?.self) { group in
-                    group.addTask { try await client.withConnection { try await work($0, envId, logger) } }
-                    group.addTask {
-                        try await Task.sleep(for: timeout)
-                        return nil
-                    }
-                    defer { group.cancelAll() }
-                    guard let first = try await group.next(), let value = first else {
-                        throw FlagshipPostgresError(code: .unreachable, description: "no answer from \(location) within \(timeout)")
-                    }
-                    return value
-                })
+                result = .success(try await client.withConnection { try await work($0, envId, logger) })
             } catch {
                 result = .failure(error)
             }
@@ -126,8 +118,12 @@ struct PostgresHitQueue: HitQueue {
             done.signal()
         }
         // The tracking store's serial queue: a dispatch thread, not one of the cooperative pool.
-        done.wait()
-        switch outcome.withLock({ $0 })! {
+        let seconds = Double(callTimeout.components.seconds) + Double(callTimeout.components.attoseconds) / 1e18
+        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
+            task.cancel()
+            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
+        }
+        switch result {
         case .success(let value):
             return value
         case .failure(let error):
@@ -141,10 +137,11 @@ struct PostgresHitQueue: HitQueue {
 struct PostgresHitQueueProvider: HitQueueProvider {
     let store: FlagshipPostgresStore
 
-    func hitQueue(envId: String, leaseDuration: TimeInterval, logger: Logger) -> any HitQueue {
-        PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
-                         leaseMilliseconds: Int64((leaseDuration * 1000).rounded()), callTimeout: .seconds(5),
-                         location: store.location, logger: logger)
+    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, logger: Logger) -> any HitQueue {
+        let shared = PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
+                                      leaseMilliseconds: Int64((leaseDuration * 1000).rounded()), callTimeout: store.callTimeout,
+                                      location: store.location, logger: logger)
+        return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger)
     }
 }
 

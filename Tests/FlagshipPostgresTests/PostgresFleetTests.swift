@@ -1,5 +1,6 @@
 import FlagshipLocalServer
 import FlagshipStore
+import PostgresTestSupport
 import Foundation
 import XCTest
 
@@ -82,6 +83,46 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertEqual(labels.count, 90, "each click once")
         XCTAssertEqual(Set(labels).count, 90)
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0", "delivered hits leave the table")
+    }
+
+    /// PostgreSQL stopped mid-traffic, then started again: every awaited hit is acknowledged
+    /// (committed to the instance's local SQLite file while PostgreSQL is away, sent from there),
+    /// and every hit reaches the server once.
+    func testWhilePostgresIsAwayHitsAreCommittedLocallyAndAllAreDeliveredOnce() async throws {
+        _ = try postgres()
+        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase()
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                password: postgres.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        try await store.prepare()
+        let flagship = instance(0, store: store, server: server)
+        let visitor = await flagship.newVisitor(visitorId: "visitor-0", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        func send(_ numbers: ClosedRange<Int>) async throws {
+            for number in numbers {
+                try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click").withLabel("visitor-0-\(number)"))
+            }
+        }
+
+        try await send(1...5)
+        _ = try await server.waitForHits(count: 6, timeout: .seconds(10))
+        try postgres.kill()
+        try await send(6...15)                 // none throws hitNotCached: each is committed locally
+        _ = try await server.waitForHits(count: 16, timeout: .seconds(20))
+        try postgres.start()
+        try await Task.sleep(for: .seconds(1.2))  // past the spill's window: PostgreSQL is tried again
+        try await send(16...20)
+        let delivered = try await server.waitForHits(count: 21, timeout: .seconds(20))
+        await flagship.close()
+        await store.close()
+
+        let labels = delivered.compactMap { $0["el"]?.stringValue }.filter { $0.hasPrefix("visitor-0-") }
+        XCTAssertEqual(labels.sorted(), (1...20).map { "visitor-0-\($0)" }.sorted(), "each once")
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
     }
 }
 

@@ -97,7 +97,10 @@ final class SDKRuntime: Sendable {
         let capacity = config.trackingConfig.maxCachedHits
         let timeout = config.cacheManager.hitCacheLookupTimeout
         if let provider = config.hitQueueProvider {
-            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, logger: logger)
+            var local = config
+            local.hitQueueProvider = nil
+            let spill = hitQueue(envId: envId, config: local, store: store, claimDuration: claimDuration, logger: logger)
+            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, local: spill, logger: logger)
         }
         if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.

@@ -10,7 +10,7 @@ import Logging
 /// warning: Hits cannot be delivered (HTTP status 503): kept in the cache and retried with backoff, next try in 1000 ms
 /// warning: Hits are delivered again, after 12 failed attempt(s) over 341 s
 /// ```
-final class OutageLog: Sendable {
+package final class OutageLog: Sendable {
     private struct Outage {
         var failures: Int
         let since: Date
@@ -20,14 +20,14 @@ final class OutageLog: Sendable {
     private let now: @Sendable () -> Date
     private let outage = Locked<Outage?>(nil)
 
-    init(logger: Logger, now: @escaping @Sendable () -> Date) {
+    package init(logger: Logger, now: @escaping @Sendable () -> Date) {
         self.logger = logger
         self.now = now
     }
 
     /// Records a failure: `started` is logged as a warning when it begins an outage, `retrying`
     /// at debug level while one goes on. Each gets the failures in a row, this one included.
-    func failed(started: (Int) -> Logger.Message, retrying: (Int) -> Logger.Message,
+    package func failed(started: (Int) -> Logger.Message, retrying: (Int) -> Logger.Message,
                 metadata: @autoclosure () -> Logger.Metadata? = nil) {
         let now = now()
         let failures = outage.withLock { outage -> Int in
@@ -44,7 +44,7 @@ final class OutageLog: Sendable {
 
     /// Records a success: ends an outage, if one was under way, with a warning saying how long
     /// it lasted (`ended` receives the failures in a row and the seconds since the first).
-    func succeeded(ended: (_ failures: Int, _ seconds: Int) -> Logger.Message) {
+    package func succeeded(ended: (_ failures: Int, _ seconds: Int) -> Logger.Message) {
         guard let ending = outage.withLock({ outage -> Outage? in
             defer { outage = nil }
             return outage
@@ -54,7 +54,7 @@ final class OutageLog: Sendable {
     }
 
     /// Whether an outage is under way.
-    var isFailing: Bool {
+    package var isFailing: Bool {
         outage.withLock { $0 != nil }
     }
 }

@@ -48,7 +48,9 @@ extension HitQueue {
 /// `FlagshipPostgres` product's store, shared by a fleet (`withPostgresStore`).
 package protocol HitQueueProvider: Sendable {
     /// The queue of `envId`'s hits; `leaseDuration` (seconds) is how long a claim holds its hits.
-    func hitQueue(envId: String, leaseDuration: TimeInterval, logger: Logger) -> any HitQueue
+    /// `local` is the queue the SDK would use without the provider (the default store's table),
+    /// for what cannot reach the provider's store.
+    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, logger: Logger) -> any HitQueue
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
@@ -81,6 +83,13 @@ package struct HitSettlement: Sendable, Equatable {
     package var nextAttemptAt: Int64?
 
     package var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty }
+
+    package init(delivered: [String] = [], rejected: [String] = [], failed: [String] = [], nextAttemptAt: Int64? = nil) {
+        self.delivered = delivered
+        self.rejected = rejected
+        self.failed = failed
+        self.nextAttemptAt = nextAttemptAt
+    }
 }
 
 extension OutgoingHit {

@@ -1,0 +1,171 @@
+import Flagship
+import FlagshipStore
+import Foundation
+import Logging
+
+/// The fleet's hit queue with a local spill: hits go to PostgreSQL; while it cannot be reached
+/// they go to the instance's own SQLite file instead (committed there, so an acknowledged hit
+/// still survives `kill -9`), and this instance sends them from there to the events endpoint.
+///
+/// After a failed call to PostgreSQL, the spill takes every write for `retryAfter` without
+/// trying PostgreSQL first (a server that is away would make each write wait for the call's
+/// timeout); then PostgreSQL is tried again. One warning when PostgreSQL goes away, one when it
+/// is back.
+final class SpillingHitQueue: HitQueue {
+    private struct State {
+        /// PostgreSQL is not tried before this (unix ms).
+        var primaryDownUntil: Int64 = 0
+        /// The hits this instance claimed from the spill, to settle them there.
+        var claimedFromSpill: Set<String> = []
+        /// What became of hits claimed from PostgreSQL, not yet recorded there because it went
+        /// away: recorded once it is back (else their leases lapse and they are sent again).
+        var unrecorded: [HitSettlement] = []
+    }
+
+    private let primary: any HitQueue
+    private let spill: any HitQueue
+    private let retryAfter: Int64
+    private let now: @Sendable () -> Int64
+    private let outage: OutageLog
+    private let state = Locked(State())
+
+    init(primary: any HitQueue, spill: any HitQueue, retryAfter: TimeInterval = 5, logger: Logger,
+         now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }) {
+        self.primary = primary
+        self.spill = spill
+        self.retryAfter = Int64(retryAfter * 1000)
+        self.now = now
+        outage = OutageLog(logger: logger, now: { Date(timeIntervalSince1970: Double(now()) / 1000) })
+    }
+
+    private var primaryIsUp: Bool {
+        state.withLock { $0.primaryDownUntil } <= now()
+    }
+
+    private func primaryFailed(_ error: any Error) {
+        let until = now() + retryAfter
+        state.withLock { $0.primaryDownUntil = until }
+        outage.failed(
+            started: { _ in "The PostgreSQL store cannot be used (\(error)): hits are committed to this instance's local store and sent from there; said again once PostgreSQL is back" },
+            retrying: { failures in "The PostgreSQL store still cannot be used (\(error)) (failure \(failures) in a row)" })
+    }
+
+    private func primaryAnswered() {
+        outage.succeeded { failures, seconds in
+            "The PostgreSQL store is back, after \(failures) failed attempt(s) over \(seconds) s: hits are committed there again"
+        }
+    }
+
+    /// `work` on PostgreSQL when it is up, else (or when it fails) `fallback`.
+    private func either<T>(_ work: () throws -> T, else fallback: () throws -> T) throws -> T {
+        guard primaryIsUp else { return try fallback() }
+        do {
+            let value = try work()
+            primaryAnswered()
+            return value
+        } catch {
+            primaryFailed(error)
+            return try fallback()
+        }
+    }
+
+    func save(_ hits: [CachedHit]) throws -> Int {
+        try either({ try primary.save(hits) }, else: { try spill.save(hits) })
+    }
+
+    /// The spill's hits first (only this instance can send them), then PostgreSQL's.
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        recordUnrecorded()
+        let local = try spill.claim(endpoint, limit: limit, now: now)
+        if !local.isEmpty {
+            state.withLock { $0.claimedFromSpill.formUnion(local.map(\.id)) }
+        }
+        guard local.count < limit else { return local }
+        let shared = (try? either({ try primary.claim(endpoint, limit: limit - local.count, now: now) }, else: { [] })) ?? []
+        return local + shared
+    }
+
+    func settle(_ settlement: HitSettlement) throws {
+        let fromSpill = state.withLock { state -> Set<String> in
+            let ids = Set(settlement.delivered + settlement.rejected + settlement.failed)
+            let mine = state.claimedFromSpill.intersection(ids)
+            state.claimedFromSpill.subtract(mine)
+            return mine
+        }
+        func part(_ inSpill: Bool) -> HitSettlement {
+            HitSettlement(delivered: settlement.delivered.filter { fromSpill.contains($0) == inSpill },
+                          rejected: settlement.rejected.filter { fromSpill.contains($0) == inSpill },
+                          failed: settlement.failed.filter { fromSpill.contains($0) == inSpill },
+                          nextAttemptAt: settlement.nextAttemptAt)
+        }
+        try spill.settle(part(true))
+        let shared = part(false)
+        if !shared.isEmpty { state.withLock { $0.unrecorded.append(shared) } }
+        recordUnrecorded()
+    }
+
+    /// Records in PostgreSQL the outcomes it missed, when it is up. Until then they wait in
+    /// memory: a process that ends first leaves those leases to lapse, and their hits are sent
+    /// again (the duplicates a crash may cause, never a loss).
+    private func recordUnrecorded() {
+        guard primaryIsUp else { return }
+        let waiting = state.withLock { state -> [HitSettlement] in
+            defer { state.unrecorded = [] }
+            return state.unrecorded
+        }
+        guard !waiting.isEmpty else { return }
+        let merged = HitSettlement(delivered: waiting.flatMap(\.delivered), rejected: waiting.flatMap(\.rejected), failed: [],
+                                   nextAttemptAt: nil)
+        // Failed attempts keep their own retry times: one settle each.
+        let failures = waiting.filter { !$0.failed.isEmpty }.map { HitSettlement(failed: $0.failed, nextAttemptAt: $0.nextAttemptAt) }
+        var left: [HitSettlement] = []
+        for settlement in [merged] + failures where !settlement.isEmpty {
+            do {
+                try primary.settle(settlement)
+                primaryAnswered()
+            } catch {
+                primaryFailed(error)
+                left.append(settlement)
+            }
+        }
+        if !left.isEmpty { state.withLock { $0.unrecorded = left + $0.unrecorded } }
+    }
+
+    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
+        let local = try spill.deleteExpired(createdBefore: boundary)
+        let shared = (try? either({ try primary.deleteExpired(createdBefore: boundary) }, else: { 0 })) ?? 0
+        return local + shared
+    }
+
+    /// Consent withdrawn: both stores. PostgreSQL away, its rows of the visitor stay until the
+    /// next erasure reaches it; the error says so to the caller.
+    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+        let local = try spill.purge(visitorId: visitorId, keeping: keeping)
+        return local + (try primary.purge(visitorId: visitorId, keeping: keeping))
+    }
+
+    func count() throws -> Int {
+        let local = try spill.count()
+        return local + ((try? either({ try primary.count() }, else: { 0 })) ?? 0)
+    }
+
+    func releaseClaims() throws {
+        try spill.releaseClaims()
+        state.withLock { $0.claimedFromSpill.removeAll() }
+        try? primary.releaseClaims()
+    }
+
+    func loadCached(now: Int64) {
+        spill.loadCached(now: now)
+        primary.loadCached(now: now)
+    }
+
+    /// What PostgreSQL takes survives; what the spill takes survives as the local store does.
+    var notDurable: FSCacheError? {
+        primaryIsUp ? nil : spill.notDurable
+    }
+
+    var waitingHitsSurvive: Bool {
+        spill.waitingHitsSurvive
+    }
+}
