@@ -66,19 +66,13 @@ struct PostgresHitQueue: HitQueue {
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
         try call("deleting expired hits") { connection, envId, logger in
-            try await connection.query("""
-                DELETE FROM flagship.hits WHERE env_id = \(envId) AND created_at < \(boundary) RETURNING 1
-                """, logger: logger).collect().count
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).deleteHits(createdBefore: boundary)
         }
     }
 
     func purge(visitorId: String, keeping: Set<String>) throws -> Int {
         try call("erasing a visitor's hits") { connection, envId, logger in
-            try await connection.query("""
-                DELETE FROM flagship.hits
-                WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
-                RETURNING 1
-                """, logger: logger).collect().count
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).deleteHits(visitorId: visitorId, keeping: keeping)
         }
     }
 
@@ -137,11 +131,12 @@ struct PostgresHitQueue: HitQueue {
 struct PostgresHitQueueProvider: HitQueueProvider {
     let store: FlagshipPostgresStore
 
-    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, logger: Logger) -> any HitQueue {
+    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, now: @escaping @Sendable () -> Int64,
+                  logger: Logger) -> any HitQueue {
         let shared = PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64((leaseDuration * 1000).rounded()), callTimeout: store.callTimeout,
                                       location: store.location, logger: logger)
-        return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger)
+        return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
     }
 }
 

@@ -100,6 +100,25 @@ struct PostgresHitStore {
             """, logger: logger).collect().count
     }
 
+    /// Deletes the hits created before `boundary` (unix ms): expiry. Returns how many.
+    @discardableResult
+    func deleteHits(createdBefore boundary: Int64) async throws -> Int {
+        try await connection.query("""
+            DELETE FROM flagship.hits WHERE env_id = \(envId) AND created_at < \(boundary) RETURNING 1
+            """, logger: logger).collect().count
+    }
+
+    /// Consent withdrawn: a visitor's hits but its consent hits and `keeping` (accepted after
+    /// the withdrawal). Returns how many went.
+    @discardableResult
+    func deleteHits(visitorId: String, keeping: Set<String>) async throws -> Int {
+        try await connection.query("""
+            DELETE FROM flagship.hits
+            WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
+            RETURNING 1
+            """, logger: logger).collect().count
+    }
+
     /// How many hits of the environment wait.
     func count() async throws -> Int {
         let rows = try await connection.query("SELECT count(*) FROM flagship.hits WHERE env_id = \(envId)", logger: logger).collect()

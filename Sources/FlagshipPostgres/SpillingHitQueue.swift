@@ -29,8 +29,7 @@ final class SpillingHitQueue: HitQueue {
     private let outage: OutageLog
     private let state = Locked(State())
 
-    init(primary: any HitQueue, spill: any HitQueue, retryAfter: TimeInterval = 5, logger: Logger,
-         now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }) {
+    init(primary: any HitQueue, spill: any HitQueue, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
         self.primary = primary
         self.spill = spill
         self.retryAfter = Int64(retryAfter * 1000)

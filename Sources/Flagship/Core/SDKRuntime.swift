@@ -90,8 +90,9 @@ final class SDKRuntime: Sendable {
         if !config.networkDisabled { bucketing.start() }
     }
 
-    /// Where hits wait: the custom hit cache when one is configured, else the `hits` table of the
-    /// store (read in pages), else memory alone.
+    /// Where hits wait: a provider's queue (FlagshipPostgres's shared table) with the queue below
+    /// as its spill; else the custom hit cache when one is configured, else the `hits` table of
+    /// the store (read in pages), else memory alone.
     private static func hitQueue(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, claimDuration: TimeInterval,
                                  logger: Logger) -> any HitQueue {
         let capacity = config.trackingConfig.maxCachedHits
@@ -100,7 +101,9 @@ final class SDKRuntime: Sendable {
             var local = config
             local.hitQueueProvider = nil
             let spill = hitQueue(envId: envId, config: local, store: store, claimDuration: claimDuration, logger: logger)
-            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, local: spill, logger: logger)
+            let now = config.now
+            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, local: spill,
+                                     now: { now().unixMilliseconds }, logger: logger)
         }
         if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.

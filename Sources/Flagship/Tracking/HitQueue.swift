@@ -49,8 +49,9 @@ extension HitQueue {
 package protocol HitQueueProvider: Sendable {
     /// The queue of `envId`'s hits; `leaseDuration` (seconds) is how long a claim holds its hits.
     /// `local` is the queue the SDK would use without the provider (the default store's table),
-    /// for what cannot reach the provider's store.
-    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, logger: Logger) -> any HitQueue
+    /// for what cannot reach the provider's store. `now` is the SDK's clock, in unix ms.
+    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, now: @escaping @Sendable () -> Int64,
+                  logger: Logger) -> any HitQueue
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
