@@ -1,3 +1,4 @@
+import Flagship
 import FlagshipStore
 import Foundation
 import Logging
@@ -123,30 +124,41 @@ public final class FlagshipPostgresStore: Sendable {
     @discardableResult
     public func prepare(timeout: Duration = .seconds(10)) async throws(FlagshipPostgresError) -> Int {
         let (client, sharesDatabase, logger, location, connection) = (client, sharesDatabase, logger, location, connection)
-        let outcome: PostgresMigrator.Outcome
-        do {
-            // Not a task group: a group waits for all its tasks, and a connection attempt to a
-            // server that is away may not answer its cancellation at once.
-            outcome = try await firstOf(timeout, timedOut: FlagshipPostgresError(
-                code: .unreachable, description: "no connection to \(location) within \(timeout): check the host, the port and that the server runs"
-            )) {
-                guard let connection else {
-                    return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
-                }
-                // Its own connection, not the pool's: the pool retries a refused connection or
-                // credentials for as long as it runs, where this says why at once.
-                let direct = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
-                do {
-                    let outcome = try await PostgresMigrator().migrate(direct, sharesDatabase: sharesDatabase, logger: logger)
-                    try? await direct.close()
-                    return outcome
-                } catch {
-                    try? await direct.close()
-                    throw error
-                }
+        let migrate: @Sendable () async throws -> PostgresMigrator.Outcome = {
+            guard let connection else {
+                return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
             }
-        } catch {
+            // Its own connection, not the pool's: the pool retries a refused connection or
+            // credentials for as long as it runs, where this says why at once.
+            let direct = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
+            do {
+                let outcome = try await PostgresMigrator().migrate(direct, sharesDatabase: sharesDatabase, logger: logger)
+                try? await direct.close()
+                return outcome
+            } catch {
+                try? await direct.close()
+                throw error
+            }
+        }
+        // Not a task group: a group waits for all its tasks, and a connection attempt to a
+        // server that is away may not answer its cancellation at once. The attempt left behind
+        // ends by itself (the connect timeout).
+        let clock = SystemClock()
+        let result = await firstOf(deadline: clock.now().addingTimeInterval(Self.seconds(timeout)), clock: clock) {
+            (finish: @escaping @Sendable (Result<PostgresMigrator.Outcome, any Error>) -> Void) in
+            Task {
+                do { finish(.success(try await migrate())) } catch { finish(.failure(error)) }
+            }
+        }
+        let outcome: PostgresMigrator.Outcome
+        switch result {
+        case .success(let value)?:
+            outcome = value
+        case .failure(let error)?:
             throw FlagshipPostgresError(error, doing: "preparing the PostgreSQL store")
+        case nil:
+            throw FlagshipPostgresError(code: .unreachable, description: "preparing the PostgreSQL store: no connection to "
+                + "\(location) within \(timeout): check the host, the port and that the server runs")
         }
         if outcome.fromVersion < outcome.toVersion {
             logger.info("PostgreSQL store at schema version \(outcome.toVersion) (was \(outcome.fromVersion))", metadata: ["location": "\(location)"])
@@ -154,34 +166,14 @@ public final class FlagshipPostgresStore: Sendable {
         return outcome.toVersion
     }
 
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// Ends the client the store made (not an app's). Safe to call twice.
     public func close() async {
         guard let runner else { return }
         runner.cancel()
         await runner.value
-    }
-}
-
-/// `work`'s outcome, or `timedOut` once `timeout` has passed, whichever comes first; the loser
-/// is cancelled and not waited for.
-func firstOf<T: Sendable>(_ timeout: Duration, timedOut: any Error, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
-    let decided = Locked(false)
-    let claim: @Sendable () -> Bool = { decided.withLock { done in defer { done = true }; return !done } }
-    let tasks = Locked<(work: Task<Void, Never>?, timer: Task<Void, Never>?)>((nil, nil))
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        let worker = Task {
-            let result: Result<T, any Error>
-            do { result = .success(try await work()) } catch { result = .failure(error) }
-            guard claim() else { return }
-            tasks.withLock { $0.timer }?.cancel()
-            continuation.resume(with: result)
-        }
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            guard !Task.isCancelled, claim() else { return }
-            tasks.withLock { $0.work }?.cancel()
-            continuation.resume(throwing: timedOut)
-        }
-        tasks.withLock { $0 = (worker, timer) }
     }
 }

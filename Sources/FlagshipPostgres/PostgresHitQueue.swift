@@ -112,8 +112,7 @@ struct PostgresHitQueue: HitQueue {
             done.signal()
         }
         // The tracking store's serial queue: a dispatch thread, not one of the cooperative pool.
-        let seconds = Double(callTimeout.components.seconds) + Double(callTimeout.components.attoseconds) / 1e18
-        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
+        guard done.wait(timeout: .now() + FlagshipPostgresStore.seconds(callTimeout)) == .success, let result = outcome.withLock({ $0 }) else {
             task.cancel()
             throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
         }

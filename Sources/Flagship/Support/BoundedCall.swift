@@ -34,7 +34,7 @@ func queuedCall<T: Sendable>(on queue: DispatchQueue, _ work: @escaping @Sendabl
 /// Waits for whatever `start` sets going to call its `finish`, until `deadline` on `clock` at
 /// most: `nil` once the deadline passed first. What was set going is not stopped, only no longer
 /// waited for; its late `finish` is dropped. The clock's wait ends with the first of the two.
-func firstOf<T: Sendable>(
+package func firstOf<T: Sendable>(
     deadline: Date,
     clock: any SDKClock,
     _ start: (_ finish: @escaping @Sendable (T) -> Void) -> Void

@@ -52,9 +52,4 @@ package final class OutageLog: Sendable {
         let seconds = Int(max(0, now().timeIntervalSince(ending.since)).rounded())
         logger.warning(ended(ending.failures, seconds))
     }
-
-    /// Whether an outage is under way.
-    package var isFailing: Bool {
-        outage.withLock { $0 != nil }
-    }
 }

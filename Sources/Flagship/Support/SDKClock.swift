@@ -4,23 +4,23 @@ import Foundation
 ///
 /// Tests give the SDK a clock they move by hand, so that a five-minute backoff takes no time and
 /// a test never sleeps to see it.
-protocol SDKClock: Sendable {
+package protocol SDKClock: Sendable {
     func now() -> Date
     /// Suspends until `now()` reaches `deadline`; throws `CancellationError` when the task is cancelled.
     func sleep(until deadline: Date) async throws
 }
 
 /// The system's clock, or any `now` function, with real sleeping.
-struct SystemClock: SDKClock {
+package struct SystemClock: SDKClock {
     private let read: @Sendable () -> Date
 
-    init(now: @escaping @Sendable () -> Date = Date.init) {
+    package init(now: @escaping @Sendable () -> Date = Date.init) {
         read = now
     }
 
-    func now() -> Date { read() }
+    package func now() -> Date { read() }
 
-    func sleep(until deadline: Date) async throws {
+    package func sleep(until deadline: Date) async throws {
         let seconds = deadline.timeIntervalSince(now())
         guard seconds > 0 else {
             try Task.checkCancellation()
