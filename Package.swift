@@ -131,6 +131,12 @@ let package = Package(
             ],
             path: "Tests/Support/flagship-service-probe"
         ),
+        // A child process for the PostgreSQL fleet tests: one instance of a fleet, killed at will.
+        .executableTarget(
+            name: "flagship-fleet-probe",
+            dependencies: ["Flagship", "FlagshipPostgres", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/Support/flagship-fleet-probe"
+        ),
         // Torture runs: kills the SDK's process at random points and checks nothing is lost
         // (`make torture`; a short run in `make test`).
         .executableTarget(

@@ -63,6 +63,8 @@ public final class FlagshipPostgresStore: Sendable {
     /// instead, and how long it then writes there before it tries PostgreSQL again.
     package let callTimeout: Duration
     package let retryAfter: TimeInterval
+    /// How long a claim holds its hits, where a test shortens the SDK's own (60 s at least).
+    package let leaseDuration: TimeInterval?
     /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
     let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
@@ -79,9 +81,11 @@ public final class FlagshipPostgresStore: Sendable {
     }
 
     /// With the waits a test shortens.
-    package init(_ location: Location, sharesDatabase: Bool, logger: Logger, callTimeout: Duration, retryAfter: TimeInterval) {
+    package init(_ location: Location, sharesDatabase: Bool, logger: Logger, callTimeout: Duration, retryAfter: TimeInterval,
+                 leaseDuration: TimeInterval? = nil) {
         self.callTimeout = callTimeout
         self.retryAfter = retryAfter
+        self.leaseDuration = leaseDuration
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
                                                          password: location.password, database: location.database, tls: .disable)
         configuration.options.connectTimeout = .seconds(5)
@@ -110,6 +114,7 @@ public final class FlagshipPostgresStore: Sendable {
     public init(client: PostgresClient, location: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
         callTimeout = .seconds(5)
         retryAfter = 5
+        leaseDuration = nil
         self.client = client
         connection = nil
         runner = nil

@@ -13,7 +13,7 @@ import PostgresNIO
 /// SQLite's disk. Each call is bounded by `callTimeout`: past it, the call fails (the server is
 /// away or the pool has no connection) and the tracking manager does what it does when the disk
 /// fails: a hit it could not write waits in memory and is sent from there.
-struct PostgresHitQueue: HitQueue {
+struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     let client: PostgresClient
     let envId: String
     let owner: String
@@ -23,15 +23,42 @@ struct PostgresHitQueue: HitQueue {
     let logger: Logger
 
     func save(_ cached: [CachedHit]) throws -> Int {
+        try save(cached, visitors: []).hits.get()
+    }
+
+    /// Hits and visitor documents in one transaction: one round of statements for a group commit.
+    func save(_ cached: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
         let records = cached.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
                       isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
         }
-        try call("writing hits") { connection, envId, logger in
-            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
+        guard !records.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
+        return HitsAndVisitorsSaved(Result {
+            try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { connection, envId, logger in
+                if visitors.isEmpty {
+                    try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
+                    return
+                }
+                try await connection.withTransaction(logger: logger) { connection in
+                    try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save(visitors)
+                    try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
+                }
+            }
+            // The fleet's table has no cap of its own: nothing is evicted.
+            return 0
+        })
+    }
+
+    func visitor(id visitorId: String) throws -> VisitorRecord? {
+        try call("reading a visitor") { connection, envId, logger in
+            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
         }
-        // The fleet's table has no cap of its own yet: nothing is evicted.
-        return 0
+    }
+
+    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        try call("erasing a visitor") { connection, envId, logger in
+            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).erase(visitorId: visitorId, keepingHits: keeping)
+        }
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
@@ -88,63 +115,35 @@ struct PostgresHitQueue: HitQueue {
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner)
         }
     }
-
-    /// Runs `work` on a connection of the pool and waits for it on this (dispatch) thread, for
-    /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
-    /// that waits for a lost connection may not answer its cancellation at once, and nothing
-    /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
-    /// stores, sent twice at worst, never lost).
-    @discardableResult
-    private func call<T: Sendable>(
-        _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
-    ) throws(FSCacheError) -> T {
-        let (client, envId, logger) = (client, envId, logger)
-        let outcome = Locked<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = Task {
-            let result: Result<T, any Error>
-            do {
-                result = .success(try await client.withConnection { try await work($0, envId, logger) })
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        // The tracking store's serial queue: a dispatch thread, not one of the cooperative pool.
-        guard done.wait(timeout: .now() + FlagshipPostgresStore.seconds(callTimeout)) == .success, let result = outcome.withLock({ $0 }) else {
-            task.cancel()
-            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
-        }
-        switch result {
-        case .success(let value):
-            return value
-        case .failure(let error):
-            let reason = FlagshipPostgresError(error, doing: what)
-            throw FSCacheError(code: reason.code == .unreachable ? .unreachable : .other, path: nil, description: reason.description)
-        }
-    }
 }
 
-/// Gives the SDK its hit queue on the store.
-struct PostgresHitQueueProvider: HitQueueProvider {
+/// Gives the SDK its queue of hits and visitors, and its bucketing file, on the store.
+struct PostgresStoreProvider: SharedStoreProvider {
     let store: FlagshipPostgresStore
 
-    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, now: @escaping @Sendable () -> Int64,
-                  logger: Logger) -> any HitQueue {
+    func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
+               logger: Logger) -> any VisitorKeepingHitQueue {
         let shared = PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
-                                      leaseMilliseconds: Int64((leaseDuration * 1000).rounded()), callTimeout: store.callTimeout,
+                                      leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
+                                      callTimeout: store.callTimeout,
                                       location: store.location, logger: logger)
         return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
+    }
+
+    func bucketingFiles(envId: String, logger: Logger) -> any SharedBucketingFiles {
+        PostgresBucketingFiles(client: store.client, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
     }
 }
 
 extension FSConfigBuilder {
-    /// Keeps the SDK's hits in `store`, a PostgreSQL database shared by every instance: an
-    /// acknowledged hit (`try await sendHit`) is committed there, and any live instance sends it.
+    /// Keeps the SDK's hits, visitors and bucketing file in `store`, a PostgreSQL database shared
+    /// by every instance: an acknowledged hit (`try await sendHit`) is committed there, and any
+    /// live instance sends it; a visitor keeps its variations on every instance. While the
+    /// database cannot be reached, this instance's local store takes its place, and what it took
+    /// goes to PostgreSQL once it is back.
     /// Call `store.prepare()` first, so that a database that is not ours is refused at start.
     @discardableResult
     public func withPostgresStore(_ store: FlagshipPostgresStore) -> FSConfigBuilder {
-        withHitQueueProvider(PostgresHitQueueProvider(store: store))
+        withSharedStore(PostgresStoreProvider(store: store))
     }
 }

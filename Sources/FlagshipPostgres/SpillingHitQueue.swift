@@ -3,15 +3,17 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// The fleet's hit queue with a local spill: hits go to PostgreSQL; while it cannot be reached
-/// they go to the instance's own SQLite file instead (committed there, so an acknowledged hit
-/// still survives `kill -9`), and this instance sends them from there to the events endpoint.
+/// The fleet's hits and visitors with a local spill: they go to PostgreSQL; while it cannot be
+/// reached they go to the instance's own SQLite file instead (committed there, so an
+/// acknowledged hit still survives `kill -9`), and this instance sends those hits from there to
+/// the events endpoint. Visitor documents kept locally go to PostgreSQL with the first write
+/// once it is back (the newer document of a visitor wins), and leave the local file then.
 ///
 /// After a failed call to PostgreSQL, the spill takes every write for `retryAfter` without
 /// trying PostgreSQL first (a server that is away would make each write wait for the call's
 /// timeout); then PostgreSQL is tried again. One warning when PostgreSQL goes away, one when it
 /// is back.
-final class SpillingHitQueue: HitQueue {
+final class SpillingHitQueue: VisitorKeepingHitQueue {
     private struct State {
         /// PostgreSQL is not tried before this (unix ms).
         var primaryDownUntil: Int64 = 0
@@ -20,20 +22,28 @@ final class SpillingHitQueue: HitQueue {
         /// What became of hits claimed from PostgreSQL, not yet recorded there because it went
         /// away: recorded once it is back (else their leases lapse and they are sent again).
         var unrecorded: [HitSettlement] = []
+        /// Whether the local file may hold visitor documents PostgreSQL has not got (true at
+        /// start: an earlier run may have left some).
+        var localVisitorsWaiting = true
     }
 
-    private let primary: any HitQueue
-    private let spill: any HitQueue
+    /// Local documents moved to PostgreSQL with one write, at most.
+    private static let visitorsMovedPerWrite = 500
+
+    private let primary: any VisitorKeepingHitQueue
+    private let spill: LocalHitsAndVisitors
     private let retryAfter: Int64
     private let now: @Sendable () -> Int64
     private let outage: OutageLog
+    private let logger: Logger
     private let state = Locked(State())
 
-    init(primary: any HitQueue, spill: any HitQueue, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
+    init(primary: any VisitorKeepingHitQueue, spill: LocalHitsAndVisitors, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
         self.primary = primary
         self.spill = spill
         self.retryAfter = Int64(retryAfter * 1000)
         self.now = now
+        self.logger = logger
         outage = OutageLog(logger: logger, now: { Date(timeIntervalSince1970: Double(now()) / 1000) })
     }
 
@@ -69,7 +79,64 @@ final class SpillingHitQueue: HitQueue {
     }
 
     func save(_ hits: [CachedHit]) throws -> Int {
-        try either({ try primary.save(hits) }, else: { try spill.save(hits) })
+        try save(hits, visitors: []).hits.get()
+    }
+
+    /// PostgreSQL, with the documents the local file kept meanwhile; else the local file.
+    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
+        guard primaryIsUp else { return saveLocally(hits, visitors: visitors) }
+        let moving = visitorsToMove()
+        let saved = primary.save(hits, visitors: moving + visitors)
+        if case .failure(let error) = saved.hits {
+            primaryFailed(error)
+            return saveLocally(hits, visitors: visitors)
+        }
+        primaryAnswered()
+        guard !moving.isEmpty else { return saved }
+        do {
+            try spill.forget(moving)
+            state.withLock { $0.localVisitorsWaiting = moving.count == Self.visitorsMovedPerWrite }
+        } catch {
+            // They are moved again with the next write: PostgreSQL keeps the newer of the two.
+            logger.warning("Visitor documents moved to the PostgreSQL store could not be deleted from the local store: \(error)")
+        }
+        return saved
+    }
+
+    private func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
+        if !visitors.isEmpty { state.withLock { $0.localVisitorsWaiting = true } }
+        return spill.save(hits, visitors: visitors)
+    }
+
+    /// The documents the local file kept while PostgreSQL was away, the newest first: past the
+    /// batch, the next write takes the rest.
+    private func visitorsToMove() -> [VisitorRecord] {
+        guard state.withLock({ $0.localVisitorsWaiting }) else { return [] }
+        do {
+            let kept = try spill.keptVisitors(limit: Self.visitorsMovedPerWrite)
+            if kept.isEmpty { state.withLock { $0.localVisitorsWaiting = false } }
+            return kept
+        } catch {
+            logger.warning("Visitor documents kept locally could not be read to be moved to PostgreSQL: \(error)")
+            return []
+        }
+    }
+
+    /// The newer of PostgreSQL's document and one the local file kept meanwhile.
+    func visitor(id visitorId: String) throws -> VisitorRecord? {
+        let local = state.withLock { $0.localVisitorsWaiting } || !primaryIsUp ? try spill.visitor(id: visitorId) : nil
+        let shared = try either({ try primary.visitor(id: visitorId) }, else: { nil })
+        guard let shared else { return local }
+        guard let local else { return shared }
+        return local.updatedAt > shared.updatedAt ? local : shared
+    }
+
+    /// Consent withdrawn: the visitor's document and hits in both stores, each in one
+    /// transaction. PostgreSQL away, its rows of the visitor stay until the next erasure reaches
+    /// it; the error says so to the caller.
+    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        let local = try spill.erase(visitorId: visitorId, keeping: keeping)
+        return local + (try primary.erase(visitorId: visitorId, keeping: keeping))
     }
 
     /// The spill's hits first (only this instance can send them), then PostgreSQL's.

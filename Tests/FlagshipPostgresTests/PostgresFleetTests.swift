@@ -124,6 +124,91 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertEqual(labels.sorted(), (1...20).map { "visitor-0-\($0)" }.sorted(), "each once")
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
     }
+
+    /// PostgreSQL stopped: a visitor decided meanwhile is kept in the instance's local store (a
+    /// lookup finds it there); PostgreSQL back, the next write moves the document to the shared
+    /// table and out of the local file.
+    func testWhilePostgresIsAwayVisitorsAreKeptLocallyThenMovedToTheSharedStore() async throws {
+        _ = try postgres()
+        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase()
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                password: postgres.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        try await store.prepare()
+        let flagship = instance(0, store: store, server: server)
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        let caches = try XCTUnwrap(runtime.caches)
+        func local(_ id: String) throws -> VisitorRecord? {
+            try caches.store.read { try $0.visitors.visitor(id: id) }
+        }
+
+        try postgres.kill()
+        let offline = await flagship.newVisitor(visitorId: "offline-visitor", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await offline.fetchFlags()
+        await runtime.flushCaches()
+        XCTAssertNotNil(try local("offline-visitor"), "kept in the local store while PostgreSQL is away")
+        guard case .found(let document) = await caches.lookupVisitor("offline-visitor") else {
+            return XCTFail("a lookup reads the local store while PostgreSQL is away")
+        }
+        XCTAssertEqual(document.visitorId, "offline-visitor")
+
+        try postgres.start()
+        try await Task.sleep(for: .seconds(1.2))  // past the spill's window: PostgreSQL is tried again
+        let online = await flagship.newVisitor(visitorId: "online-visitor", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await online.fetchFlags()
+        await runtime.flushCaches()
+        XCTAssertEqual(try postgres.psql(database, "SELECT visitor_id FROM flagship.visitors ORDER BY visitor_id"), "offline-visitor\nonline-visitor")
+        XCTAssertNil(try local("offline-visitor"), "moved: the local store holds only what PostgreSQL has not got")
+        guard case .found = await caches.lookupVisitor("offline-visitor") else { return XCTFail("found in PostgreSQL") }
+        await flagship.close()
+        await store.close()
+    }
+
+    /// Instance A downloads the bucketing file and shares it; instance B starts with a store of
+    /// its own and no bucketing server to reach: it decides from the fleet's file.
+    func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {
+        let postgres = try postgres()
+        let database = try await migratedDatabase(postgres)
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        try server.setBucketingFile(PostgresFleetProcessTests.bucketingFile(greenShare: 100))
+        let stores = [store(postgres, database: database), store(postgres, database: database)]
+        func bucketing(_ number: Int, bucketingURL: URL) -> Flagship {
+            let flagship = Flagship()
+            flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+                .Bucketing().withBucketingBaseURL(bucketingURL)
+                .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
+                .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
+                .withLogLevel(.NONE)
+                .withPostgresStore(stores[number]).build())
+            return flagship
+        }
+        let first = bucketing(0, bucketingURL: server.bucketingBaseURL)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try postgres.psql(database, "SELECT count(*) FROM flagship.bucketing") != "1", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await first.close()
+
+        let nowhere = URL(string: "http://127.0.0.1:9/")!   // the discard port: nothing answers
+        let second = bucketing(1, bucketingURL: nowhere)
+        let statusDeadline = ContinuousClock.now + .seconds(10)
+        while second.getStatus() != .SDK_INITIALIZED, ContinuousClock.now < statusDeadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertEqual(second.getStatus(), .SDK_INITIALIZED, "ready from the fleet's file")
+        let visitor = await second.newVisitor(visitorId: "anyone", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "green")
+        await second.close()
+        for store in stores { await store.close() }
+    }
 }
 
 private extension FSEvent {

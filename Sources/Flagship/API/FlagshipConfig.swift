@@ -44,8 +44,9 @@ public struct FlagshipConfig: Sendable {
     var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
     /// Nothing leaves the process: no transport is made, hits wait in the cache.
     var networkDisabled = false
-    /// Where hits wait in place of the default caches (`withPostgresStore`, FlagshipPostgres).
-    package var hitQueueProvider: (any HitQueueProvider)?
+    /// Where hits, visitors and the bucketing file are kept in place of the default caches, with
+    /// them as the spill (`withPostgresStore`, FlagshipPostgres).
+    package var sharedStore: (any SharedStoreProvider)?
 
     init() {}
 }
@@ -232,10 +233,11 @@ public final class FSConfigBuilder {
         return self
     }
 
-    /// Hits wait in `provider`'s queue instead of the default caches (FlagshipPostgres's store).
+    /// Hits, visitors and the bucketing file kept in `provider`'s store, shared by a fleet
+    /// (FlagshipPostgres), with the default caches as its spill.
     @discardableResult
-    package func withHitQueueProvider(_ provider: any HitQueueProvider) -> FSConfigBuilder {
-        config.hitQueueProvider = provider
+    package func withSharedStore(_ provider: any SharedStoreProvider) -> FSConfigBuilder {
+        config.sharedStore = provider
         return self
     }
 

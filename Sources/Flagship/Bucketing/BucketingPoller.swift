@@ -12,6 +12,8 @@ final class BucketingPoller: Sendable {
     private struct State {
         var file: BucketingFile?
         var lastModified: String?
+        /// When the file in use was downloaded (by this instance or, shared, by another).
+        var downloadedAt: Int64 = .min
         /// Set once the first download of this start has ended, whatever its outcome.
         var firstAttemptEnded = false
         var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
@@ -25,6 +27,8 @@ final class BucketingPoller: Sendable {
     private let timeout: TimeInterval
     private let transport: any HTTPTransport
     private let store: FlagshipDatabase?
+    /// The file a fleet shares (FlagshipPostgres), read at start and written with each download.
+    private let shared: (any SharedBucketingFiles)?
     private let clock: any SDKClock
     private let logger: Logger
     /// Told of every file put in use (stored or downloaded), off any lock.
@@ -35,7 +39,7 @@ final class BucketingPoller: Sendable {
     private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
-         store: FlagshipDatabase?, clock: any SDKClock, logger: Logger,
+         store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, clock: any SDKClock, logger: Logger,
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
@@ -43,6 +47,7 @@ final class BucketingPoller: Sendable {
         self.timeout = timeout
         self.transport = transport
         self.store = store
+        self.shared = shared
         self.clock = clock
         self.logger = logger
         outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
@@ -55,8 +60,14 @@ final class BucketingPoller: Sendable {
     }
 
     /// Reads the stored file, if any, so the SDK can decide at once, offline. A stored document
-    /// that no longer parses is ignored (logged) and replaced by the next download.
+    /// that no longer parses is ignored (logged) and replaced by the next download. With a shared
+    /// store, its file is read next, off the caller's thread.
     func loadStored() {
+        loadLocal()
+        loadShared()
+    }
+
+    private func loadLocal() {
         guard let store else { return }
         let record: BucketingRecord?
         do {
@@ -74,12 +85,55 @@ final class BucketingPoller: Sendable {
             state.withLock { state in
                 state.file = file
                 state.lastModified = record.lastModified
+                state.downloadedAt = record.downloadedAt
             }
             let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
             logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
         } catch {
             logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
+        }
+    }
+
+    /// The fleet's file, used when it is newer than the one in use (another instance downloaded
+    /// it since), and kept in the local store for the next start. Read on the store queue, so a
+    /// download of this start that comes first is stored after it.
+    private func loadShared() {
+        guard let shared else { return }
+        let (store, logger) = (store, logger)
+        storeQueue.async { [self] in
+            let record: BucketingRecord
+            do {
+                guard let found = try shared.file() else { return }
+                record = found
+            } catch {
+                logger.warning("The shared bucketing file could not be read (\(error)); \(keptFileNote)")
+                return
+            }
+            guard record.downloadedAt > state.withLock({ $0.downloadedAt }) else { return }
+            let file: BucketingFile
+            do {
+                file = try BucketingFile(json: Data(record.document.utf8))
+            } catch {
+                logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
+                return
+            }
+            let adopted = state.withLock { state -> Bool in
+                guard !state.closed, record.downloadedAt > state.downloadedAt else { return false }
+                state.file = file
+                state.lastModified = record.lastModified
+                state.downloadedAt = record.downloadedAt
+                return true
+            }
+            guard adopted else { return }
+            let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
+            logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
+            onFile(file)
+            do {
+                try store?.write { try $0.bucketing.save(record) }
+            } catch {
+                logger.error("The shared bucketing file could not be stored locally (\(error)); it is used until the process ends")
+            }
         }
     }
 
@@ -201,24 +255,31 @@ final class BucketingPoller: Sendable {
             logger.warning("Bucketing file: \(warning)")
         }
         let lastModified = response.headers["last-modified"]
+        let downloadedAt = clock.now().unixMilliseconds
         let changed = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.file = file
             state.lastModified = lastModified
+            state.downloadedAt = downloadedAt
             return true
         }
         guard changed else { return }
         logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
         onFile(file)
-        guard let store else { return }
+        guard store != nil || shared != nil else { return }
         let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
-                                     lastModified: lastModified, downloadedAt: clock.now().unixMilliseconds)
-        let logger = logger
+                                     lastModified: lastModified, downloadedAt: downloadedAt)
+        let (store, shared, logger) = (store, shared, logger)
         await queuedCall(on: storeQueue) {
             do {
-                try store.write { try $0.bucketing.save(record) }
+                try store?.write { try $0.bucketing.save(record) }
             } catch {
                 logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
+            }
+            do {
+                try shared?.save(record)
+            } catch {
+                logger.warning("The new bucketing file could not be shared with the fleet (\(error)): the other instances download it themselves")
             }
         }
     }

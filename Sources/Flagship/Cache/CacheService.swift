@@ -16,18 +16,25 @@ final class CacheService: Sendable {
     let visitorLookupTimeout: TimeInterval
     /// The SDK's store (the file, or its in-memory fallback), for tests that act on its connection.
     let store: FlagshipDatabase
-    /// With the default cache over a store that can be written: the documents waiting for the
-    /// tracking manager's group commit (`nil`: each goes to the cache's own queue).
+    /// With the default cache over a store that can be written, or a shared store: the
+    /// documents waiting for the tracking manager's group commit (`nil`: each goes to the
+    /// cache's own queue).
     let pending: PendingVisitorDocuments?
+    /// A fleet's shared store, which keeps the visitors in place of the default cache (read on
+    /// the cache's queue; written by the tracking manager's group commits).
+    private let shared: (any VisitorKeepingHitQueue)?
     private let now: @Sendable () -> Date
     private let logger: Logger
     private var visitorQueue: DispatchQueue { visitorCache.queue }
 
-    /// The visitor cache of `manager`, or the SQLite default over `store` where it gives none.
-    init(manager: FSCacheManager, store: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+    /// The visitor cache of `manager`; where it gives none, `shared` (a fleet's store), else the
+    /// SQLite default over `store`.
+    init(manager: FSCacheManager, store: FlagshipDatabase, shared: (any VisitorKeepingHitQueue)? = nil,
+         now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
         visitorCache = manager.visitorCache
             ?? ConfinedDelegate(FSDefaultCacheVisitor(database: store, now: now, logger: logger), label: "io.flagship.cache.visitors")
-        pending = manager.visitorCache == nil && store.opening.readOnly == nil ? PendingVisitorDocuments() : nil
+        self.shared = manager.visitorCache == nil ? shared : nil
+        pending = manager.visitorCache == nil && (shared != nil || store.opening.readOnly == nil) ? PendingVisitorDocuments() : nil
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.store = store
         self.now = now
@@ -47,10 +54,8 @@ final class CacheService: Sendable {
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
-        let cache = visitorCache
-        let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout) {
-            cache.onQueue { $0.lookupVisitor(visitorId: visitorId) }
-        }
+        let lookup = self.lookup(visitorId)
+        let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout, lookup)
         return interpret(answer, visitorId: visitorId)
     }
 
@@ -58,16 +63,31 @@ final class CacheService: Sendable {
     /// the calling thread for the lookup timeout at most.
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
-        let cache = visitorCache
+        let lookup = self.lookup(visitorId)
         let answer = Locked<Data??>(nil)
         let answered = DispatchSemaphore(value: 0)
-        cache.async { delegate in
-            let found = delegate.lookupVisitor(visitorId: visitorId)
+        visitorQueue.async {
+            let found = lookup()
             answer.withLock { $0 = .some(found) }
             answered.signal()
         }
         let inTime = answered.wait(timeout: .now() + visitorLookupTimeout) == .success
         return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId)
+    }
+
+    /// The lookup itself, to run on the cache's queue: the shared store's, else the cache's.
+    /// A shared store that fails (both it and its local spill) is logged, and knows no visitor.
+    private func lookup(_ visitorId: String) -> @Sendable () -> Data? {
+        let (cache, logger) = (visitorCache, logger)
+        guard let shared else { return { cache.onQueue { $0.lookupVisitor(visitorId: visitorId) } } }
+        return {
+            do {
+                return try shared.visitor(id: visitorId).map { Data($0.document.utf8) }
+            } catch {
+                logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
+                return nil
+            }
+        }
     }
 
     /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor.

@@ -41,7 +41,11 @@ final class SDKRuntime: Sendable {
         self.logger = logger
         let store = LocalStore.openOrFallBack(envId: envId, directory: config.cacheDirectory, file: config.cacheFile, logger: logger)
         self.store = store
-        caches = store.map { CacheService(manager: config.cacheManager, store: $0, now: config.now, logger: logger) }
+        let eventsTimeout = max(config.timeout / 1000, 5)
+        let hitQueue = Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger)
+        caches = store.map {
+            CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue, now: config.now, logger: logger)
+        }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         let network: any HTTPTransport = MisconfigurationWatch(URLSessionTransport(), envId: envId, logger: logger)
         transport = config.networkDisabled
@@ -51,8 +55,9 @@ final class SDKRuntime: Sendable {
         if config.mode == .BUCKETING {
             let statusCell = statusCell
             let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
-                                         timeout: timeout, transport: transport, store: store, clock: config.clock,
-                                         logger: logger) { file in
+                                         timeout: timeout, transport: transport, store: store,
+                                         shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
+                                         clock: config.clock, logger: logger) { file in
                 statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
             }
             bucketing = poller
@@ -62,7 +67,6 @@ final class SDKRuntime: Sendable {
             decider = DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
                                         timeout: timeout, sdkVersion: SDKInfo.version, transport: transport)
         }
-        let eventsTimeout = max(timeout, 5)
         let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
                                   eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
                                   maxBatchBytes: config.trackingConfig.maxBatchBytes)
@@ -72,7 +76,7 @@ final class SDKRuntime: Sendable {
         settings.instrumentation = config.instrumentation
         settings.tracer = config.tracer
         tracking = TrackingManager(
-            queue: Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger),
+            queue: hitQueue,
             events: events, settings: settings, clock: config.clock, logger: logger,
             visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
         tracking.start()
@@ -90,20 +94,22 @@ final class SDKRuntime: Sendable {
         if !config.networkDisabled { bucketing.start() }
     }
 
-    /// Where hits wait: a provider's queue (FlagshipPostgres's shared table) with the queue below
-    /// as its spill; else the custom hit cache when one is configured, else the `hits` table of
-    /// the store (read in pages), else memory alone.
+    /// Where hits wait: a shared store's queue (FlagshipPostgres's tables), with the queue below
+    /// and this instance's visitors table as its spill; else the custom hit cache when one is
+    /// configured, else the `hits` table of the store (read in pages), else memory alone.
     private static func hitQueue(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, claimDuration: TimeInterval,
                                  logger: Logger) -> any HitQueue {
         let capacity = config.trackingConfig.maxCachedHits
         let timeout = config.cacheManager.hitCacheLookupTimeout
-        if let provider = config.hitQueueProvider {
+        if let provider = config.sharedStore {
             var local = config
-            local.hitQueueProvider = nil
+            local.sharedStore = nil
             let spill = hitQueue(envId: envId, config: local, store: store, claimDuration: claimDuration, logger: logger)
             let now = config.now
-            return provider.hitQueue(envId: envId, leaseDuration: claimDuration, local: spill,
-                                     now: { now().unixMilliseconds }, logger: logger)
+            // The spill keeps visitors only where the default visitor cache would.
+            let visitors = config.cacheManager.visitorCache == nil && store?.opening.readOnly == nil ? store : nil
+            return provider.queue(envId: envId, leaseDuration: claimDuration, local: LocalHitsAndVisitors(hits: spill, store: visitors),
+                                  now: { now().unixMilliseconds }, logger: logger)
         }
         if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.

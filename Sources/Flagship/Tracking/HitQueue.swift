@@ -44,16 +44,6 @@ extension HitQueue {
     package var waitingHitsSurvive: Bool { true }
 }
 
-/// Makes the hit queue of an SDK that keeps its hits elsewhere than the default caches: the
-/// `FlagshipPostgres` product's store, shared by a fleet (`withPostgresStore`).
-package protocol HitQueueProvider: Sendable {
-    /// The queue of `envId`'s hits; `leaseDuration` (seconds) is how long a claim holds its hits.
-    /// `local` is the queue the SDK would use without the provider (the default store's table),
-    /// for what cannot reach the provider's store. `now` is the SDK's clock, in unix ms.
-    func hitQueue(envId: String, leaseDuration: TimeInterval, local: any HitQueue, now: @escaping @Sendable () -> Int64,
-                  logger: Logger) -> any HitQueue
-}
-
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
 /// the thread of whoever sent the hit, so that the tracking manager's single writer only writes.
 package struct CachedHit: Sendable {

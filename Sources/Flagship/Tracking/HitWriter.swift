@@ -82,6 +82,9 @@ final class HitWriter: Sendable {
     private let inMemoryOnly: FSCacheError?
     /// The default visitor cache's documents waiting for the group commit, and its store.
     private let visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?
+    /// Where hits and visitor documents are written together: a shared store's queue, else the
+    /// hit queue beside the default visitor cache's table.
+    private let keeper: any VisitorKeepingHitQueue
     /// Told of hits now waiting to be sent (committed, or pooled): how many hits, and whether
     /// there was an activate among them. The sender counts them toward its next batch.
     private let ready: @Sendable (_ hits: Int, _ activate: Bool) -> Void
@@ -95,6 +98,7 @@ final class HitWriter: Sendable {
         self.logger = logger
         self.callbacks = callbacks
         self.visitorDocuments = visitorDocuments
+        keeper = store.hits as? any VisitorKeepingHitQueue ?? LocalHitsAndVisitors(hits: store.hits, store: visitorDocuments?.store)
         self.ready = ready
         inMemoryOnly = store.hits.notDurable
     }
@@ -206,7 +210,8 @@ final class HitWriter: Sendable {
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             guard !batch.isEmpty || !documents.isEmpty else { return }
             let started = ContinuousClock.now
-            let (saved, documentsError) = write(batch.map(\.hit), documents: documents)
+            let written = write(batch.map(\.hit), documents: documents)
+            let (saved, documentsError) = (written.hits, written.documents)
             let took = ContinuousClock.now - started
             if !documents.isEmpty {
                 documentsFailed = documentsError != nil
@@ -249,31 +254,10 @@ final class HitWriter: Sendable {
         drain(atMost: state.withLock { $0.ingress.count })
     }
 
-    /// Writes hits and visitor documents: in one transaction when the hit queue is the `hits`
-    /// table of the visitors' store, else the documents first in a transaction of their own.
-    /// Returns the hits' outcome (how many were evicted) and the documents' error, if any.
-    private func write(_ hits: [CachedHit], documents: [PendingDocument]) -> (hits: Result<Int, any Error>, documents: (any Error)?) {
-        let queue = store.hits
-        guard let visitorDocuments, !documents.isEmpty else {
-            return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, nil)
-        }
-        let store = visitorDocuments.store
-        let records = documents.map(\.record)
-        let writeDocuments: (Connection) throws -> Void = { try $0.visitors.save(records) }
-        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
-            let saved = Result { try table.save(hits, alongside: writeDocuments) }
-            return (saved, saved.failure)
-        }
-        var documentsError: (any Error)?
-        do {
-            guard store.opening.readOnly == nil else {
-                throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written")
-            }
-            try store.database.write(writeDocuments)
-        } catch {
-            documentsError = error
-        }
-        return (hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documentsError)
+    /// Writes hits and visitor documents: in one transaction where the store allows it (the
+    /// default caches' file, a fleet's shared store), else the documents first.
+    private func write(_ hits: [CachedHit], documents: [PendingDocument]) -> HitsAndVisitorsSaved {
+        keeper.save(hits, visitors: documents.map(\.record))
     }
 
     /// The outcome of writing visitor documents: committed ones leave the pending set, failed
@@ -284,7 +268,7 @@ final class HitWriter: Sendable {
             visitorDocuments.pending.committed(documents)
             let (recovered, fileGone) = state.withLock { state -> (Bool, Bool) in
                 defer { state.visitorWritesFailing = false }
-                let fileGone = !visitorDocuments.store.fileIsInPlace && !state.visitorFileGoneLogged
+                let fileGone = keeper is LocalHitsAndVisitors && !visitorDocuments.store.fileIsInPlace && !state.visitorFileGoneLogged
                 if fileGone { state.visitorFileGoneLogged = true }
                 return (state.visitorWritesFailing, fileGone)
             }
@@ -520,19 +504,11 @@ final class HitWriter: Sendable {
     }
 
     /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
-    /// default visitor cache, its row: one transaction when both are tables of one store. Runs on
-    /// the store queue, so after any group commit that took the visitor's last document.
+    /// default visitor cache or a shared store, its document: one transaction where both are
+    /// tables of one store. Runs on the store queue, so after any group commit that took the
+    /// visitor's last document.
     private func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        let queue = store.hits
-        guard let store = visitorDocuments?.store, store.opening.readOnly == nil else {
-            return try queue.purge(visitorId: visitorId, keeping: keeping)
-        }
-        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
-            return try table.purge(visitorId: visitorId, keeping: keeping) { try $0.visitors.delete(visitorId: visitorId) }
-        }
-        try store.write { try $0.visitors.delete(visitorId: visitorId) }
-        try store.database.eraseWALHistory()
-        return try queue.purge(visitorId: visitorId, keeping: keeping)
+        try keeper.erase(visitorId: visitorId, keeping: keeping)
     }
 
     // MARK: Counting
@@ -563,11 +539,3 @@ final class HitWriter: Sendable {
         visitorDocuments?.pending.count ?? 0
     }
 }
-
-extension Result {
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}
-

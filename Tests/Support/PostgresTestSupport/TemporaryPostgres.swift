@@ -88,6 +88,11 @@ public final class TemporaryPostgres: @unchecked Sendable {
         return name
     }
 
+    /// The URL of `database` for the superuser, without the password (given as `PGPASSWORD`).
+    public func url(_ database: String) -> String {
+        "postgres://\(username)@\(host):\(port)/\(database)"
+    }
+
     /// Runs SQL through `psql` as the superuser (set-up a test cannot do through the SDK).
     @discardableResult
     public func psql(_ database: String, _ sql: String) throws -> String {

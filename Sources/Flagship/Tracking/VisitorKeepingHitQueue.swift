@@ -1,0 +1,143 @@
+import FlagshipStore
+import Foundation
+import Logging
+
+/// What became of one write of hits and visitor documents: the hits' outcome (how many of the
+/// oldest were evicted to stay within the cap) and the documents' error, if any. Written in one
+/// transaction, both fail or neither does.
+package struct HitsAndVisitorsSaved: Sendable {
+    package var hits: Result<Int, any Error>
+    package var documents: (any Error)?
+
+    package init(hits: Result<Int, any Error>, documents: (any Error)?) {
+        self.hits = hits
+        self.documents = documents
+    }
+
+    /// One transaction's outcome, for both.
+    package init(_ outcome: Result<Int, any Error>) {
+        hits = outcome
+        if case .failure(let error) = outcome { documents = error } else { documents = nil }
+    }
+}
+
+/// A hit queue that keeps the visitor cache's documents too: written by the tracking manager's
+/// group commits beside the hits, read by visitor lookups, and erased with the visitor's hits
+/// when consent is withdrawn. Called, as every `HitQueue`, from dispatch queues only.
+package protocol VisitorKeepingHitQueue: HitQueue {
+    /// Writes hits and the visitors' newest documents.
+    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved
+    /// The visitor's stored document, if any.
+    func visitor(id: String) throws -> VisitorRecord?
+    /// Consent withdrawn: the visitor's document and its hits but its consent hits and `keeping`
+    /// (accepted after the withdrawal). Returns how many hits went.
+    func erase(visitorId: String, keeping: Set<String>) throws -> Int
+}
+
+/// Makes the queue of an SDK whose hits and visitors live in a store shared by a fleet (the
+/// `FlagshipPostgres` product's, `withPostgresStore`) rather than in the default caches.
+package protocol SharedStoreProvider: Sendable {
+    /// The queue of `envId`'s hits and visitors. `leaseDuration` (seconds) is how long a claim
+    /// holds its hits. `local` is what the SDK would use without the provider (this instance's
+    /// store), for what cannot reach the shared one. `now` is the SDK's clock, in unix ms.
+    func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
+               logger: Logger) -> any VisitorKeepingHitQueue
+    /// Where the environment's bucketing file is shared, beside this instance's store.
+    func bucketingFiles(envId: String, logger: Logger) -> any SharedBucketingFiles
+}
+
+/// The bucketing file a fleet shares: the newest download of any instance. Called from dispatch
+/// queues only (each call may wait for the network).
+package protocol SharedBucketingFiles: Sendable {
+    func file() throws -> BucketingRecord?
+    /// Keeps `record` unless a newer download is stored already.
+    func save(_ record: BucketingRecord) throws
+}
+
+/// A hit queue with the visitor documents of this instance's store: in the transaction of the
+/// hits when the queue is that store's `hits` table, else in a transaction of their own, first.
+/// Without a store that can be written, documents cannot be kept (the writer keeps them in
+/// memory and tries again).
+package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
+    package let hits: any HitQueue
+    /// The store of the default visitor cache, when there is one to write.
+    package let store: FlagshipDatabase?
+
+    init(hits: any HitQueue, store: FlagshipDatabase?) {
+        self.hits = hits
+        self.store = store
+    }
+
+    package func save(_ hits: [CachedHit], visitors records: [VisitorRecord]) -> HitsAndVisitorsSaved {
+        let queue = self.hits
+        guard !records.isEmpty else {
+            return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documents: nil)
+        }
+        guard let store else {
+            return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) },
+                                        documents: FSCacheError(code: .inMemory, path: nil, description: "no local store to keep visitor documents in"))
+        }
+        let writeDocuments: (Connection) throws -> Void = { try $0.visitors.save(records) }
+        if let table = queue as? SQLiteHitQueue, table.isTable(of: store) {
+            return HitsAndVisitorsSaved(Result { try table.save(hits, alongside: writeDocuments) })
+        }
+        var documentsError: (any Error)?
+        do {
+            guard store.opening.readOnly == nil else {
+                throw StoreError.fileSystem(path: store.database.path, reason: "the database file is read, not written")
+            }
+            try store.database.write(writeDocuments)
+        } catch {
+            documentsError = error
+        }
+        return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documents: documentsError)
+    }
+
+    package func visitor(id visitorId: String) throws -> VisitorRecord? {
+        try store?.read { try $0.visitors.visitor(id: visitorId) }
+    }
+
+    /// One transaction when both are tables of the store; then the traces on disk are erased.
+    package func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        guard let store, store.opening.readOnly == nil else {
+            return try hits.purge(visitorId: visitorId, keeping: keeping)
+        }
+        if let table = hits as? SQLiteHitQueue, table.isTable(of: store) {
+            return try table.purge(visitorId: visitorId, keeping: keeping) { try $0.visitors.delete(visitorId: visitorId) }
+        }
+        try store.write { try $0.visitors.delete(visitorId: visitorId) }
+        try store.database.eraseWALHistory()
+        return try hits.purge(visitorId: visitorId, keeping: keeping)
+    }
+
+    /// Documents kept here, newest first: for a shared store, those it has not got yet.
+    package func keptVisitors(limit: Int) throws -> [VisitorRecord] {
+        try store?.read { try $0.visitors.visitors(limit: limit) } ?? []
+    }
+
+    /// Deletes the rows of `records` that were not replaced since (a newer document stays).
+    package func forget(_ records: [VisitorRecord]) throws {
+        guard let store, !records.isEmpty else { return }
+        try store.write { db in
+            for record in records {
+                if try db.visitors.visitor(id: record.visitorId)?.updatedAt == record.updatedAt {
+                    try db.visitors.delete(visitorId: record.visitorId)
+                }
+            }
+        }
+    }
+
+    // The hit queue's own calls go to `hits`.
+    package func save(_ hits: [CachedHit]) throws -> Int { try self.hits.save(hits) }
+    package func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+        try hits.claim(endpoint, limit: limit, now: now)
+    }
+    package func settle(_ settlement: HitSettlement) throws { try hits.settle(settlement) }
+    package func deleteExpired(createdBefore boundary: Int64) throws -> Int { try hits.deleteExpired(createdBefore: boundary) }
+    package func purge(visitorId: String, keeping: Set<String>) throws -> Int { try hits.purge(visitorId: visitorId, keeping: keeping) }
+    package func count() throws -> Int { try hits.count() }
+    package func releaseClaims() throws { try hits.releaseClaims() }
+    package func loadCached(now: Int64) { hits.loadCached(now: now) }
+    package var notDurable: FSCacheError? { hits.notDurable }
+    package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
+}

@@ -1,0 +1,76 @@
+import Dispatch
+import Flagship
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// What the SDK's calls into PostgreSQL have in common: each is made from a dispatch queue of
+/// the SDK (never a thread of Swift's cooperative pool), waits there for its answer, and is
+/// bounded by `callTimeout`.
+protocol BoundedPostgresCalls {
+    var client: PostgresClient { get }
+    var envId: String { get }
+    var callTimeout: Duration { get }
+    var location: String { get }
+    var logger: Logger { get }
+}
+
+extension BoundedPostgresCalls {
+    /// Runs `work` on a connection of the pool and waits for it on this (dispatch) thread, for
+    /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
+    /// that waits for a lost connection may not answer its cancellation at once, and nothing
+    /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
+    /// stores, sent twice at worst, never lost).
+    @discardableResult
+    func call<T: Sendable>(
+        _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
+    ) throws(FSCacheError) -> T {
+        let (client, envId, logger) = (client, envId, logger)
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await client.withConnection { try await work($0, envId, logger) })
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        // One of the SDK's serial dispatch queues: not a thread of the cooperative pool.
+        guard done.wait(timeout: .now() + FlagshipPostgresStore.seconds(callTimeout)) == .success, let result = outcome.withLock({ $0 }) else {
+            task.cancel()
+            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
+        }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            let reason = FlagshipPostgresError(error, doing: what)
+            throw FSCacheError(code: reason.code == .unreachable ? .unreachable : .other, path: nil, description: reason.description)
+        }
+    }
+}
+
+/// The fleet's bucketing file in `flagship.bucketing`, for the SDK's bucketing poller.
+struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
+    let client: PostgresClient
+    let envId: String
+    let callTimeout: Duration
+    let location: String
+    let logger: Logger
+
+    func file() throws -> BucketingRecord? {
+        try call("reading the bucketing file") { connection, envId, logger in
+            try await PostgresBucketingStore(connection: connection, logger: logger).file(envId: envId)
+        }
+    }
+
+    func save(_ record: BucketingRecord) throws {
+        try call("storing the bucketing file") { connection, _, logger in
+            try await PostgresBucketingStore(connection: connection, logger: logger).save(record)
+        }
+    }
+}
