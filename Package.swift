@@ -25,6 +25,9 @@ let package = Package(
         // The store on PostgreSQL for a fleet of instances (postgres-nio): its own product, so that
         // an app that depends on `Flagship` alone never compiles SwiftNIO.
         .library(name: "FlagshipPostgres", targets: ["FlagshipPostgres"]),
+        // A throwaway PostgreSQL server (Debian's binaries, a temporary directory, a free port):
+        // for the tests and the benchmarks (`Benchmarks/`, a package of its own).
+        .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -75,6 +78,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
+                "FlagshipPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -168,7 +172,16 @@ let package = Package(
         ),
         .testTarget(
             name: "flagshipTests",
-            dependencies: ["flagship", "flagship-torture", "FlagshipStore", "FlagshipLocalServer"]
+            dependencies: [
+                "flagship",
+                "flagship-torture",
+                "FlagshipStore",
+                "FlagshipLocalServer",
+                "FlagshipPostgres",
+                "PostgresTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "FlagshipMetricsTests",

@@ -4,7 +4,7 @@ import FlagshipStore
 import Foundation
 
 /// `flagship db inspect`: what a store holds, in counts, without changing it.
-struct DBInspect: ParsableCommand {
+struct DBInspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "Show a store's schema version, visitors, hits and bucketing files.",
@@ -12,15 +12,31 @@ struct DBInspect: ParsableCommand {
             The file is opened read-only: nothing in it or beside it is ever written. Every page \
             is then checked (PRAGMA quick_check): a damaged store makes it exit 1, printing what \
             the check found.
+
+            A PostgreSQL store (--db postgres://user@host:port/database) is read in one read-only \
+            transaction: its schema version and migration history, then for each environment (or \
+            the one --env-id names) its visitors, its hits by type, those being sent now (claimed) \
+            or waiting to be tried again, the oldest, and its bucketing file. A database without \
+            the store's schema, or with a newer one, is refused, and nothing is ever created.
             """
     )
 
     @OptionGroup var database: DatabaseArguments
+    @OptionGroup var environment: EnvironmentArguments
 
     @Flag(help: "Print one JSON document instead of text.")
     var json = false
 
-    func run() throws {
+    func run() async throws {
+        if let location = try database.postgresLocation() {
+            try await inspect(location)
+            return
+        }
+        environment.warnIfGivenForAFile()
+        try inspectFile()
+    }
+
+    private func inspectFile() throws {
         let store = try database.openForInspection()
         defer { store.close() }
         // The counts and the bucketing files from one snapshot.
@@ -31,7 +47,8 @@ struct DBInspect: ParsableCommand {
         let now = Date()
         let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
         let files = zip(summary.bucketing, documents).map { file, document in
-            StoredBucketingFile(summary: file, now: now, document: document)
+            StoredBucketingFile(envId: file.envId, lastModified: file.lastModified, downloadedAt: file.downloadedAt, bytes: file.bytes,
+                                now: now, document: document)
         }
         if json {
             try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge, bucketing: files))
@@ -47,17 +64,20 @@ struct DBInspect: ParsableCommand {
     }
 
     /// A stored bucketing file, its age, and what the bucketing engine reads in it.
-    private struct StoredBucketingFile {
-        let summary: BucketingRecordStore.Summary
+    struct StoredBucketingFile {
+        let envId: String
+        let lastModified: String?
+        let downloadedAt: Int64
+        let bytes: Int
         let ageSeconds: Int64
         /// `nil` when the engine cannot use the document; `unusableReason` says why.
         let campaignCount: Int?
         let panic: Bool?
         let unusableReason: String?
 
-        init(summary: BucketingRecordStore.Summary, now: Date, document: String?) {
-            self.summary = summary
-            ageSeconds = Output.ageSeconds(sinceUnixMilliseconds: summary.downloadedAt, now: now)
+        init(envId: String, lastModified: String?, downloadedAt: Int64, bytes: Int, now: Date, document: String?) {
+            (self.envId, self.lastModified, self.downloadedAt, self.bytes) = (envId, lastModified, downloadedAt, bytes)
+            ageSeconds = Output.ageSeconds(sinceUnixMilliseconds: downloadedAt, now: now)
             guard let document else {
                 // Deleted since the summary was read: another process is writing the store.
                 (campaignCount, panic, unusableReason) = (nil, nil, "removed while being read")
@@ -70,6 +90,30 @@ struct DBInspect: ParsableCommand {
                 (campaignCount, panic, unusableReason) = (nil, nil, error.reason)
             }
         }
+
+        /// Its JSON members, `envId` included.
+        var jsonObject: [String: Any] {
+            [
+                "envId": envId,
+                "lastModified": lastModified ?? NSNull(),
+                "downloadedAt": downloadedAt,
+                "ageSeconds": ageSeconds,
+                "bytes": bytes,
+                "campaignCount": campaignCount ?? NSNull(),
+                "panic": panic ?? NSNull(),
+                "unusableReason": unusableReason ?? NSNull(),
+            ]
+        }
+
+        /// `3 campaigns, 1204 bytes, downloaded 5m02s ago (...), Last-Modified ...`.
+        var text: String {
+            let contents = campaignCount.map { count in
+                (panic == true ? "panic, " : "") + (count == 1 ? "1 campaign" : "\(count) campaigns")
+            } ?? "unusable (\(unusableReason ?? ""))"
+            return "\(contents), \(bytes) bytes, "
+                + "downloaded \(Output.age(seconds: ageSeconds)) ago (\(Output.utc(unixMilliseconds: downloadedAt))), "
+                + "Last-Modified \(lastModified ?? "-")"
+        }
     }
 
     private func jsonDocument(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile]) -> [String: Any] {
@@ -81,18 +125,7 @@ struct DBInspect: ParsableCommand {
             "deadLetters": summary.deadLetterCount,
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
             "oldestHitAgeSeconds": oldestHitAge ?? NSNull(),
-            "bucketing": bucketing.map { file -> [String: Any] in
-                [
-                    "envId": file.summary.envId,
-                    "lastModified": file.summary.lastModified ?? NSNull(),
-                    "downloadedAt": file.summary.downloadedAt,
-                    "ageSeconds": file.ageSeconds,
-                    "bytes": file.summary.bytes,
-                    "campaignCount": file.campaignCount ?? NSNull(),
-                    "panic": file.panic ?? NSNull(),
-                    "unusableReason": file.unusableReason ?? NSNull(),
-                ]
-            },
+            "bucketing": bucketing.map(\.jsonObject),
         ]
     }
 
@@ -110,14 +143,7 @@ struct DBInspect: ParsableCommand {
         } else {
             rows.append(["oldest hit", "-"])
         }
-        let files = bucketing.map { file in
-            let contents = file.campaignCount.map { count in
-                (file.panic == true ? "panic, " : "") + (count == 1 ? "1 campaign" : "\(count) campaigns")
-            } ?? "unusable (\(file.unusableReason ?? ""))"
-            return "\(file.summary.envId): \(contents), \(file.summary.bytes) bytes, "
-                + "downloaded \(Output.age(seconds: file.ageSeconds)) ago (\(Output.utc(unixMilliseconds: file.summary.downloadedAt))), "
-                + "Last-Modified \(file.summary.lastModified ?? "-")"
-        }
+        let files = bucketing.map { "\($0.envId): \($0.text)" }
         for (index, file) in (files.isEmpty ? ["none"] : files).enumerated() {
             rows.append([index == 0 ? "bucketing" : "", file])
         }

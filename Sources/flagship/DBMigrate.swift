@@ -17,6 +17,7 @@ struct DBMigrate: ParsableCommand {
     @OptionGroup var database: DatabaseArguments
 
     func run() throws {
+        try database.requireStoreFile(for: "db migrate")
         let store = try FlagshipDatabase.open(at: database.url)
         defer { store.close() }
         Self.report(store.opening, of: database.url)

@@ -23,6 +23,7 @@ struct DBSalvage: ParsableCommand {
     @Option(help: ArgumentHelp("The damaged store file to read.", valueName: "path")) var from: String
 
     func run() throws {
+        try database.requireStoreFile(for: "db salvage")
         let source = URL(fileURLWithPath: from).standardizedFileURL
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw CommandFailure("no file at \(source.path)")

@@ -1,17 +1,32 @@
 import ArgumentParser
+import FlagshipPostgres
 import FlagshipStore
 import Foundation
 
-/// `--db PATH`: the store file a command works on.
+/// `--db PATH`: the store file a command works on; for the commands that read a PostgreSQL store
+/// as well (`db inspect`, `visitors`, `hits`), a `postgres://` URL.
 struct DatabaseArguments: ParsableArguments {
     @Option(
         name: .customLong("db"),
-        help: ArgumentHelp("The store file, usually <cache dir>/flagship-<envId>.sqlite.", valueName: "path")
+        help: ArgumentHelp(
+            "The store file (usually <cache dir>/flagship-<envId>.sqlite) or, for db inspect, visitors and hits, a PostgreSQL "
+                + "store: postgres://user@host:port/database (the password from PGPASSWORD, or in the URL).",
+            valueName: "path|url")
     )
     var path: String
 
     /// The file as an absolute path, which is how every message names it.
     var url: URL { URL(fileURLWithPath: path).standardizedFileURL }
+
+    /// Where the PostgreSQL store is, when `--db` is a `postgres://` URL; `nil` for a file.
+    func postgresLocation() throws -> FlagshipPostgresStore.Location? {
+        try PostgresURL.location(path)
+    }
+
+    /// For a command that works on store files only: refuses a PostgreSQL URL, saying so.
+    func requireStoreFile(for command: String) throws {
+        try PostgresURL.refuse(path, command: command)
+    }
 
     /// Opens the existing file read-only: nothing in it is changed, and a file that is not a
     /// Flagship store is refused. A store the SDK would refuse although this build can read it
@@ -34,5 +49,48 @@ struct DatabaseArguments: ParsableArguments {
             Output.warn("the SDK will not use this store (it runs with an in-memory cache instead): \(error)")
         }
         return store
+    }
+}
+
+/// `--env-id` of the commands that read a store, for a PostgreSQL one: its tables hold the rows
+/// of several environments.
+struct EnvironmentArguments: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "With a PostgreSQL --db: the environment whose rows to read (a store file holds one environment).",
+        valueName: "env-id"))
+    var envId: String?
+
+    /// `--env-id` with a store file: said to be ignored.
+    func warnIfGivenForAFile() {
+        if envId != nil { Output.warn("--env-id is ignored: a store file holds one environment") }
+    }
+}
+
+/// `--db` and the SDK's `--db` as a PostgreSQL URL: `postgres://` or `postgresql://`.
+enum PostgresURL {
+    static func isPostgres(_ text: String) -> Bool {
+        let lowercased = text.lowercased()
+        return lowercased.hasPrefix("postgres://") || lowercased.hasPrefix("postgresql://")
+    }
+
+    /// The location `text` names, or `nil` for a path. The URL as given is never in a message:
+    /// it may hold the password.
+    static func location(_ text: String) throws -> FlagshipPostgresStore.Location? {
+        guard isPostgres(text) else { return nil }
+        // Location parses lowercase schemes only.
+        let scheme = text.prefix { $0 != ":" }
+        do {
+            return try FlagshipPostgresStore.Location(url: scheme.lowercased() + text.dropFirst(scheme.count))
+        } catch {
+            throw CommandFailure("--db: \(error)")
+        }
+    }
+
+    /// Refuses a PostgreSQL URL for a command that works on store files only.
+    static func refuse(_ text: String, command: String) throws {
+        guard isPostgres(text) else { return }
+        let store = (try? location(text)).map { "\($0)" } ?? "a PostgreSQL store"
+        throw CommandFailure("`flagship \(command)` needs a SQLite store file, not \(store): with PostgreSQL, "
+            + "`db inspect`, `visitors`, `hits` and `replay` take --db postgres://...")
     }
 }

@@ -44,6 +44,7 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try sdk.requireStoreFile(for: "doctor")
         let config = sdk.configBuilder().build()
         var checks: [Check] = []
         let apiKey = try sdk.key.key()

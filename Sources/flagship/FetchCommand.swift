@@ -57,6 +57,7 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try sdk.requireStoreFile(for: "fetch")
         let visitorContext = try parseContext()
         let flagship = try sdk.startSDK(config())
         let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)

@@ -4,7 +4,7 @@ import FlagshipStore
 import Foundation
 
 /// `flagship hits`: the unsent hits, oldest first (the order in which they will be sent).
-struct HitsCommand: ParsableCommand {
+struct HitsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hits",
         abstract: "List the unsent hits, oldest first.",
@@ -13,11 +13,14 @@ struct HitsCommand: ParsableCommand {
             that failed last will try again (NEXT TRY: "in 41s", "due", or "-" before any failure), \
             and who is sending it right now (CLAIMED BY: an SDK instance, "pid <pid> <id>", until its \
             claim lapses). --json includes each hit's cache document. A document the SDK cannot \
-            send is listed all the same, with a warning saying why (CONTENT: ?).
+            send is listed all the same, with a warning saying why (CONTENT: ?). With --db \
+            postgres://..., the hits of the environment --env-id names, read in a read-only \
+            transaction; CLAIMED BY then shows "<host> pid <pid> <id>".
             """
     )
 
     @OptionGroup var database: DatabaseArguments
+    @OptionGroup var environment: EnvironmentArguments
 
     @Flag(help: "Print a JSON array of rows, with each hit's cache document, instead of text.")
     var json = false
@@ -29,11 +32,21 @@ struct HitsCommand: ParsableCommand {
         guard limit > 0 else { throw ValidationError("--limit must be a positive number of hits, not \(limit).") }
     }
 
-    func run() throws {
-        let store = try database.openForInspection()
-        defer { store.close() }
+    func run() async throws {
         // The page and the total from one snapshot.
-        let (hits, total) = try store.read { db in (try db.hits.page(limit: limit), try db.hits.count()) }
+        let (hits, total): ([HitRecord], Int)
+        if let location = try database.postgresLocation() {
+            let (envId, limit) = (environment.envId, limit)
+            (hits, total) = try await PostgresReading.read(location) { inspection in
+                let envId = try await PostgresReading.environment(envId, in: inspection, location: location)
+                return (try await inspection.hits(envId: envId, limit: limit), try await inspection.hitCount(envId: envId))
+            }
+        } else {
+            environment.warnIfGivenForAFile()
+            let store = try database.openForInspection()
+            defer { store.close() }
+            (hits, total) = try await store.read { db in (try db.hits.page(limit: limit), try db.hits.count()) }
+        }
         let documents = hits.map(Self.cachedDocument)
         let now = Date()
         if json {

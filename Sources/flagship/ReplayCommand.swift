@@ -1,5 +1,7 @@
 import ArgumentParser
 import Flagship
+import FlagshipPostgres
+import FlagshipStore
 import Foundation
 
 /// `flagship replay`: sends the hits earlier runs left in the store, as the SDK does at each
@@ -17,12 +19,34 @@ struct ReplayCommand: AsyncParsableCommand {
             held when this one closed, hits another process was sending included. Hits claimed by \
             a process of this host that died are released at start; a claim of another host's \
             process lapses a minute after it was made (`flagship hits` shows claims).
+
+            With --db postgres://user@host:port/database, the SDK starts on that PostgreSQL store \
+            (FSConfigBuilder.withPostgresStore) and sends the hits of --env-id that wait there, \
+            whoever wrote them, beside any hit of this host's local store file (--local-db); \
+            replays on several hosts share the work the same way. A database without the store's \
+            schema has nothing to replay and is left as it is; an older schema is migrated, as the \
+            SDK does when it starts.
             """
     )
 
     @OptionGroup var sdk: SDKArguments
+    @Option(help: ArgumentHelp(
+        "With a PostgreSQL --db: this host's store file, where the SDK commits hits while PostgreSQL cannot be reached, "
+            + "and whose hits it sends too (default: <cache dir>/flagship-<envId>.sqlite).",
+        valueName: "path"))
+    var localDb: String?
+
+    func validate() throws {
+        if localDb != nil, !(sdk.db.map(PostgresURL.isPostgres) ?? false) {
+            throw ValidationError("--local-db goes with a PostgreSQL --db (postgres://...); with a store file, --db names it")
+        }
+    }
 
     func run() async throws {
+        if let location = try sdk.postgresLocation() {
+            try await replay(on: location)
+            return
+        }
         guard FileManager.default.fileExists(atPath: sdk.storeFile.path) else {
             throw CommandFailure("no store at \(sdk.storeFile.path): nothing to replay")
         }
@@ -37,6 +61,42 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         if statistics.waiting > 0 {
             Output.warn("\(statistics.waiting) hit(s) remain in \(sdk.storeFile.path): the next start (or replay) sends them")
+        }
+        try Output.printJSONLine([
+            "replayed": statistics.delivered,
+            "expired": statistics.expired,
+            "remaining": statistics.waiting,
+        ])
+    }
+
+    /// Replays the hits of `--env-id` that wait in the PostgreSQL store.
+    private func replay(on location: FlagshipPostgresStore.Location) async throws {
+        // Read first, writing nothing: a database without the store has nothing to replay and
+        // gets no schema; a newer schema or another application's is refused untouched.
+        let envId = sdk.envId
+        _ = try await PostgresReading.read(location) { try await $0.hitCount(envId: envId) }
+        let store = FlagshipPostgresStore(location)
+        let statistics: TrackingStatistics?
+        do {
+            try await store.prepare()
+            let localFile = localDb.map { URL(fileURLWithPath: $0).standardizedFileURL }
+                ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
+            let flagship = try sdk.startSDK(sdk.configBuilder().withCacheFile(localFile).withPostgresStore(store).build())
+            await flagship.waitUntilTrackingIsIdle()
+            statistics = await flagship.closeReporting()
+        } catch {
+            await store.close()
+            throw error is CommandFailure ? error : CommandFailure("\(error)")
+        }
+        await store.close()
+        guard let statistics else {
+            throw CommandFailure("the SDK was closed before the replay was counted")
+        }
+        if statistics.rejected > 0 {
+            Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
+        }
+        if statistics.waiting > 0 {
+            Output.warn("\(statistics.waiting) hit(s) of \(envId) remain in \(location): the next start (or replay) sends them")
         }
         try Output.printJSONLine([
             "replayed": statistics.delivered,

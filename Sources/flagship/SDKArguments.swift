@@ -1,5 +1,6 @@
 import ArgumentParser
 import Flagship
+import FlagshipPostgres
 import FlagshipStore
 import Foundation
 
@@ -8,7 +9,10 @@ import Foundation
 struct SDKArguments: ParsableArguments {
     @Option(help: "The environment id.") var envId: String
     @OptionGroup var key: APIKeyArguments
-    @Option(help: ArgumentHelp("The store file (default: <cache dir>/flagship-<envId>.sqlite).", valueName: "path"))
+    @Option(help: ArgumentHelp(
+        "The store file (default: <cache dir>/flagship-<envId>.sqlite) or, for replay, a PostgreSQL store: "
+            + "postgres://user@host:port/database (the password from PGPASSWORD, or in the URL).",
+        valueName: "path|url"))
     var db: String?
     @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
     @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
@@ -19,16 +23,26 @@ struct SDKArguments: ParsableArguments {
         }
     }
 
+    /// Where the PostgreSQL store is, when `--db` is a `postgres://` URL; `nil` for a file.
+    func postgresLocation() throws -> FlagshipPostgresStore.Location? {
+        try db.flatMap { try PostgresURL.location($0) }
+    }
+
+    /// For a command that runs the SDK on a store file only: refuses a PostgreSQL URL, saying so.
+    func requireStoreFile(for command: String) throws {
+        if let db { try PostgresURL.refuse(db, command: command) }
+    }
+
     /// The store file the SDK will use: `--db`, else where the SDK looks by default.
     var storeFile: URL {
         db.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
     }
 
-    /// A configuration builder with the store file and the servers set.
+    /// A configuration builder with the store file (not a PostgreSQL URL) and the servers set.
     func configBuilder() -> FSConfigBuilder {
         let builder = FSConfigBuilder().DecisionApi()
-        if let db { builder.withCacheFile(URL(fileURLWithPath: db)) }
+        if let db, !PostgresURL.isPostgres(db) { builder.withCacheFile(URL(fileURLWithPath: db)) }
         if let decisionURL, let url = URL(string: decisionURL) { builder.withDecisionBaseURL(url) }
         if let eventsURL, let url = URL(string: eventsURL) { builder.withEventsBaseURL(url) }
         return builder

@@ -62,6 +62,7 @@ struct SendHitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try sdk.requireStoreFile(for: "send-hit")
         try sdk.checkStoreIsUsable()
         let config = sdk.configBuilder()
             .withTrackingManagerConfig(FSTrackingManagerConfig(strategy: strategy.caching))

@@ -4,25 +4,37 @@ import FlagshipStore
 import Foundation
 
 /// `flagship visitors`: the cached visitors, most recently updated first.
-struct VisitorsCommand: ParsableCommand {
+struct VisitorsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "visitors",
         abstract: "List the cached visitors, most recently updated first.",
         discussion: """
             The file is opened read-only. --json includes each visitor's cache document. A document \
-            the SDK would not use is listed all the same, with a warning saying why (CAMPAIGNS: ?).
+            the SDK would not use is listed all the same, with a warning saying why (CAMPAIGNS: ?). \
+            With --db postgres://..., the visitors of the environment --env-id names, read in a \
+            read-only transaction.
             """
     )
 
     @OptionGroup var database: DatabaseArguments
+    @OptionGroup var environment: EnvironmentArguments
 
     @Flag(help: "Print a JSON array of rows, with each visitor's cache document, instead of text.")
     var json = false
 
-    func run() throws {
-        let store = try database.openForInspection()
-        defer { store.close() }
-        let visitors = try store.read { try $0.visitors.visitors() }
+    func run() async throws {
+        let visitors: [VisitorRecord]
+        if let location = try database.postgresLocation() {
+            let envId = environment.envId
+            visitors = try await PostgresReading.read(location) { inspection in
+                try await inspection.visitors(envId: PostgresReading.environment(envId, in: inspection, location: location))
+            }
+        } else {
+            environment.warnIfGivenForAFile()
+            let store = try database.openForInspection()
+            defer { store.close() }
+            visitors = try await store.read { try $0.visitors.visitors() }
+        }
         let documents = visitors.map(Self.cachedDocument)
         if json {
             try Output.printJSON(visitors.map(jsonRow))

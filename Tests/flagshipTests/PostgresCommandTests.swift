@@ -1,0 +1,487 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import Logging
+import PostgresNIO
+import PostgresTestSupport
+import XCTest
+
+@testable import FlagshipPostgres
+
+/// `db inspect`, `visitors`, `hits` and `replay` on a real PostgreSQL store (`--db postgres://...`),
+/// each test on a database of its own of the process's server (started at first use).
+final class PostgresCommandTests: HitCommandTestCase {
+    private let logger = Logger(label: "io.flagship.cli.tests")
+
+    // MARK: db inspect
+
+    func testInspectJSONDescribesTheSchemaAndEachEnvironment() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let now = Date().unixMilliseconds
+        try await write(pg, database) { connection, logger in
+            try await Self.populate(connection, envId: "env", logger: logger)
+            try await PostgresBucketingStore(connection: connection, logger: logger).save(StoreFixture.bucketingFiles[0].for("env"))
+            let hits = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+            // One hit being sent right now, one that failed and waits an hour for its next try.
+            _ = try await hits.claim(.events, owner: "web-1 pid 42 ab12cd34", now: now, leaseUntil: now + 3_600_000, limit: 1)
+            _ = try await hits.claim(.activate, owner: "web-2 pid 7 cafe0001", now: now, leaseUntil: now + 3_600_000, limit: 1)
+            try await hits.settle(done: [], failed: ["v2:0002"], owner: "web-2 pid 7 cafe0001", nextAttemptAt: now + 3_600_000)
+            try await PostgresHitStore(connection: connection, envId: "other", logger: logger).insert([StoreFixture.hits[2]])
+        }
+        let before = Date()
+
+        let result = try await runFlagship(["db", "inspect", "--db", url(pg, database), "--json"])
+
+        let after = Date()
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        var document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        var migrations = try XCTUnwrap(document["migrations"] as? [[String: Any]])
+        for index in migrations.indices {
+            let appliedAt = try XCTUnwrap(migrations[index].removeValue(forKey: "appliedAt") as? Int)
+            XCTAssertEqual(Double(appliedAt) / 1000, before.timeIntervalSince1970, accuracy: 60)
+            XCTAssertNotNil(migrations[index].removeValue(forKey: "appliedAtUTC") as? String)
+        }
+        document["migrations"] = migrations
+        var environments = try XCTUnwrap(document["environments"] as? [[String: Any]])
+        for index in environments.indices {
+            let age = try XCTUnwrap(environments[index].removeValue(forKey: "oldestHitAgeSeconds") as? Int)
+            let createdAt = try XCTUnwrap(environments[index]["oldestHitCreatedAt"] as? NSNumber).doubleValue / 1000
+            XCTAssertEqual(Double(age), before.timeIntervalSince1970 - createdAt, accuracy: after.timeIntervalSince(before) + 1)
+            if var bucketing = environments[index]["bucketing"] as? [String: Any] {
+                XCTAssertNotNil(bucketing.removeValue(forKey: "ageSeconds") as? Int)
+                environments[index]["bucketing"] = bucketing
+            }
+        }
+        document["environments"] = environments
+        let steps = Migration.postgres.map { #"{"version": \#($0.version), "name": "\#($0.name)", "checksum": "\#($0.checksum)"}"# }
+        let expected = """
+            {"location": "postgres://\(pg.username)@\(pg.host):\(pg.port)/\(database)",
+             "schemaVersion": \(Migration.postgres.count), "migrations": [\(steps.joined(separator: ", "))],
+             "environments": [
+                {"envId": "env", "visitors": 2, "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}},
+                 "claimedHits": 1, "backingOffHits": 1, "oldestHitCreatedAt": 1732170000123,
+                 "bucketing": {"lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
+                               "campaignCount": 0, "panic": false, "unusableReason": null}},
+                {"envId": "other", "visitors": 0, "hits": {"total": 1, "byType": {"PAGEVIEW": 1}},
+                 "claimedHits": 0, "backingOffHits": 0, "oldestHitCreatedAt": 1732170009999, "bucketing": null}]}
+            """
+        XCTAssertEqual(try canonicalJSON(document), try canonicalJSON(try parseJSON(expected)))
+    }
+
+    func testInspectTextOfOneEnvironmentIsAnAlignedReport() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        try await write(pg, database) { connection, logger in
+            try await Self.populate(connection, envId: "env", logger: logger)
+            try await PostgresHitStore(connection: connection, envId: "other", logger: logger).insert([StoreFixture.hits[2]])
+        }
+
+        let result = try await runFlagship(["db", "inspect", "--db", url(pg, database), "--env-id", "env"])
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        XCTAssertEqual(lines.count, 16, result.stdout)
+        guard lines.count == 16 else { return }
+        // The times that move with the clock, by their shape.
+        XCTAssertNotNil(lines[2].range(of: #"^migrations      1 initial_schema, applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#,
+                                       options: .regularExpression), lines[2])
+        XCTAssertNotNil(lines[13].range(of: #"^  oldest hit    \d+d\d\dh ago \(2024-11-21T06:20:00\.123Z\)$"#, options: .regularExpression),
+                        lines[13])
+        (lines[2], lines[13]) = ("<migrations>", "<oldest hit>")
+        XCTAssertEqual(lines, [
+            "store           postgres://\(pg.username)@\(pg.host):\(pg.port)/\(database)",
+            "schema version  1",
+            "<migrations>",
+            "environments    env",
+            "",
+            "env             env",
+            "  visitors      2",
+            "  hits          4",
+            "    ACTIVATE    1",
+            "    EVENT       2",
+            "    PAGEVIEW    1",
+            "  claimed       0",
+            "  backing off   0",
+            "<oldest hit>",
+            "  bucketing     none",
+            "",
+        ])
+    }
+
+    // MARK: visitors and hits
+
+    /// The same rows print the same, from a store file and from PostgreSQL.
+    func testVisitorsAndHitsPrintWhatTheSameRowsPrintFromAStoreFile() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        try withStore(StoreFixture.populate)
+        try await write(pg, database) { connection, logger in
+            try await Self.populate(connection, envId: "env", logger: logger)
+            try await Self.populate(connection, envId: "other", logger: logger)
+            try await PostgresVisitorStore(connection: connection, envId: "other", logger: logger)
+                .save([VisitorRecord(visitorId: "v3", anonymousId: nil, consent: false, document: "{}", updatedAt: 1)])
+            // The fixture's first hit failed twice (as the store file's fixture says).
+            let hits = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+            for _ in 1...2 {
+                let claimed = try await hits.claim(.events, owner: "o", now: 0, leaseUntil: 1, limit: 1)
+                XCTAssertEqual(claimed.map(\.id), ["v1:0001"])
+                try await hits.settle(done: [], failed: ["v1:0001"], owner: "o")
+            }
+        }
+        let postgres = url(pg, database)
+
+        for arguments in [["visitors", "--json"], ["visitors"], ["hits", "--json", "--limit", "3"], ["hits", "--limit", "3"]] {
+            let fromFile = try await runFlagship(arguments + ["--db", storeFile.path])
+            let fromPostgres = try await runFlagship(arguments + ["--db", postgres, "--env-id", "env"])
+
+            XCTAssertEqual(fromPostgres.status, 0, fromPostgres.stderr)
+            XCTAssertEqual(fromPostgres.stderr, fromFile.stderr, "\(arguments)")
+            XCTAssertFalse(fromPostgres.stdout.isEmpty)
+            XCTAssertEqual(try Self.withoutAges(fromPostgres.stdout), try Self.withoutAges(fromFile.stdout), "\(arguments)")
+        }
+    }
+
+    func testVisitorsAndHitsWithoutAnEnvIdNameTheEnvironmentsThereAre() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        try await write(pg, database) { connection, logger in
+            try await Self.populate(connection, envId: "env", logger: logger)
+            try await PostgresHitStore(connection: connection, envId: "other", logger: logger).insert([StoreFixture.hits[2]])
+        }
+
+        for command in ["visitors", "hits"] {
+            let result = try await runFlagship([command, "--db", url(pg, database)])
+
+            XCTAssertNotEqual(result.status, 0)
+            XCTAssertEqual(result.stdout, "")
+            XCTAssertEqual(result.stderr, "Error: the PostgreSQL store \(Self.location(pg, database)) holds the rows of several "
+                + "environments: name one with --env-id (it holds env, other)\n")
+        }
+    }
+
+    // MARK: replay
+
+    /// The environment's waiting hits, written by any instance, go to the server; another
+    /// environment's stay.
+    func testReplaySendsTheWaitingHitsOfItsEnvironmentOnly() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let now = Date().unixMilliseconds
+        let waiting = (1...3).map { Self.event(id: "web-\($0):\(UUID().uuidString)", label: "waiting-\($0)", createdAt: now - Int64($0)) }
+        try await write(pg, database) { connection, logger in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
+            try await PostgresHitStore(connection: connection, envId: "other", logger: logger)
+                .insert([Self.event(id: "o:1", label: "other-env", createdAt: now)])
+        }
+        let localFile = storeDirectory.appendingPathComponent("local.sqlite")
+
+        let result = try await runFlagship(["replay", "--env-id", "env", "--api-key", "key", "--db", url(pg, database),
+                                         "--local-db", localFile.path, "--decision-url", server.decisionBaseURL.absoluteString,
+                                         "--events-url", server.eventsBaseURL.absoluteString])
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, #"{"replayed": 3, "expired": 0, "remaining": 0}"# + "\n")
+        XCTAssertEqual(Set(server.hits.compactMap { $0["el"]?.stringValue }), ["waiting-1", "waiting-2", "waiting-3"])
+        XCTAssertEqual(server.hits.count, 3)
+        XCTAssertEqual(try pg.psql(database, "SELECT env_id || ' ' || id FROM flagship.hits"), "other o:1")
+        XCTAssertFalse(result.stdout.contains(pg.password) || result.stderr.contains(pg.password))
+    }
+
+    /// Two replays at once, as two hosts of a fleet would run them: each hit is claimed by one
+    /// of them (a lease) before it is sent, so the server gets every hit exactly once.
+    func testTwoReplaysAtOnceDeliverEveryHitExactlyOnce() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let count = 2_000
+        let now = Date().unixMilliseconds
+        let waiting = (1...count).map { Self.event(id: "v1:\($0)", label: "shared-\($0)", createdAt: now - Int64(count - $0)) }
+        try await write(pg, database) { connection, logger in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
+        }
+        // Each batch (500 hits) takes 200 ms to be answered: the two replays overlap.
+        server.injectFault(.latency(.milliseconds(200)), on: .events)
+        let replays = (1...2).map { number in
+            ["replay", "--env-id", "env", "--api-key", "key", "--db", url(pg, database),
+             "--local-db", storeDirectory.appendingPathComponent("host-\(number).sqlite").path,
+             "--decision-url", server.decisionBaseURL.absoluteString, "--events-url", server.eventsBaseURL.absoluteString]
+        }
+
+        let running = try replays.map { try startFlagship($0) }
+        var results: [FlagshipExecutable.Result] = []
+        for process in running { results.append(try await Self.waitForExit(process)) }
+
+        for result in results { XCTAssertEqual(result.status, 0, result.stderr) }
+        let replayed = try results.map { try summary($0)["replayed"] ?? -1 }
+        let labels = server.hits.compactMap { $0["el"]?.stringValue }
+        XCTAssertEqual(labels.count, count, "hits received, duplicates included")
+        XCTAssertEqual(Set(labels), Set((1...count).map { "shared-\($0)" }))
+        XCTAssertEqual(replayed.reduce(0, +), count)
+        XCTAssertEqual(try pg.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
+        print("two replays at once on PostgreSQL: \(count) hits, replayed \(replayed), received \(labels.count)")
+    }
+
+    // MARK: credentials
+
+    func testAWrongPasswordIsAQuickClearErrorThatNeverShowsThePassword() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let wrong = "wrong-\(UUID().uuidString.prefix(8))"
+        let withWrongPassword = "postgres://\(pg.username):\(wrong)@\(pg.host):\(pg.port)/\(database)"
+        let started = Date()
+
+        // The URL's password wins over PGPASSWORD, even a right one.
+        let result = try await runFlagship(["hits", "--db", withWrongPassword, "--env-id", "env"], pgPassword: .given(pg.password))
+
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertEqual(result.stdout, "")
+        XCTAssertTrue(result.stderr.hasPrefix("Error: connecting to \(Self.location(pg, database)): the server refused the credentials"),
+                      result.stderr)
+        XCTAssertFalse(result.stderr.contains(wrong), result.stderr)
+        XCTAssertFalse(result.stderr.contains(pg.password), result.stderr)
+
+        // Nobody listens on the port: said at once, too.
+        let closed = try Self.closedPort()
+        let unreachable = try await runFlagship(["db", "inspect", "--db", "postgres://\(pg.username):\(wrong)@127.0.0.1:\(closed)/\(database)"])
+        XCTAssertNotEqual(unreachable.status, 0)
+        XCTAssertTrue(unreachable.stderr.hasPrefix("Error: connecting to postgres://\(pg.username)@127.0.0.1:\(closed)/\(database): "
+            + "PostgreSQL could not be reached"), unreachable.stderr)
+        XCTAssertFalse(unreachable.stderr.contains(wrong), unreachable.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+    }
+
+    func testThePasswordComesFromPGPASSWORDWhenTheURLHasNone() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        // postgresql:// is the other scheme PostgreSQL's tools take.
+        let withoutPassword = "postgresql://\(pg.username)@\(pg.host):\(pg.port)/\(database)"
+
+        let withPGPASSWORD = try await runFlagship(["hits", "--db", withoutPassword, "--env-id", "env"], pgPassword: .given(pg.password))
+        let without = try await runFlagship(["hits", "--db", withoutPassword, "--env-id", "env"], pgPassword: .unset)
+
+        XCTAssertEqual(withPGPASSWORD.status, 0, withPGPASSWORD.stderr)
+        XCTAssertEqual(withPGPASSWORD.stdout, "no hits\n")
+        XCTAssertNotEqual(without.status, 0)
+        XCTAssertEqual(without.stdout, "")
+        XCTAssertTrue(without.stderr.contains("PGPASSWORD"), without.stderr)
+    }
+
+    // MARK: databases that are not a store this build reads
+
+    /// Reading never creates the schema: inspect, visitors, hits and replay refuse a database
+    /// without it (another application's here), and leave it as it was.
+    func testADatabaseWithoutTheStoreIsRefusedAndLeftAsItWas() async throws {
+        let pg = try postgres()
+        let database = try pg.createDatabase()
+        try pg.psql(database, "CREATE TABLE orders (id integer PRIMARY KEY); INSERT INTO orders VALUES (1)")
+        let catalog = "SELECT string_agg(n.nspname || '.' || c.relname, ',' ORDER BY 1) FROM pg_class c "
+            + "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')"
+        let before = try pg.psql(database, catalog)
+        let postgres = url(pg, database)
+        let sdk = ["--api-key", "key", "--decision-url", server.decisionBaseURL.absoluteString,
+                   "--events-url", server.eventsBaseURL.absoluteString, "--local-db", storeDirectory.appendingPathComponent("local.sqlite").path]
+
+        for arguments in [["db", "inspect", "--db", postgres], ["visitors", "--db", postgres, "--env-id", "env"],
+                          ["hits", "--db", postgres, "--env-id", "env"], ["replay", "--db", postgres, "--env-id", "env"] + sdk] {
+            let result = try await runFlagship(arguments)
+
+            XCTAssertNotEqual(result.status, 0, "\(arguments)")
+            XCTAssertEqual(result.stdout, "")
+            XCTAssertTrue(result.stderr.hasPrefix("Error: \(Self.location(pg, database)) holds no Flagship store (no schema \"flagship\")"),
+                          result.stderr)
+        }
+        XCTAssertEqual(try pg.psql(database, catalog), before)
+        XCTAssertEqual(try pg.psql(database, "SELECT count(*) FROM pg_namespace WHERE nspname = 'flagship'"), "0")
+        XCTAssertEqual(try storeDirectoryListing(), [], "no local store file either")
+        XCTAssertTrue(server.hits.isEmpty)
+    }
+
+    func testANewerSchemaOrAnotherApplicationsIsRefusedUnread() async throws {
+        let pg = try postgres()
+        let newer = try await migratedDatabase(pg)
+        try pg.psql(newer, "INSERT INTO flagship.schema_migrations (version, name, checksum) VALUES (99, 'future', 'fnv1a64:0')")
+        let foreign = try pg.createDatabase()
+        try pg.psql(foreign, "CREATE SCHEMA flagship")
+
+        let newerResult = try await runFlagship(["db", "inspect", "--db", url(pg, newer)])
+        let foreignResult = try await runFlagship(["hits", "--db", url(pg, foreign), "--env-id", "env"])
+
+        XCTAssertNotEqual(newerResult.status, 0)
+        XCTAssertEqual(newerResult.stderr, "Error: the PostgreSQL store at \(Self.location(pg, newer)) has schema version 99, newer than "
+            + "version \(Migration.postgres.count), the latest this build knows: it was not read (upgrade flagship to read it)\n")
+        XCTAssertNotEqual(foreignResult.status, 0)
+        XCTAssertEqual(foreignResult.stderr, "Error: the schema \"flagship\" of \(Self.location(pg, foreign)) is not this SDK's "
+            + "(its comment is empty): it was not read\n")
+        XCTAssertEqual(try pg.psql(foreign, "SELECT count(*) FROM pg_class WHERE relnamespace = 'flagship'::regnamespace"), "0")
+    }
+
+    /// The commands that work on store files only say so, naming the store without its password.
+    func testCommandsForStoreFilesOnlySaySo() async throws {
+        let postgres = "postgres://flagship:secret-\(UUID().uuidString.prefix(6))@db.invalid:5432/flagship"
+        let sdk = ["--env-id", "env", "--api-key", "key", "--db", postgres]
+        let commands: [(String, [String])] = [
+            ("db migrate", ["db", "migrate", "--db", postgres]),
+            ("db salvage", ["db", "salvage", "--db", postgres, "--from", storeFile.path]),
+            ("fetch", ["fetch", "--visitor-id", "v1"] + sdk),
+            ("send-hit", ["send-hit", "--visitor-id", "v1", "--screen", "home"] + sdk),
+            ("doctor", ["doctor"] + sdk),
+        ]
+        for (name, arguments) in commands {
+            let result = try await runFlagship(arguments)
+
+            XCTAssertNotEqual(result.status, 0, name)
+            XCTAssertEqual(result.stdout, "", name)
+            XCTAssertEqual(result.stderr, "Error: `flagship \(name)` needs a SQLite store file, not postgres://flagship@db.invalid:5432/flagship: "
+                + "with PostgreSQL, `db inspect`, `visitors`, `hits` and `replay` take --db postgres://...\n")
+        }
+        XCTAssertEqual(try storeDirectoryListing(), [])
+    }
+
+    /// The options that go with a PostgreSQL store, given with a store file.
+    func testPostgresOnlyOptionsWithAStoreFile() async throws {
+        try withStore(StoreFixture.populate)
+
+        let withEnvId = try await runFlagship(["visitors", "--db", storeFile.path, "--env-id", "env"])
+        let withLocalDb = try await runFlagship(["replay", "--env-id", "env", "--api-key", "key", "--db", storeFile.path,
+                                                 "--local-db", storeDirectory.appendingPathComponent("other.sqlite").path])
+
+        XCTAssertEqual(withEnvId.status, 0, withEnvId.stderr)
+        XCTAssertEqual(withEnvId.stderr, "warning: --env-id is ignored: a store file holds one environment\n")
+        XCTAssertEqual(withEnvId.stdout.split(separator: "\n").count, 3, withEnvId.stdout)
+        XCTAssertNotEqual(withLocalDb.status, 0)
+        XCTAssertEqual(withLocalDb.stdout, "")
+        XCTAssertTrue(withLocalDb.stderr.contains("--local-db goes with a PostgreSQL --db"), withLocalDb.stderr)
+        XCTAssertEqual(try storeDirectoryListing(), [storeFile.lastPathComponent])
+    }
+
+    // MARK: Helpers
+
+    /// The server, or a skip (a failure in CI, where PostgreSQL must be there).
+    private func postgres() throws -> TemporaryPostgres {
+        switch TemporaryPostgres.shared {
+        case .success(let server):
+            return server
+        case .failure(let reason):
+            if TemporaryPostgres.isRequired { XCTFail("PostgreSQL is required here (FLAGSHIP_REQUIRE_POSTGRES=1): \(reason)") }
+            throw XCTSkip("PostgreSQL tests skipped: \(reason)")
+        }
+    }
+
+    /// The database's URL without the password (the commands get it from PGPASSWORD).
+    private func url(_ server: TemporaryPostgres, _ database: String) -> String {
+        "postgres://\(server.username)@\(server.host):\(server.port)/\(database)"
+    }
+
+    /// How the commands name the database: the URL without the password.
+    private static func location(_ server: TemporaryPostgres, _ database: String) -> String {
+        "postgres://\(server.username)@\(server.host):\(server.port)/\(database)"
+    }
+
+    /// A new database with the schema migrated, as the SDK migrates it.
+    private func migratedDatabase(_ server: TemporaryPostgres) async throws -> String {
+        let database = try server.createDatabase("cli")
+        let store = FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
+                                                password: server.password, database: database))
+        do {
+            try await store.prepare()
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        return database
+    }
+
+    /// Writes rows through the record stores, as the SDK does, on a connection of its own.
+    private func write(_ server: TemporaryPostgres, _ database: String,
+                       _ body: @Sendable (PostgresConnection, Logger) async throws -> Void) async throws {
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: server.host, port: server.port, username: server.username,
+                                 password: server.password, database: database, tls: .disable),
+            id: 1, logger: logger)
+        do {
+            try await body(connection, logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+
+    /// The store file fixture's visitors and hits, in `envId`.
+    private static func populate(_ connection: PostgresConnection, envId: String, logger: Logger) async throws {
+        try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save(StoreFixture.visitors)
+        try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(StoreFixture.hits)
+    }
+
+    /// An event as the SDK caches it, created at `createdAt`.
+    private static func event(id: String, label: String, createdAt: Int64) -> HitRecord {
+        HitRecord(id: id, visitorId: "v1", type: "EVENT", document: """
+            {"version": 1, "data": {"visitorId": "v1", "anonymousId": null, "type": "EVENT", "time": \(createdAt), \
+            "content": {"t": "EVENT", "vid": "v1", "ec": "Action Tracking", "ea": "replayed", "el": "\(label)", "ds": "APP", "cid": "env"}}}
+            """, createdAt: createdAt)
+    }
+
+    /// Output with the ages that move with the clock masked: `ageSeconds` in JSON, the AGE
+    /// column of a table.
+    private static func withoutAges(_ output: String) throws -> String {
+        output.replacingOccurrences(of: #""ageSeconds" : -?\d+"#, with: #""ageSeconds" : 0"#, options: .regularExpression)
+            .replacingOccurrences(of: #"  \d+d\d\dh  "#, with: "  <age>  ", options: .regularExpression)
+    }
+
+    /// A port of 127.0.0.1 nobody listens on: bound, read back and released.
+    private static func closedPort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw FlagshipExecutable.Failure("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// What `PGPASSWORD` a command gets.
+    private enum PGPassword {
+        case server, given(String), unset
+    }
+
+    /// Runs `flagship arguments` to its end without holding a thread (it polls between sleeps).
+    private func runFlagship(_ arguments: [String], pgPassword: PGPassword = .server) async throws -> FlagshipExecutable.Result {
+        try await Self.waitForExit(try startFlagship(arguments, pgPassword: pgPassword))
+    }
+
+    private func startFlagship(_ arguments: [String], pgPassword: PGPassword = .server) throws -> FlagshipExecutable.Running {
+        var environment = ProcessInfo.processInfo.environment
+        switch pgPassword {
+        case .server: environment["PGPASSWORD"] = (try? postgres())?.password
+        case .given(let password): environment["PGPASSWORD"] = password
+        case .unset: environment["PGPASSWORD"] = nil
+        }
+        return try FlagshipExecutable.start(arguments, outputDirectory: outputDirectory, environment: environment)
+    }
+
+    private static func waitForExit(_ running: FlagshipExecutable.Running) async throws -> FlagshipExecutable.Result {
+        let deadline = Date().addingTimeInterval(60)
+        while running.process.isRunning {
+            guard Date() < deadline else {
+                running.kill()
+                throw FlagshipExecutable.Failure("flagship \(running.arguments.joined(separator: " ")) did not finish within 60 s")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try running.waitForExit()
+    }
+}
+
+private extension BucketingRecord {
+    /// The same file, stored for `envId`.
+    func `for`(_ envId: String) -> BucketingRecord {
+        BucketingRecord(envId: envId, document: document, lastModified: lastModified, downloadedAt: downloadedAt)
+    }
+}
