@@ -21,6 +21,8 @@ let package = Package(
     dependencies: [
         .package(name: "flagship-swift-linux", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // The system SQLite, for the raw baseline: the main package's CSQLite is not a product.
@@ -88,9 +90,10 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // Issue 19's server loop: 64 visitors at once through the SDK, beside the engine alone,
-        // raw SQLite and raw URLSession; close() held up; a flag read with the store locked. Built
-        // with Flagship's package name, as the Bucketing suite, for the engine-only baseline.
+        // Issue 19's server loop: 64 visitors at once through the SDK (on SQLite, and on
+        // PostgreSQL for issue 21), beside the engine alone, raw SQLite and raw URLSession;
+        // close() held up; a flag read with the store locked. Built with Flagship's package
+        // name, as the Bucketing suite, for the engine-only baseline.
         .executableTarget(
             name: "ServerLoop",
             dependencies: [
@@ -98,9 +101,31 @@ let package = Package(
                 "BenchSQLite",
                 .product(name: "Flagship", package: "flagship-swift-linux"),
                 .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "FlagshipPostgres", package: "flagship-swift-linux"),
+                .product(name: "PostgresTestSupport", package: "flagship-swift-linux"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "ServerLoop",
+            packageAccess: false,
+            swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Issue 21's fleet on PostgreSQL: commits per second by one and three instances beside raw
+        // multi-row INSERTs, and 100,000 hits replayed by three instances. Built with Flagship's
+        // package name, for several SDK instances in one process.
+        .executableTarget(
+            name: "Fleet",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipPostgres", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "PostgresTestSupport", package: "flagship-swift-linux"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Fleet",
             packageAccess: false,
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -4,6 +4,7 @@ import Benchmark
 import Flagship
 import FlagshipLocalServer
 import Foundation
+import PostgresTestSupport
 
 /// The SDK as a server uses it (issue 19): 64 requests at once, each a new visitor with a
 /// context, `fetchFlags`, three flag reads that report their exposure, one awaited event. Beside
@@ -40,6 +41,22 @@ let benchmarks: @Sendable () -> Void = {
         try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing)
     } teardown: {
         await bucketing.value?.stop()
+    }
+
+    // The same loop with the fleet's store (issue 21): hits and visitor documents in PostgreSQL,
+    // on a throwaway server of this run.
+    let onPostgres = Box<ServerSession>()
+    Benchmark("server loop, bucketing: SDK on PostgreSQL, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
+        for _ in benchmark.scaledIterations {
+            let elapsed = await measure(benchmark) { await session.serveRound() }
+            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+        }
+        if let failure = session.failure { benchmark.error(failure) }
+        await session.checkNothingWasLost(benchmark)
+    } setup: {
+        try await ServerSession.start(.bucketing, fixture: fixture, into: onPostgres, postgres: try TemporaryPostgres.sharedDurable.get())
+    } teardown: {
+        await onPostgres.value?.stop()
     }
 
     // Rounds are numbered across iterations (the closure runs once per iteration): new visitors each time.
@@ -185,22 +202,5 @@ final class LockedValues: Sendable {
 
     func value(forKey key: String) -> Any? {
         values.withLock { $0[key] }
-    }
-}
-
-/// A value shared by the tasks of a round, under a lock.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    // `@unchecked`: `value` is read and written under `lock` only.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

@@ -3,7 +3,9 @@ import BenchSupport
 import Benchmark
 import Flagship
 import FlagshipLocalServer
+import FlagshipPostgres
 import Foundation
+import PostgresTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -119,18 +121,23 @@ final class ServerSession: Sendable {
     let server: LocalFlagshipServer
     let directory: TemporaryDirectory
     let flagship: Flagship
+    /// The PostgreSQL store, when the session runs on one.
+    let store: FlagshipPostgresStore?
     private let round = Locked(0)
     private let failures = Locked<String?>(nil)
 
     var failure: String? { failures.withLock { $0 } }
 
-    private init(server: LocalFlagshipServer, directory: TemporaryDirectory, flagship: Flagship) {
+    private init(server: LocalFlagshipServer, directory: TemporaryDirectory, flagship: Flagship, store: FlagshipPostgresStore?) {
         self.server = server
+        self.store = store
         self.directory = directory
         self.flagship = flagship
     }
 
-    static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>) async throws -> ServerSession {
+    /// Starts the SDK on a SQLite file of its own, or with `postgres`, on a new database there.
+    static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>,
+                      postgres: TemporaryPostgres? = nil) async throws -> ServerSession {
         let server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
         try server.setBucketingFile(fixture.json)
         if mode == .decisionAPI { server.decision = .bucketing }
@@ -138,15 +145,33 @@ final class ServerSession: Sendable {
         let directory = try TemporaryDirectory()
         var builder = FSConfigBuilder()
         builder = mode == .bucketing ? builder.Bucketing().withBucketingBaseURL(server.bucketingBaseURL) : builder.DecisionApi()
-        let config = builder
+        builder = builder
             .withDecisionBaseURL(server.decisionBaseURL)
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
             .withLogLevel(.NONE)
-            .build()
+        var store: FlagshipPostgresStore?
+        var database: String?
+        if let postgres {
+            let created = try postgres.createDatabase("server_loop")
+            database = created
+            let shared = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                     password: postgres.password, database: created))
+            try await shared.prepare()
+            builder = builder.withPostgresStore(shared)
+            store = shared
+        }
         let flagship = Flagship.sharedInstance
-        flagship.start(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey, config: config)
-        let session = ServerSession(server: server, directory: directory, flagship: flagship)
+        flagship.start(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey, config: builder.build())
+        let session = ServerSession(server: server, directory: directory, flagship: flagship, store: store)
+        if let postgres, let database {
+            // Steady state, as a running fleet has it: a round served, then the statistics that
+            // autovacuum gathers within its first minute (the migration asks it to analyze the hits
+            // table after every thousand changes). Without them the planner has no idea how many
+            // rows wait, and a claim may sort all of them.
+            await session.serveRound()
+            try postgres.psql(database, "ANALYZE flagship.hits; ANALYZE flagship.visitors")
+        }
         box.value = session
         return session
     }
@@ -192,6 +217,7 @@ final class ServerSession: Sendable {
 
     func stop() async {
         await flagship.close()
+        await store?.close()
         server.stop()
         directory.remove()
     }

@@ -14,6 +14,9 @@ protocol BoundedPostgresCalls {
     var callTimeout: Duration { get }
     var location: String { get }
     var logger: Logger { get }
+    /// Where the calls' tasks run: a thread of the store's, not Swift's cooperative pool, whose
+    /// threads a busy server keeps occupied while a call waits for its answer.
+    var executor: ThreadExecutor { get }
 }
 
 extension BoundedPostgresCalls {
@@ -29,7 +32,7 @@ extension BoundedPostgresCalls {
         let (client, envId, logger) = (client, envId, logger)
         let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let task = Task {
+        let task = Task(executorPreference: executor) {
             let result: Result<T, any Error>
             do {
                 result = .success(try await client.withConnection { try await work($0, envId, logger) })
@@ -57,6 +60,7 @@ extension BoundedPostgresCalls {
 /// The fleet's bucketing file in `flagship.bucketing`, for the SDK's bucketing poller.
 struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
     let client: PostgresClient
+    let executor: ThreadExecutor
     let envId: String
     let callTimeout: Duration
     let location: String

@@ -68,6 +68,8 @@ public final class FlagshipPostgresStore: Sendable {
     /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
     let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
+    /// The thread the SDK's calls into PostgreSQL run their tasks on (`BoundedPostgresCalls`).
+    let executor = ThreadExecutor(name: "io.flagship.postgres")
     /// How to open a connection of its own (a store made from a location), for `prepare()`.
     private let connection: PostgresConnection.Configuration?
     private let runner: Task<Void, Never>?
@@ -177,6 +179,7 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// Ends the client the store made (not an app's). Safe to call twice.
     public func close() async {
+        executor.shutdown()
         guard let runner else { return }
         runner.cancel()
         await runner.value

@@ -15,6 +15,7 @@ import PostgresNIO
 /// fails: a hit it could not write waits in memory and is sent from there.
 struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     let client: PostgresClient
+    let executor: ThreadExecutor
     let envId: String
     let owner: String
     let leaseMilliseconds: Int64
@@ -26,7 +27,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         try save(cached, visitors: []).hits.get()
     }
 
-    /// Hits and visitor documents in one transaction: one round of statements for a group commit.
+    /// Hits and visitor documents in one statement: one round trip for a group commit.
     func save(_ cached: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
         let records = cached.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
@@ -36,12 +37,9 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         return HitsAndVisitorsSaved(Result {
             try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { connection, envId, logger in
                 if visitors.isEmpty {
-                    try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
-                    return
-                }
-                try await connection.withTransaction(logger: logger) { connection in
-                    try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save(visitors)
-                    try await PostgresHitStore(connection: connection, envId: envId, logger: logger).insert(records)
+                    try await PostgresHitStore(connection: connection, envId: envId, logger: logger).write(records)
+                } else {
+                    try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save(visitors, withHits: records)
                 }
             }
             // The fleet's table has no cap of its own: nothing is evicted.
@@ -52,6 +50,16 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     func visitor(id visitorId: String) throws -> VisitorRecord? {
         try call("reading a visitor") { connection, envId, logger in
             try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
+        }
+    }
+
+    /// Not bounded here: the SDK abandons a lookup at its own timeout.
+    func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
+        let (client, envId, logger) = (client, envId, logger)
+        return try await withTaskExecutorPreference(executor) {
+            try await client.withConnection { connection in
+                try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
+            }
         }
     }
 
@@ -83,11 +91,9 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         guard !settlement.isEmpty else { return }
         let owner = owner
         try call("recording what was sent") { connection, envId, logger in
-            try await connection.withTransaction(logger: logger) { connection in
-                let hits = PostgresHitStore(connection: connection, envId: envId, logger: logger)
-                try await hits.delete(ids: settlement.delivered + settlement.rejected, owner: owner)
-                try await hits.recordFailedAttempt(ids: settlement.failed, owner: owner, nextAttemptAt: settlement.nextAttemptAt)
-            }
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                .settle(done: settlement.delivered + settlement.rejected, failed: settlement.failed, owner: owner,
+                        nextAttemptAt: settlement.nextAttemptAt)
         }
     }
 
@@ -123,7 +129,7 @@ struct PostgresStoreProvider: SharedStoreProvider {
 
     func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
                logger: Logger) -> any VisitorKeepingHitQueue {
-        let shared = PostgresHitQueue(client: store.client, envId: envId, owner: store.instanceName,
+        let shared = PostgresHitQueue(client: store.client, executor: store.executor, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
                                       callTimeout: store.callTimeout,
                                       location: store.location, logger: logger)
@@ -131,7 +137,7 @@ struct PostgresStoreProvider: SharedStoreProvider {
     }
 
     func bucketingFiles(envId: String, logger: Logger) -> any SharedBucketingFiles {
-        PostgresBucketingFiles(client: store.client, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
+        PostgresBucketingFiles(client: store.client, executor: store.executor, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
     }
 }
 

@@ -15,8 +15,8 @@ import PostgresNIO
 /// ```swift
 /// try await connection.withTransaction(logger: logger) { connection in
 ///     let hits = PostgresHitStore(connection: connection, envId: "env", logger: logger)
-///     try await hits.delete(ids: delivered, owner: me)
-///     try await hits.recordFailedAttempt(ids: failed, owner: me, nextAttemptAt: retryAt)
+///     let page = try await hits.claim(.events, owner: me, now: now, leaseUntil: now + 60_000, limit: 100)
+///     try await hits.settle(done: delivered, failed: failed, owner: me, nextAttemptAt: retryAt)
 /// }
 /// ```
 struct PostgresHitStore {
@@ -29,15 +29,25 @@ struct PostgresHitStore {
     @discardableResult
     func insert(_ records: [HitRecord]) async throws -> Int {
         guard !records.isEmpty else { return 0 }
-        let rows = try await connection.query("""
-            INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
-            SELECT \(envId), * FROM unnest(\(records.map(\.id))::text[], \(records.map(\.visitorId))::text[],
-                                          \(records.map(\.type))::text[], \(records.map(\.isConsent))::bool[],
-                                          \(records.map(\.document))::text[], \(records.map(\.createdAt))::bigint[])
-            ON CONFLICT (env_id, id) DO NOTHING
-            RETURNING 1
-            """, logger: logger).collect()
-        return rows.count
+        var counting = insertion(records)
+        counting.sql += " RETURNING 1"
+        return try await connection.query(counting, logger: logger).collect().count
+    }
+
+    /// As `insert(_:)`, without counting: what a group commit needs, one round trip.
+    func write(_ records: [HitRecord]) async throws {
+        guard !records.isEmpty else { return }
+        try await connection.query(insertion(records), logger: logger)
+    }
+
+    private func insertion(_ records: [HitRecord]) -> PostgresQuery {
+        """
+        INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
+        SELECT \(envId), * FROM unnest(\(records.map(\.id))::text[], \(records.map(\.visitorId))::text[],
+                                      \(records.map(\.type))::text[], \(records.map(\.isConsent))::bool[],
+                                      \(records.map(\.document))::text[], \(records.map(\.createdAt))::bigint[])
+        ON CONFLICT (env_id, id) DO NOTHING
+        """
     }
 
     /// Leases up to `limit` of the endpoint's oldest rows that nobody holds and whose backoff
@@ -67,27 +77,24 @@ struct PostgresHitStore {
         return claimed.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
     }
 
-    /// Deletes these rows (delivered, or refused for good) if `owner` still holds them: a row
-    /// whose lease lapsed and that another instance claimed meanwhile is that instance's to settle.
+    /// What became of a page `owner` sent, in one statement: `done` (delivered, or refused for
+    /// good) deleted, `failed` counted and released, none claimed again by any instance before
+    /// `nextAttemptAt` (the fleet backs off together). Only rows `owner` still holds change: a
+    /// row whose lease lapsed and that another instance claimed is that instance's to settle.
+    /// Returns how many were deleted.
     @discardableResult
-    func delete(ids: [String], owner: String) async throws -> Int {
-        guard !ids.isEmpty else { return 0 }
+    func settle(done: [String], failed: [String] = [], owner: String, nextAttemptAt: Int64? = nil) async throws -> Int {
+        guard !done.isEmpty || !failed.isEmpty else { return 0 }
         return try await connection.query("""
+            WITH failed AS (
+                UPDATE flagship.hits
+                SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), lease_owner = NULL, lease_until = NULL
+                WHERE env_id = \(envId) AND id = ANY(\(failed)::text[]) AND lease_owner = \(owner)
+            )
             DELETE FROM flagship.hits
-            WHERE env_id = \(envId) AND id = ANY(\(ids)::text[]) AND lease_owner = \(owner)
+            WHERE env_id = \(envId) AND id = ANY(\(done)::text[]) AND lease_owner = \(owner)
             RETURNING 1
             """, logger: logger).collect().count
-    }
-
-    /// One more failed attempt for each of these rows `owner` holds; none is claimed again
-    /// before `nextAttemptAt` by any instance (the fleet backs off together). Ends the lease.
-    func recordFailedAttempt(ids: [String], owner: String, nextAttemptAt: Int64?) async throws {
-        guard !ids.isEmpty else { return }
-        try await connection.query("""
-            UPDATE flagship.hits
-            SET attempts = attempts + 1, next_attempt_at = \(nextAttemptAt), lease_owner = NULL, lease_until = NULL
-            WHERE env_id = \(envId) AND id = ANY(\(ids)::text[]) AND lease_owner = \(owner)
-            """, logger: logger)
     }
 
     /// Ends `owner`'s leases without counting an attempt (a sender that stopped before sending).

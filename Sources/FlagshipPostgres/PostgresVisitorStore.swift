@@ -15,19 +15,32 @@ struct PostgresVisitorStore {
     /// older one (an instance that was slower to write) does not.
     func save(_ records: [VisitorRecord]) async throws {
         guard !records.isEmpty else { return }
+        try await save(records, withHits: [])
+    }
+
+    /// The documents and `hits` in one statement (a data-modifying `WITH`): one round trip, one
+    /// transaction, what a group commit of the SDK carries.
+    func save(_ records: [VisitorRecord], withHits hits: [HitRecord]) async throws {
         // One row per visitor in a statement (ON CONFLICT may not touch a row twice): the newest.
         // postgres-nio binds no array of optionals: no anonymous id travels as "" (never an id).
         let newest = Dictionary(records.map { ($0.visitorId, $0) }) { $0.updatedAt > $1.updatedAt ? $0 : $1 }.values
         try await connection.query("""
-            INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
-            SELECT \(envId), v, NULLIF(a, ''), c, d, u
-            FROM unnest(\(newest.map(\.visitorId))::text[], \(newest.map { $0.anonymousId ?? "" })::text[],
-                        \(newest.map(\.consent))::bool[], \(newest.map(\.document))::text[],
-                        \(newest.map(\.updatedAt))::bigint[]) AS t(v, a, c, d, u)
-            ON CONFLICT (env_id, visitor_id) DO UPDATE
-            SET anonymous_id = excluded.anonymous_id, consent = excluded.consent,
-                document = excluded.document, updated_at = excluded.updated_at
-            WHERE flagship.visitors.updated_at <= excluded.updated_at
+            WITH saved AS (
+                INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
+                SELECT \(envId), v, NULLIF(a, ''), c, d, u
+                FROM unnest(\(newest.map(\.visitorId))::text[], \(newest.map { $0.anonymousId ?? "" })::text[],
+                            \(newest.map(\.consent))::bool[], \(newest.map(\.document))::text[],
+                            \(newest.map(\.updatedAt))::bigint[]) AS t(v, a, c, d, u)
+                ON CONFLICT (env_id, visitor_id) DO UPDATE
+                SET anonymous_id = excluded.anonymous_id, consent = excluded.consent,
+                    document = excluded.document, updated_at = excluded.updated_at
+                WHERE flagship.visitors.updated_at <= excluded.updated_at
+            )
+            INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
+            SELECT \(envId), * FROM unnest(\(hits.map(\.id))::text[], \(hits.map(\.visitorId))::text[],
+                                          \(hits.map(\.type))::text[], \(hits.map(\.isConsent))::bool[],
+                                          \(hits.map(\.document))::text[], \(hits.map(\.createdAt))::bigint[])
+            ON CONFLICT (env_id, id) DO NOTHING
             """, logger: logger)
     }
 

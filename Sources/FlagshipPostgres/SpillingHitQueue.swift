@@ -124,8 +124,29 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
 
     /// The newer of PostgreSQL's document and one the local file kept meanwhile.
     func visitor(id visitorId: String) throws -> VisitorRecord? {
-        let local = state.withLock { $0.localVisitorsWaiting } || !primaryIsUp ? try spill.visitor(id: visitorId) : nil
-        let shared = try either({ try primary.visitor(id: visitorId) }, else: { nil })
+        let local = readsLocally ? try spill.visitor(id: visitorId) : nil
+        return Self.newer(local, try either({ try primary.visitor(id: visitorId) }, else: { nil }))
+    }
+
+    func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
+        let local = readsLocally ? try await spill.lookUpVisitor(id: visitorId) : nil
+        guard primaryIsUp else { return local }
+        do {
+            let shared = try await primary.lookUpVisitor(id: visitorId)
+            primaryAnswered()
+            return Self.newer(local, shared)
+        } catch {
+            primaryFailed(error)
+            return local
+        }
+    }
+
+    /// Whether a lookup reads the local file too: it may hold a newer document.
+    private var readsLocally: Bool {
+        state.withLock { $0.localVisitorsWaiting } || !primaryIsUp
+    }
+
+    private static func newer(_ local: VisitorRecord?, _ shared: VisitorRecord?) -> VisitorRecord? {
         guard let shared else { return local }
         guard let local else { return shared }
         return local.updatedAt > shared.updatedAt ? local : shared
@@ -230,6 +251,9 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     var notDurable: FSCacheError? {
         primaryIsUp ? nil : spill.notDurable
     }
+
+    /// PostgreSQL orders concurrent calls itself, and the local store serializes its own.
+    var takesConcurrentCalls: Bool { true }
 
     var waitingHitsSurvive: Bool {
         spill.waitingHitsSurvive

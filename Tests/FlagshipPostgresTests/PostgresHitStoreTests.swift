@@ -79,8 +79,8 @@ final class PostgresHitStoreTests: PostgresTestCase {
         let killed = try await store.claim(.events, owner: "killed", now: now, leaseUntil: now + 60_000, limit: 3)
         let whileLeased = try await store.claim(.events, owner: "survivor", now: now + 59_999, leaseUntil: now + 120_000, limit: 10)
         let afterLapse = try await store.claim(.events, owner: "survivor", now: now + 60_000, leaseUntil: now + 120_000, limit: 10)
-        let lateSettle = try await store.delete(ids: killed.map(\.id), owner: "killed")
-        let settled = try await store.delete(ids: afterLapse.map(\.id), owner: "survivor")
+        let lateSettle = try await store.settle(done: killed.map(\.id), owner: "killed")
+        let settled = try await store.settle(done: afterLapse.map(\.id), owner: "survivor")
 
         XCTAssertEqual(killed.map(\.id), hits(3).map(\.id), "oldest first")
         XCTAssertEqual(whileLeased.map(\.id), hits(5).suffix(2).map(\.id), "only what nobody holds")
@@ -99,7 +99,7 @@ final class PostgresHitStoreTests: PostgresTestCase {
         try await store.insert(hits(1))
 
         let first = try await store.claim(.events, owner: "a", now: now, leaseUntil: now + 60_000, limit: 10)
-        try await store.recordFailedAttempt(ids: first.map(\.id), owner: "a", nextAttemptAt: now + 5_000)
+        try await store.settle(done: [], failed: first.map(\.id), owner: "a", nextAttemptAt: now + 5_000)
         let early = try await store.claim(.events, owner: "b", now: now + 4_999, leaseUntil: now + 60_000, limit: 10)
         let onTime = try await store.claim(.events, owner: "b", now: now + 5_000, leaseUntil: now + 60_000, limit: 10)
 

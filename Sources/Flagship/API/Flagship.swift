@@ -26,7 +26,9 @@ public final class Flagship: Sendable {
     // Held only to read or swap the state: never across I/O, a close or a callback.
     private let state = Locked(State())
 
-    init() {}
+    /// An instance of its own, beside `sharedInstance`: the tests and the benchmarks run several
+    /// instances in one process, as a fleet runs them in several.
+    package init() {}
 
     var currentRuntime: SDKRuntime? {
         state.withLock { $0.runtime }

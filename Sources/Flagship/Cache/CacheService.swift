@@ -54,6 +54,9 @@ final class CacheService: Sendable {
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
+        if let shared {
+            return interpret(await lookUp(visitorId, in: shared), visitorId: visitorId)
+        }
         let lookup = self.lookup(visitorId)
         let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout, lookup)
         return interpret(answer, visitorId: visitorId)
@@ -73,6 +76,24 @@ final class CacheService: Sendable {
         }
         let inTime = answered.wait(timeout: .now() + visitorLookupTimeout) == .success
         return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId)
+    }
+
+    /// A shared store's lookup, awaited for the lookup timeout at most: not on the cache's serial
+    /// queue, so that the lookups of a server's many visitors wait for the network together.
+    private func lookUp(_ visitorId: String, in shared: any VisitorKeepingHitQueue) async -> Data?? {
+        let logger = logger
+        let clock = SystemClock()
+        return await firstOf(deadline: clock.now().addingTimeInterval(visitorLookupTimeout), clock: clock) {
+            (finish: @escaping @Sendable (Data?) -> Void) in
+            Task {
+                do {
+                    finish(try await shared.lookUpVisitor(id: visitorId).map { Data($0.document.utf8) })
+                } catch {
+                    logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
+                    finish(nil)
+                }
+            }
+        }
     }
 
     /// The lookup itself, to run on the cache's queue: the shared store's, else the cache's.

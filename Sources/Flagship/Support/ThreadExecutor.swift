@@ -8,19 +8,22 @@ import Foundation
 /// wait would never run it (four such calls on a 2-core machine used to hang). Run with this
 /// executor as its preference, the work (and the default actors and continuations it meets)
 /// runs on this thread instead, so it completes whatever the pool is doing.
-final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+///
+/// FlagshipPostgres runs its queries' glue with one as their preference, for the same reason:
+/// a store call waits on a dispatch queue of the SDK, and the pool may be busy with requests.
+package final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     // `@unchecked`: `jobs` and `stopped` are only touched under `condition`'s lock.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var stopped = false
 
-    init(name: String) {
+    package init(name: String) {
         let thread = Thread { [self] in run() }
         thread.name = name
         thread.start()
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
@@ -29,7 +32,7 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Lets the thread end once the jobs queued so far have run.
-    func shutdown() {
+    package func shutdown() {
         condition.lock()
         stopped = true
         condition.signal()

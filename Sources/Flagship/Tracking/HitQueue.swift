@@ -35,6 +35,10 @@ package protocol HitQueue: Sendable {
     /// Whether the hits waiting in the queue are in a file the next start finds (also when this
     /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
     var waitingHitsSurvive: Bool { get }
+    /// Whether the sender's claims and settlements may run while the writer writes (a database
+    /// server, which orders concurrent calls itself): then they get a queue of their own, and a
+    /// group commit never waits behind a claim's round trip.
+    var takesConcurrentCalls: Bool { get }
 }
 
 extension HitQueue {
@@ -42,6 +46,7 @@ extension HitQueue {
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     package var notDurable: FSCacheError? { nil }
     package var waitingHitsSurvive: Bool { true }
+    package var takesConcurrentCalls: Bool { false }
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on

@@ -210,7 +210,7 @@ final class HitSender: Sendable {
         var pending: PendingSettlement?
         await sendPages(until: deadline, settling: &pending)
         guard let pending else { return }
-        let error = await store.run { [queue = store.hits] () -> (any Error)? in
+        let error = await store.runSending { [queue = store.hits] () -> (any Error)? in
             do {
                 try queue.settle(pending.settlement)
                 return nil
@@ -250,7 +250,7 @@ final class HitSender: Sendable {
         // The page before is recorded first, in the same visit to the store queue as this claim.
         let previous = pending
         pending = nil
-        let (settleError, claim) = await store.run { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
+        let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
             var settleError: (any Error)?
             if let previous {
                 do { try queue.settle(previous.settlement) } catch { settleError = error }

@@ -6,12 +6,23 @@ import Foundation
 /// read and written: the writer's group commits, the sender's claims and settlements, expiry and
 /// consent erasure, in the order they were asked for. Every call into a `HitQueue` blocks on
 /// I/O, so none runs on a thread of Swift's cooperative pool.
+///
+/// A hit queue that takes concurrent calls (`takesConcurrentCalls`: FlagshipPostgres's) gets a
+/// second serial queue for the sender's claims and settlements, so that a group commit, which
+/// callers of `try await sendHit` wait for, never waits behind a claim's round trip.
 final class TrackingStore: Sendable {
     let hits: any HitQueue
     private let queue = DispatchQueue(label: "io.flagship.tracking.store")
+    private let sendingQueue: DispatchQueue
 
     init(hits: any HitQueue) {
         self.hits = hits
+        sendingQueue = hits.takesConcurrentCalls ? DispatchQueue(label: "io.flagship.tracking.sending") : queue
+    }
+
+    /// Runs the sender's `work` (claims, settlements) after the sender's calls queued before it.
+    func runSending<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await queuedCall(on: sendingQueue, work)
     }
 
     /// Sets `work` going after everything queued before it; returns at once.

@@ -27,8 +27,10 @@ package struct HitsAndVisitorsSaved: Sendable {
 package protocol VisitorKeepingHitQueue: HitQueue {
     /// Writes hits and the visitors' newest documents.
     func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved
-    /// The visitor's stored document, if any.
+    /// The visitor's stored document, if any (blocking: for `build()`, from a dispatch queue).
     func visitor(id: String) throws -> VisitorRecord?
+    /// As `visitor(id:)`, for `buildAsync()`: lookups of many visitors run at once.
+    func lookUpVisitor(id: String) async throws -> VisitorRecord?
     /// Consent withdrawn: the visitor's document and its hits but its consent hits and `keeping`
     /// (accepted after the withdrawal). Returns how many hits went.
     func erase(visitorId: String, keeping: Set<String>) throws -> Int
@@ -96,6 +98,16 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
         try store?.read { try $0.visitors.visitor(id: visitorId) }
     }
+
+    /// The read runs on a dispatch queue: SQLite blocks, and no thread of Swift's pool may.
+    package func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
+        guard store != nil else { return nil }
+        return try await queuedCall(on: Self.reads) { Result { try self.visitor(id: visitorId) } }.get()
+    }
+
+    /// Where the async lookups of local documents read (concurrent: each read has its own
+    /// transaction on the store's connection pool).
+    private static let reads = DispatchQueue(label: "io.flagship.cache.local-visitors", attributes: .concurrent)
 
     /// One transaction when both are tables of the store; then the traces on disk are erased.
     package func erase(visitorId: String, keeping: Set<String>) throws -> Int {

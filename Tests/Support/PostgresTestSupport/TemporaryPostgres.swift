@@ -25,17 +25,27 @@ public final class TemporaryPostgres: @unchecked Sendable {
 
     /// One server for the whole test process, started at first use and stopped at its exit: or
     /// why there is none.
-    public static let shared: Result<TemporaryPostgres, Unavailable> = {
+    public static let shared: Result<TemporaryPostgres, Unavailable> = start(durable: false) {
+        if case .success(let server) = TemporaryPostgres.shared { server.stop() }
+    }
+
+    /// As `shared`, with commits flushed to the disk: for the benchmarks.
+    public static let sharedDurable: Result<TemporaryPostgres, Unavailable> = start(durable: true) {
+        if case .success(let server) = TemporaryPostgres.sharedDurable { server.stop() }
+    }
+
+    /// Starts a server, stopped at the process's exit by `stop` (which reads it back).
+    private static func start(durable: Bool, _ stop: @escaping @convention(c) () -> Void) -> Result<TemporaryPostgres, Unavailable> {
         do {
-            let server = try TemporaryPostgres()
-            atexit { if case .success(let server) = TemporaryPostgres.shared { server.stop() } }
+            let server = try TemporaryPostgres(durable: durable)
+            atexit(stop)
             return .success(server)
         } catch let error as Unavailable {
             return .failure(error)
         } catch {
             return .failure(Unavailable(description: String(describing: error)))
         }
-    }()
+    }
 
     /// Whether a missing PostgreSQL must fail the tests instead of skipping them: in CI
     /// (`FLAGSHIP_REQUIRE_POSTGRES=1`, set by `.ci/run`).
@@ -57,7 +67,14 @@ public final class TemporaryPostgres: @unchecked Sendable {
     }
 
     /// Starts a new cluster; throws `Unavailable` when there are no binaries or it cannot start.
-    public init() throws {
+    /// Whether commits reach the disk (`fsync`): off for the tests, which need speed and not
+    /// durability; on for the benchmarks, which measure commits.
+    public let durable: Bool
+
+    /// `durable`: commits are flushed to the disk, as on a real server. Extra server options may
+    /// be given in `FLAGSHIP_POSTGRES_OPTIONS` (for example `-c log_min_duration_statement=5`).
+    public init(durable: Bool = false) throws {
+        self.durable = durable
         guard let binaries = Self.binaries() else {
             throw Unavailable(description: "no PostgreSQL binaries (apt-get install postgresql, or set FLAGSHIP_POSTGRES_BIN)")
         }
@@ -73,9 +90,13 @@ public final class TemporaryPostgres: @unchecked Sendable {
         }
         try runAsOwner("initdb", ["-D", data, "-U", username, "--pwfile", passwordFile.path, "--auth=scram-sha-256",
                                   "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
-        let options = "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c fsync=off -c max_connections=200"
         try runAsOwner("pg_ctl", ["-D", data, "-l", directory.appendingPathComponent("server.log").path,
-                                  "-o", options, "-w", "-t", "30", "start"])
+                                  "-o", serverOptions, "-w", "-t", "30", "start"])
+    }
+
+    private var serverOptions: String {
+        let extra = ProcessInfo.processInfo.environment["FLAGSHIP_POSTGRES_OPTIONS"].map { " " + $0 } ?? ""
+        return "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c max_connections=200" + (durable ? "" : " -c fsync=off") + extra
     }
 
     /// A new, empty database, owned by the superuser.
@@ -118,10 +139,9 @@ public final class TemporaryPostgres: @unchecked Sendable {
     }
 
     public func start() throws {
-        let options = "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c fsync=off -c max_connections=200"
         try runAsOwner("pg_ctl", ["-D", directory.appendingPathComponent("data").path,
                                   "-l", directory.appendingPathComponent("server.log").path,
-                                  "-o", options, "-w", "-t", "30", "start"])
+                                  "-o", serverOptions, "-w", "-t", "30", "start"])
     }
 
     deinit {
