@@ -14,7 +14,7 @@ import PostgresTestSupport
 /// that used to hold it past its deadline, and a flag read while another process holds the lock.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, visitorsPerSecond, deliveredPercent],
+        metrics: [.wallClock, visitorsPerSecond, deliveredPercent, .cpuTotal],
         timeUnits: .milliseconds,
         units: [visitorsPerSecond: .count],
         warmupIterations: 1,

@@ -82,17 +82,23 @@ final class PostgresCommandTests: HitCommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.count, 16, result.stdout)
-        guard lines.count == 16 else { return }
-        // The times that move with the clock, by their shape.
-        XCTAssertNotNil(lines[2].range(of: #"^migrations      1 initial_schema, applied \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#,
-                                       options: .regularExpression), lines[2])
+        // One line per migration step, the first under the label.
+        let steps = PostgresMigrator().latestVersion
+        XCTAssertEqual(lines.count, 15 + steps, result.stdout)
+        guard lines.count == 15 + steps else { return }
+        for (index, line) in lines[2..<(2 + steps)].enumerated() {
+            let label = index == 0 ? "migrations" : "          "
+            XCTAssertNotNil(line.range(of: "^\(label)      \(index + 1) [a-z_]+, applied \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$",
+                                       options: .regularExpression), line)
+        }
+        lines.replaceSubrange(2..<(2 + steps), with: ["<migrations>"])
+        // The time that moves with the clock, by its shape.
         XCTAssertNotNil(lines[13].range(of: #"^  oldest hit    \d+d\d\dh ago \(2024-11-21T06:20:00\.123Z\)$"#, options: .regularExpression),
                         lines[13])
-        (lines[2], lines[13]) = ("<migrations>", "<oldest hit>")
+        lines[13] = "<oldest hit>"
         XCTAssertEqual(lines, [
             "store           postgres://\(pg.username)@\(pg.host):\(pg.port)/\(database)",
-            "schema version  1",
+            "schema version  \(steps)",
             "<migrations>",
             "environments    env",
             "",
