@@ -75,6 +75,22 @@ public final class FlagshipPostgresStore: Sendable {
     private let runner: Task<Void, Never>?
     private let sharesDatabase: Bool
     private let logger: Logger
+    /// What the last `prepare()` found: `nil` until one has ended.
+    private let preparation = Locked<Result<Int, FlagshipPostgresError>?>(nil)
+
+    /// Why the SDK may not use the store: `prepare()` was not called, or it failed. The SDK then
+    /// keeps everything in its local store and never writes to this database.
+    package var unusable: FlagshipPostgresError? {
+        switch preparation.withLock({ $0 }) {
+        case .success?:
+            return nil
+        case .failure(let error)?:
+            return error
+        case nil:
+            return FlagshipPostgresError(code: .unreachable, description: "the PostgreSQL store at \(location) was not prepared: "
+                + "call `try await store.prepare()` before starting the SDK with it")
+        }
+    }
 
     /// A store on its own client, run until `close()`. `sharesDatabase`: the database may hold
     /// other applications' tables beside the `flagship` schema (otherwise it must be empty or ours).
@@ -130,6 +146,17 @@ public final class FlagshipPostgresStore: Sendable {
     /// server that cannot be reached or refuses the credentials.
     @discardableResult
     public func prepare(timeout: Duration = .seconds(10)) async throws(FlagshipPostgresError) -> Int {
+        do throws(FlagshipPostgresError) {
+            let version = try await migrate(timeout: timeout)
+            preparation.withLock { $0 = .success(version) }
+            return version
+        } catch {
+            preparation.withLock { $0 = .failure(error) }
+            throw error
+        }
+    }
+
+    private func migrate(timeout: Duration) async throws(FlagshipPostgresError) -> Int {
         let (client, sharesDatabase, logger, location, connection) = (client, sharesDatabase, logger, location, connection)
         let migrate: @Sendable () async throws -> PostgresMigrator.Outcome = {
             guard let connection else {

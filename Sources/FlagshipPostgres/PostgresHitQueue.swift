@@ -127,8 +127,15 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 struct PostgresStoreProvider: SharedStoreProvider {
     let store: FlagshipPostgresStore
 
+    /// A store that `prepare()` did not make ready (never called, or it failed: a wrong password,
+    /// another application's database, a newer schema) is not used at all: the SDK runs on its
+    /// local store, and says why once.
     func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
                logger: Logger) -> any VisitorKeepingHitQueue {
+        if let reason = store.unusable {
+            logger.error("The PostgreSQL store is not used (\(reason)): hits, visitors and the bucketing file stay in this instance's local store")
+            return local
+        }
         let shared = PostgresHitQueue(client: store.client, executor: store.executor, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
                                       callTimeout: store.callTimeout,
@@ -136,8 +143,9 @@ struct PostgresStoreProvider: SharedStoreProvider {
         return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
     }
 
-    func bucketingFiles(envId: String, logger: Logger) -> any SharedBucketingFiles {
-        PostgresBucketingFiles(client: store.client, executor: store.executor, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
+    func bucketingFiles(envId: String, logger: Logger) -> (any SharedBucketingFiles)? {
+        guard store.unusable == nil else { return nil }
+        return PostgresBucketingFiles(client: store.client, executor: store.executor, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
     }
 }
 

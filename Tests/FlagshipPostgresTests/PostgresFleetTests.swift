@@ -169,6 +169,44 @@ final class PostgresFleetTests: PostgresTestCase {
         await store.close()
     }
 
+    /// A store `prepare()` refused (here: a database holding another application's tables) is
+    /// not used at all: acknowledged hits and visitors go to the local store, the bucketing file
+    /// too, and nothing is written to that database.
+    func testAStoreThatPrepareRefusedIsNotUsedAndTheSDKRunsOnItsLocalStore() async throws {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        try postgres.psql(database, "CREATE TABLE orders (id integer PRIMARY KEY)")
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let refused = store(postgres, database: database)
+        do {
+            try await refused.prepare()
+            XCTFail("another application's database is refused")
+        } catch {
+            XCTAssertEqual(error.code, .sharedDatabase)
+        }
+        let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
+        let flagship = instance(0, store: refused, server: server)
+        let visitor = await flagship.newVisitor(visitorId: "local-visitor", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.fetchFlags()
+        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click"))
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        await runtime.flushCaches()
+        let caches = try XCTUnwrap(runtime.caches)
+        func local() throws -> (VisitorRecord?, Int) {
+            try caches.store.read { db in (try db.visitors.visitor(id: "local-visitor"), try db.hits.count()) }
+        }
+        let (localVisitor, localHits) = try local()
+        XCTAssertNotNil(localVisitor, "the visitor is in the local store")
+        XCTAssertGreaterThanOrEqual(localHits, 2, "the click and the consent hit are in the local store")
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'flagship'"), "0",
+                       "nothing written to that database")
+        server.removeFault(failing)
+        await flagship.close()
+        await refused.close()
+    }
+
     /// Instance A downloads the bucketing file and shares it; instance B starts with a store of
     /// its own and no bucketing server to reach: it decides from the fleet's file.
     func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {
@@ -179,6 +217,7 @@ final class PostgresFleetTests: PostgresTestCase {
         defer { server.stop() }
         try server.setBucketingFile(PostgresFleetProcessTests.bucketingFile(greenShare: 100))
         let stores = [store(postgres, database: database), store(postgres, database: database)]
+        for store in stores { try await store.prepare() }
         func bucketing(_ number: Int, bucketingURL: URL) -> Flagship {
             let flagship = Flagship()
             flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()

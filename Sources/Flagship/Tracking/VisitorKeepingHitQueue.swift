@@ -44,8 +44,9 @@ package protocol SharedStoreProvider: Sendable {
     /// store), for what cannot reach the shared one. `now` is the SDK's clock, in unix ms.
     func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
                logger: Logger) -> any VisitorKeepingHitQueue
-    /// Where the environment's bucketing file is shared, beside this instance's store.
-    func bucketingFiles(envId: String, logger: Logger) -> any SharedBucketingFiles
+    /// Where the environment's bucketing file is shared, beside this instance's store (`nil`:
+    /// nowhere, the shared store cannot be used).
+    func bucketingFiles(envId: String, logger: Logger) -> (any SharedBucketingFiles)?
 }
 
 /// The bucketing file a fleet shares: the newest download of any instance. Called from dispatch
