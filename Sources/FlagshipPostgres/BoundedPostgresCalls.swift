@@ -7,16 +7,13 @@ import PostgresNIO
 
 /// What the SDK's calls into PostgreSQL have in common: each is made from a dispatch queue of
 /// the SDK (never a thread of Swift's cooperative pool), waits there for its answer, and is
-/// bounded by `callTimeout`.
+/// bounded by the store's `callTimeout`. Each first makes sure the store is prepared (its schema
+/// migrated, the database found to be ours): a store PostgreSQL was away for at start is
+/// prepared by the first call that reaches it; one `prepare()` refused is never written to.
 protocol BoundedPostgresCalls {
-    var client: PostgresClient { get }
+    var store: FlagshipPostgresStore { get }
     var envId: String { get }
-    var callTimeout: Duration { get }
-    var location: String { get }
     var logger: Logger { get }
-    /// Where the calls' tasks run: a thread of the store's, not Swift's cooperative pool, whose
-    /// threads a busy server keeps occupied while a call waits for its answer.
-    var executor: ThreadExecutor { get }
 }
 
 extension BoundedPostgresCalls {
@@ -29,13 +26,17 @@ extension BoundedPostgresCalls {
     func call<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
     ) throws(FSCacheError) -> T {
-        let (client, envId, logger) = (client, envId, logger)
+        let (store, envId, logger) = (store, envId, logger)
+        let (callTimeout, location) = (store.callTimeout, store.location)
         let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let task = Task(executorPreference: executor) {
+        // The task runs on a thread of the store's, not on Swift's cooperative pool, whose threads
+        // a busy server keeps occupied while this call waits for its answer.
+        let task = Task(executorPreference: store.executor) {
             let result: Result<T, any Error>
             do {
-                result = .success(try await client.withConnection { try await work($0, envId, logger) })
+                try await store.ensurePrepared()
+                result = .success(try await store.client.withConnection { try await work($0, envId, logger) })
             } catch {
                 result = .failure(error)
             }
@@ -59,11 +60,8 @@ extension BoundedPostgresCalls {
 
 /// The fleet's bucketing file in `flagship.bucketing`, for the SDK's bucketing poller.
 struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
-    let client: PostgresClient
-    let executor: ThreadExecutor
+    let store: FlagshipPostgresStore
     let envId: String
-    let callTimeout: Duration
-    let location: String
     let logger: Logger
 
     func file() throws -> BucketingRecord? {

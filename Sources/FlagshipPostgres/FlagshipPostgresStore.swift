@@ -78,17 +78,24 @@ public final class FlagshipPostgresStore: Sendable {
     /// What the last `prepare()` found: `nil` until one has ended.
     private let preparation = Locked<Result<Int, FlagshipPostgresError>?>(nil)
 
-    /// Why the SDK may not use the store: `prepare()` was not called, or it failed. The SDK then
-    /// keeps everything in its local store and never writes to this database.
-    package var unusable: FlagshipPostgresError? {
+    /// Why the SDK may never use the store: `prepare()` refused it (wrong credentials, another
+    /// application's database, a newer schema or another history). The SDK then keeps everything
+    /// in its local store and never writes to this database. A server that could not be reached
+    /// is no refusal: the first call that reaches it prepares the store.
+    package var refusal: FlagshipPostgresError? {
+        guard case .failure(let error)? = preparation.withLock({ $0 }), error.code != .unreachable else { return nil }
+        return error
+    }
+
+    /// Prepares the store unless a `prepare()` succeeded already; throws a refusal at once.
+    package func ensurePrepared() async throws(FlagshipPostgresError) {
         switch preparation.withLock({ $0 }) {
         case .success?:
-            return nil
-        case .failure(let error)?:
-            return error
-        case nil:
-            return FlagshipPostgresError(code: .unreachable, description: "the PostgreSQL store at \(location) was not prepared: "
-                + "call `try await store.prepare()` before starting the SDK with it")
+            return
+        case .failure(let error)? where error.code != .unreachable:
+            throw error
+        default:
+            try await prepare(timeout: callTimeout)
         }
     }
 

@@ -14,13 +14,10 @@ import PostgresNIO
 /// away or the pool has no connection) and the tracking manager does what it does when the disk
 /// fails: a hit it could not write waits in memory and is sent from there.
 struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
-    let client: PostgresClient
-    let executor: ThreadExecutor
+    let store: FlagshipPostgresStore
     let envId: String
     let owner: String
     let leaseMilliseconds: Int64
-    let callTimeout: Duration
-    let location: String
     let logger: Logger
 
     func save(_ cached: [CachedHit]) throws -> Int {
@@ -55,9 +52,10 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 
     /// Not bounded here: the SDK abandons a lookup at its own timeout.
     func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
-        let (client, envId, logger) = (client, envId, logger)
-        return try await withTaskExecutorPreference(executor) {
-            try await client.withConnection { connection in
+        let (store, envId, logger) = (store, envId, logger)
+        return try await withTaskExecutorPreference(store.executor) {
+            try await store.ensurePrepared()
+            return try await store.client.withConnection { connection in
                 try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
             }
         }
@@ -127,25 +125,23 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 struct PostgresStoreProvider: SharedStoreProvider {
     let store: FlagshipPostgresStore
 
-    /// A store that `prepare()` did not make ready (never called, or it failed: a wrong password,
-    /// another application's database, a newer schema) is not used at all: the SDK runs on its
-    /// local store, and says why once.
+    /// A store `prepare()` refused (a wrong password, another application's database, a newer
+    /// schema) is not used at all: the SDK runs on its local store, and says why once.
     func queue(envId: String, leaseDuration: TimeInterval, local: LocalHitsAndVisitors, now: @escaping @Sendable () -> Int64,
                logger: Logger) -> any VisitorKeepingHitQueue {
-        if let reason = store.unusable {
+        if let reason = store.refusal {
             logger.error("The PostgreSQL store is not used (\(reason)): hits, visitors and the bucketing file stay in this instance's local store")
             return local
         }
-        let shared = PostgresHitQueue(client: store.client, executor: store.executor, envId: envId, owner: store.instanceName,
+        let shared = PostgresHitQueue(store: store, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
-                                      callTimeout: store.callTimeout,
-                                      location: store.location, logger: logger)
+                                      logger: logger)
         return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
     }
 
     func bucketingFiles(envId: String, logger: Logger) -> (any SharedBucketingFiles)? {
-        guard store.unusable == nil else { return nil }
-        return PostgresBucketingFiles(client: store.client, executor: store.executor, envId: envId, callTimeout: store.callTimeout, location: store.location, logger: logger)
+        guard store.refusal == nil else { return nil }
+        return PostgresBucketingFiles(store: store, envId: envId, logger: logger)
     }
 }
 

@@ -207,6 +207,45 @@ final class PostgresFleetTests: PostgresTestCase {
         await refused.close()
     }
 
+    /// PostgreSQL is away when the instance starts (`prepare()` fails as unreachable): hits are
+    /// committed locally; once PostgreSQL is back, the first call that reaches it prepares the
+    /// store (the schema is created then), and the hits that follow go there.
+    func testAStorePostgresWasAwayForAtStartIsPreparedOnceItIsBack() async throws {
+        _ = try postgres()
+        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase()
+        try postgres.kill()
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
+        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                password: postgres.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        do {
+            try await store.prepare(timeout: .seconds(2))
+            XCTFail("PostgreSQL is away")
+        } catch {
+            XCTAssertEqual(error.code, .unreachable)
+        }
+        let flagship = instance(0, store: store, server: server)
+        let visitor = await flagship.newVisitor(visitorId: "visitor-0", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "while-away"))
+
+        try postgres.start()
+        try await Task.sleep(for: .seconds(1.2))  // past the spill's window: PostgreSQL is tried again
+        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "once-back"))
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.schema_migrations"), "\(PostgresMigrator().latestVersion)",
+                       "prepared by the SDK once reachable")
+        XCTAssertEqual(try postgres.psql(database, "SELECT document LIKE '%once-back%' FROM flagship.hits WHERE NOT is_consent"), "t")
+        server.removeFault(failing)
+        let delivered = try await server.waitForHits(count: 3, timeout: .seconds(20))
+        XCTAssertEqual(Set(delivered.compactMap { $0["ea"]?.stringValue }).intersection(["while-away", "once-back"]), ["while-away", "once-back"])
+        await flagship.close()
+        await store.close()
+    }
+
     /// Instance A downloads the bucketing file and shares it; instance B starts with a store of
     /// its own and no bucketing server to reach: it decides from the fleet's file.
     func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {
