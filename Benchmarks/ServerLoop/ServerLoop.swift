@@ -29,34 +29,23 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // One iteration is a round of 2,000 visitors: 1 round of warm-up, then 10 (20,000 visitors).
-    let bucketing = Box<ServerSession>()
-    Benchmark("server loop, bucketing: SDK, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await session.serveRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+    // On the SDK's SQLite file, then with the fleet's store (issue 21): hits and visitor
+    // documents in PostgreSQL, on a throwaway server of this run.
+    for onPostgres in [false, true] {
+        let bucketing = Box<ServerSession>()
+        Benchmark("server loop, bucketing: SDK\(onPostgres ? " on PostgreSQL" : ""), 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
+            for _ in benchmark.scaledIterations {
+                let elapsed = await measure(benchmark) { await session.serveRound() }
+                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+            }
+            if let failure = session.failure { benchmark.error(failure) }
+            await session.checkNothingWasLost(benchmark)
+        } setup: {
+            try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing,
+                                          postgres: onPostgres ? try TemporaryPostgres.sharedDurable.get() : nil)
+        } teardown: {
+            await bucketing.value?.stop()
         }
-        if let failure = session.failure { benchmark.error(failure) }
-        await session.checkNothingWasLost(benchmark)
-    } setup: {
-        try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing)
-    } teardown: {
-        await bucketing.value?.stop()
-    }
-
-    // The same loop with the fleet's store (issue 21): hits and visitor documents in PostgreSQL,
-    // on a throwaway server of this run.
-    let onPostgres = Box<ServerSession>()
-    Benchmark("server loop, bucketing: SDK on PostgreSQL, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await session.serveRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-        }
-        if let failure = session.failure { benchmark.error(failure) }
-        await session.checkNothingWasLost(benchmark)
-    } setup: {
-        try await ServerSession.start(.bucketing, fixture: fixture, into: onPostgres, postgres: try TemporaryPostgres.sharedDurable.get())
-    } teardown: {
-        await onPostgres.value?.stop()
     }
 
     // Rounds are numbered across iterations (the closure runs once per iteration): new visitors each time.

@@ -53,14 +53,19 @@ struct ReplayCommand: AsyncParsableCommand {
         try sdk.checkStoreIsUsable()
         let flagship = try sdk.startSDK(sdk.configBuilder().build())
         await flagship.waitUntilTrackingIsIdle()
-        guard let statistics = await flagship.closeReporting() else {
+        try report(await flagship.closeReporting(), remainingIn: sdk.storeFile.path)
+    }
+
+    /// Says what the replay did: warnings on stderr, the counts as one JSON line.
+    private func report(_ statistics: TrackingStatistics?, remainingIn store: String) throws {
+        guard let statistics else {
             throw CommandFailure("the SDK was closed before the replay was counted")
         }
         if statistics.rejected > 0 {
             Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
         }
         if statistics.waiting > 0 {
-            Output.warn("\(statistics.waiting) hit(s) remain in \(sdk.storeFile.path): the next start (or replay) sends them")
+            Output.warn("\(statistics.waiting) hit(s) remain in \(store): the next start (or replay) sends them")
         }
         try Output.printJSONLine([
             "replayed": statistics.delivered,
@@ -89,19 +94,6 @@ struct ReplayCommand: AsyncParsableCommand {
             throw error is CommandFailure ? error : CommandFailure("\(error)")
         }
         await store.close()
-        guard let statistics else {
-            throw CommandFailure("the SDK was closed before the replay was counted")
-        }
-        if statistics.rejected > 0 {
-            Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
-        }
-        if statistics.waiting > 0 {
-            Output.warn("\(statistics.waiting) hit(s) of \(envId) remain in \(location): the next start (or replay) sends them")
-        }
-        try Output.printJSONLine([
-            "replayed": statistics.delivered,
-            "expired": statistics.expired,
-            "remaining": statistics.waiting,
-        ])
+        try report(statistics, remainingIn: "\(location) (environment \(envId))")
     }
 }

@@ -34,6 +34,21 @@ final class PostgresFleetTests: PostgresTestCase {
         return flagship
     }
 
+    /// A server of the test's own, which it stops and starts (the shared one serves the other
+    /// tests), and a database there.
+    private func ownPostgres() throws -> (TemporaryPostgres, String) {
+        _ = try postgres()   // skips, or fails in CI, as the others do
+        let postgres = try TemporaryPostgres()
+        return (postgres, try postgres.createDatabase())
+    }
+
+    /// A store that gives up on PostgreSQL after 1 s and tries it again 1 s later.
+    private func impatientStore(_ postgres: TemporaryPostgres, database: String) -> FlagshipPostgresStore {
+        FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                    password: postgres.password, database: database),
+                              sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+    }
+
     /// Three instances, each on its own client of one database, send 30 awaited hits each: each
     /// acknowledgement is a committed row of the shared table (seen while the server holds the
     /// first batches), and every hit reaches the server once.
@@ -89,16 +104,12 @@ final class PostgresFleetTests: PostgresTestCase {
     /// (committed to the instance's local SQLite file while PostgreSQL is away, sent from there),
     /// and every hit reaches the server once.
     func testWhilePostgresIsAwayHitsAreCommittedLocallyAndAllAreDeliveredOnce() async throws {
-        _ = try postgres()
-        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        let (postgres, database) = try ownPostgres()
         defer { postgres.stop() }
-        let database = try postgres.createDatabase()
         let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
         try server.start()
         defer { server.stop() }
-        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
-                                                password: postgres.password, database: database),
-                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        let store = impatientStore(postgres, database: database)
         try await store.prepare()
         let flagship = instance(0, store: store, server: server)
         let visitor = await flagship.newVisitor(visitorId: "visitor-0", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
@@ -129,16 +140,12 @@ final class PostgresFleetTests: PostgresTestCase {
     /// lookup finds it there); PostgreSQL back, the next write moves the document to the shared
     /// table and out of the local file.
     func testWhilePostgresIsAwayVisitorsAreKeptLocallyThenMovedToTheSharedStore() async throws {
-        _ = try postgres()
-        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        let (postgres, database) = try ownPostgres()
         defer { postgres.stop() }
-        let database = try postgres.createDatabase()
         let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
         try server.start()
         defer { server.stop() }
-        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
-                                                password: postgres.password, database: database),
-                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        let store = impatientStore(postgres, database: database)
         try await store.prepare()
         let flagship = instance(0, store: store, server: server)
         let runtime = try XCTUnwrap(flagship.currentRuntime)
@@ -211,18 +218,14 @@ final class PostgresFleetTests: PostgresTestCase {
     /// committed locally; once PostgreSQL is back, the first call that reaches it prepares the
     /// store (the schema is created then), and the hits that follow go there.
     func testAStorePostgresWasAwayForAtStartIsPreparedOnceItIsBack() async throws {
-        _ = try postgres()
-        let postgres = try TemporaryPostgres()   // its own server: this test stops it
+        let (postgres, database) = try ownPostgres()
         defer { postgres.stop() }
-        let database = try postgres.createDatabase()
         try postgres.kill()
         let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
         try server.start()
         defer { server.stop() }
         let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
-        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
-                                                password: postgres.password, database: database),
-                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(1), retryAfter: 1)
+        let store = impatientStore(postgres, database: database)
         do {
             try await store.prepare(timeout: .seconds(2))
             XCTFail("PostgreSQL is away")
