@@ -20,8 +20,9 @@ final class CacheService: Sendable {
     /// documents waiting for the tracking manager's group commit (`nil`: each goes to the
     /// cache's own queue).
     let pending: PendingVisitorDocuments?
-    /// A fleet's shared store, which keeps the visitors in place of the default cache (read on
-    /// the cache's queue; written by the tracking manager's group commits).
+    /// A fleet's shared store, which keeps the visitors in place of the default cache: read by
+    /// lookups (`buildAsync()`'s at once, `build()`'s on the cache's queue), written by the
+    /// tracking manager's group commits.
     private let shared: (any VisitorKeepingHitQueue)?
     private let now: @Sendable () -> Date
     private let logger: Logger
