@@ -45,6 +45,18 @@ let benchmarks: @Sendable () -> Void = {
         await session.value?.stop()
     }
 
+    // Issue 22: the same read with its explanation (reason, variation, campaign), beside the
+    // plain read above, in the same run.
+    Benchmark("getFlag(key:).details(defaultValue:), exposed already") { (benchmark: Benchmark, visitor: FSVisitor) in
+        for _ in benchmark.scaledIterations {
+            blackHole(visitor.getFlag(key: "btnColor").details(defaultValue: "blue"))
+        }
+    } setup: {
+        try await FlagSession.start(into: session)
+    } teardown: {
+        await session.value?.stop()
+    }
+
     Benchmark("getFlag(key:).value(defaultValue:) as Int, exposed already") { (benchmark: Benchmark, visitor: FSVisitor) in
         for _ in benchmark.scaledIterations {
             blackHole(visitor.getFlag(key: "btnSize").value(defaultValue: 12))

@@ -88,13 +88,15 @@ struct FetchCommand: AsyncParsableCommand {
         return ContextArgument.anyValues(try ContextArgument.parse(context))
     }
 
-    /// Each flag's value (read without exposure) and its campaign.
+    /// Each flag's value (read without exposure), why it is that value, and its campaign.
     private static func describe(_ flags: FSFlagCollection) -> [String: Any] {
         var described: [String: Any] = [:]
         for (key, flag) in flags {
-            let metadata = flag.metadata()
-            described[key] = [
-                "value": flag.value(defaultValue: nil as Any?, visitorExposed: false) ?? NSNull(),
+            let details = flag.details(defaultValue: nil as Any?, visitorExposed: false)
+            let metadata = details.metadata
+            var entry: [String: Any] = [
+                "value": details.value ?? NSNull(),
+                "reason": details.reason.rawValue,
                 "campaignId": metadata.campaignId,
                 "variationGroupId": metadata.variationGroupId,
                 "variationId": metadata.variationId,
@@ -102,7 +104,9 @@ struct FetchCommand: AsyncParsableCommand {
                 "isReference": metadata.isReference,
                 "campaignType": metadata.campaignType,
                 "slug": metadata.slug,
-            ] as [String: Any]
+            ]
+            if let code = details.errorCode { entry["errorCode"] = code.rawValue }
+            described[key] = entry
         }
         return described
     }

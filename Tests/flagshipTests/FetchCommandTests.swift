@@ -35,12 +35,14 @@ final class FetchCommandTests: CommandTestCase {
         try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], result.stdout + result.stderr)
     }
 
-    private static var expectedFlags: [String: [String: Any]] { [
-        "btnColor": ["value": "green", "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+    /// The flags of the fixture's decision; `reason`: why they hold their values (the `null`
+    /// one gives its default whatever the reason).
+    private static func expectedFlags(_ reason: String) -> [String: [String: Any]] { [
+        "btnColor": ["value": "green", "reason": reason, "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
                      "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
-        "discount": ["value": 0.1, "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+        "discount": ["value": 0.1, "reason": reason, "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
                      "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
-        "off": ["value": NSNull(), "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
+        "off": ["value": NSNull(), "reason": "DEFAULT", "campaignId": "c1", "variationGroupId": "vg1", "variationId": "var1",
                 "variationName": "Green", "isReference": false, "campaignType": "ab", "slug": "home"],
     ] }
 
@@ -53,7 +55,7 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertEqual(output["fetchStatus"] as? String, "FETCHED")
         XCTAssertEqual(output["fetchReason"] as? String, "NONE")
         XCTAssertEqual(output["sdkStatus"] as? String, "SDK_INITIALIZED")
-        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags("SPLIT")))
         XCTAssertEqual(server.received(.campaigns).last?.json?["context"]?["plan"], "pro")
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
@@ -70,7 +72,7 @@ final class FetchCommandTests: CommandTestCase {
         let output = try object(result)
         XCTAssertEqual(output["fetchStatus"] as? String, "FETCH_REQUIRED")
         XCTAssertEqual(output["fetchReason"] as? String, "FETCHED_FROM_CACHE")
-        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags("CACHED")))
     }
 
     func testAFailedFetchKeepsTheCachedFlagsAndSaysWhy() throws {
@@ -80,7 +82,7 @@ final class FetchCommandTests: CommandTestCase {
         let output = try object(try fetch())
 
         XCTAssertEqual(output["fetchReason"] as? String, "FETCH_ERROR")
-        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags))
+        XCTAssertEqual(try canonicalJSON(output["flags"] as Any), try canonicalJSON(Self.expectedFlags("CACHED")))
         XCTAssertTrue((output["error"] as? String)?.contains("500") ?? false, "\(output)")
     }
 

@@ -21,7 +21,7 @@ public final class FSVisitor: Sendable {
         self.onFetchFlagsStatusChanged = onFetchFlagsStatusChanged
     }
 
-    private func withState<T>(_ body: (inout VisitorState) -> T) -> T {
+    func withState<T>(_ body: (inout VisitorState) -> T) -> T {
         state.withLock(body)
     }
 
@@ -146,6 +146,7 @@ public final class FSVisitor: Sendable {
         let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?) in
             guard generation == state.fetchGeneration else { return (false, nil) }
             state.assign(response.campaigns)
+            state.decidedBy = source == .bucketing ? .bucketingFile : .decisionAPI
             return (true, state.hasConsented ? state.cacheDocument : nil)
         }
         guard outcome.latest else { return }

@@ -143,6 +143,7 @@ private struct VisitorPlan: Sendable {
         if case .found(let document) = stored.lookup {
             state.assign(document.campaigns, history: document.assignmentsHistory)
             state.fetchReason = .FETCHED_FROM_CACHE
+            state.decidedBy = .cache
             logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")
         }
         let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)

@@ -13,6 +13,8 @@ struct VisitorState: Sendable {
     var assignmentsHistory: [String: String] = [:]
     var fetchStatus: FSFetchStatus = .FETCH_REQUIRED
     var fetchReason: FSFetchReasons = .VISITOR_CREATE
+    /// Where the flags held now were decided: `nil` before any decision or cache read.
+    var decidedBy: FSFlagSource?
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.

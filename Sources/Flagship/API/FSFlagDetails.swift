@@ -1,0 +1,139 @@
+import Foundation
+
+/// Why a flag read gave its value, in OpenFeature's vocabulary (the names LaunchDarkly and
+/// Unleash users know).
+public enum FSFlagReason: String, Sendable, CaseIterable {
+    /// The value comes from a bucketing file given at start, before any decision (bootstrap).
+    case STATIC
+    /// The default: the flag exists but its value is `null`, or no campaign gives it.
+    case DEFAULT
+    /// A campaign whose targeting the visitor matched gives it (a toggle, a personalization).
+    case TARGETING_MATCH
+    /// An A/B test gives it: the visitor's bucket fell in this variation's allocation.
+    case SPLIT
+    /// The visitor cache gives it: an earlier decision, read back at `build()`, not fetched since.
+    case CACHED
+    /// Flags are off: the SDK is in panic mode, every flag gives its default.
+    case DISABLED
+    /// A decision gives it, but the visitor's context changed since (`fetchFlags` is due) or the
+    /// last fetch failed: the value may be out of date.
+    case STALE
+    /// The read failed (`errorCode` says why): the default is returned.
+    case ERROR
+}
+
+/// Why a flag read failed, when its reason is `ERROR` (or `DEFAULT` for a flag not found).
+public enum FSFlagErrorCode: String, Sendable, CaseIterable {
+    /// No campaign gives this visitor the flag.
+    case FLAG_NOT_FOUND
+    /// The flag's value is not of the default's type.
+    case TYPE_MISMATCH
+    /// The SDK is not started, or the visitor's flags were never decided (nor found cached).
+    case PROVIDER_NOT_READY
+    /// The decision could not be read.
+    case PARSE_ERROR
+    /// Any other failure.
+    case GENERAL
+}
+
+/// Where the visitor's flags were decided.
+public enum FSFlagSource: String, Sendable, CaseIterable {
+    /// The Decision API answered `fetchFlags`.
+    case decisionAPI = "decision_api"
+    /// The bucketing file, on this machine.
+    case bucketingFile = "bucketing_file"
+    /// The visitor cache: a decision of an earlier run (or another instance), read at `build()`.
+    case cache
+}
+
+/// A flag read with its explanation: the value and why it is that value.
+///
+/// ```swift
+/// let details = visitor.getFlag(key: "btnColor").details(defaultValue: "blue")
+/// print(details.value, details.reason, details.variationId)   // "green" SPLIT "v-green"
+/// ```
+public struct FSFlagDetails<T> {
+    /// What `value(defaultValue:)` gives for the same read.
+    public let value: T?
+    public let reason: FSFlagReason
+    public let errorCode: FSFlagErrorCode?
+    /// What went wrong, for a person; `nil` without an error code.
+    public let errorMessage: String?
+    /// Where the visitor's flags were decided; `nil` before any decision.
+    public let source: FSFlagSource?
+    /// The decision's entry for the flag: kept by reference, so that a read copies no metadata.
+    let entry: FlagEntry?
+
+    /// The campaign behind the value (campaign id and type, slug, variation group); empty when no
+    /// campaign gives the flag.
+    public var metadata: FSFlagMetadata { entry?.metadata ?? .empty }
+    /// The variation (the variant, in OpenFeature's words); empty when no campaign gives the flag.
+    public var variationId: String { metadata.variationId }
+    public var variationName: String { metadata.variationName }
+}
+
+extension FSFlagDetails: Sendable where T: Sendable {}
+
+extension FSFlag {
+    /// The value, as `value(defaultValue:visitorExposed:)` gives it (and reporting the exposure the
+    /// same way), with why it is that value.
+    @_specialize(exported: true, where T == String)
+    @_specialize(exported: true, where T == Bool)
+    @_specialize(exported: true, where T == Int)
+    @_specialize(exported: true, where T == Double)
+    public func details<T>(defaultValue: T?, visitorExposed: Bool = true) -> FSFlagDetails<T> {
+        visitor.readFlagDetails(key, defaultValue: defaultValue, exposing: visitorExposed)
+    }
+}
+
+extension FSVisitor {
+    /// `FSFlag.details`: everything read in one pass under the lock, so that the reason matches
+    /// the value even while a fetch runs.
+    func readFlagDetails<T>(_ key: String, defaultValue: T?, exposing: Bool) -> FSFlagDetails<T> {
+        let panic = sdkStatus == .SDK_PANIC
+        let (entry, fetchStatus, source, toExpose) = withState { state in
+            let entry = state.flags[key]
+            let toExpose = exposing && entry.map { !state.isExposureReported($0) } ?? false
+            return (entry, state.fetchStatus, state.decidedBy, toExpose)
+        }
+        func failed(_ reason: FSFlagReason, _ code: FSFlagErrorCode?, _ message: String?) -> FSFlagDetails<T> {
+            FSFlagDetails(value: defaultValue, reason: reason, errorCode: code, errorMessage: message,
+                          source: source, entry: entry)
+        }
+        if panic || fetchStatus == .PANIC {
+            return failed(.DISABLED, nil, nil)
+        }
+        guard let entry else {
+            guard sdkStatus != .SDK_NOT_INITIALIZED else { return failed(.ERROR, .PROVIDER_NOT_READY, "the SDK is not started") }
+            guard source != nil else {
+                return failed(.ERROR, .PROVIDER_NOT_READY, "this visitor's flags were not decided yet: call fetchFlags()")
+            }
+            return failed(.DEFAULT, .FLAG_NOT_FOUND, "no campaign gives this visitor the flag '\(key)'")
+        }
+        let value: T?
+        if entry.value.isNull {
+            value = defaultValue
+        } else if let converted = FlagValue.convert(entry.value, to: T.self) {
+            value = converted
+        } else {
+            logMismatch(key: key, value: entry.value, expected: T.self)
+            return failed(.ERROR, .TYPE_MISMATCH, "the flag's value (\(entry.value.kindDescription)) is not a \(T.self)")
+        }
+        if toExpose {
+            expose(entry, defaultValue: { defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null })
+        }
+        let reason: FSFlagReason
+        if entry.value.isNull {
+            reason = .DEFAULT
+        } else if source == .cache {
+            // No fetch succeeded since the visitor was read back (one would set the source).
+            reason = .CACHED
+        } else if fetchStatus != .FETCHED {
+            reason = .STALE
+        } else {
+            reason = entry.metadata.campaignType == "ab" ? .SPLIT : .TARGETING_MATCH
+        }
+        return FSFlagDetails(value: value, reason: reason, errorCode: nil, errorMessage: nil,
+                             source: source, entry: entry)
+    }
+}
