@@ -40,7 +40,7 @@ struct EvalCommand: ParsableCommand {
     func run() throws {
         let context = try parsedContext()
         let history = try parsedHistory()
-        let file = try loadBucketingFile()
+        let file = try BucketingFileArgument.load(bucketingFile)
         for warning in file.warnings { Output.warn("\(bucketingFile): \(warning)") }
         let visitors = try visitorIds()
         if visitors.isEmpty, let visitorsFile { Output.warn("no visitor id in \(visitorsFile)") }
@@ -74,20 +74,6 @@ struct EvalCommand: ParsableCommand {
             "flags": .object(decision.flags),
         ])
         return String(decoding: value.jsonData(), as: UTF8.self)
-    }
-
-    private func loadBucketingFile() throws -> BucketingFile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: bucketingFile))
-        } catch {
-            throw CommandFailure("cannot read the bucketing file \(bucketingFile): \(error.localizedDescription)")
-        }
-        do {
-            return try BucketingFile(json: data)
-        } catch {
-            throw CommandFailure("\(bucketingFile) is not a usable bucketing file: \(error.reason)")
-        }
     }
 
     private func visitorIds() throws -> [String] {

@@ -94,7 +94,7 @@ final class SDKFlagTests: SDKTestCase {
         await flagship.close()
 
         XCTAssertEqual(server.activates, [])
-        XCTAssertTrue(log.messages(at: .warning).contains("Flag 'btnColor' holds a string, not Int: the default value is returned and no exposure is sent"), log.allText)
+        XCTAssertTrue(log.messages(at: .warning).contains("Flag 'btnColor' holds a string, not Int: the default value is returned and no exposure is sent (said once for this flag)"), log.allText)
     }
 
     func testReadingWithoutExposureThenExposingSendsTheActivateOnce() async throws {

@@ -85,8 +85,11 @@ enum FlagValue {
 }
 
 extension FSVisitor {
+    /// Once per flag key and type in a start of the SDK: a read in a request loop would
+    /// otherwise log at every request.
     func logMismatch<T>(key: String, value: JSONValue, expected: T.Type) {
-        runtime?.logger.warning("Flag '\(key)' holds \(value.kindDescription), not \(T.self): the default value is returned and no exposure is sent")
+        guard let runtime, runtime.mismatchesLogged.withLock({ $0.insert("\(key) \(T.self)").inserted }) else { return }
+        runtime.logger.warning("Flag '\(key)' holds \(value.kindDescription), not \(T.self): the default value is returned and no exposure is sent (said once for this flag)")
     }
 }
 

@@ -62,7 +62,7 @@ package struct BucketingFile: Sendable {
         /// 0 or more; 0 takes no visitor by hash.
         package let allocation: Double
         /// What a visitor assigned to it gets; `nil` when it has no id.
-        let assignment: BucketedCampaign?
+        package let assignment: BucketedCampaign?
 
         init(id: String?, allocation: Double, assignment: BucketedCampaign?) {
             self.id = id

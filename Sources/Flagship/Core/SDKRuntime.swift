@@ -19,6 +19,8 @@ final class SDKRuntime: Sendable {
     /// Failed fetches made with `fetchFlags(onFetchCompleted:)`, which has no error to throw:
     /// one warning when they start failing, one when a fetch succeeds again.
     let fetchOutage: OutageLog
+    /// The flag keys (with the type asked) whose type mismatch was logged: once each.
+    let mismatchesLogged = Locked<Set<String>>([])
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
     /// Small store reads and writes made for an `async` caller run here, off the cooperative pool.
