@@ -31,6 +31,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bucketing file's base URL (bucketing mode): the file is <url>/<envId>/bucketing.json.",
                                valueName: "url"))
     var bucketingURL: String?
+    @Option(help: ArgumentHelp("Bucketing mode: a bucketing file to decide from while the store has none and none is downloaded yet.",
+                               valueName: "file"))
+    var bootstrap: String?
 
     enum Mode: String, ExpressibleByArgument, CaseIterable {
         case api, bucketing
@@ -44,6 +47,7 @@ struct FetchCommand: AsyncParsableCommand {
             }
             guard mode == .bucketing else { throw ValidationError("--bucketing-url needs --mode bucketing") }
         }
+        if bootstrap != nil, mode != .bucketing { throw ValidationError("--bootstrap needs --mode bucketing") }
     }
 
     private func config() -> FlagshipConfig {
@@ -52,12 +56,17 @@ struct FetchCommand: AsyncParsableCommand {
         if mode == .bucketing {
             builder.Bucketing()
             if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }
+            if let bootstrap { builder.withBootstrap(bucketingFileAt: URL(fileURLWithPath: bootstrap)) }
         }
         return builder.build()
     }
 
     func run() async throws {
         try sdk.requireStoreFile(for: "fetch")
+        if let bootstrap {
+            // Read here too, so that a file that is not there is an error, not a log line.
+            _ = try BucketingFileArgument.load(bootstrap)
+        }
         let visitorContext = try parseContext()
         let flagship = try sdk.startSDK(config())
         let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)

@@ -86,6 +86,25 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertTrue((output["error"] as? String)?.contains("500") ?? false, "\(output)")
     }
 
+    /// No stored file, no bucketing server: the bootstrap decides, and says so.
+    func testABootstrapFileDecidesWhenNothingElseCanWithReasonStatic() throws {
+        let bootstrap = outputDirectory.appendingPathComponent("bootstrap.json")
+        try Data(FlagsCommandTests.fixture.utf8).write(to: bootstrap)
+
+        let output = try object(try fetch("--mode", "bucketing", "--bucketing-url", "http://127.0.0.1:1", "--bootstrap", bootstrap.path))
+
+        XCTAssertEqual(output["fetchStatus"] as? String, "FETCHED")
+        let flags = try XCTUnwrap(output["flags"] as? [String: [String: Any]])
+        XCTAssertEqual(flags["btnColor"]?["reason"] as? String, "STATIC")
+        XCTAssertEqual(flags["btnColor"]?["campaignId"] as? String, "c_checkout")
+    }
+
+    func testABootstrapFileThatIsNotThereIsAnError() throws {
+        let result = try fetch("--mode", "bucketing", "--bootstrap", "/nonexistent/bootstrap.json")
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("cannot read the bucketing file /nonexistent/bootstrap.json"), result.stderr)
+    }
+
     func testWithoutConsentNothingIsCached() throws {
         let output = try object(try fetch("--no-consent"))
 

@@ -3,7 +3,8 @@ import Foundation
 /// Why a flag read gave its value, in OpenFeature's vocabulary (the names LaunchDarkly and
 /// Unleash users know).
 public enum FSFlagReason: String, Sendable, CaseIterable {
-    /// The value comes from a bucketing file given at start, before any decision (bootstrap).
+    /// The value comes from the bucketing file given at start (`withBootstrap`), before any file
+    /// was stored or downloaded.
     case STATIC
     /// The default: the flag exists but its value is `null`, or no campaign gives it.
     case DEFAULT
@@ -42,6 +43,8 @@ public enum FSFlagSource: String, Sendable, CaseIterable {
     case decisionAPI = "decision_api"
     /// The bucketing file, on this machine.
     case bucketingFile = "bucketing_file"
+    /// The bucketing file given at start (`withBootstrap`), before any was stored or downloaded.
+    case bootstrap
     /// The visitor cache: a decision of an earlier run (or another instance), read at `build()`.
     case cache
 }
@@ -130,6 +133,8 @@ extension FSVisitor {
             reason = .CACHED
         } else if fetchStatus != .FETCHED {
             reason = .STALE
+        } else if source == .bootstrap {
+            reason = .STATIC
         } else {
             reason = entry.metadata.campaignType == "ab" ? .SPLIT : .TARGETING_MATCH
         }

@@ -142,11 +142,13 @@ public final class FSVisitor: Sendable {
             return
         }
         if runtime.status == .SDK_PANIC { runtime.setStatus(.SDK_INITIALIZED) }
+        let decidedBy: FSFlagSource = source == .decisionAPI ? .decisionAPI
+            : runtime.bucketing?.decidesOnBootstrap == true ? .bootstrap : .bucketingFile
         // An answer to an older fetch than the latest is dropped: the latest one decides.
         let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?) in
             guard generation == state.fetchGeneration else { return (false, nil) }
             state.assign(response.campaigns)
-            state.decidedBy = source == .bucketing ? .bucketingFile : .decisionAPI
+            state.decidedBy = decidedBy
             return (true, state.hasConsented ? state.cacheDocument : nil)
         }
         guard outcome.latest else { return }

@@ -25,6 +25,14 @@ public struct FlagshipConfig: Sendable {
     public internal(set) var cacheDirectory: URL?
     /// The default caches' database file itself, in place of `<cacheDirectory>/flagship-<envId>.sqlite`.
     public internal(set) var cacheFile: URL?
+    /// A bucketing file to decide from until the store or the network gives one (`withBootstrap`).
+    var bootstrap: Bootstrap?
+
+    /// Where a bootstrap bucketing file comes from.
+    enum Bootstrap: Sendable {
+        case data(Data)
+        case file(URL)
+    }
     var onSdkStatusChanged: OnSdkStatusChanged?
     var onVisitorExposed: OnVisitorExposed?
     /// Where log lines go; `nil`: swift-log's bootstrapped handler, under the label `io.flagship`.
@@ -183,6 +191,23 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withBucketingBaseURL(_ url: URL) -> FSConfigBuilder {
         config.bucketingBaseURL = url
+        return self
+    }
+
+    /// Bucketing mode: a bucketing file to decide from at start when the store holds none, until
+    /// the first download (or another instance's file, with a shared store) replaces it; flags
+    /// decided on it give the reason `STATIC`. It is never stored. An unusable file is logged
+    /// and ignored.
+    @discardableResult
+    public func withBootstrap(bucketingFile data: Data) -> FSConfigBuilder {
+        config.bootstrap = .data(data)
+        return self
+    }
+
+    /// As `withBootstrap(bucketingFile:)`, read from `url` (a file) at start.
+    @discardableResult
+    public func withBootstrap(bucketingFileAt url: URL) -> FSConfigBuilder {
+        config.bootstrap = .file(url)
         return self
     }
 

@@ -14,6 +14,8 @@ final class BucketingPoller: Sendable {
         var lastModified: String?
         /// When the file in use was downloaded (by this instance or, shared, by another).
         var downloadedAt: Int64 = .min
+        /// Whether the file in use is the bootstrap, given at start, not yet replaced.
+        var bootstrapped = false
         /// Set once the first download of this start has ended, whatever its outcome.
         var firstAttemptEnded = false
         var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
@@ -29,6 +31,8 @@ final class BucketingPoller: Sendable {
     private let store: FlagshipDatabase?
     /// The file a fleet shares (FlagshipPostgres), read at start and written with each download.
     private let shared: (any SharedBucketingFiles)?
+    /// The file given at start (`withBootstrap`), used when the store has none.
+    private let bootstrap: Data?
     private let clock: any SDKClock
     private let logger: Logger
     /// Told of every file put in use (stored or downloaded), off any lock.
@@ -39,7 +43,8 @@ final class BucketingPoller: Sendable {
     private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
-         store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, clock: any SDKClock, logger: Logger,
+         store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, bootstrap: Data? = nil,
+         clock: any SDKClock, logger: Logger,
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
@@ -48,6 +53,7 @@ final class BucketingPoller: Sendable {
         self.transport = transport
         self.store = store
         self.shared = shared
+        self.bootstrap = bootstrap
         self.clock = clock
         self.logger = logger
         outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
@@ -64,7 +70,33 @@ final class BucketingPoller: Sendable {
     /// store, its file is read next, off the caller's thread.
     func loadStored() {
         loadLocal()
+        loadBootstrap()
         loadShared()
+    }
+
+    /// Whether decisions are made on the bootstrap file now.
+    var decidesOnBootstrap: Bool {
+        state.withLock { $0.bootstrapped }
+    }
+
+    /// The bootstrap, when the store gave no file: the oldest a file can be, so that anything
+    /// downloaded or shared replaces it.
+    private func loadBootstrap() {
+        guard let bootstrap, file == nil else { return }
+        do {
+            let file = try BucketingFile(json: bootstrap)
+            let used = state.withLock { state -> Bool in
+                guard state.file == nil else { return false }
+                state.file = file
+                state.bootstrapped = true
+                return true
+            }
+            guard used else { return }
+            logger.info("Bucketing file from the bootstrap given at start (\(file.campaignCount) campaign(s)), until one is downloaded")
+            onFile(file)
+        } catch {
+            logger.error("The bootstrap bucketing file is unusable (\(error)): it is ignored")
+        }
     }
 
     private func loadLocal() {
@@ -123,6 +155,7 @@ final class BucketingPoller: Sendable {
                 state.file = file
                 state.lastModified = record.lastModified
                 state.downloadedAt = record.downloadedAt
+                state.bootstrapped = false
                 return true
             }
             guard adopted else { return }
@@ -261,6 +294,7 @@ final class BucketingPoller: Sendable {
             state.file = file
             state.lastModified = lastModified
             state.downloadedAt = downloadedAt
+            state.bootstrapped = false
             return true
         }
         guard changed else { return }

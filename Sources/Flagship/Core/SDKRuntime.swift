@@ -59,6 +59,7 @@ final class SDKRuntime: Sendable {
             let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
                                          timeout: timeout, transport: transport, store: store,
                                          shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
+                                         bootstrap: Self.bootstrap(config.bootstrap, logger: logger),
                                          clock: config.clock, logger: logger) { file in
                 statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
             }
@@ -82,6 +83,23 @@ final class SDKRuntime: Sendable {
             events: events, settings: settings, clock: config.clock, logger: logger,
             visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
         tracking.start()
+    }
+
+    /// The bootstrap bucketing file's bytes; a file that cannot be read is logged and ignored.
+    private static func bootstrap(_ bootstrap: FlagshipConfig.Bootstrap?, logger: Logger) -> Data? {
+        switch bootstrap {
+        case .data(let data)?:
+            return data
+        case .file(let url)?:
+            do {
+                return try Data(contentsOf: url)
+            } catch {
+                logger.error("The bootstrap bucketing file \(url.path) cannot be read (\(error.localizedDescription)): it is ignored")
+                return nil
+            }
+        case nil:
+            return nil
+        }
     }
 
     /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when

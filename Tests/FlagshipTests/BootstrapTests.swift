@@ -1,0 +1,69 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// `withBootstrap`: a bucketing file given at start decides while the store has none and none
+/// is downloaded; a download or a stored file replaces it.
+final class BootstrapTests: SDKTestCase {
+    private static let allBlue = BucketingModeTests.bucketingFile(greenShare: 0)
+    private static let allGreen = BucketingModeTests.bucketingFile(greenShare: 100)
+
+    private func bucketing(_ url: URL) -> FSConfigBuilder {
+        configBuilder().Bucketing().withBucketingBaseURL(url).withBucketingPollingIntervals(3600)
+    }
+
+    private func fetched(_ id: String, on instance: Flagship? = nil) async throws -> FSVisitor {
+        let visitor = await (instance ?? flagship).newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.fetchFlags()
+        return visitor
+    }
+
+    func testWithNoStoredFileAndNoNetworkTheBootstrapDecidesWithReasonStatic() async throws {
+        start(bucketing(TrackingTestCase.deadURL).withBootstrap(bucketingFile: Self.allBlue))
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZED, "ready at start, offline")
+        let visitor = try await fetched("alice")
+        let details = visitor.getFlag(key: "btnColor").details(defaultValue: "none")
+        XCTAssertEqual(details.value, "blue")
+        XCTAssertEqual(details.reason, .STATIC)
+        XCTAssertEqual(details.source, .bootstrap)
+        func stored() throws -> BucketingRecord? {
+            try inspectStore().read { try $0.bucketing.file(envId: Self.envId) }
+        }
+        XCTAssertNil(try stored(), "a bootstrap is never stored")
+    }
+
+    func testADownloadedFileReplacesTheBootstrap() async throws {
+        try server.setBucketingFile(Self.allGreen)
+        start(bucketing(server.bucketingBaseURL).withBootstrap(bucketingFile: Self.allBlue))
+        await flagship.currentRuntime?.bucketing?.poll()
+        let visitor = try await fetched("bob")
+        let details = visitor.getFlag(key: "btnColor").details(defaultValue: "none")
+        XCTAssertEqual(details.value, "green")
+        XCTAssertEqual(details.reason, .SPLIT)
+        XCTAssertEqual(details.source, .bucketingFile)
+    }
+
+    func testAStoredFileWinsOverTheBootstrap() async throws {
+        try server.setBucketingFile(Self.allGreen)
+        start(bucketing(server.bucketingBaseURL))
+        _ = try await fetched("warm-up")   // downloads and stores the file
+        await flagship.close()
+
+        let restarted = Flagship()
+        restarted.start(envId: Self.envId, apiKey: Self.apiKey,
+                        config: bucketing(TrackingTestCase.deadURL).withBootstrap(bucketingFile: Self.allBlue).build())
+        let visitor = try await fetched("carol", on: restarted)
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").value, "green")
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").reason, .SPLIT)
+        await restarted.close()
+    }
+
+    func testAnUnusableBootstrapIsLoggedAndIgnored() async throws {
+        start(bucketing(TrackingTestCase.deadURL).withBootstrap(bucketingFile: Data("not json".utf8)))
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZING)
+        XCTAssertTrue(log.messages(at: .error).contains { $0.hasPrefix("The bootstrap bucketing file is unusable") }, log.allText)
+    }
+}
