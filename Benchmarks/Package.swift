@@ -110,6 +110,18 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Issue 22: from a changed bucketing file on the server to the SDK's change event.
+        .executableTarget(
+            name: "FlagChanges",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "FlagChanges",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // Issue 21's fleet on PostgreSQL: commits per second by one and three instances beside raw
         // multi-row INSERTs, and 100,000 hits replayed by three instances. Built with Flagship's
         // package name, for several SDK instances in one process.

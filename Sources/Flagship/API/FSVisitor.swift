@@ -14,6 +14,8 @@ public final class FSVisitor: Sendable {
     private let onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?
     // Held only to read or write the state: never across I/O or a callback.
     private let state: Locked<VisitorState>
+    /// The listeners of `flagChanges()`.
+    let flagWatchers = ChangeBroadcaster<[FSFlagValueChange]>()
 
     init(state: VisitorState, runtime: SDKRuntime?, onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?) {
         self.state = Locked(state)
@@ -145,13 +147,17 @@ public final class FSVisitor: Sendable {
         let decidedBy: FSFlagSource = source == .decisionAPI ? .decisionAPI
             : runtime.bucketing?.decidesOnBootstrap == true ? .bootstrap : .bucketingFile
         // An answer to an older fetch than the latest is dropped: the latest one decides.
-        let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?) in
-            guard generation == state.fetchGeneration else { return (false, nil) }
+        let watched = flagWatchers.hasListeners
+        let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange]) in
+            guard generation == state.fetchGeneration else { return (false, nil, []) }
+            let before = watched ? state.flags.mapValues(\.value) : [:]
             state.assign(response.campaigns)
             state.decidedBy = decidedBy
-            return (true, state.hasConsented ? state.cacheDocument : nil)
+            let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []
+            return (true, state.hasConsented ? state.cacheDocument : nil, changes)
         }
         guard outcome.latest else { return }
+        if !outcome.changes.isEmpty { flagWatchers.yield(outcome.changes) }
         setFetch(.FETCHED, .NONE, ifGeneration: generation)
         logger.debug("Flags of visitor '\(request.visitorId)' fetched: \(response.campaigns.count) campaign(s)")
         if runtime.decider.reportsSegment, request.hasConsented {
@@ -163,6 +169,13 @@ public final class FSVisitor: Sendable {
         // Written by the next group commit, with the hits: the flags are in memory already.
         if let document = outcome.document {
             runtime.cacheVisitor(document)
+        }
+    }
+
+    /// The flags whose values differ, by key.
+    private static func changes(from before: [String: JSONValue], to after: [String: JSONValue]) -> [FSFlagValueChange] {
+        Set(before.keys).union(after.keys).sorted().compactMap { key in
+            before[key] == after[key] ? nil : FSFlagValueChange(key: key, oldRawValue: before[key], newRawValue: after[key])
         }
     }
 

@@ -16,6 +16,8 @@ final class BucketingPoller: Sendable {
         var downloadedAt: Int64 = .min
         /// Whether the file in use is the bootstrap, given at start, not yet replaced.
         var bootstrapped = false
+        /// The campaigns of the file in use, for the change a new one makes.
+        var campaigns: BucketingFileCampaigns?
         /// Set once the first download of this start has ended, whatever its outcome.
         var firstAttemptEnded = false
         var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
@@ -37,6 +39,8 @@ final class BucketingPoller: Sendable {
     private let logger: Logger
     /// Told of every file put in use (stored or downloaded), off any lock.
     private let onFile: @Sendable (BucketingFile) -> Void
+    /// Told of what a new file changed from the one in use (not of the first file of a start).
+    private let onChange: (@Sendable (FSBucketingFileChange) -> Void)?
     private let state = Locked(State())
     private let outage: OutageLog
     /// Where the downloaded file is written: off the poller's task.
@@ -44,7 +48,7 @@ final class BucketingPoller: Sendable {
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
          store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, bootstrap: Data? = nil,
-         clock: any SDKClock, logger: Logger,
+         clock: any SDKClock, logger: Logger, onChange: (@Sendable (FSBucketingFileChange) -> Void)? = nil,
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
@@ -58,6 +62,7 @@ final class BucketingPoller: Sendable {
         self.logger = logger
         outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
         self.onFile = onFile
+        self.onChange = onChange
     }
 
     /// The file decisions are made from now; `nil` until one is stored or downloaded.
@@ -85,9 +90,11 @@ final class BucketingPoller: Sendable {
         guard let bootstrap, file == nil else { return }
         do {
             let file = try BucketingFile(json: bootstrap)
+            let campaigns = BucketingFileCampaigns(json: bootstrap, file: file)
             let used = state.withLock { state -> Bool in
                 guard state.file == nil else { return false }
                 state.file = file
+                state.campaigns = campaigns
                 state.bootstrapped = true
                 return true
             }
@@ -114,8 +121,10 @@ final class BucketingPoller: Sendable {
         }
         do {
             let file = try BucketingFile(json: Data(record.document.utf8))
+            let campaigns = BucketingFileCampaigns(json: Data(record.document.utf8), file: file)
             state.withLock { state in
                 state.file = file
+                state.campaigns = campaigns
                 state.lastModified = record.lastModified
                 state.downloadedAt = record.downloadedAt
             }
@@ -150,15 +159,18 @@ final class BucketingPoller: Sendable {
                 logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
                 return
             }
-            let adopted = state.withLock { state -> Bool in
-                guard !state.closed, record.downloadedAt > state.downloadedAt else { return false }
+            let campaigns = BucketingFileCampaigns(json: Data(record.document.utf8), file: file)
+            let adopted = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
+                guard !state.closed, record.downloadedAt > state.downloadedAt else { return (false, nil) }
+                defer { state.campaigns = campaigns }
                 state.file = file
                 state.lastModified = record.lastModified
                 state.downloadedAt = record.downloadedAt
                 state.bootstrapped = false
-                return true
+                return (true, state.campaigns)
             }
-            guard adopted else { return }
+            guard adopted.0 else { return }
+            tellChange(from: adopted.1, to: campaigns)
             let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
             logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
@@ -168,6 +180,13 @@ final class BucketingPoller: Sendable {
                 logger.error("The shared bucketing file could not be stored locally (\(error)); it is used until the process ends")
             }
         }
+    }
+
+    /// Tells `onChange` what a new file changed from the one it replaced (nothing for the first
+    /// file of a start, nor for a file that only repeats the one in use).
+    private func tellChange(from old: BucketingFileCampaigns?, to new: BucketingFileCampaigns) {
+        guard let onChange, let old, let change = FSBucketingFileChange.between(old: old, new: new, panic: new.panic) else { return }
+        onChange(change)
     }
 
     /// Starts polling: a download now, then one every interval, until `close()`.
@@ -289,15 +308,18 @@ final class BucketingPoller: Sendable {
         }
         let lastModified = response.headers["last-modified"]
         let downloadedAt = clock.now().unixMilliseconds
-        let changed = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        let campaigns = BucketingFileCampaigns(json: response.body, file: file)
+        let changed = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
+            guard !state.closed else { return (false, nil) }
+            defer { state.campaigns = campaigns }
             state.file = file
             state.lastModified = lastModified
             state.downloadedAt = downloadedAt
             state.bootstrapped = false
-            return true
+            return (true, state.campaigns)
         }
-        guard changed else { return }
+        guard changed.0 else { return }
+        tellChange(from: changed.1, to: campaigns)
         logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
         onFile(file)
         guard store != nil || shared != nil else { return }

@@ -19,6 +19,8 @@ final class SDKRuntime: Sendable {
     /// Failed fetches made with `fetchFlags(onFetchCompleted:)`, which has no error to throw:
     /// one warning when they start failing, one when a fetch succeeds again.
     let fetchOutage: OutageLog
+    /// The bucketing file's change listeners and the watched visitors (`flagChanges()`).
+    let flagWatch = FlagWatch()
     /// The flag keys (with the type asked) whose type mismatch was logged: once each.
     let mismatchesLogged = Locked<Set<String>>([])
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
@@ -60,7 +62,8 @@ final class SDKRuntime: Sendable {
                                          timeout: timeout, transport: transport, store: store,
                                          shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
                                          bootstrap: Self.bootstrap(config.bootstrap, logger: logger),
-                                         clock: config.clock, logger: logger) { file in
+                                         clock: config.clock, logger: logger,
+                                         onChange: { [flagWatch] change in flagWatch.fileChanged(change) }) { file in
                 statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
             }
             bucketing = poller
@@ -182,6 +185,7 @@ final class SDKRuntime: Sendable {
         let clock = config.clock
         let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
         bucketing?.close()
+        flagWatch.finish()
         await tracking.close(until: deadline)
         if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
             logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")

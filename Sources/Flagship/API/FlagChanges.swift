@@ -1,0 +1,185 @@
+import FlagshipStore
+import Foundation
+
+/// A new bucketing file, compared with the one it replaced (bucketing mode): the campaigns added,
+/// removed and changed (targeting, allocations, flags, anything in their JSON), by id, and the
+/// flag keys those campaigns give before or after.
+public struct FSBucketingFileChange: Sendable, Equatable {
+    public let campaignsAdded: [String]
+    public let campaignsRemoved: [String]
+    public let campaignsChanged: [String]
+    /// The keys the added, removed and changed campaigns give, in either file; sorted.
+    public let flagKeys: [String]
+    /// Whether the new file is a panic file (every flag gives its default).
+    public let panic: Bool
+}
+
+/// The flags of a watched visitor whose values changed with a new decision.
+public struct FSFlagValueChange: Sendable {
+    public let key: String
+    let oldRawValue: JSONValue?
+    let newRawValue: JSONValue?
+
+    /// The value before; `nil` when the visitor did not have the flag.
+    public var oldValue: Any? { oldRawValue?.foundationValue }
+    /// The value now; `nil` when the visitor no longer has the flag.
+    public var newValue: Any? { newRawValue?.foundationValue }
+}
+
+/// Hands each value to every listening `AsyncStream`, never waiting for one: each stream keeps
+/// the newest `limit` values (a slow consumer loses the oldest, the producer never blocks).
+final class ChangeBroadcaster<Value: Sendable>: Sendable {
+    private struct State {
+        var next = 0
+        var continuations: [Int: AsyncStream<Value>.Continuation] = [:]
+        var finished = false
+    }
+
+    private let state = Locked(State())
+    private let limit: Int
+
+    init(limit: Int = 16) {
+        self.limit = limit
+    }
+
+    var hasListeners: Bool {
+        state.withLock { !$0.continuations.isEmpty }
+    }
+
+    func stream() -> AsyncStream<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(limit))
+        let id = state.withLock { state -> Int? in
+            guard !state.finished else { return nil }
+            defer { state.next += 1 }
+            state.continuations[state.next] = continuation
+            return state.next
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func yield(_ value: Value) {
+        for continuation in state.withLock({ Array($0.continuations.values) }) { continuation.yield(value) }
+    }
+
+    /// Ends every stream; later ones end at once.
+    func finish() {
+        let continuations = state.withLock { state -> [AsyncStream<Value>.Continuation] in
+            state.finished = true
+            defer { state.continuations = [:] }
+            return Array(state.continuations.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+}
+
+extension FSBucketingFileChange {
+    /// What changed from `old` to `new` (campaign JSON by id); `nil` when nothing did.
+    static func between(old: BucketingFileCampaigns, new: BucketingFileCampaigns, panic: Bool) -> FSBucketingFileChange? {
+        let added = new.documents.keys.filter { old.documents[$0] == nil }.sorted()
+        let removed = old.documents.keys.filter { new.documents[$0] == nil }.sorted()
+        let changed = new.documents.keys.filter { id in old.documents[id].map { $0 != new.documents[id] } ?? false }.sorted()
+        guard !added.isEmpty || !removed.isEmpty || !changed.isEmpty || panic != old.panic else { return nil }
+        var keys = Set<String>()
+        for id in added + changed { keys.formUnion(new.flagKeys[id] ?? []) }
+        for id in removed + changed { keys.formUnion(old.flagKeys[id] ?? []) }
+        return FSBucketingFileChange(campaignsAdded: added, campaignsRemoved: removed, campaignsChanged: changed,
+                                     flagKeys: keys.sorted(), panic: panic)
+    }
+}
+
+/// A bucketing file's campaigns as JSON by id, and the flag keys each gives: what a change is
+/// computed from.
+struct BucketingFileCampaigns: Sendable {
+    let documents: [String: JSONValue]
+    let flagKeys: [String: Set<String>]
+    let panic: Bool
+
+    init(json data: Data, file: BucketingFile) {
+        var documents: [String: JSONValue] = [:]
+        if case .array(let campaigns)? = (try? JSONValue(json: data))?["campaigns"] {
+            for campaign in campaigns {
+                if case .string(let id)? = campaign["id"] { documents[id] = campaign }
+            }
+        }
+        var keys: [String: Set<String>] = [:]
+        for campaign in file.campaigns {
+            for group in campaign.variationGroups {
+                for variation in group.variations {
+                    keys[campaign.id, default: []].formUnion(variation.assignment?.flags.keys ?? [:].keys)
+                }
+            }
+        }
+        self.documents = documents
+        flagKeys = keys
+        panic = file.panic
+    }
+}
+
+extension Flagship {
+    /// Each new bucketing file (bucketing mode), compared with the one it replaced: downloaded,
+    /// or another instance's with a shared store. No change, no event; a file that only repeats
+    /// the one in use gives none. The stream ends with `close()` (or at once, not started). It
+    /// keeps the newest 16 changes: a slow consumer loses the oldest, polling never waits.
+    public func bucketingFileChanges() -> AsyncStream<FSBucketingFileChange> {
+        guard let runtime = currentRuntime else { return AsyncStream { $0.finish() } }
+        return runtime.flagWatch.fileChanges.stream()
+    }
+}
+
+extension FSVisitor {
+    /// This visitor's flags whose values change, with the old and new values, after each
+    /// decision: each `fetchFlags()`, and in bucketing mode each new bucketing file (the visitor
+    /// is decided again on it while it is watched). No change, no event. The stream keeps the
+    /// newest 16 changes; it ends with the SDK's `close()`.
+    public func flagChanges() -> AsyncStream<[FSFlagValueChange]> {
+        let stream = flagWatchers.stream()
+        runtime?.flagWatch.watch(self)
+        return stream
+    }
+}
+
+/// The change listeners of one start of the SDK: the bucketing file's, and the visitors watched
+/// with `flagChanges()`, decided again on each new file (held weakly: a visitor the app drops
+/// is no longer watched).
+final class FlagWatch: Sendable {
+    let fileChanges = ChangeBroadcaster<FSBucketingFileChange>()
+    private let visitors = Locked<[ObjectIdentifier: WeakVisitor]>([:])
+
+    private struct WeakVisitor: Sendable {
+        weak var visitor: FSVisitor?
+    }
+
+    func watch(_ visitor: FSVisitor) {
+        visitors.withLock { $0[ObjectIdentifier(visitor)] = WeakVisitor(visitor: visitor) }
+    }
+
+    /// A new file: told to the listeners, and every watched visitor decided again on it (each
+    /// fetch tells that visitor's listeners what changed).
+    func fileChanged(_ change: FSBucketingFileChange) {
+        fileChanges.yield(change)
+        let watched = visitors.withLock { visitors -> [FSVisitor] in
+            visitors = visitors.filter { $0.value.visitor != nil }
+            return visitors.values.compactMap(\.visitor)
+        }
+        for visitor in watched {
+            Task { try? await visitor.fetchFlags() }
+        }
+    }
+
+    /// The SDK closed: every stream ends.
+    func finish() {
+        fileChanges.finish()
+        let watched = visitors.withLock { visitors -> [FSVisitor] in
+            defer { visitors = [:] }
+            return visitors.values.compactMap(\.visitor)
+        }
+        for visitor in watched { visitor.flagWatchers.finish() }
+    }
+}
