@@ -112,7 +112,8 @@ struct BucketingFileCampaigns: Sendable {
         for campaign in file.campaigns {
             for group in campaign.variationGroups {
                 for variation in group.variations {
-                    keys[campaign.id, default: []].formUnion(variation.assignment?.flags.keys ?? [:].keys)
+                    guard let flags = variation.assignment?.flags else { continue }
+                    keys[campaign.id, default: []].formUnion(flags.keys)
                 }
             }
         }
