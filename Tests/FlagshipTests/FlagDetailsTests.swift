@@ -1,4 +1,5 @@
 import FlagshipLocalServer
+import FlagshipStore
 import Foundation
 import XCTest
 
@@ -63,6 +64,26 @@ final class FlagDetailsTests: SDKTestCase {
         XCTAssertEqual(mismatch.errorMessage, "the flag's value (a string) is not a Int")
         XCTAssertEqual(mismatch.metadata.campaignId, "c_checkout", "the campaign is still named")
         XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: 42), 42, "as the plain read")
+    }
+
+    /// A cached document the SDK cannot read (a version it does not know): until a fetch
+    /// decides, every flag says so.
+    func testAnUnreadableCachedDecisionGivesParseErrorUntilAFetch() async throws {
+        try server.setBucketingFile(BucketingModeTests.bucketingFile())
+        start(bucketing())
+        let store = try XCTUnwrap(flagship.currentRuntime?.caches?.store)
+        func writeUnreadableRow() throws {
+            try store.write { try $0.visitors.save(VisitorRecord(visitorId: "frank", anonymousId: nil, consent: true, document: #"{"version": 42}"#, updatedAt: 1)) }
+        }
+        try writeUnreadableRow()
+
+        let visitor = await visitor("frank")
+        let details = visitor.getFlag(key: "btnColor").details(defaultValue: "none")
+        XCTAssertEqual(details.reason, .ERROR)
+        XCTAssertEqual(details.errorCode, .PARSE_ERROR)
+        XCTAssertEqual(details.value, "none")
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").reason, .SPLIT)
     }
 
     func testAChangedContextMakesTheValueStaleAndTheCacheGivesCachedUntilTheNextFetch() async throws {

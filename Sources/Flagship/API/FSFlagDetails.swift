@@ -31,7 +31,7 @@ public enum FSFlagErrorCode: String, Sendable, CaseIterable {
     case TYPE_MISMATCH
     /// The SDK is not started, or the visitor's flags were never decided (nor found cached).
     case PROVIDER_NOT_READY
-    /// The decision could not be read.
+    /// The visitor's cached decision could not be read (and no fetch decided since).
     case PARSE_ERROR
     /// Any other failure.
     case GENERAL
@@ -94,10 +94,10 @@ extension FSVisitor {
     /// the value even while a fetch runs.
     func readFlagDetails<T>(_ key: String, defaultValue: T?, exposing: Bool) -> FSFlagDetails<T> {
         let panic = sdkStatus == .SDK_PANIC
-        let (entry, fetchStatus, source, toExpose) = withState { state in
+        let (entry, fetchStatus, source, toExpose, cacheUnreadable) = withState { state in
             let entry = state.flags[key]
             let toExpose = exposing && entry.map { !state.isExposureReported($0) } ?? false
-            return (entry, state.fetchStatus, state.decidedBy, toExpose)
+            return (entry, state.fetchStatus, state.decidedBy, toExpose, state.cachedDecisionUnreadable)
         }
         func failed(_ reason: FSFlagReason, _ code: FSFlagErrorCode?, _ message: String?) -> FSFlagDetails<T> {
             FSFlagDetails(value: defaultValue, reason: reason, errorCode: code, errorMessage: message,
@@ -109,6 +109,9 @@ extension FSVisitor {
         guard let entry else {
             guard sdkStatus != .SDK_NOT_INITIALIZED else { return failed(.ERROR, .PROVIDER_NOT_READY, "the SDK is not started") }
             guard source != nil else {
+                if cacheUnreadable {
+                    return failed(.ERROR, .PARSE_ERROR, "this visitor's cached decision could not be read (logged): call fetchFlags()")
+                }
                 return failed(.ERROR, .PROVIDER_NOT_READY, "this visitor's flags were not decided yet: call fetchFlags()")
             }
             return failed(.DEFAULT, .FLAG_NOT_FOUND, "no campaign gives this visitor the flag '\(key)'")

@@ -145,6 +145,8 @@ private struct VisitorPlan: Sendable {
             state.fetchReason = .FETCHED_FROM_CACHE
             state.decidedBy = .cache
             logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")
+        } else if case .rejected = stored.lookup {
+            state.cachedDecisionUnreadable = true
         }
         let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
         visitor.notifyFetchStatus(state.fetchStatus, state.fetchReason)

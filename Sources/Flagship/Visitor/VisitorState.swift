@@ -15,6 +15,8 @@ struct VisitorState: Sendable {
     var fetchReason: FSFetchReasons = .VISITOR_CREATE
     /// Where the flags held now were decided: `nil` before any decision or cache read.
     var decidedBy: FSFlagSource?
+    /// The visitor cache held a document for this visitor that could not be read (`build()`).
+    var cachedDecisionUnreadable = false
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.
