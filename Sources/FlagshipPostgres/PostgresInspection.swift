@@ -232,10 +232,7 @@ package struct PostgresInspection: Sendable {
     /// build can read.
     private static func checkedSchema(_ connection: PostgresConnection, location: FlagshipPostgresStore.Location,
                                       logger: Logger) async throws -> Schema {
-        let comment = try await connection.query(
-            "SELECT COALESCE(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace WHERE nspname = 'flagship'",
-            logger: logger
-        ).collect().first.map { try $0.decode(String.self) }
+        let comment = try await PostgresMigrator.schemaComment(connection, logger: logger)
         let noStore = FlagshipPostgresError(code: .databaseMissing, description: "\(location) holds no Flagship store (no schema "
             + "\"flagship\"): nothing was read or written (the SDK creates the store when it starts with it, "
             + "FlagshipPostgresStore.prepare())")

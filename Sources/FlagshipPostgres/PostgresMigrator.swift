@@ -45,12 +45,18 @@ struct PostgresMigrator {
         }
     }
 
-    private func migrate(on connection: PostgresConnection, sharesDatabase: Bool, logger: Logger) async throws -> Outcome {
-        try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
-        let comment = try await connection.query(
+    /// The comment of the schema `flagship` (`marker` when it is ours), `""` when it has none;
+    /// `nil` when the database has no such schema.
+    static func schemaComment(_ connection: PostgresConnection, logger: Logger) async throws -> String? {
+        try await connection.query(
             "SELECT COALESCE(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace WHERE nspname = 'flagship'",
             logger: logger
         ).collect().first.map { try $0.decode(String.self) }
+    }
+
+    private func migrate(on connection: PostgresConnection, sharesDatabase: Bool, logger: Logger) async throws -> Outcome {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
+        let comment = try await Self.schemaComment(connection, logger: logger)
         switch comment {
         case Self.marker?:
             break
