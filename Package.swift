@@ -25,6 +25,9 @@ let package = Package(
         // The store on PostgreSQL for a fleet of instances (postgres-nio): its own product, so that
         // an app that depends on `Flagship` alone never compiles SwiftNIO.
         .library(name: "FlagshipPostgres", targets: ["FlagshipPostgres"]),
+        // Flag values set by a test, answered in-process to the real SDK, with every hit and
+        // activate it sent read back: apps' tests run without a server and without a mock.
+        .library(name: "FlagshipTesting", targets: ["FlagshipTesting"]),
         // A throwaway PostgreSQL server (Debian's binaries, a temporary directory, a free port):
         // for the tests and the benchmarks (`Benchmarks/`, a package of its own).
         .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
@@ -121,6 +124,9 @@ let package = Package(
             ],
             plugins: ["EmbedMigrations"]
         ),
+        // The real SDK against test data, through an in-process transport (no sockets); `Locked`
+        // from FlagshipStore, which `Flagship` depends on already.
+        .target(name: "FlagshipTesting", dependencies: ["Flagship", "FlagshipStore"]),
         // A PostgreSQL server for the tests, started from Debian's binaries in a temporary directory.
         .target(name: "PostgresTestSupport", path: "Tests/Support/PostgresTestSupport"),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
@@ -222,6 +228,10 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "FlagshipTestingTests",
+            dependencies: ["FlagshipTesting", "Flagship", "FlagshipStore"]
         ),
         .testTarget(
             name: "FlagshipServiceLifecycleTests",

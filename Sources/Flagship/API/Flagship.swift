@@ -47,6 +47,27 @@ public final class Flagship: Sendable {
     /// (logged, status `SDK_NOT_INITIALIZED`). Starting again replaces the previous start, whose
     /// pending hits are sent first.
     public func start(envId: String, apiKey: String, config: FlagshipConfig = FSConfigBuilder().build()) {
+        start(envId: envId, apiKey: apiKey, config: config, network: nil)
+    }
+
+    /// Starts as `start(envId:apiKey:config:)`, with every request answered by `transport` in
+    /// place of the network, each hit sent as soon as it is written (whatever `poolMaxSize`),
+    /// and a failed send retried within `retryCap` seconds: FlagshipTesting's SDK, against its
+    /// in-process Decision API and events endpoint, delivers without waiting for a batch interval.
+    package func start(envId: String, apiKey: String, config: FlagshipConfig, answeringWith transport: any HTTPTransport,
+                       retryingWithin retryCap: TimeInterval) {
+        var config = config
+        let earlier = config.adjustTracking
+        config.adjustTracking = { settings in
+            earlier?(&settings)
+            settings.poolMaxSize = 1
+            settings.backoffBase = min(settings.backoffBase, retryCap)
+            settings.backoffCap = retryCap
+        }
+        start(envId: envId, apiKey: apiKey, config: config, network: transport)
+    }
+
+    private func start(envId: String, apiKey: String, config: FlagshipConfig, network: (any HTTPTransport)?) {
         let logger = Self.makeLogger(config)
         let previous = state.withLock { state in
             defer { state.runtime = nil }
@@ -62,7 +83,7 @@ public final class Flagship: Sendable {
             }
             return
         }
-        let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger)
+        let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger, network: network)
         state.withLock { $0.runtime = started }
         logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue))")
         started.begin()

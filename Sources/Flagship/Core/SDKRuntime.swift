@@ -38,7 +38,8 @@ final class SDKRuntime: Sendable {
     /// The state key recording that the SDK has started with this store before.
     static let firstInitKey = "sdk.first_init_at"
 
-    init(envId: String, apiKey: String, config: FlagshipConfig, logger: Logger) {
+    /// `network`: what answers requests in place of `URLSessionTransport` (FlagshipTesting).
+    init(envId: String, apiKey: String, config: FlagshipConfig, logger: Logger, network given: (any HTTPTransport)? = nil) {
         fetchOutage = OutageLog(logger: logger, now: config.now)
         self.envId = envId
         self.config = config
@@ -51,7 +52,7 @@ final class SDKRuntime: Sendable {
             CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue, now: config.now, logger: logger)
         }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
-        let network: any HTTPTransport = MisconfigurationWatch(URLSessionTransport(), envId: envId, logger: logger)
+        let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
         transport = config.networkDisabled
             ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
         let timeout = config.timeout / 1000

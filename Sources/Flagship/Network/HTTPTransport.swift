@@ -5,14 +5,15 @@ import Foundation
 /// The seam between the Flagship clients (decision, events) and the network: the SDK uses
 /// ``URLSessionTransport``; anything else (another HTTP stack) can stand in. An answer with any
 /// status is a response, not an error: only a request that got no complete answer throws.
-protocol HTTPTransport: Sendable {
+/// `package`: FlagshipTesting answers in-process through it (`FSConfigBuilder.withTransport`).
+package protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
     /// Cancels what is in flight and refuses new requests. Safe to call twice.
     func shutdown()
 }
 
 extension HTTPTransport {
-    func shutdown() {}
+    package func shutdown() {}
 }
 
 /// The transport of an SDK whose network is disabled: refuses every request, sends nothing.
@@ -22,21 +23,21 @@ struct DisabledTransport: HTTPTransport {
     }
 }
 
-struct HTTPRequest: Sendable, Equatable {
-    enum Method: String, Sendable {
+package struct HTTPRequest: Sendable, Equatable {
+    package enum Method: String, Sendable {
         case get = "GET"
         case post = "POST"
     }
 
-    var method: Method
-    var url: URL
-    var headers: [String: String]
-    var body: Data?
+    package var method: Method
+    package var url: URL
+    package var headers: [String: String]
+    package var body: Data?
     /// Seconds from the call to the last byte of the answer; past it the request fails with
     /// ``TransportError/timedOut(after:)``, whether or not the server is still sending.
-    var timeout: TimeInterval
+    package var timeout: TimeInterval
 
-    init(method: Method, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval) {
+    package init(method: Method, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -59,23 +60,23 @@ struct HTTPRequest: Sendable, Equatable {
     }
 }
 
-struct HTTPResponse: Sendable, Equatable {
-    var status: Int
+package struct HTTPResponse: Sendable, Equatable {
+    package var status: Int
     /// Header names in lower case (HTTP names are case-insensitive).
-    var headers: [String: String]
-    var body: Data
+    package var headers: [String: String]
+    package var body: Data
 
-    init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+    package init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    var isSuccess: Bool { (200..<300).contains(status) }
+    package var isSuccess: Bool { (200..<300).contains(status) }
 }
 
 /// Why a request got no complete answer. Descriptions name the host, never a header's value.
-enum TransportError: Error, Equatable, CustomStringConvertible {
+package enum TransportError: Error, Equatable, CustomStringConvertible {
     /// No complete answer within the request's timeout (seconds).
     case timedOut(after: TimeInterval)
     /// Connection refused, host not found, connection dropped, not HTTP...: the reason as a phrase.
@@ -95,7 +96,7 @@ enum TransportError: Error, Equatable, CustomStringConvertible {
     /// The SDK was started with its network disabled: no request leaves the process.
     case networkDisabled
 
-    var description: String {
+    package var description: String {
         switch self {
         case .timedOut(let timeout):
             return "no complete answer within \(timeout.millisecondsText)"

@@ -1,0 +1,208 @@
+import Flagship
+import FlagshipStore
+import Foundation
+
+/// The network of a ``FlagshipTestEnvironment``, in-process: the Decision API answered from the
+/// test data, the events and activate endpoints recording what they receive (PROTOCOL.md
+/// sections 1 to 3). No socket, no thread: each request is answered on the caller's task.
+///
+/// The SDK is pointed at hosts under `.test` (a name reserved by RFC 2606, never resolved), so a
+/// request that went around this transport could reach no one.
+final class InProcessBackend: HTTPTransport {
+    static let decisionBaseURL = URL(string: "https://decision.flagship.test/v2")!
+    static let eventsBaseURL = URL(string: "https://events.flagship.test")!
+
+    private struct State {
+        var network: TestNetworkCondition = .available
+        var hits: [TestHit] = []
+        var activates: [TestActivate] = []
+        var decisions: [TestDecisionRequest] = []
+        /// Every variation a decision gave, by id: what an activate's `vaid` stands for.
+        var served: [String: TestVariation] = [:]
+        var failedRequests = 0
+        /// Requests handled so far, answered or failed.
+        var requests = 0
+        /// Tasks waiting for the next request (`waitForRequest`).
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    let envId: String
+    let testData: FlagshipTestData
+    private let state = Locked(State())
+
+    init(envId: String, testData: FlagshipTestData) {
+        self.envId = envId
+        self.testData = testData
+    }
+
+    // MARK: What the test reads
+
+    var network: TestNetworkCondition {
+        get { state.withLock { $0.network } }
+        set { state.withLock { $0.network = newValue } }
+    }
+
+    var hits: [TestHit] { state.withLock { $0.hits } }
+    var activates: [TestActivate] { state.withLock { $0.activates } }
+    var decisions: [TestDecisionRequest] { state.withLock { $0.decisions } }
+    var failedRequests: Int { state.withLock { $0.failedRequests } }
+    var requestCount: Int { state.withLock { $0.requests } }
+
+    /// Forgets what was recorded; the variations served stay known, for activates still to come.
+    func clearRecords() {
+        state.withLock { state in
+            state.hits = []
+            state.activates = []
+            state.decisions = []
+            state.failedRequests = 0
+        }
+    }
+
+    /// Returns once more than `count` requests were handled, or at `deadline`; `true` in the first case.
+    func waitForRequest(after count: Int, until deadline: ContinuousClock.Instant) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [self] in
+                await waitForRequest(after: count)
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    private func waitForRequest(after count: Int) async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    guard state.requests <= count, !Task.isCancelled else { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    // MARK: HTTPTransport
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        defer { handled() }
+        switch network {
+        case .available:
+            return answer(request)
+        case .unreachable:
+            state.withLock { $0.failedRequests += 1 }
+            throw .connectionFailed("\(request.url.host ?? "the host") cannot be reached (FlagshipTesting: the network is unreachable)")
+        case .failing(let status):
+            state.withLock { $0.failedRequests += 1 }
+            return HTTPResponse(status: status)
+        }
+    }
+
+    /// Kept answering after the SDK's `close()`: a restarted SDK uses this transport again.
+    func shutdown() {}
+
+    private func handled() {
+        let waiters = state.withLock { state in
+            state.requests += 1
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func answer(_ request: HTTPRequest) -> HTTPResponse {
+        let url = request.url
+        guard request.method == .post, let body = request.body, let json = try? JSONValue(json: body) else {
+            return HTTPResponse(status: request.method == .post ? 400 : 404)
+        }
+        switch (url.host, url.path) {
+        case (Self.decisionBaseURL.host, Self.decisionBaseURL.path + "/\(envId)/campaigns"):
+            return decide(json)
+        case (Self.decisionBaseURL.host, Self.decisionBaseURL.path + "/activate"):
+            return recordActivates(json)
+        case (Self.eventsBaseURL.host, "/"):
+            return recordHits(json)
+        default:
+            return HTTPResponse(status: 404)
+        }
+    }
+
+    // MARK: Decision API
+
+    private func decide(_ body: JSONValue) -> HTTPResponse {
+        guard let visitorId = body["visitorId"]?.stringValue, let context = body["context"]?.objectValue else {
+            return HTTPResponse(status: 400)
+        }
+        let testContext = context.mapValues(TestValue.init)
+        let (panic, values) = testData.decide(visitorId: visitorId, context: testContext)
+        let variations = values.map { TestVariation(flagKey: $0.key, value: $0.value) }
+        let decision = TestDecisionRequest(
+            visitorId: visitorId, anonymousId: body["anonymousId"]?.stringValue, context: testContext,
+            hasConsented: body["visitor_consent"]?.boolValue ?? false,
+            flags: Dictionary(values.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }), panic: panic)
+        state.withLock { state in
+            for variation in variations { state.served[variation.variationId] = variation }
+            state.decisions.append(decision)
+        }
+        let answer = JSONValue.object([
+            "visitorId": .string(visitorId),
+            "panic": .bool(panic),
+            "campaigns": .array(variations.map(Self.campaign)),
+            "extras": .object(["accountSettings": .object(["enabledXPC": .bool(false), "enabled1V1T": .bool(false)])]),
+        ])
+        return HTTPResponse(status: 200, headers: ["content-type": "application/json"], body: answer.jsonData())
+    }
+
+    /// One campaign per flag: its variation gives the flag's value.
+    private static func campaign(_ variation: TestVariation) -> JSONValue {
+        .object([
+            "id": .string(variation.campaignId),
+            "name": .string(variation.campaignName),
+            "slug": .string(variation.campaignName),
+            "type": .string(TestVariation.campaignType),
+            "variationGroupId": .string(variation.variationGroupId),
+            "variationGroupName": .string(TestVariation.variationGroupName),
+            "variation": .object([
+                "id": .string(variation.variationId),
+                "name": .string(variation.variationName),
+                "reference": .bool(false),
+                "modifications": .object(["type": .string("FLAG"), "value": .object([variation.flagKey: variation.value.json])]),
+            ]),
+        ])
+    }
+
+    // MARK: Events and activates
+
+    private func recordActivates(_ body: JSONValue) -> HTTPResponse {
+        guard let envId = body["cid"]?.stringValue, case .array(let entries)? = body["batch"] else {
+            return HTTPResponse(status: 400)
+        }
+        let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
+        guard fields.count == entries.count else { return HTTPResponse(status: 400) }
+        state.withLock { state in
+            state.activates += fields.map { entry in
+                TestActivate(envId: envId, fields: entry, variation: entry["vaid"]?.stringValue.flatMap { state.served[$0] })
+            }
+        }
+        return HTTPResponse(status: 200)
+    }
+
+    private func recordHits(_ body: JSONValue) -> HTTPResponse {
+        guard body["t"]?.stringValue == "BATCH", let envId = body["cid"]?.stringValue, case .array(let entries)? = body["h"] else {
+            return HTTPResponse(status: 400)
+        }
+        let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
+        guard fields.count == entries.count else { return HTTPResponse(status: 400) }
+        state.withLock { $0.hits += fields.map { TestHit(envId: envId, fields: $0) } }
+        return HTTPResponse(status: 200)
+    }
+}

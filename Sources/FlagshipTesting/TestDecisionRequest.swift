@@ -1,0 +1,23 @@
+/// A `fetchFlags()` as the in-process Decision API received and answered it.
+public struct TestDecisionRequest: Sendable, Hashable {
+    public let visitorId: String
+    /// The anonymous id of an authenticated visitor (experience continuity); `nil` otherwise.
+    public let anonymousId: String?
+    /// The context sent: the app's keys and the SDK's own (`sdk_osName`, `fs_client`...).
+    public let context: [String: TestValue]
+    public let hasConsented: Bool
+    /// The flags of the answer, by key; empty in panic mode.
+    public let flags: [String: TestValue]
+    /// Whether the answer was a panic (`FlagshipTestData.panic`).
+    public let panic: Bool
+
+    init(visitorId: String, anonymousId: String?, context: [String: TestValue], hasConsented: Bool,
+                flags: [String: TestValue], panic: Bool) {
+        self.visitorId = visitorId
+        self.anonymousId = anonymousId
+        self.context = context
+        self.hasConsented = hasConsented
+        self.flags = flags
+        self.panic = panic
+    }
+}

@@ -1,0 +1,37 @@
+/// The campaign, variation group and variation a test's flag value comes in, as the SDK sees them
+/// (`FSFlag.metadata()`, activates).
+///
+/// Each flag key is a campaign of its own (type `toggle`) with one variation group; each value
+/// of the key is a variation. The ids are derived from the key and the value alone, so they are
+/// the same in every run and for every visitor given that value:
+/// `c-<key>`, `vg-<key>`, `v-<key>-<12 hex digits of the value's JSON text hashed>`.
+public struct TestVariation: Sendable, Hashable {
+    public let flagKey: String
+    public let value: TestValue
+
+    public init(flagKey: String, value: TestValue) {
+        self.flagKey = flagKey
+        self.value = value
+    }
+
+    public var campaignId: String { "c-\(flagKey)" }
+    public var variationGroupId: String { "vg-\(flagKey)" }
+    public var variationId: String { "v-\(flagKey)-\(Self.digest(value.description))" }
+    /// The campaign's name and slug: the flag key.
+    public var campaignName: String { flagKey }
+    /// The variation's name: the value as JSON text.
+    public var variationName: String { value.description }
+    public static let campaignType = "toggle"
+    public static let variationGroupName = "FlagshipTesting"
+
+    /// FNV-1a, 64 bits, as 12 hex digits: stable across runs and platforms, unlike `Hasher`.
+    private static func digest(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash >> 16, radix: 16)
+        return String(repeating: "0", count: 12 - hex.count) + hex
+    }
+}
