@@ -163,8 +163,10 @@ struct SnippetPackage {
 
             let sdk: [Target.Dependency] = [.product(name: "Flagship", package: "\(identity)")]
             let sdkAndServer = sdk + [.product(name: "FlagshipLocalServer", package: "\(identity)")]
-            // The README's blocks may also run the SDK as a service of swift-service-lifecycle.
+            // The README's blocks may also run the SDK as a service of swift-service-lifecycle, and
+            // against test data (FlagshipTesting).
             let readme = sdkAndServer + [
+                .product(name: "FlagshipTesting", package: "\(identity)"),
                 .product(name: "FlagshipServiceLifecycle", package: "\(identity)"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
