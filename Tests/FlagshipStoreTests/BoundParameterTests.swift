@@ -26,7 +26,8 @@ final class BoundParameterTests: StoreTestCase {
     override func tearDownWithError() throws {
         if let store {
             XCTAssertEqual(try store.database.schemaObjectNames(), [
-                "bucketing", "hits", "hits_readable", "hits_total", "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+                "bucketing", "bucketing_files", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
+                "schema_migrations", "sdk_state", "visitors", "visitors_readable",
             ], "every table and view is still there")
         }
         try super.tearDownWithError()

@@ -36,7 +36,8 @@ final class MigratorTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertEqual(try store.database.schemaObjectNames(), [
-            "bucketing", "hits", "hits_readable", "hits_total", "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+            "bucketing", "bucketing_files", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
+            "schema_migrations", "sdk_state", "visitors", "visitors_readable",
         ])
     }
 
@@ -72,6 +73,7 @@ final class MigratorTests: StoreTestCase {
         XCTAssertEqual(Migration.embedded.map { "\($0.version) \($0.name) \($0.checksum)" }, [
             "1 initial_schema fnv1a64:d44fb3dd4fef8a68",
             "2 hit_delivery fnv1a64:5d8311d38cfc90a7",
+            "3 decision_provenance \(Migration.embedded[2].checksum)",
         ])
     }
 
@@ -116,7 +118,7 @@ final class MigratorTests: StoreTestCase {
         let shipped = Migration.embedded[1]
         let edited = Migration(version: 2, name: shipped.name, sql: shipped.sql + "\n-- a comment added later\n")
 
-        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], edited]))) { error in
+        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], edited] + Migration.embedded.dropFirst(2)))) { error in
             XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
                 path: self.url().path, version: 2, applied: shipped.record, embedded: edited.record))
             XCTAssertTrue("\(error)".contains(
@@ -165,7 +167,7 @@ final class MigratorTests: StoreTestCase {
         store.close()
 
         let renamed = Migration(version: 2, name: "delivery", sql: Migration.embedded[1].sql)
-        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], renamed]))) { error in
+        XCTAssertThrowsError(try openStore(migrator: Migrator(migrations: [Migration.embedded[0], renamed] + Migration.embedded.dropFirst(2)))) { error in
             XCTAssertEqual(error as? StoreError, .migrationHistoryMismatch(
                 path: self.url().path, version: 2, applied: MigrationRecord(name: "hit_delivery", checksum: nil), embedded: renamed.record))
         }
@@ -182,6 +184,9 @@ final class MigratorTests: StoreTestCase {
         var hits: [HitRecord] = []
         var bucketing: [BucketingRecord] = []
         var state: [String: String] = [:]
+        /// What `decisions` holds once the file is at the latest version.
+        var decisions: [DecisionRecord] = []
+        var fileVersions: [BucketingFileVersion] = []
     }
 
     static let seeds: [Int: SchemaSeed] = [
@@ -190,7 +195,59 @@ final class MigratorTests: StoreTestCase {
         1: seeds1,
         // Version 2 adds the delivery columns (attempt time, claim) and the trigger-kept count.
         2: seeds2,
+        // Version 3 adds decision provenance: kept file versions, decisions, an activate's version.
+        3: seeds3,
     ]
+
+    /// The decisions version 3 carries forward from the visitors' assignment histories: each
+    /// sample visitor's document holds vg1 → var1 of campaign c1.
+    private static func carried(_ visitors: [VisitorRecord]) -> [DecisionRecord] {
+        visitors.sorted { $0.visitorId < $1.visitorId }.map { visitor in
+            DecisionRecord(visitorId: visitor.visitorId, decidedAt: visitor.updatedAt, campaignId: "c1", variationGroupId: "vg1",
+                           variationId: "var1", source: .unknown, reason: "UNKNOWN", fileVersion: nil, context: nil, flags: nil)
+        }
+    }
+
+    private static let seeds3: SchemaSeed = {
+        var seed = seeds2
+        // Rows written at version 3 carry nothing: only what is inserted here.
+        let version = BucketingFileVersion(version: String(repeating: "ab", count: 32), envId: "env-1",
+                                           document: #"{"campaigns":[],"panic":false}"#, origin: .download,
+                                           firstUsedAt: 1_732_170_000_000, lastUsedAt: 1_732_170_050_000)
+        let decision = DecisionRecord(visitorId: "visitor-1", decidedAt: 1_732_170_000_050, campaignId: "c1",
+                                      variationGroupId: "vg1", variationId: "var1", source: .bucketingFile, reason: "SPLIT",
+                                      fileVersion: version.version, context: #"{"plan":"free"}"#, flags: #"{"btnColor":"green"}"#)
+        var activate = HitRecord.sample("hit-activate-v3", visitorId: "visitor-1", type: "ACTIVATE", createdAt: 1_732_170_000_600)
+        activate.fileVersion = version.version
+        activate.decidedAt = decision.decidedAt
+        seed.statements.append((
+            "INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(version.version), .text(version.envId), .text(version.document), .text(version.origin.rawValue),
+             .integer(version.firstUsedAt), .integer(version.lastUsedAt)]
+        ))
+        seed.statements.append((
+            """
+            INSERT INTO decisions (visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
+                                   file_version, context, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(decision.visitorId), .integer(decision.decidedAt), SQLiteValue(decision.campaignId), .text(decision.variationGroupId),
+             .text(decision.variationId), .text(decision.source.rawValue), .text(decision.reason), SQLiteValue(decision.fileVersion),
+             SQLiteValue(decision.context), SQLiteValue(decision.flags)]
+        ))
+        seed.statements.append((
+            """
+            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(activate.id), .text(activate.visitorId), .text(activate.type), SQLiteValue(activate.isConsent),
+             .text(activate.document), .integer(activate.createdAt), SQLiteValue(activate.attempts),
+             SQLiteValue(activate.fileVersion), SQLiteValue(activate.decidedAt)]
+        ))
+        seed.hits.append(activate)
+        seed.decisions = [decision]
+        seed.fileVersions = [version]
+        return seed
+    }()
 
     private static let seeds1: SchemaSeed = {
             let visitors = [
@@ -232,7 +289,8 @@ final class MigratorTests: StoreTestCase {
                     [.text(key), .text(value), .integer(fixedNowMilliseconds)]
                 ))
             }
-            return SchemaSeed(statements: statements, visitors: visitors, hits: hits, bucketing: bucketing, state: state)
+            return SchemaSeed(statements: statements, visitors: visitors, hits: hits, bucketing: bucketing, state: state,
+                              decisions: carried(visitors))
         }()
 
     private static let seeds2: SchemaSeed = {
@@ -483,5 +541,7 @@ final class MigratorTests: StoreTestCase {
         }
         let state = try store.read { try $0.state.all() }
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: state.map { ($0.key, $0.value) }), seed.state, context)
+        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 1_000).map(\.record) }, seed.decisions, context)
+        XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }, seed.fileVersions, context)
     }
 }

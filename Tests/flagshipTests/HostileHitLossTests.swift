@@ -9,7 +9,7 @@ final class HostileHitLossTests: HitCommandTestCase {
     /// lost, the summary says so, and the command exits 1; every hit is delivered, waiting in the
     /// file, or lost, and what waits is in the file.
     func testAFileSizeLimitIsALossAndAFailure() throws {
-        // The thread sanitizer's runtime itself dies under a 200-block file-size limit.
+        // The thread sanitizer's runtime itself dies under a 1000-block file-size limit.
         try XCTSkipIf(dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil, "the thread sanitizer cannot run under `ulimit -f`")
         serverDown()
 
@@ -17,7 +17,7 @@ final class HostileHitLossTests: HitCommandTestCase {
             ["send-hit", "--visitor-id", "v1"] + sdkOptions() + ["--event", "fill", "--count", "5000"],
             // SIGXFSZ ignored, as a process manager (or Python's subprocess) leaves it: writes past the
             // limit then fail with EFBIG instead of killing the process.
-            outputDirectory: outputDirectory, shellPrefix: "trap '' XFSZ; ulimit -f 200")
+            outputDirectory: outputDirectory, shellPrefix: "trap '' XFSZ; ulimit -f 1000")
 
         XCTAssertEqual(result.status, 1, result.stderr)
         XCTAssertFalse(result.signaled)

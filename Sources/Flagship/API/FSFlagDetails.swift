@@ -136,12 +136,19 @@ extension FSVisitor {
             reason = .CACHED
         } else if fetchStatus != .FETCHED {
             reason = .STALE
-        } else if source == .bootstrap {
-            reason = .STATIC
         } else {
-            reason = entry.metadata.campaignType == "ab" ? .SPLIT : .TARGETING_MATCH
+            reason = .decided(by: source, campaignType: entry.metadata.campaignType)
         }
         return FSFlagDetails(value: value, reason: reason, errorCode: nil, errorMessage: nil,
                              source: source, entry: entry)
+    }
+}
+
+extension FSFlagReason {
+    /// The reason of a flag a fetch decided: `STATIC` on the bootstrap file, else `SPLIT` for an
+    /// A/B test's variation, `TARGETING_MATCH` for any other campaign type.
+    static func decided(by source: FSFlagSource?, campaignType: String) -> FSFlagReason {
+        if source == .bootstrap { return .STATIC }
+        return campaignType == "ab" ? .SPLIT : .TARGETING_MATCH
     }
 }

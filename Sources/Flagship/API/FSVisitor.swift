@@ -148,13 +148,23 @@ public final class FSVisitor: Sendable {
             : runtime.bucketing?.decidesOnBootstrap == true ? .bootstrap : .bucketingFile
         // An answer to an older fetch than the latest is dropped: the latest one decides.
         let watched = flagWatchers.hasListeners
-        let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange]) in
-            guard generation == state.fetchGeneration else { return (false, nil, []) }
+        let decidedAt = runtime.config.now().unixMilliseconds
+        let recordsDecisions = runtime.config.recordsDecisions
+        let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange],
+                                            decisions: [DecisionRecord]) in
+            guard generation == state.fetchGeneration else { return (false, nil, [], []) }
             let before = watched ? state.flags.mapValues(\.value) : [:]
+            // The assignments this fetch made: a variation group the history did not hold, or
+            // held with another variation.
+            let decided = recordsDecisions && state.hasConsented
+                ? response.campaigns.filter { state.assignmentsHistory[$0.variationGroupId] != $0.variationId } : []
             state.assign(response.campaigns)
             state.decidedBy = decidedBy
+            state.decidedWith = recordsDecisions ? VisitorState.Provenance(fileVersion: response.fileVersion, decidedAt: decidedAt) : nil
             let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []
-            return (true, state.hasConsented ? state.cacheDocument : nil, changes)
+            return (true, state.hasConsented ? state.cacheDocument : nil, changes,
+                    Self.decisionRecords(decided, visitorId: state.visitorId, context: request.context, at: decidedAt,
+                                         by: decidedBy, fileVersion: response.fileVersion))
         }
         guard outcome.latest else { return }
         if !outcome.changes.isEmpty { flagWatchers.yield(outcome.changes) }
@@ -168,7 +178,26 @@ public final class FSVisitor: Sendable {
         }
         // Written by the next group commit, with the hits: the flags are in memory already.
         if let document = outcome.document {
-            runtime.cacheVisitor(document)
+            runtime.cacheVisitor(document, decisions: outcome.decisions)
+        }
+    }
+
+    /// The store's rows for the assignments a fetch made (decision provenance).
+    private static func decisionRecords(_ campaigns: [AssignedCampaign], visitorId: String, context: [String: JSONValue],
+                                        at decidedAt: Int64, by source: FSFlagSource, fileVersion: String?) -> [DecisionRecord] {
+        guard !campaigns.isEmpty else { return [] }
+        let contextText = JSONValue.object(context).jsonString()
+        let recordSource: DecisionRecord.Source = switch source {
+        case .decisionAPI: .decisionAPI
+        case .bootstrap: .bootstrap
+        case .bucketingFile, .cache: .bucketingFile
+        }
+        return campaigns.map { campaign in
+            DecisionRecord(visitorId: visitorId, decidedAt: decidedAt, campaignId: campaign.campaignId,
+                           variationGroupId: campaign.variationGroupId, variationId: campaign.variationId,
+                           source: recordSource, reason: FSFlagReason.decided(by: source, campaignType: campaign.type).rawValue,
+                           fileVersion: source == .decisionAPI ? nil : fileVersion, context: contextText,
+                           flags: JSONValue.object(campaign.flags).jsonString())
         }
     }
 
@@ -260,8 +289,12 @@ public final class FSVisitor: Sendable {
         let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed?)? in
             guard state.hasConsented else { return nil }
             guard state.recordExposure(of: entry) else { return nil }
-            let activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
+            var activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
                                                 variationId: metadata.variationId, createdAt: runtime.config.now().unixMilliseconds)
+            if let provenance = state.decidedWith {
+                activate.fileVersion = provenance.fileVersion
+                activate.decidedAt = provenance.decidedAt
+            }
             let exposed = wantsCallback ? FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context) : nil
             return (activate, exposed)
         }

@@ -27,6 +27,11 @@ public struct FlagshipConfig: Sendable {
     public internal(set) var cacheFile: URL?
     /// A bucketing file to decide from until the store or the network gives one (`withBootstrap`).
     var bootstrap: Bootstrap?
+    /// Whether the default store records each assignment with the bucketing file version, time
+    /// and context that decided it (`withDecisionProvenance`). Default `true`.
+    public internal(set) var recordsDecisions = true
+    /// How many bucketing file versions the store keeps for explaining and replaying decisions. Default 20.
+    public internal(set) var keptBucketingFileVersions = 20
 
     /// Where a bootstrap bucketing file comes from.
     enum Bootstrap: Sendable {
@@ -208,6 +213,18 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withBootstrap(bucketingFileAt url: URL) -> FSConfigBuilder {
         config.bootstrap = .file(url)
+        return self
+    }
+
+    /// Decision provenance: with the default caches (or a fleet's store), each assignment a
+    /// visitor gets is recorded with when, by which bucketing file version (the sha256 of its
+    /// bytes) and on which context it was decided, and the last `keepingFileVersions` files used
+    /// are kept by version, so `flagship why --replay` can decide each again. On by default, 20
+    /// versions; `false` records nothing (the tables stay empty).
+    @discardableResult
+    public func withDecisionProvenance(_ enabled: Bool = true, keepingFileVersions: Int = 20) -> FSConfigBuilder {
+        config.recordsDecisions = enabled
+        config.keptBucketingFileVersions = max(1, keepingFileVersions)
         return self
     }
 

@@ -9,9 +9,11 @@ struct BucketingDecider: FlagDecider {
         guard let file = await poller.usableFile() else { throw .noBucketingFile }
         let decision = file.decide(visitorId: request.visitorId, context: request.context,
                                    history: request.assignmentsHistory)
-        return DecisionResponse(visitorId: request.visitorId, panic: decision.panic,
-                                campaigns: decision.campaigns.map(AssignedCampaign.init(bucketed:)),
-                                accountSettings: file.accountSettings)
+        var response = DecisionResponse(visitorId: request.visitorId, panic: decision.panic,
+                                        campaigns: decision.campaigns.map(AssignedCampaign.init(bucketed:)),
+                                        accountSettings: file.accountSettings)
+        response.fileVersion = file.version
+        return response
     }
 
     var reportsSegment: Bool { true }

@@ -26,6 +26,9 @@ package struct BucketingFile: Sendable {
     let contextKeys: ContextKeys
     /// Whether some rule reads the visitor id (`fs_users`).
     let readsVisitorId: Bool
+    /// The sha256 of the bytes the file was read from (64 hex digits): the version decisions
+    /// record, under which the store keeps the file.
+    package private(set) var version = ""
 
     package var campaignCount: Int { campaigns.count }
 
@@ -170,6 +173,7 @@ extension BucketingFile {
                                              enabled1V1T: settings?["enabled1V1T"]?.boolValue ?? false),
             warnings: reader.warnings, campaigns: campaigns,
             contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
+        version = SHA256.hex(of: data)
     }
 
     /// A non-empty string `id`, or `nil` after a warning naming `location`.

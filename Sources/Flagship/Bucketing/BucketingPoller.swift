@@ -45,10 +45,12 @@ final class BucketingPoller: Sendable {
     private let outage: OutageLog
     /// Where the downloaded file is written: off the poller's task.
     private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
+    /// How many file versions the store keeps for provenance; `nil`: none (provenance off).
+    private let keptVersions: Int?
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
          store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, bootstrap: Data? = nil,
-         clock: any SDKClock, logger: Logger, onChange: (@Sendable (FSBucketingFileChange) -> Void)? = nil,
+         keptVersions: Int? = nil, clock: any SDKClock, logger: Logger, onChange: (@Sendable (FSBucketingFileChange) -> Void)? = nil,
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
@@ -58,6 +60,7 @@ final class BucketingPoller: Sendable {
         self.store = store
         self.shared = shared
         self.bootstrap = bootstrap
+        self.keptVersions = keptVersions
         self.clock = clock
         self.logger = logger
         outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
@@ -101,6 +104,7 @@ final class BucketingPoller: Sendable {
             guard used else { return }
             logger.info("Bucketing file from the bootstrap given at start (\(file.campaignCount) campaign(s)), until one is downloaded")
             onFile(file)
+            keepVersionSoon(of: file, document: String(decoding: bootstrap, as: UTF8.self), origin: .bootstrap)
         } catch {
             logger.error("The bootstrap bucketing file is unusable (\(error)): it is ignored")
         }
@@ -131,6 +135,7 @@ final class BucketingPoller: Sendable {
             let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
             logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
+            keepVersionSoon(of: file, document: record.document, origin: .store)
         } catch {
             logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
         }
@@ -174,10 +179,39 @@ final class BucketingPoller: Sendable {
             let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
             logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
+            let version = versionToKeep(of: file, document: record.document, origin: .fleet)
             do {
-                try store?.write { try $0.bucketing.save(record) }
+                try store?.write { db in
+                    try db.bucketing.save(record)
+                    if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
+                }
             } catch {
                 logger.error("The shared bucketing file could not be stored locally (\(error)); it is used until the process ends")
+            }
+        }
+    }
+
+    /// The row that keeps `file` by version for provenance, used now; `nil` when provenance is off.
+    private func versionToKeep(of file: BucketingFile, document: String,
+                               origin: BucketingFileVersion.Origin) -> (file: BucketingFileVersion, keeping: Int)? {
+        guard let keptVersions, store != nil || shared != nil else { return nil }
+        let now = clock.now().unixMilliseconds
+        return (BucketingFileVersion(version: file.version, envId: envId, document: document, origin: origin,
+                                     firstUsedAt: now, lastUsedAt: now), keptVersions)
+    }
+
+    /// Keeps `file` by version, on the store queue (a file read at start: the caller goes on).
+    private func keepVersionSoon(of file: BucketingFile, document: String, origin: BucketingFileVersion.Origin) {
+        guard let version = versionToKeep(of: file, document: document, origin: origin) else { return }
+        let (store, shared, logger) = (store, shared, logger)
+        storeQueue.async {
+            do {
+                if let store, store.opening.readOnly == nil {
+                    try store.write { try $0.bucketingFiles.use(version.file, keeping: version.keeping) }
+                }
+                try shared?.keep(version.file, keeping: version.keeping)
+            } catch {
+                logger.warning("The bucketing file in use could not be kept by version (\(error)): decisions made on it cannot be replayed")
             }
         }
     }
@@ -326,14 +360,19 @@ final class BucketingPoller: Sendable {
         let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
                                      lastModified: lastModified, downloadedAt: downloadedAt)
         let (store, shared, logger) = (store, shared, logger)
+        let version = versionToKeep(of: file, document: record.document, origin: .download)
         await queuedCall(on: storeQueue) {
             do {
-                try store?.write { try $0.bucketing.save(record) }
+                try store?.write { db in
+                    try db.bucketing.save(record)
+                    if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
+                }
             } catch {
                 logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
             }
             do {
                 try shared?.save(record)
+                if let version { try shared?.keep(version.file, keeping: version.keeping) }
             } catch {
                 logger.warning("The new bucketing file could not be shared with the fleet (\(error)): the other instances download it themselves")
             }

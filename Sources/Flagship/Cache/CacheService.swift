@@ -135,11 +135,13 @@ final class CacheService: Sendable {
     /// Accepts the visitor's newest document and returns at once: with the default cache it
     /// waits, one per visitor, for the tracking manager's next group commit (returns `true`: the
     /// caller schedules it); a custom cache gets it on its own queue (`false`).
-    func cacheVisitor(_ document: VisitorCacheDocument) -> Bool {
+    /// `decisions` (the assignments the fetch made) are recorded with the document in the default
+    /// cache's store; a custom cache gets the document only.
+    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = []) -> Bool {
         let text = document.jsonText()
         if let pending {
             pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                      document: text, updatedAt: now().unixMilliseconds))
+                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions))
             return true
         }
         visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, Data(text.utf8)) }

@@ -25,12 +25,18 @@ final class PendingVisitorDocuments: Sendable {
     private let state = Locked(State())
 
     /// Accepts the newest document of a visitor; returns whether a write must be scheduled
-    /// (none was waiting for this visitor).
+    /// (none was waiting for this visitor). The decisions of a document it replaces before any
+    /// commit took it are kept: they go with this one.
     @discardableResult
     func put(_ record: VisitorRecord) -> Bool {
         state.withLock { state in
             state.nextVersion += 1
-            let waiting = state.entries[record.visitorId].map { !$0.taken } ?? false
+            var record = record
+            let replaced = state.entries[record.visitorId]
+            let waiting = replaced.map { !$0.taken } ?? false
+            if let replaced, waiting, !replaced.record.decisions.isEmpty {
+                record.decisions = replaced.record.decisions + record.decisions
+            }
             state.entries[record.visitorId] = Entry(record: record, version: state.nextVersion)
             return !waiting
         }
@@ -57,11 +63,17 @@ final class PendingVisitorDocuments: Sendable {
         }
     }
 
-    /// The commit of `taken` failed: they wait again (a newer document of a visitor wins).
+    /// The commit of `taken` failed: they wait again (a newer document of a visitor wins, and
+    /// carries the failed one's decisions).
     func putBack(_ taken: [(record: VisitorRecord, version: Int)]) {
         state.withLock { state in
-            for (record, version) in taken where state.entries[record.visitorId]?.version == version {
-                state.entries[record.visitorId]?.taken = false
+            for (record, version) in taken {
+                guard let entry = state.entries[record.visitorId] else { continue }
+                if entry.version == version {
+                    state.entries[record.visitorId]?.taken = false
+                } else if !record.decisions.isEmpty {
+                    state.entries[record.visitorId]?.record.decisions = record.decisions + entry.record.decisions
+                }
             }
         }
     }

@@ -63,6 +63,7 @@ final class SDKRuntime: Sendable {
                                          timeout: timeout, transport: transport, store: store,
                                          shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
                                          bootstrap: Self.bootstrap(config.bootstrap, logger: logger),
+                                         keptVersions: config.recordsDecisions ? config.keptBucketingFileVersions : nil,
                                          clock: config.clock, logger: logger,
                                          onChange: { [flagWatch] change in flagWatch.fileChanged(change) }) { file in
                 statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
@@ -167,8 +168,8 @@ final class SDKRuntime: Sendable {
     }
 
     /// Accepts a visitor's newest document for the visitor cache; returns at once.
-    func cacheVisitor(_ document: VisitorCacheDocument) {
-        if caches?.cacheVisitor(document) == true { tracking.writeVisitorDocumentsSoon() }
+    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = []) {
+        if caches?.cacheVisitor(document, decisions: decisions) == true { tracking.writeVisitorDocumentsSoon() }
     }
 
     func purgeVisitor(_ visitorId: String) {

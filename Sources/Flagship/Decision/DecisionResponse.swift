@@ -26,6 +26,8 @@ package struct DecisionResponse: Sendable, Equatable {
     /// One sentence per flag left out of a kept campaign because its value is unusable (a number beyond
     /// a double, a lone surrogate, invalid UTF-8, nested too deep): the campaign's other flags are kept.
     package var droppedFlags: [String]
+    /// The version (sha256) of the bucketing file that decided, in bucketing mode.
+    package var fileVersion: String?
 
     package init(visitorId: String? = nil, panic: Bool = false, campaigns: [AssignedCampaign] = [],
          accountSettings: AccountSettings? = nil, skippedCampaigns: [String] = [], droppedFlags: [String] = []) {

@@ -22,6 +22,10 @@ package struct OutgoingHit: Sendable, Equatable {
     /// hit has `t`, `vid`, `cuid` when authenticated, `ds`, `cid` and its own fields; an activate
     /// has `vid`, `aid`, `caid`, `vaid`.
     package let wire: String
+    /// An activate's decision provenance, kept in the store's row beside the document (not sent):
+    /// the bucketing file version and the time of the fetch that decided the flag it reports.
+    package var fileVersion: String?
+    package var decidedAt: Int64?
 
     package var isActivate: Bool { type == "ACTIVATE" }
     /// As the instrumentation counts it.

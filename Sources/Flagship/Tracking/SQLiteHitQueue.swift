@@ -90,7 +90,8 @@ final class SQLiteHitQueue: HitQueue {
         }
         let records = hits.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
-                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
+                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
+                      fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
         }
         do {
             let outcome = try store.write { db in

@@ -55,6 +55,9 @@ package protocol SharedBucketingFiles: Sendable {
     func file() throws -> BucketingRecord?
     /// Keeps `record` unless a newer download is stored already.
     func save(_ record: BucketingRecord) throws
+    /// Keeps a file the SDK decides on by version (decision provenance), and the newest
+    /// `keeping` versions by last use.
+    func keep(_ version: BucketingFileVersion, keeping: Int) throws
 }
 
 /// A hit queue with the visitor documents of this instance's store: in the transaction of the

@@ -15,12 +15,22 @@ struct VisitorState: Sendable {
     var fetchReason: FSFetchReasons = .VISITOR_CREATE
     /// Where the flags held now were decided: `nil` before any decision or cache read.
     var decidedBy: FSFlagSource?
+    /// The bucketing file version and the time of the fetch that decided the flags held now
+    /// (decision provenance, recorded with each activate); `nil` for flags read from the cache.
+    var decidedWith: Provenance?
     /// The visitor cache held a document for this visitor that could not be read (`build()`).
     var cachedDecisionUnreadable = false
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.
     var exposures: Set<Exposure> = []
+
+    struct Provenance: Sendable, Equatable {
+        /// The sha256 of the bucketing file; `nil` for the Decision API.
+        var fileVersion: String?
+        /// Unix milliseconds.
+        var decidedAt: Int64
+    }
 
     struct Exposure: Hashable, Sendable {
         let visitorId: String

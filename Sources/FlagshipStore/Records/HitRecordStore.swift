@@ -18,6 +18,10 @@ package struct HitRecord: Sendable, Equatable {
     /// The SDK instance that claimed the row to send it, and until when (unix ms).
     package var leaseOwner: String?
     package var leaseUntil: Int64?
+    /// An activate's provenance: the bucketing file version its decision was made on (`nil`: a
+    /// hit, the Decision API, or unknown) and when that decision was made (unix ms).
+    package var fileVersion: String?
+    package var decidedAt: Int64?
 
     /// Why the hit is a dead letter, if it is one: a row the SDK can never send exactly, kept
     /// out of every claim (`lease_until` at its maximum, `lease_owner` saying why).
@@ -27,7 +31,8 @@ package struct HitRecord: Sendable, Equatable {
     }
 
     package init(id: String, visitorId: String, type: String, isConsent: Bool = false, document: String, createdAt: Int64,
-                 attempts: Int = 0, nextAttemptAt: Int64? = nil, leaseOwner: String? = nil, leaseUntil: Int64? = nil) {
+                 attempts: Int = 0, nextAttemptAt: Int64? = nil, leaseOwner: String? = nil, leaseUntil: Int64? = nil,
+                 fileVersion: String? = nil, decidedAt: Int64? = nil) {
         self.id = id
         self.visitorId = visitorId
         self.type = type
@@ -38,6 +43,8 @@ package struct HitRecord: Sendable, Equatable {
         self.nextAttemptAt = nextAttemptAt
         self.leaseOwner = leaseOwner
         self.leaseUntil = leaseUntil
+        self.fileVersion = fileVersion
+        self.decidedAt = decidedAt
     }
 }
 
@@ -93,13 +100,14 @@ package struct HitRecordStore {
     package func insert(_ records: [HitRecord], capacity: Int? = nil) throws(StoreError) -> InsertOutcome {
         let inserted = try connection.executeMany(
             """
-            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
             """,
             records.map { record in
                 [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
-                 .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts)]
+                 .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts),
+                 SQLiteValue(record.fileVersion), SQLiteValue(record.decidedAt)]
             }
         )
         if inserted < records.count {
@@ -171,7 +179,7 @@ package struct HitRecordStore {
         // RETURNING gives no order: put the claim back in sending order (hits created in the same
         // millisecond in the order they were accepted).
         return try claimed.sorted { (($0[5].int64 ?? 0), ($0[10].int64 ?? 0)) < (($1[5].int64 ?? 0), ($1[10].int64 ?? 0)) }
-            .map(Self.record)
+            .map { try Self.record($0) }
     }
 
     /// `lease_until` of a dead letter: a claim that never lapses.
@@ -291,13 +299,13 @@ package struct HitRecordStore {
         let rows: [Row]
         if let cursor {
             rows = try connection.query(
-                "SELECT \(Self.columns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                "SELECT \(Self.pageColumns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                 [.integer(cursor.createdAt), .text(cursor.id), limit]
             )
         } else {
-            rows = try connection.query("SELECT \(Self.columns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
+            rows = try connection.query("SELECT \(Self.pageColumns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
         }
-        return try rows.map(Self.record)
+        return try rows.map { try Self.record($0, withProvenance: true) }
     }
 
     /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
@@ -337,12 +345,16 @@ package struct HitRecordStore {
 
     private static let columns =
         "id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until"
+    /// As `columns`, with an activate's provenance: for reading pages (the claim has no use for it).
+    private static let pageColumns = columns + ", file_version, decided_at"
 
-    private static func record(_ row: Row) throws -> HitRecord {
+    private static func record(_ row: Row, withProvenance: Bool = false) throws -> HitRecord {
         HitRecord(
             id: try row.text(0), visitorId: try row.text(1), type: try row.text(2), isConsent: try row.bool(3),
             document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6),
-            nextAttemptAt: try row.optionalInt64(7), leaseOwner: try row.optionalText(8), leaseUntil: try row.optionalInt64(9)
+            nextAttemptAt: try row.optionalInt64(7), leaseOwner: try row.optionalText(8), leaseUntil: try row.optionalInt64(9),
+            fileVersion: withProvenance ? try row.optionalText(10) : nil,
+            decidedAt: withProvenance ? try row.optionalInt64(11) : nil
         )
     }
 }

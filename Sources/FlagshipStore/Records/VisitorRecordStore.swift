@@ -7,13 +7,18 @@ package struct VisitorRecord: Sendable, Equatable {
     package var document: String
     /// Unix milliseconds.
     package var updatedAt: Int64
+    /// The assignments decided since the visitor's last write, recorded with it in `decisions`
+    /// (not read back with the row: `db.decisions` reads them).
+    package var decisions: [DecisionRecord]
 
-    package init(visitorId: String, anonymousId: String?, consent: Bool, document: String, updatedAt: Int64) {
+    package init(visitorId: String, anonymousId: String?, consent: Bool, document: String, updatedAt: Int64,
+                 decisions: [DecisionRecord] = []) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
         self.consent = consent
         self.document = document
         self.updatedAt = updatedAt
+        self.decisions = decisions
     }
 }
 
@@ -22,7 +27,7 @@ package struct VisitorRecord: Sendable, Equatable {
 package struct VisitorRecordStore {
     let connection: Connection
 
-    /// Inserts each visitor, or replaces the row of the same id.
+    /// Inserts each visitor, or replaces the row of the same id, and records its new decisions.
     package func save(_ records: [VisitorRecord]) throws(StoreError) {
         guard !records.isEmpty else { return }
         _ = try connection.executeMany(
@@ -38,6 +43,8 @@ package struct VisitorRecordStore {
                  .text(record.document), .integer(record.updatedAt)]
             }
         )
+        let decisions = records.flatMap(\.decisions)
+        if !decisions.isEmpty { try connection.decisions.insert(decisions) }
     }
 
     /// Inserts the visitor, or replaces the row of the same id.
@@ -50,11 +57,12 @@ package struct VisitorRecordStore {
             .first.map(Self.record)
     }
 
-    /// Deletes the visitor's row; returns whether there was one. The caller erases the traces on
-    /// disk once committed (`Database.eraseWALHistory()`).
+    /// Deletes the visitor's row and its decisions; returns whether there was a row. The caller
+    /// erases the traces on disk once committed (`Database.eraseWALHistory()`).
     @discardableResult
     package func delete(visitorId: String) throws(StoreError) -> Bool {
-        try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
+        try connection.decisions.delete(visitorId: visitorId)
+        return try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
     }
 
     /// Visitors, most recently updated first.

@@ -1,0 +1,82 @@
+import FlagshipStore
+import Foundation
+
+/// Decides recorded decisions again (`flagship why --replay`): each on the bucketing file version
+/// that made it, with the context it was made on, by today's engine. An assignment is recorded
+/// when the visitor's history had none for its variation group, so it is replayed without history.
+package struct DecisionReplay {
+    package enum Outcome: Equatable, Sendable {
+        /// Today's engine gives the same variation group and variation.
+        case agrees
+        /// Today's engine gives another variation, or nothing (`nil`) from that campaign.
+        case disagrees(variationGroupId: String?, variationId: String?)
+        /// Nothing to replay on: why.
+        case notReplayable(NotReplayable)
+    }
+
+    package enum NotReplayable: String, Error, Equatable, Sendable, CaseIterable {
+        case decisionAPI = "decided by the Decision API"
+        case unknownVersion = "file version not recorded"
+        case versionNotKept = "file version no longer kept"
+        case unusableFile = "file version unusable"
+        case noContext = "context not recorded"
+    }
+
+    /// The document of a kept version (`nil`: not kept).
+    private let document: (String) throws -> String?
+    private var files: [String: BucketingFile?] = [:]
+
+    package init(document: @escaping (String) throws -> String?) {
+        self.document = document
+    }
+
+    package mutating func replay(_ record: DecisionRecord) -> Outcome {
+        switch prepare(record) {
+        case .failure(let reason):
+            return .notReplayable(reason)
+        case .success(let (file, context)):
+            let decision = file.decide(visitorId: record.visitorId, context: context, history: [:])
+            let today = decision.campaigns.first { campaign in
+                record.campaignId.map { $0 == campaign.campaignId } ?? (campaign.variationGroupId == record.variationGroupId)
+            }
+            if today?.variationGroupId == record.variationGroupId, today?.variationId == record.variationId { return .agrees }
+            return .disagrees(variationGroupId: today?.variationGroupId, variationId: today?.variationId)
+        }
+    }
+
+    /// How the recorded file decides the recorded context today, step by step: the decision's
+    /// campaign only.
+    package mutating func explain(_ record: DecisionRecord) -> Result<FSDecisionExplanation, NotReplayable> {
+        prepare(record).map { file, context in
+            let whole = file.explain(visitorId: record.visitorId, context: context, history: [:])
+            let campaigns = whole.campaigns.filter { campaign in
+                record.campaignId.map { $0 == campaign.campaignId }
+                    ?? campaign.variationGroups.contains { $0.variationGroupId == record.variationGroupId }
+            }
+            return FSDecisionExplanation(visitorId: whole.visitorId, fileVersion: whole.fileVersion, panic: whole.panic,
+                                         campaigns: campaigns)
+        }
+    }
+
+    private mutating func prepare(_ record: DecisionRecord) -> Result<(BucketingFile, [String: JSONValue]), NotReplayable> {
+        switch record.source {
+        case .decisionAPI: return .failure(.decisionAPI)
+        case .unknown: return .failure(.unknownVersion)
+        case .bucketingFile, .bootstrap: break
+        }
+        guard let version = record.fileVersion else { return .failure(.unknownVersion) }
+        guard let contextText = record.context, case .object(let context)? = try? JSONValue(json: Data(contextText.utf8)) else {
+            return .failure(.noContext)
+        }
+        let file: BucketingFile?
+        if let cached = files[version] {
+            file = cached
+        } else {
+            guard let text = try? document(version) else { return .failure(.versionNotKept) }
+            file = try? BucketingFile(json: Data(text.utf8))
+            files[version] = file
+        }
+        guard let file else { return .failure(.unusableFile) }
+        return .success((file, context))
+    }
+}

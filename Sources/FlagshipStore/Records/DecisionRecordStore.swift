@@ -1,0 +1,201 @@
+/// One row of `decisions`: a visitor placed in a variation of a variation group, with when, by
+/// what (the bucketing file version, the Decision API) and on which context.
+package struct DecisionRecord: Sendable, Equatable {
+    /// Where a decision came from (the `source` column).
+    package enum Source: String, Sendable, CaseIterable {
+        case bucketingFile = "bucketing_file"
+        case bootstrap
+        case decisionAPI = "decision_api"
+        /// A row carried forward from a store older than provenance.
+        case unknown
+    }
+
+    package var visitorId: String
+    /// Unix milliseconds.
+    package var decidedAt: Int64
+    package var campaignId: String?
+    package var variationGroupId: String
+    package var variationId: String
+    package var source: Source
+    /// The flags' reason then (`SPLIT`, `TARGETING_MATCH`, `STATIC`), `UNKNOWN` for a carried row.
+    package var reason: String
+    /// The sha256 (hex) of the bucketing file that decided; `nil` for the Decision API or unknown.
+    package var fileVersion: String?
+    /// The context sent, as a JSON object text.
+    package var context: String?
+    /// The variation's flags then, as a JSON object text.
+    package var flags: String?
+
+    package init(visitorId: String, decidedAt: Int64, campaignId: String?, variationGroupId: String, variationId: String,
+                 source: Source, reason: String, fileVersion: String?, context: String?, flags: String?) {
+        self.visitorId = visitorId
+        self.decidedAt = decidedAt
+        self.campaignId = campaignId
+        self.variationGroupId = variationGroupId
+        self.variationId = variationId
+        self.source = source
+        self.reason = reason
+        self.fileVersion = fileVersion
+        self.context = context
+        self.flags = flags
+    }
+}
+
+/// The `decisions` table (`db.decisions`), in the caller's transaction.
+package struct DecisionRecordStore {
+    let connection: Connection
+
+    package func insert(_ records: [DecisionRecord]) throws(StoreError) {
+        guard !records.isEmpty else { return }
+        _ = try connection.executeMany(
+            """
+            INSERT INTO decisions (visitor_id, decided_at, campaign_id, variation_group_id, variation_id,
+                                   source, reason, file_version, context, flags)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            records.map { record in
+                [.text(record.visitorId), .integer(record.decidedAt), SQLiteValue(record.campaignId),
+                 .text(record.variationGroupId), .text(record.variationId), .text(record.source.rawValue),
+                 .text(record.reason), SQLiteValue(record.fileVersion), SQLiteValue(record.context), SQLiteValue(record.flags)]
+            }
+        )
+    }
+
+    /// One visitor's decisions, oldest first.
+    package func decisions(visitorId: String) throws -> [DecisionRecord] {
+        try connection.query("\(Self.selectColumns) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
+            .map(Self.record)
+    }
+
+    /// Every decision, in the order they were recorded, `limit` at most after row `after`:
+    /// (rowid, record) pairs, for a walk over the whole table in pages.
+    package func page(after rowId: Int64, limit: Int) throws -> [(rowId: Int64, record: DecisionRecord)] {
+        try connection.query(
+            """
+            SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
+                   file_version, context, flags, id FROM decisions WHERE id > ? ORDER BY id LIMIT ?
+            """,
+            [.integer(rowId), SQLiteValue(limit)])
+            .map { row in (try row.int64(10), try Self.record(row)) }
+    }
+
+    /// Deletes the visitor's decisions (consent withdrawn); returns how many went.
+    @discardableResult
+    package func delete(visitorId: String) throws(StoreError) -> Int {
+        try connection.execute("DELETE FROM decisions WHERE visitor_id = ?", [.text(visitorId)])
+    }
+
+    package func count() throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT count(*) FROM decisions")?.int64 ?? 0)
+    }
+
+    private static let selectColumns = """
+        SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
+               file_version, context, flags FROM decisions
+        """
+
+    package static func record(_ row: Row) throws -> DecisionRecord {
+        let sourceText = try row.text(5)
+        guard let source = DecisionRecord.Source(rawValue: sourceText) else {
+            throw StoreError.unexpectedValue(column: "decisions.source", found: "'\(sourceText)' is not a known source")
+        }
+        return DecisionRecord(visitorId: try row.text(0), decidedAt: try row.int64(1), campaignId: try row.optionalText(2),
+                              variationGroupId: try row.text(3), variationId: try row.text(4), source: source,
+                              reason: try row.text(6), fileVersion: try row.optionalText(7), context: try row.optionalText(8),
+                              flags: try row.optionalText(9))
+    }
+}
+
+/// One row of `bucketing_files`: a bucketing file the SDK decided on, by version.
+package struct BucketingFileVersion: Sendable, Equatable {
+    package enum Origin: String, Sendable {
+        case download, store, fleet, bootstrap
+    }
+
+    /// The sha256 of the file's bytes, 64 lowercase hex digits.
+    package var version: String
+    package var envId: String
+    package var document: String
+    package var origin: Origin
+    /// Unix milliseconds.
+    package var firstUsedAt: Int64
+    package var lastUsedAt: Int64
+
+    package init(version: String, envId: String, document: String, origin: Origin, firstUsedAt: Int64, lastUsedAt: Int64) {
+        self.version = version
+        self.envId = envId
+        self.document = document
+        self.origin = origin
+        self.firstUsedAt = firstUsedAt
+        self.lastUsedAt = lastUsedAt
+    }
+}
+
+/// The `bucketing_files` table (`db.bucketingFiles`), in the caller's transaction.
+package struct BucketingFileVersionStore {
+    let connection: Connection
+
+    /// Records that `file` is in use at `file.lastUsedAt` (a version kept already keeps its
+    /// document, origin and first use), then deletes the environment's versions beyond the
+    /// newest `keeping` by last use. Returns how many went.
+    @discardableResult
+    package func use(_ file: BucketingFileVersion, keeping: Int) throws(StoreError) -> Int {
+        try connection.execute(
+            """
+            INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at, last_used_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (version) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)
+            """,
+            [.text(file.version), .text(file.envId), .text(file.document), .text(file.origin.rawValue),
+             .integer(file.firstUsedAt), .integer(file.lastUsedAt)]
+        )
+        return try connection.execute(
+            """
+            DELETE FROM bucketing_files WHERE env_id = ?1 AND version NOT IN (
+                SELECT version FROM bucketing_files WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
+            """,
+            [.text(file.envId), SQLiteValue(max(1, keeping))]
+        )
+    }
+
+    /// The version of that sha256, or of the only version that starts with that prefix (at
+    /// least 4 hex digits); `nil` when none or several match.
+    package func file(version: String) throws -> BucketingFileVersion? {
+        let prefix = version.lowercased()
+        guard prefix.count >= 4, prefix.allSatisfy(\.isHexDigit) else { return nil }
+        let rows = try connection.query(
+            "\(Self.selectColumns) WHERE version >= ? AND version < ? ORDER BY version LIMIT 2",
+            [.text(prefix), .text(prefix + "g")]
+        )
+        guard rows.count == 1 else { return nil }
+        return try Self.record(rows[0])
+    }
+
+    /// The environment's kept versions, most recently used first.
+    package func versions(envId: String? = nil) throws -> [BucketingFileVersion] {
+        if let envId {
+            return try connection.query("\(Self.selectColumns) WHERE env_id = ? ORDER BY last_used_at DESC, version", [.text(envId)])
+                .map(Self.record)
+        }
+        return try connection.query("\(Self.selectColumns) ORDER BY last_used_at DESC, version").map(Self.record)
+    }
+
+    private static let selectColumns =
+        "SELECT version, env_id, document, origin, first_used_at, last_used_at FROM bucketing_files"
+
+    private static func record(_ row: Row) throws -> BucketingFileVersion {
+        let originText = try row.text(3)
+        guard let origin = BucketingFileVersion.Origin(rawValue: originText) else {
+            throw StoreError.unexpectedValue(column: "bucketing_files.origin", found: "'\(originText)' is not a known origin")
+        }
+        return BucketingFileVersion(version: try row.text(0), envId: try row.text(1), document: try row.text(2), origin: origin,
+                                    firstUsedAt: try row.int64(4), lastUsedAt: try row.int64(5))
+    }
+}
+
+extension Connection {
+    /// The `decisions` table, in this connection's transaction.
+    package var decisions: DecisionRecordStore { DecisionRecordStore(connection: self) }
+    /// The `bucketing_files` table, in this connection's transaction.
+    package var bucketingFiles: BucketingFileVersionStore { BucketingFileVersionStore(connection: self) }
+}
