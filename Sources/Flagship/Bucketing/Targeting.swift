@@ -3,8 +3,18 @@
 struct Targeting: Sendable {
     /// Each holds one rule at least: a group without any is dropped when the file is read.
     let groups: [[TargetingRule]]
+    /// Each rule of `groups` as the file wrote it, at the same indices: for explaining a decision.
+    let written: [[WrittenRule]]
 
-    static let nobody = Targeting(groups: [])
+    /// A rule as the file wrote it.
+    struct WrittenRule: Sendable {
+        /// `nil`: the rule had none.
+        var key: String?
+        var operatorName: String?
+        var value: JSONValue?
+    }
+
+    static let nobody = Targeting(groups: [], written: [])
 
     func matches(_ visitor: PreparedContext) -> Bool {
         groups.contains { rules in rules.allSatisfy { $0.isSatisfied(by: visitor) } }
@@ -173,6 +183,7 @@ extension Targeting {
             entries = []
         }
         var groups: [[TargetingRule]] = []
+        var written: [[WrittenRule]] = []
         for (index, entry) in entries.enumerated() {
             let groupLocation = "\(location), targeting group #\(index + 1)"
             let rules: [JSONValue]
@@ -189,9 +200,13 @@ extension Targeting {
             let parsed = rules.enumerated().map { index, rule in
                 TargetingRule(reading: rule, at: "\(groupLocation), rule #\(index + 1)", with: &reader)
             }
-            if !parsed.isEmpty { groups.append(parsed) }
+            if !parsed.isEmpty {
+                groups.append(parsed)
+                written.append(rules.map { WrittenRule(key: $0["key"]?.stringValue, operatorName: $0["operator"]?.stringValue,
+                                                       value: $0["value"]) })
+            }
         }
-        self.init(groups: groups)
+        self.init(groups: groups, written: written)
     }
 }
 
