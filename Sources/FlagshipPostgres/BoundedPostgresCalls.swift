@@ -75,4 +75,10 @@ struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
             try await PostgresBucketingStore(connection: connection, logger: logger).save(record)
         }
     }
+
+    func keep(_ version: BucketingFileVersion, keeping: Int) throws {
+        try call("keeping the bucketing file by version") { connection, _, logger in
+            try await PostgresBucketingStore(connection: connection, logger: logger).keep(version, keeping: keeping)
+        }
+    }
 }

@@ -28,7 +28,8 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     func save(_ cached: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
         let records = cached.map { cached in
             HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
-                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt)
+                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
+                      fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
         }
         guard !records.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
         return HitsAndVisitorsSaved(Result {

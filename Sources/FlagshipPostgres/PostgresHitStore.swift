@@ -40,30 +40,39 @@ struct PostgresHitStore {
         try await connection.query(insertion(records), logger: logger)
     }
 
+    /// The hits' insert, an activate's provenance with it (no version travels as "", no time as -1).
     private func insertion(_ records: [HitRecord]) -> PostgresQuery {
         """
-        INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
-        SELECT \(envId), * FROM unnest(\(records.map(\.id))::text[], \(records.map(\.visitorId))::text[],
-                                      \(records.map(\.type))::text[], \(records.map(\.isConsent))::bool[],
-                                      \(records.map(\.document))::text[], \(records.map(\.createdAt))::bigint[])
+        INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at, file_version, decided_at)
+        SELECT \(envId), i, v, t, c, d, a, NULLIF(f, ''), NULLIF(w, -1)
+        FROM unnest(\(records.map(\.id))::text[], \(records.map(\.visitorId))::text[],
+                    \(records.map(\.type))::text[], \(records.map(\.isConsent))::bool[],
+                    \(records.map(\.document))::text[], \(records.map(\.createdAt))::bigint[],
+                    \(records.map { $0.fileVersion ?? "" })::text[], \(records.map { $0.decidedAt ?? -1 })::bigint[])
+             AS h(i, v, t, c, d, a, f, w)
         ON CONFLICT (env_id, id) DO NOTHING
         """
     }
 
     /// Leases up to `limit` of the endpoint's oldest rows that nobody holds and whose backoff
-    /// has ended, to `owner` until `leaseUntil`; returns them oldest first.
+    /// has ended, to `owner` until `leaseUntil`; returns them oldest first. The rows are chosen
+    /// once, in a materialized CTE: as a subquery in FROM, a nested-loop plan may scan it again
+    /// per row, and each rescan skips the rows this statement already locked and takes the next
+    /// ones, claiming more than `limit` (seen once the table had more columns).
     func claim(_ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [HitRecord] {
         let activate = endpoint == .activate
         var claimed: [HitRecord] = []
         let rows = try await connection.query("""
+            WITH free AS MATERIALIZED (
+                SELECT id FROM flagship.hits
+                WHERE env_id = \(envId) AND (type = 'ACTIVATE') = \(activate)
+                  AND (lease_until IS NULL OR lease_until <= \(now))
+                  AND (next_attempt_at IS NULL OR next_attempt_at <= \(now))
+                ORDER BY created_at, id
+                LIMIT \(max(0, limit))
+                FOR UPDATE SKIP LOCKED)
             UPDATE flagship.hits h SET lease_owner = \(owner), lease_until = \(leaseUntil)
-            FROM (SELECT id FROM flagship.hits
-                  WHERE env_id = \(envId) AND (type = 'ACTIVATE') = \(activate)
-                    AND (lease_until IS NULL OR lease_until <= \(now))
-                    AND (next_attempt_at IS NULL OR next_attempt_at <= \(now))
-                  ORDER BY created_at, id
-                  LIMIT \(max(0, limit))
-                  FOR UPDATE SKIP LOCKED) AS free
+            FROM free
             WHERE h.env_id = \(envId) AND h.id = free.id
             RETURNING h.id, h.visitor_id, h.type, h.is_consent, h.document, h.created_at, h.attempts, h.next_attempt_at
             """, logger: logger)

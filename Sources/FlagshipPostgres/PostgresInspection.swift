@@ -172,6 +172,55 @@ package struct PostgresInspection: Sendable {
         }
     }
 
+    /// The environment's recorded decisions (one visitor's, or all), in the order they were
+    /// recorded; none before schema version 3, which brought them.
+    package func decisions(envId: String, visitorId: String?) async throws(FlagshipPostgresError) -> [DecisionRecord] {
+        guard schema.version >= Self.provenanceVersion else { return [] }
+        return try await rows("reading the decisions") { connection, logger in
+            var decisions: [DecisionRecord] = []
+            let query: PostgresQuery = visitorId.map { visitorId in
+                """
+                SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason, file_version, context, flags
+                FROM flagship.decisions WHERE env_id = \(envId) AND visitor_id = \(visitorId) ORDER BY decided_at, id
+                """
+            } ?? """
+                SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason, file_version, context, flags
+                FROM flagship.decisions WHERE env_id = \(envId) ORDER BY id
+                """
+            for try await (visitorId, decidedAt, campaignId, groupId, variationId, source, reason, fileVersion, context, flags)
+                in try await connection.query(query, logger: logger)
+                    .decode((String, Int64, String?, String, String, String, String, String?, String?, String?).self) {
+                guard let source = DecisionRecord.Source(rawValue: source) else {
+                    throw FlagshipPostgresError(StoreError.unexpectedValue(column: "decisions.source", found: source), doing: "reading the decisions")
+                }
+                decisions.append(DecisionRecord(visitorId: visitorId, decidedAt: decidedAt, campaignId: campaignId,
+                                                variationGroupId: groupId, variationId: variationId, source: source, reason: reason,
+                                                fileVersion: fileVersion, context: context, flags: flags))
+            }
+            return decisions
+        }
+    }
+
+    /// The environment's kept bucketing file versions, most recently used first.
+    package func bucketingFileVersions(envId: String) async throws(FlagshipPostgresError) -> [BucketingFileVersion] {
+        guard schema.version >= Self.provenanceVersion else { return [] }
+        return try await rows("reading the bucketing file versions") { connection, logger in
+            var versions: [BucketingFileVersion] = []
+            for try await (version, document, origin, firstUsedAt, lastUsedAt) in try await connection.query("""
+                SELECT version, document, origin, first_used_at, last_used_at FROM flagship.bucketing_files
+                WHERE env_id = \(envId) ORDER BY last_used_at DESC, version
+                """, logger: logger).decode((String, String, String, Int64, Int64).self) {
+                versions.append(BucketingFileVersion(version: version, envId: envId, document: document,
+                                                     origin: BucketingFileVersion.Origin(rawValue: origin) ?? .download,
+                                                     firstUsedAt: firstUsedAt, lastUsedAt: lastUsedAt))
+            }
+            return versions
+        }
+    }
+
+    /// The schema version that brought decision provenance.
+    private static let provenanceVersion = 3
+
     /// How many hits of the environment wait.
     package func hitCount(envId: String) async throws(FlagshipPostgresError) -> Int {
         try await rows("counting the hits") { connection, logger in

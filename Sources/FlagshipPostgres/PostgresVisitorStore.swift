@@ -24,8 +24,20 @@ struct PostgresVisitorStore {
         // One row per visitor in a statement (ON CONFLICT may not touch a row twice): the newest.
         // postgres-nio binds no array of optionals: no anonymous id travels as "" (never an id).
         let newest = Dictionary(records.map { ($0.visitorId, $0) }) { $0.updatedAt > $1.updatedAt ? $0 : $1 }.values
+        // Every record's decisions: each one is an assignment made once. Optional text travels as "".
+        let decisions = records.flatMap(\.decisions)
         try await connection.query("""
-            WITH saved AS (
+            WITH decided AS (
+                INSERT INTO flagship.decisions (env_id, visitor_id, decided_at, campaign_id, variation_group_id, variation_id,
+                                                source, reason, file_version, context, flags)
+                SELECT \(envId), v, t, NULLIF(c, ''), g, va, s, r, NULLIF(f, ''), NULLIF(x, ''), NULLIF(fl, '')
+                FROM unnest(\(decisions.map(\.visitorId))::text[], \(decisions.map(\.decidedAt))::bigint[],
+                            \(decisions.map { $0.campaignId ?? "" })::text[], \(decisions.map(\.variationGroupId))::text[],
+                            \(decisions.map(\.variationId))::text[], \(decisions.map(\.source.rawValue))::text[],
+                            \(decisions.map(\.reason))::text[], \(decisions.map { $0.fileVersion ?? "" })::text[],
+                            \(decisions.map { $0.context ?? "" })::text[], \(decisions.map { $0.flags ?? "" })::text[])
+                     AS d(v, t, c, g, va, s, r, f, x, fl)
+            ), saved AS (
                 INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
                 SELECT \(envId), v, NULLIF(a, ''), c, d, u
                 FROM unnest(\(newest.map(\.visitorId))::text[], \(newest.map { $0.anonymousId ?? "" })::text[],
@@ -36,10 +48,13 @@ struct PostgresVisitorStore {
                     document = excluded.document, updated_at = excluded.updated_at
                 WHERE flagship.visitors.updated_at <= excluded.updated_at
             )
-            INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at)
-            SELECT \(envId), * FROM unnest(\(hits.map(\.id))::text[], \(hits.map(\.visitorId))::text[],
-                                          \(hits.map(\.type))::text[], \(hits.map(\.isConsent))::bool[],
-                                          \(hits.map(\.document))::text[], \(hits.map(\.createdAt))::bigint[])
+            INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at, file_version, decided_at)
+            SELECT \(envId), i, v, t, c, d, a, NULLIF(f, ''), NULLIF(w, -1)
+            FROM unnest(\(hits.map(\.id))::text[], \(hits.map(\.visitorId))::text[],
+                        \(hits.map(\.type))::text[], \(hits.map(\.isConsent))::bool[],
+                        \(hits.map(\.document))::text[], \(hits.map(\.createdAt))::bigint[],
+                        \(hits.map { $0.fileVersion ?? "" })::text[], \(hits.map { $0.decidedAt ?? -1 })::bigint[])
+                 AS h(i, v, t, c, d, a, f, w)
             ON CONFLICT (env_id, id) DO NOTHING
             """, logger: logger)
     }
@@ -61,7 +76,8 @@ struct PostgresVisitorStore {
     @discardableResult
     func erase(visitorId: String, keepingHits keeping: Set<String> = []) async throws -> Int {
         let rows = try await connection.query("""
-            WITH gone AS (DELETE FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId))
+            WITH gone AS (DELETE FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId)),
+                 forgotten AS (DELETE FROM flagship.decisions WHERE env_id = \(envId) AND visitor_id = \(visitorId))
             DELETE FROM flagship.hits
             WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
             RETURNING 1
@@ -83,6 +99,25 @@ struct PostgresBucketingStore {
             ON CONFLICT (env_id) DO UPDATE
             SET document = excluded.document, last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
             WHERE flagship.bucketing.downloaded_at <= excluded.downloaded_at
+            """, logger: logger)
+    }
+
+    /// Records that `version` is in use (decision provenance), then deletes the environment's
+    /// versions beyond the newest `keeping` by last use, in one statement.
+    func keep(_ version: BucketingFileVersion, keeping: Int) async throws {
+        try await connection.query("""
+            WITH used AS (
+                INSERT INTO flagship.bucketing_files (env_id, version, document, origin, first_used_at, last_used_at)
+                VALUES (\(version.envId), \(version.version), \(version.document), \(version.origin.rawValue),
+                        \(version.firstUsedAt), \(version.lastUsedAt))
+                ON CONFLICT (env_id, version) DO UPDATE
+                SET last_used_at = greatest(flagship.bucketing_files.last_used_at, excluded.last_used_at)
+                RETURNING version, last_used_at
+            )
+            DELETE FROM flagship.bucketing_files
+            WHERE env_id = \(version.envId) AND version NOT IN (SELECT version FROM used) AND version NOT IN (
+                SELECT version FROM flagship.bucketing_files WHERE env_id = \(version.envId)
+                ORDER BY last_used_at DESC, version LIMIT \(max(1, keeping) - 1))
             """, logger: logger)
     }
 

@@ -21,7 +21,7 @@ final class PostgresMigratorTests: PostgresTestCase {
         let steps = try server.psql(database, "SELECT version || ' ' || name || ' ' || checksum FROM flagship.schema_migrations ORDER BY version")
         XCTAssertEqual(steps, Migration.postgres.map { "\($0.version) \($0.name) \($0.checksum)" }.joined(separator: "\n"))
         let tables = try server.psql(database, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'flagship'")
-        XCTAssertEqual(tables, "bucketing,hits,schema_migrations,sdk_state,visitors")
+        XCTAssertEqual(tables, "bucketing,bucketing_files,decisions,hits,schema_migrations,sdk_state,visitors")
     }
 
     func testASecondStartFindsTheSchemaCurrentAndChangesNothing() async throws {
