@@ -14,6 +14,12 @@ struct EvalCommand: ParsableCommand {
             Every visitor gets the same --context and --history. The context is only what --context \
             says: the SDK's own sdk_* keys are not added. What the engine skips in the file is \
             reported on stderr.
+
+            --explain prints, per visitor and campaign, each variation group tried, each targeting \
+            condition (key, operator, expected value, the context's value, matched), the visitor's \
+            bucket (the MurmurHash3 value % 100 and the allocation ranges) and what decided: \
+            history, allocation, targeting miss, unallocated, remembered variation gone. As text, \
+            or with --json as an "explanation" key on each line.
             """
     )
 
@@ -28,8 +34,13 @@ struct EvalCommand: ParsableCommand {
         "The assignment history: a JSON object of variation group id to variation id (strings).", valueName: "json"
     ))
     var history: String?
+    @Flag(help: "Explain each decision: targeting conditions, bucket and allocation ranges, what decided.")
+    var explain = false
+    @Flag(help: "With --explain: the explanation as JSON, on each visitor's line.")
+    var json = false
 
     func validate() throws {
+        if json && !explain { throw ValidationError("--json goes with --explain (eval prints JSON lines already)") }
         guard (visitorId == nil) != (visitorsFile == nil) else {
             throw ValidationError("give one of --visitor-id and --visitors-file")
         }
@@ -48,7 +59,14 @@ struct EvalCommand: ParsableCommand {
         // Many visitors make many lines: written in blocks, not a write per line.
         var pending = ""
         for visitor in visitors {
-            pending += Self.line(visitorId: visitor, decision: file.decide(visitorId: visitor, context: context, history: history))
+            let decision = file.decide(visitorId: visitor, context: context, history: history)
+            if explain {
+                let explanation = file.explain(visitorId: visitor, context: context, history: history)
+                pending += json ? Self.line(visitorId: visitor, decision: decision, explanation: explanation)
+                                : ExplanationOutput.text(explanation) + "\n"
+            } else {
+                pending += Self.line(visitorId: visitor, decision: decision)
+            }
             pending += "\n"
             if pending.utf8.count >= 64 * 1024 {
                 FileHandle.standardOutput.write(Data(pending.utf8))
@@ -59,7 +77,7 @@ struct EvalCommand: ParsableCommand {
     }
 
     /// `{"campaigns":[...],"flags":{...},"panic":false,"visitorId":"..."}`: compact, keys sorted.
-    static func line(visitorId: String, decision: BucketingDecision) -> String {
+    static func line(visitorId: String, decision: BucketingDecision, explanation: FSDecisionExplanation? = nil) -> String {
         let campaigns = decision.campaigns.map { campaign -> JSONValue in
             .object([
                 "campaignId": .string(campaign.campaignId),
@@ -72,7 +90,8 @@ struct EvalCommand: ParsableCommand {
             "panic": .bool(decision.panic),
             "campaigns": .array(campaigns),
             "flags": .object(decision.flags),
-        ])
+            "explanation": explanation.map(ExplanationOutput.json),
+        ].compactMapValues { $0 })
         return String(decoding: value.jsonData(), as: UTF8.self)
     }
 

@@ -10,7 +10,7 @@ struct FlagshipCLI: AsyncParsableCommand {
         abstract: "Inspect and maintain the Flagship SDK's local store, and run the SDK against it.",
         subcommands: [
             DBCommand.self, VisitorsCommand.self, HitsCommand.self, FetchCommand.self, SendHitCommand.self, ReplayCommand.self,
-            EvalCommand.self, FlagsCommand.self, ServeCommand.self, DemoCommand.self, DoctorCommand.self,
+            EvalCommand.self, FlagsCommand.self, WhyCommand.self, ServeCommand.self, DemoCommand.self, DoctorCommand.self,
         ]
     )
 }

@@ -13,6 +13,50 @@ import XCTest
 final class PostgresCommandTests: HitCommandTestCase {
     private let logger = Logger(label: "io.flagship.cli.tests")
 
+    // MARK: why
+
+    /// The fleet's decisions, shown and replayed: a bucketing decision agrees on its kept
+    /// version, a Decision API one is not replayable, another environment's are not read.
+    func testWhyShowsAndReplaysTheFleetsDecisionsOfOneEnvironment() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let file = FlagsCommandTests.fixture
+        let decisionFile = try await Self.decide(file, visitorId: "ann", context: #"{"isVip":true}"#)
+        try await write(pg, database) { connection, logger in
+            let version = BucketingFileVersion(version: decisionFile.version, envId: "env", document: file, origin: .download,
+                                               firstUsedAt: 1_700_000_000_000, lastUsedAt: 1_700_000_000_000)
+            try await PostgresBucketingStore(connection: connection, logger: logger).keep(version, keeping: 20)
+            let decisions = decisionFile.assignments.map { assignment in
+                DecisionRecord(visitorId: "ann", decidedAt: 1_700_000_000_500, campaignId: assignment.campaign,
+                               variationGroupId: assignment.group, variationId: assignment.variation, source: .bucketingFile,
+                               reason: "SPLIT", fileVersion: decisionFile.version, context: #"{"isVip":true}"#,
+                               flags: #"{"btnColor":"x"}"#)
+            } + [DecisionRecord(visitorId: "ann", decidedAt: 1_700_000_001_000, campaignId: "c_api", variationGroupId: "vg_api",
+                                variationId: "var_api", source: .decisionAPI, reason: "TARGETING_MATCH", fileVersion: nil,
+                                context: "{}", flags: #"{"banner":"x"}"#)]
+            let record = VisitorRecord(visitorId: "ann", anonymousId: nil, consent: true, document: StoreFixture.visitors[0].document,
+                                       updatedAt: 1_700_000_001_000, decisions: decisions)
+            try await PostgresVisitorStore(connection: connection, envId: "env", logger: logger).save([record])
+            try await PostgresVisitorStore(connection: connection, envId: "other", logger: logger).save([record])
+        }
+
+        let result = try await runFlagship(["why", "--db", url(pg, database), "--env-id", "env", "--visitor-id", "ann", "--replay"])
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 1 + decisionFile.assignments.count + 1, result.stdout)
+        XCTAssertTrue(lines.dropFirst().dropLast().allSatisfy { $0.hasSuffix("agrees") && $0.contains(String(decisionFile.version.prefix(12))) },
+                      result.stdout)
+        XCTAssertTrue(lines.last?.contains("decision_api") == true && lines.last?.hasSuffix("not replayable (decided by the Decision API)") == true,
+                      result.stdout)
+
+        let all = try await runFlagship(["why", "--db", url(pg, database), "--env-id", "env", "--replay", "--json"])
+        XCTAssertEqual(all.status, 0, all.stderr)
+        let summary = try XCTUnwrap(try parseJSON(all.stdout) as? [String: Any])
+        XCTAssertEqual(summary["agree"] as? Int, decisionFile.assignments.count)
+        XCTAssertEqual(summary["notReplayable"] as? [String: Int], ["decided by the Decision API": 1])
+    }
+
     // MARK: db inspect
 
     func testInspectJSONDescribesTheSchemaAndEachEnvironment() async throws {
@@ -373,6 +417,24 @@ final class PostgresCommandTests: HitCommandTestCase {
             if TemporaryPostgres.isRequired { XCTFail("PostgreSQL is required here (FLAGSHIP_REQUIRE_POSTGRES=1): \(reason)") }
             throw XCTSkip("PostgreSQL tests skipped: \(reason)")
         }
+    }
+
+    /// What `flagship eval` decides for one visitor on `file`, and the file's version (sha256).
+    private static func decide(_ file: String, visitorId: String, context: String) async throws
+        -> (version: String, assignments: [(campaign: String, group: String, variation: String)]) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-why-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("bucketing.json").path
+        try Data(file.utf8).write(to: URL(fileURLWithPath: path))
+        let result = try FlagshipExecutable.run(["eval", "--bucketing-file", path, "--visitor-id", visitorId, "--context", context,
+                                                 "--explain", "--json"], outputDirectory: directory)
+        guard let line = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+              let campaigns = line["campaigns"] as? [[String: String]],
+              let version = (line["explanation"] as? [String: Any])?["fileVersion"] as? String else {
+            throw FlagshipExecutable.Failure("eval printed no decision: \(result.stdout) \(result.stderr)")
+        }
+        return (version, campaigns.map { ($0["campaignId"] ?? "", $0["variationGroupId"] ?? "", $0["variationId"] ?? "") })
     }
 
     /// The database's URL without the password (the commands get it from PGPASSWORD).

@@ -259,6 +259,12 @@ final class BucketingPoller: Sendable {
         return file
     }
 
+    /// Returns once the writes queued for the store so far (a downloaded file, a version kept)
+    /// have run, or at `deadline`: `false` then.
+    func waitForStoreWrites(until deadline: Date, clock: any SDKClock) async -> Bool {
+        await queuedCall(on: storeQueue, until: deadline, clock: clock) { true } ?? false
+    }
+
     /// Stops polling; a download under way is cancelled. Safe to call twice.
     func close() {
         let task = state.withLock { state -> Task<Void, Never>? in

@@ -192,6 +192,9 @@ final class SDKRuntime: Sendable {
         if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
             logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")
         }
+        if let bucketing, !(await bucketing.waitForStoreWrites(until: deadline, clock: clock)) {
+            logger.warning("Closed at its deadline with the bucketing file still being stored")
+        }
         transport.shutdown()
         guard let store else { return }
         // Closing takes the store's lock, which a write waiting for another process's lock holds.

@@ -1,0 +1,272 @@
+import ArgumentParser
+import Flagship
+import FlagshipStore
+import Foundation
+
+/// `flagship why`: a visitor's decision history from the store (when, flag, campaign, variation,
+/// reason, file version), and with `--replay` each decision made again on its recorded file
+/// version and context by this build's engine.
+struct WhyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "why",
+        abstract: "Show why a visitor got its variations, from the store's decision history; replay them.",
+        discussion: """
+            Reads the decisions the SDK recorded (decision provenance): one line per flag of each \
+            assignment, oldest first. FILE VERSION is the first 12 hex digits of the sha256 of the \
+            bucketing file that decided; 'unknown' for the Decision API and for assignments carried \
+            from a store older than provenance. --flag keeps the decisions that set that flag. \
+            --replay decides each again on its recorded file version and context, and says whether \
+            this build agrees; without --visitor-id it replays every decision of the store and \
+            lists the disagreements only. The exit status is 1 when a replayed decision disagrees. \
+            --explain adds how the recorded file decides the recorded context (targeting, bucket). \
+            With --db postgres://..., the decisions of the environment --env-id names.
+            """
+    )
+
+    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var environment: EnvironmentArguments
+    @Option(help: "The visitor whose decisions to show.") var visitorId: String?
+    @Option(help: ArgumentHelp("Only the decisions that set this flag.", valueName: "key")) var flag: String?
+    @Flag(help: "Decide each decision again on its recorded file version and context, and compare.") var replay = false
+    @Flag(help: "Explain each decision: targeting conditions, bucket and allocation ranges.") var explain = false
+    @Flag(help: "Print JSON instead of text.") var json = false
+
+    func validate() throws {
+        if visitorId == nil && !replay {
+            throw ValidationError("give --visitor-id, or --replay to replay every decision of the store")
+        }
+        if visitorId == nil && explain { throw ValidationError("--explain goes with --visitor-id") }
+    }
+
+    func run() async throws {
+        let source = try await DecisionHistorySource.open(database, environment, visitorId: visitorId)
+        defer { source.close() }
+        if let visitorId {
+            try await showVisitor(visitorId, from: source)
+        } else {
+            try await replayAll(from: source)
+        }
+    }
+
+    // MARK: One visitor
+
+    private func showVisitor(_ visitorId: String, from source: DecisionHistorySource) async throws {
+        let decisions = try await source.decisions(visitorId: visitorId)
+        var replayer = source.replay()
+        var rows: [Row] = []
+        for decision in decisions {
+            let keys = Self.flagKeys(decision)
+            if let flag, !keys.contains(flag) { continue }
+            let outcome = replay ? replayer.replay(decision) : nil
+            let explanation = explain ? replayer.explain(decision) : nil
+            rows.append(Row(decision: decision, flagKeys: keys, outcome: outcome, explanation: explanation))
+        }
+        if json {
+            try Output.printJSON(rows.map(\.json))
+        } else if rows.isEmpty {
+            print(decisions.isEmpty ? "no decision recorded for visitor \(visitorId)"
+                                    : "no decision of visitor \(visitorId) set flag \(flag ?? "")")
+        } else {
+            var header = ["DECIDED (UTC)", "FLAG", "CAMPAIGN", "VARIATION", "REASON", "SOURCE", "FILE VERSION"]
+            if replay { header.append("REPLAY") }
+            let table = rows.flatMap { row in
+                (row.flagKeys.isEmpty ? ["-"] : row.flagKeys.filter { flag == nil || $0 == flag }).map { key in
+                    var cells = [Output.utc(unixMilliseconds: row.decision.decidedAt), key, row.decision.campaignId ?? "?",
+                                 row.decision.variationId, row.decision.reason, row.decision.source.rawValue,
+                                 ExplanationOutput.shortVersion(row.decision.fileVersion)]
+                    if let outcome = row.outcome { cells.append(Self.text(outcome)) }
+                    return cells
+                }
+            }
+            print(Output.table([header] + table))
+            for row in rows {
+                guard let explanation = row.explanation else { continue }
+                print("")
+                print("decided \(Output.utc(unixMilliseconds: row.decision.decidedAt)), variation group \(row.decision.variationGroupId):")
+                switch explanation {
+                case .success(let explanation): print(ExplanationOutput.text(explanation, indent: "  "))
+                case .failure(let reason): print("  not explained: \(reason.rawValue)")
+                }
+            }
+        }
+        if rows.contains(where: { if case .disagrees? = $0.outcome { true } else { false } }) {
+            throw ExitCode(1)
+        }
+    }
+
+    private struct Row {
+        let decision: DecisionRecord
+        let flagKeys: [String]
+        let outcome: DecisionReplay.Outcome?
+        let explanation: Result<FSDecisionExplanation, DecisionReplay.NotReplayable>?
+
+        var json: [String: Any] {
+            var row: [String: Any] = [
+                "visitorId": decision.visitorId,
+                "decidedAt": decision.decidedAt,
+                "decidedAtUTC": Output.utc(unixMilliseconds: decision.decidedAt),
+                "campaignId": decision.campaignId ?? NSNull(),
+                "variationGroupId": decision.variationGroupId,
+                "variationId": decision.variationId,
+                "reason": decision.reason,
+                "source": decision.source.rawValue,
+                "fileVersion": decision.fileVersion ?? NSNull(),
+                "flags": decision.flags.map(Output.embeddedJSON) ?? NSNull(),
+                "context": decision.context.map(Output.embeddedJSON) ?? NSNull(),
+            ]
+            if let outcome { row["replay"] = WhyCommand.json(outcome) }
+            switch explanation {
+            case .success(let explanation)?:
+                row["explanation"] = Output.embeddedJSON(ExplanationOutput.json(explanation).jsonString())
+            case .failure(let reason)?:
+                row["explanation"] = ["notExplained": reason.rawValue]
+            case nil:
+                break
+            }
+            return row
+        }
+    }
+
+    // MARK: The whole store
+
+    private func replayAll(from source: DecisionHistorySource) async throws {
+        let started = ContinuousClock.now
+        var replayer = source.replay()
+        var summary = ReplaySummary()
+        var disagreements: [(DecisionRecord, DecisionReplay.Outcome)] = []
+        try await source.forEachDecision { decision in
+            if let flag, !Self.flagKeys(decision).contains(flag) { return }
+            let outcome = replayer.replay(decision)
+            summary.count(outcome)
+            if case .disagrees = outcome { disagreements.append((decision, outcome)) }
+        }
+        let elapsed = ContinuousClock.now - started
+        if json {
+            try Output.printJSON([
+                "replayed": summary.replayed,
+                "agree": summary.agree,
+                "disagree": summary.disagree,
+                "agreementRate": summary.replayed == 0 ? NSNull() : Double(summary.agree) / Double(summary.replayed) as Any,
+                "notReplayable": Dictionary(uniqueKeysWithValues: summary.notReplayable.map { ($0.key.rawValue, $0.value) }),
+                "seconds": Self.seconds(elapsed),
+                "disagreements": disagreements.map { decision, outcome in
+                    Row(decision: decision, flagKeys: Self.flagKeys(decision), outcome: outcome, explanation: nil).json
+                },
+            ])
+        } else {
+            for (decision, outcome) in disagreements {
+                print("DISAGREES  \(decision.visitorId)  \(Output.utc(unixMilliseconds: decision.decidedAt))  "
+                      + "campaign \(decision.campaignId ?? "?")  recorded \(decision.variationGroupId)/\(decision.variationId)  "
+                      + "\(Self.text(outcome))  file \(ExplanationOutput.shortVersion(decision.fileVersion))")
+            }
+            print(summary.text(seconds: Self.seconds(elapsed)))
+        }
+        if summary.disagree > 0 { throw ExitCode(1) }
+    }
+
+    private struct ReplaySummary {
+        var agree = 0
+        var disagree = 0
+        var notReplayable: [DecisionReplay.NotReplayable: Int] = [:]
+        var replayed: Int { agree + disagree }
+
+        mutating func count(_ outcome: DecisionReplay.Outcome) {
+            switch outcome {
+            case .agrees: agree += 1
+            case .disagrees: disagree += 1
+            case .notReplayable(let reason): notReplayable[reason, default: 0] += 1
+            }
+        }
+
+        func text(seconds: Double) -> String {
+            let rate = replayed == 0 ? "-" : String(format: "%.2f %%", 100 * Double(agree) / Double(replayed))
+            var text = "\(replayed) decision(s) replayed in \(String(format: "%.2f", seconds)) s: \(agree) agree, \(disagree) disagree (agreement \(rate))"
+            for reason in DecisionReplay.NotReplayable.allCases {
+                if let count = notReplayable[reason] { text += "\n\(count) not replayable: \(reason.rawValue)" }
+            }
+            return text
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The flag keys a decision set, sorted (none when its flags were not recorded).
+    static func flagKeys(_ decision: DecisionRecord) -> [String] {
+        guard let flags = decision.flags, case .object(let object)? = try? JSONValue(json: Data(flags.utf8)) else { return [] }
+        return object.keys.sorted()
+    }
+
+    static func text(_ outcome: DecisionReplay.Outcome) -> String {
+        switch outcome {
+        case .agrees: return "agrees"
+        case .disagrees(let group, let variation):
+            guard let group, let variation else { return "DISAGREES: today nothing" }
+            return "DISAGREES: today \(group)/\(variation)"
+        case .notReplayable(let reason): return "not replayable (\(reason.rawValue))"
+        }
+    }
+
+    static func json(_ outcome: DecisionReplay.Outcome) -> [String: Any] {
+        switch outcome {
+        case .agrees: return ["outcome": "agrees"]
+        case .disagrees(let group, let variation):
+            return ["outcome": "disagrees", "todayVariationGroupId": group ?? NSNull(), "todayVariationId": variation ?? NSNull()]
+        case .notReplayable(let reason): return ["outcome": "not replayable", "why": reason.rawValue]
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// Where `why` reads decisions and file versions: a store file (read-only).
+struct DecisionHistorySource {
+    let decisions: (String) async throws -> [DecisionRecord]
+    /// Calls `body` on every decision, in the order they were recorded, a page at a time.
+    let forEachDecision: (_ body: (DecisionRecord) -> Void) async throws -> Void
+    /// A kept version's document (blocking: the replay runs after the rows are read).
+    let document: @Sendable (String) throws -> String?
+    let close: () -> Void
+
+    func decisions(visitorId: String) async throws -> [DecisionRecord] { try await decisions(visitorId) }
+    func forEachDecision(_ body: (DecisionRecord) -> Void) async throws { try await forEachDecision(body) }
+    func replay() -> DecisionReplay { DecisionReplay(document: document) }
+
+    static func open(_ database: DatabaseArguments, _ environment: EnvironmentArguments,
+                     visitorId: String?) async throws -> DecisionHistorySource {
+        if let location = try database.postgresLocation() {
+            // One read-only snapshot: the decisions asked for and every kept version, then replayed here.
+            let envId = environment.envId
+            let (decisions, versions) = try await PostgresReading.read(location) { inspection in
+                let envId = try await PostgresReading.environment(envId, in: inspection, location: location)
+                return (try await inspection.decisions(envId: envId, visitorId: visitorId),
+                        try await inspection.bucketingFileVersions(envId: envId))
+            }
+            let documents = Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first }
+            return DecisionHistorySource(
+                decisions: { _ in decisions },
+                forEachDecision: { body in decisions.forEach(body) },
+                document: { version in
+                    let matches = documents.filter { $0.key.hasPrefix(version.lowercased()) }
+                    return matches.count == 1 ? matches.first?.value : nil
+                },
+                close: {})
+        }
+        environment.warnIfGivenForAFile()
+        let store = try database.openForInspection()
+        return DecisionHistorySource(
+            decisions: { visitorId in try await store.read { try $0.decisions.decisions(visitorId: visitorId) } },
+            forEachDecision: { body in
+                var after: Int64 = 0
+                while true {
+                    let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
+                    for (_, record) in page { body(record) }
+                    guard let last = page.last else { return }
+                    after = last.rowId
+                }
+            },
+            document: { version in try store.read { try $0.bucketingFiles.file(version: version)?.document } },
+            close: { store.close() })
+    }
+}

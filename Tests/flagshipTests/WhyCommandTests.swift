@@ -1,0 +1,160 @@
+import FlagshipStore
+import Foundation
+import XCTest
+
+/// `flagship eval --explain` and `flagship why`: decisions explained, and the store's recorded
+/// decisions shown and replayed. The store is written by the SDK itself (`fetch`, bucketing mode
+/// on a bootstrap file: no server).
+final class WhyCommandTests: CommandTestCase {
+    private var bootstrap: String {
+        outputDirectory.appendingPathComponent("bootstrap.json").path
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try Data(FlagsCommandTests.fixture.utf8).write(to: URL(fileURLWithPath: bootstrap))
+    }
+
+    /// `fetch` for each visitor, deciding on the bootstrap file and recording the decisions.
+    private func decide(_ visitors: [String], context: String = #"{"isVip": true}"#) throws {
+        for visitor in visitors {
+            let result = try FlagshipExecutable.run(
+                ["fetch", "--env-id", "env", "--api-key", "key", "--visitor-id", visitor, "--db", storeFile.path,
+                 "--mode", "bucketing", "--bootstrap", bootstrap, "--context", context, "--bucketing-url", Self.nowhere,
+                 "--decision-url", Self.nowhere, "--events-url", Self.nowhere],
+                outputDirectory: outputDirectory)
+            XCTAssertEqual(result.status, 0, result.stderr)
+        }
+    }
+
+    /// A port nothing listens on: no file is downloaded, the bootstrap decides; hits wait in the store.
+    private static let nowhere = "http://127.0.0.1:1"
+
+    private var version: String { Self.sha256(FlagsCommandTests.fixture) }
+
+    private static func sha256(_ text: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try? process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        return String(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64))
+    }
+
+    func testEvalExplainShowsEachConditionTheBucketAndWhatDecided() throws {
+        let result = try flagship("eval", "--bucketing-file", bootstrap, "--visitor-id", "alice", "--context", #"{"isVip": false}"#, "--explain")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.first, "visitor alice, bucketing file \(version.prefix(12))")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("  campaign c_checkout (ab): allocation -> vg_all / v_") }, result.stdout)
+        XCTAssertTrue(lines.contains { $0.contains("bucket: murmur3 ") && $0.contains("% 100 = ") && $0.contains("'s range") }, result.stdout)
+        XCTAssertTrue(lines.contains("      ranges: v_blue [0, 50), v_green [50, 100)"), result.stdout)
+        XCTAssertTrue(lines.contains("  campaign c_shipping (toggle): targeting miss"), result.stdout)
+        XCTAssertTrue(lines.contains("        [ ] isVip EQUALS true  (context: false)"), result.stdout)
+    }
+
+    func testEvalExplainJSONAddsTheExplanationToEachLine() throws {
+        let result = try flagship("eval", "--bucketing-file", bootstrap, "--visitor-id", "alice", "--context", #"{"isVip": true}"#,
+                                  "--explain", "--json")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let line = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        let explanation = try XCTUnwrap(line["explanation"] as? [String: Any])
+        XCTAssertEqual(explanation["fileVersion"] as? String, version)
+        let campaigns = try XCTUnwrap(explanation["campaigns"] as? [[String: Any]])
+        XCTAssertEqual(campaigns.map { $0["decidedBy"] as? String }, ["allocation", "allocation"])
+        let condition = (((campaigns[1]["variationGroups"] as? [[String: Any]])?.first?["targetingGroups"] as? [[String: Any]])?
+            .first?["conditions"] as? [[String: Any]])?.first
+        XCTAssertEqual(condition?["key"] as? String, "isVip")
+        XCTAssertEqual(condition?["contextValue"] as? Bool, true)
+        XCTAssertEqual(condition?["matched"] as? Bool, true)
+
+        let refused = try flagship("eval", "--bucketing-file", bootstrap, "--visitor-id", "alice", "--json")
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("--json goes with --explain"), refused.stderr)
+    }
+
+    func testWhyListsTheVisitorsDecisionsPerFlagAndReplaysThem() throws {
+        try decide(["alice", "bob"])
+
+        let result = try flagship("why", "--db", storeFile.path, "--visitor-id", "alice", "--replay")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = result.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        XCTAssertEqual(rows.first, ["DECIDED", "(UTC)", "FLAG", "CAMPAIGN", "VARIATION", "REASON", "SOURCE", "FILE", "VERSION", "REPLAY"])
+        XCTAssertEqual(rows.dropFirst().map { $0[1] }, ["banner", "btnColor", "discount", "discount", "freeShipping"].filter { key in
+            rows.dropFirst().contains { $0[1] == key }
+        }, "one line per flag")
+        XCTAssertTrue(rows.dropFirst().allSatisfy { $0.contains(String(version.prefix(12))) && $0.last == "agrees" }, result.stdout)
+        XCTAssertTrue(rows.dropFirst().allSatisfy { $0[5] == "bootstrap" }, result.stdout)
+        XCTAssertTrue(rows.contains { $0.contains("freeShipping") && $0.contains("TARGETING_MATCH") == false && $0.contains("STATIC") },
+                      "decided on the bootstrap: STATIC\n\(result.stdout)")
+
+        let onlyShipping = try flagship("why", "--db", storeFile.path, "--visitor-id", "alice", "--flag", "freeShipping")
+        XCTAssertEqual(onlyShipping.stdout.split(separator: "\n").count, 2, onlyShipping.stdout)
+        XCTAssertTrue(onlyShipping.stdout.contains("c_shipping"), onlyShipping.stdout)
+    }
+
+    func testWhyJSONAndExplainCarryTheRecordedContextAndTheSteps() throws {
+        try decide(["carol"], context: #"{"isVip": true, "plan": "pro"}"#)
+
+        let result = try flagship("why", "--db", storeFile.path, "--visitor-id", "carol", "--json", "--replay", "--explain")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try parseJSON(result.stdout) as? [[String: Any]])
+        XCTAssertEqual(rows.map { $0["campaignId"] as? String }, ["c_checkout", "c_shipping"])
+        XCTAssertEqual(rows.map { ($0["replay"] as? [String: Any])?["outcome"] as? String }, ["agrees", "agrees"])
+        XCTAssertEqual((rows[0]["context"] as? [String: Any])?["plan"] as? String, "pro")
+        XCTAssertEqual(rows[0]["fileVersion"] as? String, version)
+        let explained = try XCTUnwrap((rows[1]["explanation"] as? [String: Any])?["campaigns"] as? [[String: Any]])
+        XCTAssertEqual(explained.map { $0["campaignId"] as? String }, ["c_shipping"], "the decision's campaign only")
+
+        let text = try flagship("why", "--db", storeFile.path, "--visitor-id", "carol", "--explain")
+        XCTAssertTrue(text.stdout.contains("[x] isVip EQUALS true  (context: true)"), text.stdout)
+    }
+
+    func testReplayingTheWholeStoreCountsAgreementsAndATamperedDecisionFailsTheCommand() throws {
+        try decide((0..<30).map { "visitor-\($0)" })
+
+        let clean = try flagship("why", "--db", storeFile.path, "--replay")
+        XCTAssertEqual(clean.status, 0, clean.stderr)
+        XCTAssertTrue(clean.stdout.hasPrefix("60 decision(s) replayed in "), clean.stdout)
+        XCTAssertTrue(clean.stdout.contains(": 60 agree, 0 disagree (agreement 100.00 %)"), clean.stdout)
+
+        // One recorded variation changed by hand, one version dropped: the replay says so.
+        try withStore { store in
+            try store.write { db in
+                _ = try db.execute("""
+                    UPDATE decisions SET variation_id = CASE variation_id WHEN 'v_blue' THEN 'v_green' ELSE 'v_blue' END
+                    WHERE visitor_id = 'visitor-7' AND variation_group_id = 'vg_all'
+                    """)
+                _ = try db.execute("UPDATE decisions SET file_version = '\(String(repeating: "0", count: 64))' WHERE visitor_id = 'visitor-8'")
+            }
+        }
+        let tampered = try flagship("why", "--db", storeFile.path, "--replay", "--json")
+        XCTAssertEqual(tampered.status, 1, tampered.stderr)
+        let summary = try XCTUnwrap(try parseJSON(tampered.stdout) as? [String: Any])
+        XCTAssertEqual(summary["replayed"] as? Int, 58)
+        XCTAssertEqual(summary["disagree"] as? Int, 1)
+        XCTAssertEqual(summary["notReplayable"] as? [String: Int], ["file version no longer kept": 2])
+        let disagreement = try XCTUnwrap((summary["disagreements"] as? [[String: Any]])?.first)
+        XCTAssertEqual(disagreement["visitorId"] as? String, "visitor-7")
+    }
+
+    func testAStoreWithoutDecisionsAndAMissingVisitorAreSaidPlainly() throws {
+        try withStore { _ in }
+
+        let none = try flagship("why", "--db", storeFile.path, "--visitor-id", "nobody")
+        XCTAssertEqual(none.status, 0, none.stderr)
+        XCTAssertEqual(none.stdout, "no decision recorded for visitor nobody\n")
+
+        let refused = try flagship("why", "--db", storeFile.path)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("give --visitor-id, or --replay"), refused.stderr)
+    }
+}
