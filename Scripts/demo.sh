@@ -114,5 +114,12 @@ step "14. flagship eval: the same engine on a file, no SDK, no network, no datab
 sqlite3 "$db" "SELECT document FROM bucketing;" > "$workdir/bucketing.json"
 printf 'alice\ncarol\ndave\nerin\n' > "$workdir/visitors.txt"
 show "$flagship" eval --bucketing-file "$workdir/bucketing.json" --visitors-file "$workdir/visitors.txt" --context '{"plan": "pro"}'
+echo "(why did carol get her variations? each condition, her bucket, the allocation ranges)"
+show "$flagship" eval --bucketing-file "$workdir/bucketing.json" --visitor-id carol --context '{"isVip": false, "plan": "enterprise"}' --explain
+
+step "15. flagship why: the decisions the store recorded (file version, time, context), replayed by today's engine"
+show "$flagship" why --db "$db" --visitor-id alice --replay
+query "SELECT visitor_id, decided_utc, campaign_id, variation_id, reason, file_version, flags FROM decisions_readable;"
+show "$flagship" why --db "$db" --replay
 
 step "Done. Everything was in $workdir (removed now); your own store is \${FLAGSHIP_CACHE_DIR:-~/.cache/flagship}/flagship-<envId>.sqlite"

@@ -30,10 +30,13 @@ let benchmarks: @Sendable () -> Void = {
 
     // One iteration is a round of 2,000 visitors: 1 round of warm-up, then 10 (20,000 visitors).
     // On the SDK's SQLite file, then with the fleet's store (issue 21): hits and visitor
-    // documents in PostgreSQL, on a throwaway server of this run.
-    for onPostgres in [false, true] {
+    // documents in PostgreSQL, on a throwaway server of this run. Each with decision provenance
+    // (the default: every assignment recorded with its version and context, issue 22) and
+    // without it, the baseline of its cost.
+    for (onPostgres, provenance) in [(false, true), (false, false), (true, true), (true, false)] {
         let bucketing = Box<ServerSession>()
-        Benchmark("server loop, bucketing: SDK\(onPostgres ? " on PostgreSQL" : ""), 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
+        let name = "server loop, bucketing: SDK\(onPostgres ? " on PostgreSQL" : "")\(provenance ? "" : ", provenance off"), 64 tasks"
+        Benchmark(name) { (benchmark: Benchmark, session: ServerSession) async in
             for _ in benchmark.scaledIterations {
                 let elapsed = await measure(benchmark) { await session.serveRound() }
                 benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
@@ -42,7 +45,8 @@ let benchmarks: @Sendable () -> Void = {
             await session.checkNothingWasLost(benchmark)
         } setup: {
             try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing,
-                                          postgres: onPostgres ? try TemporaryPostgres.sharedDurable.get() : nil)
+                                          postgres: onPostgres ? try TemporaryPostgres.sharedDurable.get() : nil,
+                                          provenance: provenance)
         } teardown: {
             await bucketing.value?.stop()
         }

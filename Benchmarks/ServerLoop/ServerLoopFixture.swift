@@ -137,7 +137,7 @@ final class ServerSession: Sendable {
 
     /// Starts the SDK on a SQLite file of its own, or with `postgres`, on a new database there.
     static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>,
-                      postgres: TemporaryPostgres? = nil) async throws -> ServerSession {
+                      postgres: TemporaryPostgres? = nil, provenance: Bool = true) async throws -> ServerSession {
         let server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
         try server.setBucketingFile(fixture.json)
         if mode == .decisionAPI { server.decision = .bucketing }
@@ -150,6 +150,7 @@ final class ServerSession: Sendable {
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
             .withLogLevel(.NONE)
+            .withDecisionProvenance(provenance)
         var store: FlagshipPostgresStore?
         var database: String?
         if let postgres {

@@ -4,12 +4,12 @@ import FlagshipStore
 import Foundation
 
 /// `--db PATH`: the store file a command works on; for the commands that read a PostgreSQL store
-/// as well (`db inspect`, `visitors`, `hits`), a `postgres://` URL.
+/// as well (`db inspect`, `visitors`, `hits`, `why`), a `postgres://` URL.
 struct DatabaseArguments: ParsableArguments {
     @Option(
         name: .customLong("db"),
         help: ArgumentHelp(
-            "The store file (usually <cache dir>/flagship-<envId>.sqlite) or, for db inspect, visitors and hits, a PostgreSQL "
+            "The store file (usually <cache dir>/flagship-<envId>.sqlite) or, for db inspect, visitors, hits and why, a PostgreSQL "
                 + "store: postgres://user@host:port/database (the password from PGPASSWORD, or in the URL).",
             valueName: "path|url")
     )
