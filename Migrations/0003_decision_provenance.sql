@@ -14,39 +14,42 @@ CREATE TABLE bucketing_files (
 );
 CREATE INDEX bucketing_files_by_use ON bucketing_files (env_id, last_used_at);
 
--- The assignment history, one row per assignment as it was decided: a visitor placed in a
--- variation of a variation group (the visitor cache document keeps the same history as a map,
--- without when and why). Consent withdrawal deletes the visitor's rows with its document.
+-- The assignment history as it was decided: one row per fetch that placed the visitor in new
+-- variations, with when, by what (the file version), on which context, and the assignments it
+-- made (the visitor cache document keeps the same history as a map, without when and why). One
+-- row per fetch rather than per assignment: the context is written once, and a group commit adds
+-- one row per deciding visitor. `decisions_readable` shows one line per assignment. Consent
+-- withdrawal deletes the visitor's rows with its document.
 CREATE TABLE decisions (
-    id                 INTEGER PRIMARY KEY,
-    visitor_id         TEXT    NOT NULL,
-    decided_at         INTEGER NOT NULL,                -- unix ms
-    campaign_id        TEXT,                            -- NULL: not known (a row carried from version 2)
-    variation_group_id TEXT    NOT NULL,
-    variation_id       TEXT    NOT NULL,
-    source             TEXT    NOT NULL CHECK (source IN ('bucketing_file', 'bootstrap', 'decision_api', 'unknown')),
-    reason             TEXT    NOT NULL,                -- the flags' reason then: SPLIT, TARGETING_MATCH, STATIC; UNKNOWN
-    file_version       TEXT,                            -- the bucketing file that decided; NULL: none or unknown
-    context            TEXT    CHECK (context IS NULL OR json_valid(context)),  -- the context sent, sdk_* keys included
-    flags              TEXT    CHECK (flags IS NULL OR json_valid(flags))       -- the variation's flags then
+    id           INTEGER PRIMARY KEY,
+    visitor_id   TEXT    NOT NULL,
+    decided_at   INTEGER NOT NULL,                      -- unix ms
+    source       TEXT    NOT NULL CHECK (source IN ('bucketing_file', 'bootstrap', 'decision_api', 'unknown')),
+    file_version TEXT,                                  -- the bucketing file that decided; NULL: none or unknown
+    context      TEXT    CHECK (context IS NULL OR json_valid(context)),  -- the context sent, sdk_* keys included
+    -- [{"campaignId", "variationGroupId", "variationId", "reason" (SPLIT, TARGETING_MATCH, STATIC;
+    --   UNKNOWN), "flags" (the variation's then)}]; campaignId null in rows carried from version 2
+    assignments  TEXT    NOT NULL CHECK (json_valid(assignments) AND json_type(assignments) = 'array')
 );
 CREATE INDEX decisions_by_visitor ON decisions (visitor_id, decided_at);
 
 -- Today's assignment histories, carried forward: version, context and reason unknown.
-INSERT INTO decisions (visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason)
+INSERT INTO decisions (visitor_id, decided_at, source, assignments)
 SELECT v.visitor_id,
        v.updated_at,
-       (SELECT json_extract(c.value, '$.campaignId')
-          FROM json_each(v.document, '$.data.campaigns') AS c
-         WHERE json_extract(c.value, '$.variationGroupId') = h.key
-         LIMIT 1),
-       h.key,
-       h.value,
        'unknown',
-       'UNKNOWN'
+       json_group_array(json_object(
+           'campaignId', (SELECT json_extract(c.value, '$.campaignId')
+                            FROM json_each(v.document, '$.data.campaigns') AS c
+                           WHERE json_extract(c.value, '$.variationGroupId') = h.key
+                           LIMIT 1),
+           'variationGroupId', h.key,
+           'variationId', h.value,
+           'reason', 'UNKNOWN'))
 FROM visitors AS v, json_each(v.document, '$.data.assignmentsHistory') AS h
 WHERE h.type = 'text'
-ORDER BY v.visitor_id, h.key;
+GROUP BY v.visitor_id
+ORDER BY v.visitor_id;
 
 -- An activate waiting to be sent: the file version of the decision it reports, and its time.
 ALTER TABLE hits ADD COLUMN file_version TEXT;          -- NULL: a hit, or not known
@@ -54,13 +57,13 @@ ALTER TABLE hits ADD COLUMN decided_at   INTEGER;       -- unix ms
 
 CREATE VIEW decisions_readable AS
 SELECT d.visitor_id,
-       datetime(d.decided_at / 1000, 'unixepoch')          AS decided_utc,
-       d.campaign_id,
-       d.variation_group_id,
-       d.variation_id,
+       datetime(d.decided_at / 1000, 'unixepoch')           AS decided_utc,
+       json_extract(a.value, '$.campaignId')                AS campaign_id,
+       json_extract(a.value, '$.variationGroupId')          AS variation_group_id,
+       json_extract(a.value, '$.variationId')               AS variation_id,
        d.source,
-       d.reason,
+       json_extract(a.value, '$.reason')                    AS reason,
        substr(d.file_version, 1, 12)                        AS file_version,
-       (SELECT group_concat(f.key, ',') FROM json_each(d.flags) AS f) AS flags,
+       (SELECT group_concat(f.key, ',') FROM json_each(a.value, '$.flags') AS f) AS flags,
        d.context
-FROM decisions AS d;
+FROM decisions AS d, json_each(d.assignments) AS a;

@@ -180,22 +180,20 @@ package struct PostgresInspection: Sendable {
             var decisions: [DecisionRecord] = []
             let query: PostgresQuery = visitorId.map { visitorId in
                 """
-                SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason, file_version, context, flags
+                SELECT visitor_id, decided_at, source, file_version, context, assignments
                 FROM flagship.decisions WHERE env_id = \(envId) AND visitor_id = \(visitorId) ORDER BY decided_at, id
                 """
             } ?? """
-                SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason, file_version, context, flags
+                SELECT visitor_id, decided_at, source, file_version, context, assignments
                 FROM flagship.decisions WHERE env_id = \(envId) ORDER BY id
                 """
-            for try await (visitorId, decidedAt, campaignId, groupId, variationId, source, reason, fileVersion, context, flags)
-                in try await connection.query(query, logger: logger)
-                    .decode((String, Int64, String?, String, String, String, String, String?, String?, String?).self) {
+            for try await (visitorId, decidedAt, source, fileVersion, context, assignments)
+                in try await connection.query(query, logger: logger).decode((String, Int64, String, String?, String?, String).self) {
                 guard let source = DecisionRecord.Source(rawValue: source) else {
                     throw FlagshipPostgresError(StoreError.unexpectedValue(column: "decisions.source", found: source), doing: "reading the decisions")
                 }
-                decisions.append(DecisionRecord(visitorId: visitorId, decidedAt: decidedAt, campaignId: campaignId,
-                                                variationGroupId: groupId, variationId: variationId, source: source, reason: reason,
-                                                fileVersion: fileVersion, context: context, flags: flags))
+                decisions += try DecisionRecordStore.records(visitorId: visitorId, decidedAt: decidedAt, source: source,
+                                                             fileVersion: fileVersion, context: context, assignments: assignments)
             }
             return decisions
         }

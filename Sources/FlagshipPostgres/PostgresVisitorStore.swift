@@ -24,19 +24,18 @@ struct PostgresVisitorStore {
         // One row per visitor in a statement (ON CONFLICT may not touch a row twice): the newest.
         // postgres-nio binds no array of optionals: no anonymous id travels as "" (never an id).
         let newest = Dictionary(records.map { ($0.visitorId, $0) }) { $0.updatedAt > $1.updatedAt ? $0 : $1 }.values
-        // Every record's decisions: each one is an assignment made once. Optional text travels as "".
-        let decisions = records.flatMap(\.decisions)
+        // Every record's decisions (each an assignment made once), a row per fetch, as in SQLite.
+        // Optional text travels as "".
+        let fetches = DecisionRecordStore.fetches(records.flatMap(\.decisions))
+        let firsts = fetches.map { $0[$0.startIndex] }
         try await connection.query("""
             WITH decided AS (
-                INSERT INTO flagship.decisions (env_id, visitor_id, decided_at, campaign_id, variation_group_id, variation_id,
-                                                source, reason, file_version, context, flags)
-                SELECT \(envId), v, t, NULLIF(c, ''), g, va, s, r, NULLIF(f, ''), NULLIF(x, ''), NULLIF(fl, '')
-                FROM unnest(\(decisions.map(\.visitorId))::text[], \(decisions.map(\.decidedAt))::bigint[],
-                            \(decisions.map { $0.campaignId ?? "" })::text[], \(decisions.map(\.variationGroupId))::text[],
-                            \(decisions.map(\.variationId))::text[], \(decisions.map(\.source.rawValue))::text[],
-                            \(decisions.map(\.reason))::text[], \(decisions.map { $0.fileVersion ?? "" })::text[],
-                            \(decisions.map { $0.context ?? "" })::text[], \(decisions.map { $0.flags ?? "" })::text[])
-                     AS d(v, t, c, g, va, s, r, f, x, fl)
+                INSERT INTO flagship.decisions (env_id, visitor_id, decided_at, source, file_version, context, assignments)
+                SELECT \(envId), v, t, s, NULLIF(f, ''), NULLIF(x, ''), a
+                FROM unnest(\(firsts.map(\.visitorId))::text[], \(firsts.map(\.decidedAt))::bigint[],
+                            \(firsts.map(\.source.rawValue))::text[], \(firsts.map { $0.fileVersion ?? "" })::text[],
+                            \(firsts.map { $0.context ?? "" })::text[], \(fetches.map(DecisionRecordStore.assignmentsJSON))::text[])
+                     AS d(v, t, s, f, x, a)
             ), saved AS (
                 INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
                 SELECT \(envId), v, NULLIF(a, ''), c, d, u

@@ -48,10 +48,10 @@ final class PostgresProvenanceTests: PostgresTestCase {
 
         XCTAssertEqual(version, PostgresMigrator().latestVersion)
         XCTAssertEqual(try server.psql(database, """
-            SELECT string_agg(visitor_id || ' ' || decided_at || ' ' || coalesce(campaign_id, '?') || ' ' || variation_group_id
-                              || ' ' || variation_id || ' ' || source || ' ' || reason || ' ' || coalesce(file_version, '-'),
-                              E'\\n' ORDER BY variation_group_id)
-            FROM flagship.decisions
+            SELECT string_agg(d.visitor_id || ' ' || d.decided_at || ' ' || coalesce(a ->> 'campaignId', '?') || ' '
+                              || (a ->> 'variationGroupId') || ' ' || (a ->> 'variationId') || ' ' || d.source || ' '
+                              || (a ->> 'reason') || ' ' || coalesce(d.file_version, '-'), E'\\n' ORDER BY a ->> 'variationGroupId')
+            FROM flagship.decisions AS d, jsonb_array_elements(d.assignments::jsonb) AS a
             """), "v1 1700000000000 c1 vg1 var1 unknown UNKNOWN -\nv1 1700000000000 ? vg9 var9 unknown UNKNOWN -",
             "a document that is not JSON carries nothing, and does not fail the migration")
     }
@@ -94,10 +94,10 @@ final class PostgresProvenanceTests: PostgresTestCase {
         XCTAssertEqual(version.count, 64)
         XCTAssertEqual(try server.psql(database, "SELECT document FROM flagship.bucketing_files"), String(decoding: file, as: UTF8.self))
         XCTAssertEqual(try server.psql(database, """
-            SELECT string_agg(visitor_id || ' ' || variation_id || ' ' || source || ' ' || (file_version = '\(version)')
-                              || ' ' || (context::jsonb ->> 'plan'), ',' ORDER BY visitor_id)
-            FROM flagship.decisions WHERE env_id = 'fleet_env'
-            """), "ann v_green bucketing_file true pro,ben v_green bucketing_file true pro")
+            SELECT string_agg(visitor_id || ' ' || variation_id || ' ' || source || ' ' || (file_version = left('\(version)', 12))
+                              || ' ' || (context ->> 'plan') || ' ' || flags, ',' ORDER BY visitor_id)
+            FROM flagship.decisions_readable WHERE env_id = 'fleet_env'
+            """), "ann v_green bucketing_file true pro btnColor,ben v_green bucketing_file true pro btnColor")
         XCTAssertEqual(try server.psql(database, """
             SELECT count(*) FROM flagship.hits WHERE type = 'ACTIVATE' AND file_version = '\(version)' AND decided_at IS NOT NULL
             """), "2", "each waiting activate names its decision's version")

@@ -226,13 +226,10 @@ final class MigratorTests: StoreTestCase {
              .integer(version.firstUsedAt), .integer(version.lastUsedAt)]
         ))
         seed.statements.append((
-            """
-            INSERT INTO decisions (visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
-                                   file_version, context, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [.text(decision.visitorId), .integer(decision.decidedAt), SQLiteValue(decision.campaignId), .text(decision.variationGroupId),
-             .text(decision.variationId), .text(decision.source.rawValue), .text(decision.reason), SQLiteValue(decision.fileVersion),
-             SQLiteValue(decision.context), SQLiteValue(decision.flags)]
+            "INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(decision.visitorId), .integer(decision.decidedAt), .text(decision.source.rawValue), SQLiteValue(decision.fileVersion),
+             SQLiteValue(decision.context),
+             .text(#"[{"campaignId":"c1","variationGroupId":"vg1","variationId":"var1","reason":"SPLIT","flags":{"btnColor":"green"}}]"#)]
         ))
         seed.statements.append((
             """

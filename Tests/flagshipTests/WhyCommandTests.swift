@@ -130,8 +130,13 @@ final class WhyCommandTests: CommandTestCase {
         try withStore { store in
             try store.write { db in
                 _ = try db.execute("""
-                    UPDATE decisions SET variation_id = CASE variation_id WHEN 'v_blue' THEN 'v_green' ELSE 'v_blue' END
-                    WHERE visitor_id = 'visitor-7' AND variation_group_id = 'vg_all'
+                    UPDATE decisions SET assignments = (
+                        SELECT json_group_array(CASE WHEN json_extract(a.value, '$.variationGroupId') = 'vg_all'
+                            THEN json_set(a.value, '$.variationId',
+                                          CASE json_extract(a.value, '$.variationId') WHEN 'v_blue' THEN 'v_green' ELSE 'v_blue' END)
+                            ELSE json(a.value) END)
+                        FROM json_each(decisions.assignments) AS a)
+                    WHERE visitor_id = 'visitor-7'
                     """)
                 _ = try db.execute("UPDATE decisions SET file_version = '\(String(repeating: "0", count: 64))' WHERE visitor_id = 'visitor-8'")
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One row of `decisions`: a visitor placed in a variation of a variation group, with when, by
 /// what (the bucketing file version, the Decision API) and on which context.
 package struct DecisionRecord: Sendable, Equatable {
@@ -41,22 +43,24 @@ package struct DecisionRecord: Sendable, Equatable {
     }
 }
 
-/// The `decisions` table (`db.decisions`), in the caller's transaction.
+/// The `decisions` table (`db.decisions`), in the caller's transaction. A row holds one fetch's
+/// assignments (those with the same visitor, time, source, version and context): the context is
+/// written once. Records go in and come out one per assignment.
 package struct DecisionRecordStore {
     let connection: Connection
 
+    /// Writes `records`, one row per run of records of the same fetch.
     package func insert(_ records: [DecisionRecord]) throws(StoreError) {
         guard !records.isEmpty else { return }
         _ = try connection.executeMany(
             """
-            INSERT INTO decisions (visitor_id, decided_at, campaign_id, variation_group_id, variation_id,
-                                   source, reason, file_version, context, flags)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments)
+            VALUES (?, ?, ?, ?, ?, ?)
             """,
-            records.map { record in
-                [.text(record.visitorId), .integer(record.decidedAt), SQLiteValue(record.campaignId),
-                 .text(record.variationGroupId), .text(record.variationId), .text(record.source.rawValue),
-                 .text(record.reason), SQLiteValue(record.fileVersion), SQLiteValue(record.context), SQLiteValue(record.flags)]
+            Self.fetches(records).map { fetch in
+                let first = fetch[fetch.startIndex]
+                return [.text(first.visitorId), .integer(first.decidedAt), .text(first.source.rawValue),
+                        SQLiteValue(first.fileVersion), SQLiteValue(first.context), .text(Self.assignmentsJSON(fetch))]
             }
         )
     }
@@ -64,45 +68,113 @@ package struct DecisionRecordStore {
     /// One visitor's decisions, oldest first.
     package func decisions(visitorId: String) throws -> [DecisionRecord] {
         try connection.query("\(Self.selectColumns) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
-            .map(Self.record)
+            .flatMap(Self.records)
     }
 
-    /// Every decision, in the order they were recorded, `limit` at most after row `after`:
-    /// (rowid, record) pairs, for a walk over the whole table in pages.
+    /// Every decision, in the order they were recorded, from the rows after row `after`,
+    /// `limit` rows at most: (row id, record) pairs, for a walk over the whole table in pages.
     package func page(after rowId: Int64, limit: Int) throws -> [(rowId: Int64, record: DecisionRecord)] {
-        try connection.query(
-            """
-            SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
-                   file_version, context, flags, id FROM decisions WHERE id > ? ORDER BY id LIMIT ?
-            """,
-            [.integer(rowId), SQLiteValue(limit)])
-            .map { row in (try row.int64(10), try Self.record(row)) }
+        try connection.query("\(Self.selectColumns) WHERE id > ? ORDER BY id LIMIT ?", [.integer(rowId), SQLiteValue(limit)])
+            .flatMap { row in try Self.records(row).map { (try row.int64(6), $0) } }
     }
 
-    /// Deletes the visitor's decisions (consent withdrawn); returns how many went.
+    /// Deletes the visitor's decisions (consent withdrawn); returns how many rows went.
     @discardableResult
     package func delete(visitorId: String) throws(StoreError) -> Int {
         try connection.execute("DELETE FROM decisions WHERE visitor_id = ?", [.text(visitorId)])
     }
 
+    /// How many assignments are recorded.
     package func count() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT count(*) FROM decisions")?.int64 ?? 0)
+        Int(try connection.scalar("SELECT coalesce(sum(json_array_length(assignments)), 0) FROM decisions")?.int64 ?? 0)
     }
 
-    private static let selectColumns = """
-        SELECT visitor_id, decided_at, campaign_id, variation_group_id, variation_id, source, reason,
-               file_version, context, flags FROM decisions
-        """
+    private static let selectColumns =
+        "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decisions"
 
-    package static func record(_ row: Row) throws -> DecisionRecord {
-        let sourceText = try row.text(5)
+    /// Runs of records made by one fetch (same visitor, time, source, version and context).
+    package static func fetches(_ records: [DecisionRecord]) -> [ArraySlice<DecisionRecord>] {
+        var runs: [ArraySlice<DecisionRecord>] = []
+        var start = records.startIndex
+        for index in records.indices.dropFirst() where !records[index].sameFetch(as: records[start]) {
+            runs.append(records[start..<index])
+            start = index
+        }
+        if start < records.endIndex { runs.append(records[start...]) }
+        return runs
+    }
+
+    /// `[{"campaignId", "variationGroupId", "variationId", "reason", "flags"}]`, as the column holds it.
+    package static func assignmentsJSON(_ fetch: ArraySlice<DecisionRecord>) -> String {
+        var text = "["
+        var first = true
+        for record in fetch {
+            if !first { text += "," }
+            first = false
+            text += "{\"campaignId\":" + (record.campaignId.map(jsonString) ?? "null")
+            text += ",\"variationGroupId\":" + jsonString(record.variationGroupId)
+            text += ",\"variationId\":" + jsonString(record.variationId)
+            text += ",\"reason\":" + jsonString(record.reason)
+            if let flags = record.flags { text += ",\"flags\":" + flags }
+            text += "}"
+        }
+        return text + "]"
+    }
+
+    /// The records of one row's `assignments`: a row this SDK did not write in that shape (a hand
+    /// edit) is a typed error naming the column.
+    package static func records(visitorId: String, decidedAt: Int64, source: DecisionRecord.Source, fileVersion: String?,
+                                context: String?, assignments: String) throws(StoreError) -> [DecisionRecord] {
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(assignments.utf8)), let list = parsed as? [[String: Any]] else {
+            throw StoreError.unexpectedValue(column: "decisions.assignments", found: "not a JSON array of objects")
+        }
+        return try list.map { entry throws(StoreError) in
+            guard let group = entry["variationGroupId"] as? String, let variation = entry["variationId"] as? String else {
+                throw StoreError.unexpectedValue(column: "decisions.assignments", found: "an assignment without its ids")
+            }
+            let flags = entry["flags"].flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys, .fragmentsAllowed]) }
+            return DecisionRecord(visitorId: visitorId, decidedAt: decidedAt, campaignId: entry["campaignId"] as? String,
+                                  variationGroupId: group, variationId: variation, source: source,
+                                  reason: entry["reason"] as? String ?? "UNKNOWN", fileVersion: fileVersion, context: context,
+                                  flags: flags.map { String(decoding: $0, as: UTF8.self) })
+        }
+    }
+
+    private static func records(_ row: Row) throws -> [DecisionRecord] {
+        let sourceText = try row.text(2)
         guard let source = DecisionRecord.Source(rawValue: sourceText) else {
             throw StoreError.unexpectedValue(column: "decisions.source", found: "'\(sourceText)' is not a known source")
         }
-        return DecisionRecord(visitorId: try row.text(0), decidedAt: try row.int64(1), campaignId: try row.optionalText(2),
-                              variationGroupId: try row.text(3), variationId: try row.text(4), source: source,
-                              reason: try row.text(6), fileVersion: try row.optionalText(7), context: try row.optionalText(8),
-                              flags: try row.optionalText(9))
+        return try records(visitorId: try row.text(0), decidedAt: try row.int64(1), source: source, fileVersion: try row.optionalText(3),
+                           context: try row.optionalText(4), assignments: try row.text(5))
+    }
+
+    /// `text` as a JSON string: quotes, backslashes and control characters escaped.
+    private static func jsonString(_ text: String) -> String {
+        var escaped = "\""
+        escaped.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + "\""
+    }
+}
+
+extension DecisionRecord {
+    /// Whether both were made by the same fetch, and so share a row.
+    func sameFetch(as other: DecisionRecord) -> Bool {
+        visitorId == other.visitorId && decidedAt == other.decidedAt && source == other.source
+            && fileVersion == other.fileVersion && context == other.context
     }
 }
 

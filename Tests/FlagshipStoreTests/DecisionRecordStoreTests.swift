@@ -1,0 +1,88 @@
+import FlagshipStore
+import Foundation
+import XCTest
+
+/// `decisions` and `bucketing_files`: a fetch's assignments share a row and come back one by one,
+/// hostile text round-trips, a hand-edited row is a typed error, old versions go beyond the limit.
+final class DecisionRecordStoreTests: StoreTestCase {
+    private func decision(_ visitor: String, at time: Int64, group: String, variation: String = "v",
+                          context: String? = #"{"plan":"pro"}"#) -> DecisionRecord {
+        DecisionRecord(visitorId: visitor, decidedAt: time, campaignId: "c-" + group, variationGroupId: group, variationId: variation,
+                       source: .bucketingFile, reason: "SPLIT", fileVersion: String(repeating: "a", count: 64), context: context,
+                       flags: #"{"k":1}"#)
+    }
+
+    func testAFetchsAssignmentsShareARowAndComeBackInOrder() throws {
+        let store = try openStore()
+        let records = [decision("alice", at: 1, group: "g1"), decision("alice", at: 1, group: "g2"),
+                       decision("alice", at: 2, group: "g3"), decision("bob", at: 2, group: "g1")]
+
+        try store.write { try $0.decisions.insert(records) }
+
+        XCTAssertEqual(try store.database.integer("SELECT count(*) FROM decisions"), 3, "one row per fetch")
+        XCTAssertEqual(try store.read { try $0.decisions.decisions(visitorId: "alice") }, Array(records.prefix(3)))
+        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 10).map(\.record) }, records)
+        XCTAssertEqual(try store.read { try $0.decisions.count() }, 4)
+        XCTAssertEqual(try store.database.integer("SELECT count(*) FROM decisions_readable"), 4, "one line per assignment")
+    }
+
+    func testHostileIdsAndContextsRoundTripUnchanged() throws {
+        let store = try openStore()
+        let hostile = ["quote \" backslash \\ slash /", "line\nbreak\ttab\r", "control \u{01}\u{1F}", "émoji 🧪 \u{2028}", ""]
+        let records = hostile.enumerated().map { index, text in
+            DecisionRecord(visitorId: text, decidedAt: Int64(index), campaignId: text, variationGroupId: text, variationId: text,
+                           source: .decisionAPI, reason: "TARGETING_MATCH", fileVersion: nil, context: nil, flags: nil)
+        }
+
+        try store.write { try $0.decisions.insert(records) }
+
+        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 10).map(\.record) }, records)
+    }
+
+    func testAHandEditedRowIsATypedErrorNamingTheColumn() throws {
+        let store = try openStore()
+        try store.write { db in
+            _ = try db.execute("INSERT INTO decisions (visitor_id, decided_at, source, assignments) VALUES ('v', 1, 'unknown', '[1, 2]')")
+        }
+
+        XCTAssertThrowsError(try store.read { try $0.decisions.decisions(visitorId: "v") }) { error in
+            XCTAssertEqual(error as? StoreError, .unexpectedValue(column: "decisions.assignments", found: "not a JSON array of objects"))
+        }
+        XCTAssertThrowsError(try store.write { db in
+            _ = try db.execute("INSERT INTO decisions (visitor_id, decided_at, source, assignments) VALUES ('v', 1, 'unknown', '{}')")
+        }, "the column holds an array, checked by the schema")
+    }
+
+    func testDeletingAVisitorDeletesItsDecisions() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save([VisitorRecord.sample("alice")])
+            try db.decisions.insert([decision("alice", at: 1, group: "g1"), decision("bob", at: 1, group: "g1")])
+        }
+
+        try store.write { try $0.visitors.delete(visitorId: "alice") }
+
+        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 10).map(\.record.visitorId) }, ["bob"])
+    }
+
+    func testTheNewestVersionsByLastUseAreKeptAndAPrefixFindsOne() throws {
+        let store = try openStore()
+        func use(_ digit: Character, at time: Int64) throws {
+            try store.write { db in
+                _ = try db.bucketingFiles.use(BucketingFileVersion(version: String(repeating: digit, count: 64), envId: "env", document: "{}",
+                                                                   origin: .download, firstUsedAt: time, lastUsedAt: time), keeping: 2)
+            }
+        }
+        try use("1", at: 1)
+        try use("2", at: 2)
+        try use("1", at: 3)   // used again: now the newest
+        try use("3", at: 4)
+
+        let kept = try store.read { try $0.bucketingFiles.versions() }
+        XCTAssertEqual(kept.map { $0.version.prefix(1) }, ["3", "1"])
+        XCTAssertEqual(kept.last?.firstUsedAt, 1, "a version used again keeps its first use")
+        XCTAssertEqual(try store.read { try $0.bucketingFiles.file(version: "3333") }?.version.prefix(1), "3")
+        XCTAssertNil(try store.read { try $0.bucketingFiles.file(version: "333") }, "fewer than 4 digits")
+        XCTAssertNil(try store.read { try $0.bucketingFiles.file(version: "2222") }, "no longer kept")
+    }
+}
