@@ -112,6 +112,19 @@ let package = Package(
         ),
         // Issue 22: from a changed bucketing file on the server to the SDK's change event.
         .executableTarget(
+            name: "Provenance",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Provenance",
+            packageAccess: false,
+            swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "FlagChanges",
             dependencies: [
                 "BenchSupport",

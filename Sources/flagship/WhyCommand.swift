@@ -132,13 +132,10 @@ struct WhyCommand: AsyncParsableCommand {
     private func replayAll(from source: DecisionHistorySource) async throws {
         let started = ContinuousClock.now
         var replayer = source.replay()
-        var summary = ReplaySummary()
-        var disagreements: [(DecisionRecord, DecisionReplay.Outcome)] = []
+        var summary = DecisionReplaySummary()
         try await source.forEachDecision { decision in
             if let flag, !Self.flagKeys(decision).contains(flag) { return }
-            let outcome = replayer.replay(decision)
-            summary.count(outcome)
-            if case .disagrees = outcome { disagreements.append((decision, outcome)) }
+            summary.count(decision, replayer.replay(decision))
         }
         let elapsed = ContinuousClock.now - started
         if json {
@@ -149,43 +146,30 @@ struct WhyCommand: AsyncParsableCommand {
                 "agreementRate": summary.replayed == 0 ? NSNull() : Double(summary.agree) / Double(summary.replayed) as Any,
                 "notReplayable": Dictionary(uniqueKeysWithValues: summary.notReplayable.map { ($0.key.rawValue, $0.value) }),
                 "seconds": Self.seconds(elapsed),
-                "disagreements": disagreements.map { decision, outcome in
+                "disagreements": summary.disagreements.map { decision, outcome in
                     Row(decision: decision, flagKeys: Self.flagKeys(decision), outcome: outcome, explanation: nil).json
                 },
             ])
         } else {
-            for (decision, outcome) in disagreements {
+            for (decision, outcome) in summary.disagreements {
                 print("DISAGREES  \(decision.visitorId)  \(Output.utc(unixMilliseconds: decision.decidedAt))  "
                       + "campaign \(decision.campaignId ?? "?")  recorded \(decision.variationGroupId)/\(decision.variationId)  "
                       + "\(Self.text(outcome))  file \(ExplanationOutput.shortVersion(decision.fileVersion))")
             }
-            print(summary.text(seconds: Self.seconds(elapsed)))
+            print(Self.text(summary, seconds: Self.seconds(elapsed)))
         }
         if summary.disagree > 0 { throw ExitCode(1) }
     }
 
-    private struct ReplaySummary {
-        var agree = 0
-        var disagree = 0
-        var notReplayable: [DecisionReplay.NotReplayable: Int] = [:]
-        var replayed: Int { agree + disagree }
-
-        mutating func count(_ outcome: DecisionReplay.Outcome) {
-            switch outcome {
-            case .agrees: agree += 1
-            case .disagrees: disagree += 1
-            case .notReplayable(let reason): notReplayable[reason, default: 0] += 1
-            }
+    private static func text(_ summary: DecisionReplaySummary, seconds: Double) -> String {
+        let replayed = summary.replayed
+        let rate = replayed == 0 ? "-" : String(format: "%.2f %%", 100 * Double(summary.agree) / Double(replayed))
+        var text = "\(replayed) decision(s) replayed in \(String(format: "%.2f", seconds)) s: \(summary.agree) agree, "
+            + "\(summary.disagree) disagree (agreement \(rate))"
+        for reason in DecisionReplay.NotReplayable.allCases {
+            if let count = summary.notReplayable[reason] { text += "\n\(count) not replayable: \(reason.rawValue)" }
         }
-
-        func text(seconds: Double) -> String {
-            let rate = replayed == 0 ? "-" : String(format: "%.2f %%", 100 * Double(agree) / Double(replayed))
-            var text = "\(replayed) decision(s) replayed in \(String(format: "%.2f", seconds)) s: \(agree) agree, \(disagree) disagree (agreement \(rate))"
-            for reason in DecisionReplay.NotReplayable.allCases {
-                if let count = notReplayable[reason] { text += "\n\(count) not replayable: \(reason.rawValue)" }
-            }
-            return text
-        }
+        return text
     }
 
     // MARK: Helpers

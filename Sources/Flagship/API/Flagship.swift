@@ -134,6 +134,12 @@ public final class Flagship: Sendable {
         await currentRuntime?.flushCaches()
     }
 
+    /// Downloads the bucketing file now (bucketing mode), as the next poll would: for the
+    /// benchmarks, which change the served file mid-run.
+    package func pollBucketingFileNow() async {
+        await currentRuntime?.bucketing?.poll()
+    }
+
     /// Returns once the hits accepted so far are written and no send is under way or due (all
     /// delivered, or waiting for the backoff): the start's replay included.
     package func waitUntilTrackingIsIdle() async {

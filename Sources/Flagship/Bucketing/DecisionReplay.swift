@@ -25,6 +25,7 @@ package struct DecisionReplay {
     /// The document of a kept version (`nil`: not kept).
     private let document: (String) throws -> String?
     private var files: [String: BucketingFile?] = [:]
+    private var lastContext: (text: String, parsed: [String: JSONValue])?
 
     package init(document: @escaping (String) throws -> String?) {
         self.document = document
@@ -65,8 +66,15 @@ package struct DecisionReplay {
         case .bucketingFile, .bootstrap: break
         }
         guard let version = record.fileVersion else { return .failure(.unknownVersion) }
-        guard let contextText = record.context, case .object(let context)? = try? JSONValue(json: Data(contextText.utf8)) else {
-            return .failure(.noContext)
+        guard let contextText = record.context else { return .failure(.noContext) }
+        // A fetch's assignments share their context: parsed once for all of them.
+        let context: [String: JSONValue]
+        if let last = lastContext, last.text == contextText {
+            context = last.parsed
+        } else {
+            guard case .object(let parsed)? = try? JSONValue(json: Data(contextText.utf8)) else { return .failure(.noContext) }
+            context = parsed
+            lastContext = (contextText, parsed)
         }
         let file: BucketingFile?
         if let cached = files[version] {
@@ -78,5 +86,63 @@ package struct DecisionReplay {
         }
         guard let file else { return .failure(.unusableFile) }
         return .success((file, context))
+    }
+}
+
+/// What replaying many decisions gave: agreements, disagreements (each kept), and the decisions
+/// that could not be replayed, by reason.
+package struct DecisionReplaySummary: Sendable {
+    package private(set) var agree = 0
+    package private(set) var notReplayable: [DecisionReplay.NotReplayable: Int] = [:]
+    package private(set) var disagreements: [(decision: DecisionRecord, outcome: DecisionReplay.Outcome)] = []
+
+    package init() {}
+
+    package var disagree: Int { disagreements.count }
+    package var replayed: Int { agree + disagree }
+
+    package mutating func count(_ decision: DecisionRecord, _ outcome: DecisionReplay.Outcome) {
+        switch outcome {
+        case .agrees: agree += 1
+        case .disagrees: disagreements.append((decision, outcome))
+        case .notReplayable(let reason): notReplayable[reason, default: 0] += 1
+        }
+    }
+}
+
+extension DecisionReplay {
+    /// Replays every decision of the store file at `url` (opened read-only), a page of rows at a time.
+    package static func replayStore(at url: URL) throws -> DecisionReplaySummary {
+        let store = try FlagshipDatabase.openForInspection(at: url)
+        defer { store.close() }
+        func document(_ version: String) throws -> String? {
+            try store.read { try $0.bucketingFiles.file(version: version)?.document }
+        }
+        var replay = DecisionReplay(document: document)
+        var summary = DecisionReplaySummary()
+        var after: Int64 = 0
+        while true {
+            let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
+            guard let last = page.last else { return summary }
+            for (_, decision) in page { summary.count(decision, replay.replay(decision)) }
+            after = last.rowId
+        }
+    }
+}
+
+extension DecisionReplay {
+    /// Reads every decision of the store file at `url` as `replayStore(at:)` does, without
+    /// replaying: the floor of a replay's cost, for the benchmarks. Returns how many there are.
+    package static func readStore(at url: URL) throws -> Int {
+        let store = try FlagshipDatabase.openForInspection(at: url)
+        defer { store.close() }
+        var count = 0
+        var after: Int64 = 0
+        while true {
+            let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
+            guard let last = page.last else { return count }
+            count += page.count
+            after = last.rowId
+        }
     }
 }

@@ -151,6 +151,10 @@ package struct DecisionRecordStore {
 
     /// `text` as a JSON string: quotes, backslashes and control characters escaped.
     private static func jsonString(_ text: String) -> String {
+        // Ids and reasons rarely hold anything to escape: then the text goes as it is.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var escaped = "\""
         escaped.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {
