@@ -209,14 +209,24 @@ struct DecisionHistorySource {
     let decisions: (String) async throws -> [DecisionRecord]
     /// Calls `body` on every decision, in the order they were recorded, a page at a time.
     let forEachDecision: (_ body: (DecisionRecord) -> Void) async throws -> Void
-    /// A kept version's document (blocking: the replay runs after the rows are read).
-    let document: @Sendable (String) throws -> String?
+    /// Every kept version's document, by version, read at open: a replay reads no store.
+    let documents: [String: String]
     let close: () -> Void
 
     func decisions(visitorId: String) async throws -> [DecisionRecord] { try await decisions(visitorId) }
     func forEachDecision(_ body: (DecisionRecord) -> Void) async throws { try await forEachDecision(body) }
-    func replay() -> DecisionReplay { DecisionReplay(document: document) }
 
+    func replay() -> DecisionReplay {
+        let documents = documents
+        return DecisionReplay { version in
+            if let document = documents[version] { return document }
+            let matches = documents.filter { $0.key.hasPrefix(version.lowercased()) }
+            return matches.count == 1 ? matches.first?.value : nil
+        }
+    }
+
+    /// Store reads are awaited (the file's on the store's own queue): no thread of Swift's pool
+    /// waits for SQLite or the network.
     static func open(_ database: DatabaseArguments, _ environment: EnvironmentArguments,
                      visitorId: String?) async throws -> DecisionHistorySource {
         if let location = try database.postgresLocation() {
@@ -227,30 +237,28 @@ struct DecisionHistorySource {
                 return (try await inspection.decisions(envId: envId, visitorId: visitorId),
                         try await inspection.bucketingFileVersions(envId: envId))
             }
-            let documents = Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first }
             return DecisionHistorySource(
                 decisions: { _ in decisions },
                 forEachDecision: { body in decisions.forEach(body) },
-                document: { version in
-                    let matches = documents.filter { $0.key.hasPrefix(version.lowercased()) }
-                    return matches.count == 1 ? matches.first?.value : nil
-                },
+                documents: Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first },
                 close: {})
         }
         environment.warnIfGivenForAFile()
         let store = try database.openForInspection()
+        let versions = try await store.read { try $0.bucketingFiles.versions() }
         return DecisionHistorySource(
             decisions: { visitorId in try await store.read { try $0.decisions.decisions(visitorId: visitorId) } },
             forEachDecision: { body in
                 var after: Int64 = 0
                 while true {
-                    let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
+                    let from = after
+                    let page = try await store.read { try $0.decisions.page(after: from, limit: 10_000) }
                     for (_, record) in page { body(record) }
                     guard let last = page.last else { return }
                     after = last.rowId
                 }
             },
-            document: { version in try store.read { try $0.bucketingFiles.file(version: version)?.document } },
+            documents: Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first },
             close: { store.close() })
     }
 }
