@@ -151,7 +151,7 @@ public final class FSVisitor: Sendable {
         let decidedAt = runtime.config.now().unixMilliseconds
         let recordsDecisions = runtime.config.recordsDecisions
         let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange],
-                                            decisions: [DecisionRecord]) in
+                                            decided: [AssignedCampaign]) in
             guard generation == state.fetchGeneration else { return (false, nil, [], []) }
             let before = watched ? state.flags.mapValues(\.value) : [:]
             // The assignments this fetch made: a variation group the history did not hold, or
@@ -162,9 +162,7 @@ public final class FSVisitor: Sendable {
             state.decidedBy = decidedBy
             state.decidedWith = recordsDecisions ? VisitorState.Provenance(fileVersion: response.fileVersion, decidedAt: decidedAt) : nil
             let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []
-            return (true, state.hasConsented ? state.cacheDocument : nil, changes,
-                    Self.decisionRecords(decided, visitorId: state.visitorId, context: request.context, at: decidedAt,
-                                         by: decidedBy, fileVersion: response.fileVersion))
+            return (true, state.hasConsented ? state.cacheDocument : nil, changes, decided)
         }
         guard outcome.latest else { return }
         if !outcome.changes.isEmpty { flagWatchers.yield(outcome.changes) }
@@ -178,7 +176,10 @@ public final class FSVisitor: Sendable {
         }
         // Written by the next group commit, with the hits: the flags are in memory already.
         if let document = outcome.document {
-            runtime.cacheVisitor(document, decisions: outcome.decisions)
+            // Encoded here, out of the visitor's lock.
+            let decisions = Self.decisionRecords(outcome.decided, visitorId: document.visitorId, context: request.context,
+                                                 at: decidedAt, by: decidedBy, fileVersion: response.fileVersion)
+            runtime.cacheVisitor(document, decisions: decisions)
         }
     }
 
