@@ -16,6 +16,11 @@ package struct StoreSummary: Sendable, Equatable {
     package let oldestHitCreatedAt: Int64?
     /// One summary per stored bucketing file, by env id.
     package let bucketing: [BucketingRecordStore.Summary]
+    /// Assignments recorded with their provenance (`decisions`), and the visitors they are of.
+    package let decisionCount: Int
+    package let decidedVisitorCount: Int
+    /// Bucketing file versions kept for replaying them (`bucketing_files`).
+    package let fileVersionCount: Int
 
     /// - Parameter db: the connection of a read transaction of `database`.
     package init(of database: FlagshipDatabase, in db: Connection) throws {
@@ -26,5 +31,8 @@ package struct StoreSummary: Sendable, Equatable {
         deadLetterCount = try db.hits.deadLetterCount()
         oldestHitCreatedAt = try db.hits.oldestCreatedAt()
         bucketing = try db.bucketing.summaries()
+        decisionCount = try db.decisions.count()
+        decidedVisitorCount = try db.decisions.visitorCount()
+        fileVersionCount = try db.bucketingFiles.count()
     }
 }

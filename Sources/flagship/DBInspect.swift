@@ -125,6 +125,8 @@ struct DBInspect: AsyncParsableCommand {
             "deadLetters": summary.deadLetterCount,
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
             "oldestHitAgeSeconds": oldestHitAge ?? NSNull(),
+            "decisions": ["assignments": summary.decisionCount, "visitors": summary.decidedVisitorCount,
+                          "fileVersionsKept": summary.fileVersionCount],
             "bucketing": bucketing.map(\.jsonObject),
         ]
     }
@@ -143,6 +145,8 @@ struct DBInspect: AsyncParsableCommand {
         } else {
             rows.append(["oldest hit", "-"])
         }
+        rows.append(["decisions", "\(summary.decisionCount) assignment(s) of \(summary.decidedVisitorCount) visitor(s) (`flagship why`)"])
+        rows.append(["file versions", "\(summary.fileVersionCount) kept for replaying them"])
         let files = bucketing.map { "\($0.envId): \($0.text)" }
         for (index, file) in (files.isEmpty ? ["none"] : files).enumerated() {
             rows.append([index == 0 ? "bucketing" : "", file])

@@ -26,6 +26,7 @@ final class DBInspectTests: CommandTestCase {
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 2,
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
+             "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0},
              "bucketing": [
                 {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
                  "campaignCount": 0, "panic": false, "unusableReason": null},
@@ -43,7 +44,8 @@ final class DBInspectTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
-             "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null, "bucketing": []}
+             "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null,
+             "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0}, "bucketing": []}
             """
         XCTAssertEqual(try canonicalJSON(try parseJSON(result.stdout)), try canonicalJSON(try parseJSON(expected)))
     }
@@ -55,7 +57,7 @@ final class DBInspectTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.count, 12, result.stdout)
+        XCTAssertEqual(lines.count, 14, result.stdout)
         XCTAssertEqual(Array(lines.prefix(8)), [
             "path            \(storeFile.path)",
             "schema version  \(Migrator().latestVersion)",
@@ -68,6 +70,8 @@ final class DBInspectTests: CommandTestCase {
         ])
         XCTAssertTrue(lines[8].hasPrefix("oldest hit      "), lines[8])
         XCTAssertTrue(lines[8].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[8])
+        XCTAssertEqual(lines[9], "decisions       0 assignment(s) of 0 visitor(s) (`flagship why`)")
+        XCTAssertEqual(lines[10], "file versions   0 kept for replaying them")
         let bucketing = Array(lines.suffix(3))
         XCTAssertTrue(bucketing[0].hasPrefix("bucketing       env-a: 0 campaigns, 33 bytes, downloaded "), bucketing[0])
         XCTAssertTrue(bucketing[0].hasSuffix(" ago (2024-11-21T06:00:00.000Z), Last-Modified Thu, 21 Nov 2024 06:00:00 GMT"), bucketing[0])

@@ -151,6 +151,16 @@ final class WhyCommandTests: CommandTestCase {
         XCTAssertEqual(disagreement["visitorId"] as? String, "visitor-7")
     }
 
+    func testInspectCountsTheRecordedDecisionsAndKeptVersions() throws {
+        try decide(["dan", "eve"])
+
+        let result = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let decisions = (try parseJSON(result.stdout) as? [String: Any])?["decisions"] as? [String: Int]
+        XCTAssertEqual(decisions, ["assignments": 4, "visitors": 2, "fileVersionsKept": 1])
+    }
+
     func testAStoreWithoutDecisionsAndAMissingVisitorAreSaidPlainly() throws {
         try withStore { _ in }
 

@@ -89,6 +89,11 @@ package struct DecisionRecordStore {
         Int(try connection.scalar("SELECT coalesce(sum(json_array_length(assignments)), 0) FROM decisions")?.int64 ?? 0)
     }
 
+    /// How many visitors have decisions recorded.
+    package func visitorCount() throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT count(DISTINCT visitor_id) FROM decisions")?.int64 ?? 0)
+    }
+
     private static let selectColumns =
         "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decisions"
 
@@ -245,6 +250,10 @@ package struct BucketingFileVersionStore {
         )
         guard rows.count == 1 else { return nil }
         return try Self.record(rows[0])
+    }
+
+    package func count() throws(StoreError) -> Int {
+        Int(try connection.scalar("SELECT count(*) FROM bucketing_files")?.int64 ?? 0)
     }
 
     /// The environment's kept versions, most recently used first.
