@@ -137,7 +137,7 @@ extension FSVisitor {
         } else if fetchStatus != .FETCHED {
             reason = .STALE
         } else {
-            reason = .decided(by: source, campaignType: entry.metadata.campaignType)
+            reason = source == .bootstrap ? .STATIC : entry.isSplit ? .SPLIT : .TARGETING_MATCH
         }
         return FSFlagDetails(value: value, reason: reason, errorCode: nil, errorMessage: nil,
                              source: source, entry: entry)

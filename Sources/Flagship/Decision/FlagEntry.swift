@@ -11,12 +11,15 @@ package final class FlagEntry: Sendable, Equatable {
     package let metadata: FSFlagMetadata
     /// This flag's place in `VisitorState.exposureReported`, given by `merge`.
     package let slot: Int
+    /// Whether its campaign is an A/B test (reason `SPLIT`), worked out once, not at each details read.
+    let isSplit: Bool
 
     package init(key: String, value: JSONValue, metadata: FSFlagMetadata, slot: Int = 0) {
         self.key = key
         self.value = value
         self.metadata = metadata
         self.slot = slot
+        isSplit = metadata.campaignType == "ab"
     }
 
     /// The same flag: key, value and campaign (the slot is bookkeeping).
