@@ -153,12 +153,17 @@ final class PostgresFleetTests: PostgresTestCase {
         func local(_ id: String) throws -> VisitorRecord? {
             try caches.store.read { try $0.visitors.visitor(id: id) }
         }
+        func localDecisions(_ id: String) throws -> Int {
+            try caches.store.read { try $0.decisions.decisions(visitorId: id).count }
+        }
 
         try postgres.kill()
         let offline = await flagship.newVisitor(visitorId: "offline-visitor", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await offline.fetchFlags()
         await runtime.flushCaches()
         XCTAssertNotNil(try local("offline-visitor"), "kept in the local store while PostgreSQL is away")
+        let decided = try localDecisions("offline-visitor")
+        XCTAssertGreaterThan(decided, 0, "its decisions kept with it")
         guard case .found(let document) = await caches.lookupVisitor("offline-visitor") else {
             return XCTFail("a lookup reads the local store while PostgreSQL is away")
         }
@@ -171,6 +176,11 @@ final class PostgresFleetTests: PostgresTestCase {
         await runtime.flushCaches()
         XCTAssertEqual(try postgres.psql(database, "SELECT visitor_id FROM flagship.visitors ORDER BY visitor_id"), "offline-visitor\nonline-visitor")
         XCTAssertNil(try local("offline-visitor"), "moved: the local store holds only what PostgreSQL has not got")
+        XCTAssertEqual(try localDecisions("offline-visitor"), 0)
+        XCTAssertEqual(try postgres.psql(database, """
+            SELECT count(*) FROM flagship.decisions, jsonb_array_elements(assignments::jsonb)
+            WHERE visitor_id = 'offline-visitor'
+            """), "\(decided)", "its decisions moved with it")
         guard case .found = await caches.lookupVisitor("offline-visitor") else { return XCTFail("found in PostgreSQL") }
         await flagship.close()
         await store.close()

@@ -126,12 +126,20 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         return try hits.purge(visitorId: visitorId, keeping: keeping)
     }
 
-    /// Documents kept here, newest first: for a shared store, those it has not got yet.
+    /// Documents kept here, newest first, each with the decisions recorded with it: for a shared
+    /// store, those it has not got yet (`forget` then deletes both here).
     package func keptVisitors(limit: Int) throws -> [VisitorRecord] {
-        try store?.read { try $0.visitors.visitors(limit: limit) } ?? []
+        try store?.read { db in
+            try db.visitors.visitors(limit: limit).map { visitor in
+                var record = visitor
+                record.decisions = try db.decisions.decisions(visitorId: visitor.visitorId)
+                return record
+            }
+        } ?? []
     }
 
-    /// Deletes the rows of `records` that were not replaced since (a newer document stays).
+    /// Deletes the rows of `records` that were not replaced since (a newer document stays), with
+    /// their decisions.
     package func forget(_ records: [VisitorRecord]) throws {
         guard let store, !records.isEmpty else { return }
         try store.write { db in
