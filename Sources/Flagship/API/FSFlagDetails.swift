@@ -137,7 +137,7 @@ extension FSVisitor {
         } else if fetchStatus != .FETCHED {
             reason = .STALE
         } else {
-            reason = source == .bootstrap ? .STATIC : entry.isSplit ? .SPLIT : .TARGETING_MATCH
+            reason = .decided(by: source, isSplit: entry.isSplit)
         }
         return FSFlagDetails(value: value, reason: reason, errorCode: nil, errorMessage: nil,
                              source: source, entry: entry)
@@ -146,9 +146,9 @@ extension FSVisitor {
 
 extension FSFlagReason {
     /// The reason of a flag a fetch decided: `STATIC` on the bootstrap file, else `SPLIT` for an
-    /// A/B test's variation, `TARGETING_MATCH` for any other campaign type.
-    static func decided(by source: FSFlagSource?, campaignType: String) -> FSFlagReason {
+    /// A/B test's variation (`isSplit`: its campaign type is `ab`), `TARGETING_MATCH` for any other.
+    static func decided(by source: FSFlagSource?, isSplit: Bool) -> FSFlagReason {
         if source == .bootstrap { return .STATIC }
-        return campaignType == "ab" ? .SPLIT : .TARGETING_MATCH
+        return isSplit ? .SPLIT : .TARGETING_MATCH
     }
 }

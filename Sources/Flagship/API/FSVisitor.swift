@@ -196,7 +196,7 @@ public final class FSVisitor: Sendable {
         return campaigns.map { campaign in
             DecisionRecord(visitorId: visitorId, decidedAt: decidedAt, campaignId: campaign.campaignId,
                            variationGroupId: campaign.variationGroupId, variationId: campaign.variationId,
-                           source: recordSource, reason: FSFlagReason.decided(by: source, campaignType: campaign.type).rawValue,
+                           source: recordSource, reason: FSFlagReason.decided(by: source, isSplit: campaign.type == "ab").rawValue,
                            fileVersion: source == .decisionAPI ? nil : fileVersion, context: contextText,
                            flags: JSONValue.object(campaign.flags).jsonString())
         }
