@@ -24,18 +24,18 @@ final class BackpressureTests: TrackingTestCase {
         await flagship.waitUntilTrackingIsIdle()
         XCTAssertEqual(flagship.health.status, .ready, "a batch was accepted: the endpoint answers")
 
-        // Each request now takes a second: the sender falls behind what arrives.
-        let slow = server.injectFault(.latency(.seconds(1)), on: .events)
-        for number in 1...24 { fireAndForget(visitor, click(number)) }
-        await flagship.flushCaches()
+        // Each request now takes three seconds: the sender falls behind what arrives. The 20th
+        // hit committed makes 20 wait.
+        let slow = server.injectFault(.latency(.seconds(3)), on: .events)
+        for number in 1...20 { try await visitor.sendHit(click(number)) }
         let overloaded = flagship.health
         XCTAssertEqual(overloaded.status, .overloaded, "\(overloaded)")
         XCTAssertGreaterThanOrEqual(overloaded.backlog, 20)
         XCTAssertFalse(overloaded.isReady, "a readiness probe says: send this instance less traffic")
 
-        for number in 25...29 { fireAndForget(visitor, click(number)) }
+        for number in 21...25 { fireAndForget(visitor, click(number)) }
         do {
-            try await visitor.sendHit(click(30))
+            try await visitor.sendHit(click(26))
             XCTFail("an awaited hit that found no room within its wait is refused, not taken")
         } catch FlagshipError.overloaded(let backlog, let waited) {
             XCTAssertGreaterThanOrEqual(backlog, 20)
@@ -50,7 +50,7 @@ final class BackpressureTests: TrackingTestCase {
         XCTAssertEqual(statistics.refusedOverloaded, 1)
         XCTAssertEqual(statistics.evicted, 0, "the cap was never reached: nothing acknowledged was evicted")
         XCTAssertEqual(statistics.lost, 0)
-        XCTAssertEqual(deliveredClickLabels(), labels(0...24), "every hit taken was delivered, oldest first")
+        XCTAssertEqual(deliveredClickLabels(), labels(0...20), "every hit taken was delivered, oldest first")
         XCTAssertEqual(flagship.health.status, .ready)
         XCTAssertEqual(flagship.health.shed, 5)
         XCTAssertEqual(log.entries.filter { $0.message.hasPrefix("Hits arrive faster than they are delivered") }.count, 1,
@@ -67,17 +67,16 @@ final class BackpressureTests: TrackingTestCase {
         _ = try await server.waitForHits(count: 2)
         await flagship.waitUntilTrackingIsIdle()
 
-        let slow = server.injectFault(.latency(.seconds(1)), on: .events)
-        for number in 1...24 { fireAndForget(visitor, click(number)) }
-        await flagship.flushCaches()
+        let slow = server.injectFault(.latency(.seconds(3)), on: .events)
+        for number in 1...20 { try await visitor.sendHit(click(number)) }
         XCTAssertEqual(flagship.health.status, .overloaded)
 
-        let last = click(25)
+        let last = click(21)
         let waiting = Task { try await visitor.sendHit(last) }
         server.removeFault(slow)
         try await waiting.value
         await flagship.waitUntilTrackingIsIdle()
-        XCTAssertEqual(deliveredClickLabels(), labels(0...25))
+        XCTAssertEqual(deliveredClickLabels(), labels(0...21))
         let reported = await flagship.trackingStatistics()
         let statistics = try XCTUnwrap(reported)
         XCTAssertEqual(statistics.refusedOverloaded, 0)
@@ -107,7 +106,7 @@ final class BackpressureTests: TrackingTestCase {
         _ = try await server.waitForHits(count: 2)
         await flagship.waitUntilTrackingIsIdle()
 
-        let slow = server.injectFault(.latency(.seconds(1)), on: .events)
+        let slow = server.injectFault(.latency(.seconds(3)), on: .events)
         for number in 1...5 { try await visitor.sendHit(click(number)) }
         let rows = try storedHits()
         XCTAssertEqual(rows.count, 5)

@@ -225,7 +225,7 @@ final class HitSender: Sendable {
             }
         }
         recorded(pending, error: error)
-        backpressure?.update(backlog: (store.hits.lastKnownCount ?? 0) + writer.unwritten().uncommitted)
+        writer.reportBacklog()
     }
 
     private func sendPages(until deadline: Date?, settling pending: inout PendingSettlement?) async {
@@ -271,7 +271,7 @@ final class HitSender: Sendable {
             }
             if let previous {
                 recorded(previous, error: settleError)
-                backpressure?.update(backlog: (store.hits.lastKnownCount ?? 0) + writer.unwritten().uncommitted)
+                writer.reportBacklog()
             }
             do {
                 claimed = try claim.get()

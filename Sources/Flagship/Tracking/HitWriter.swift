@@ -289,10 +289,10 @@ final class HitWriter: Sendable {
     }
 
     /// Tells the backpressure how many hits wait: in the store (as of its last write or
-    /// settlement) and for the group commit.
+    /// settlement) and for the next group commit (the one just written is in the store's count).
     func reportBacklog() {
         guard let backpressure else { return }
-        let ingress = state.withLock { $0.ingress.count + $0.writing }
+        let ingress = state.withLock { $0.ingress.count }
         backpressure.update(backlog: (store.hits.lastKnownCount ?? 0) + ingress)
     }
 
