@@ -204,6 +204,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "flagship-soakTests",
+            dependencies: ["flagship-soak"]
+        ),
+        .testTarget(
             name: "FlagshipMetricsTests",
             dependencies: [
                 "FlagshipMetrics",

@@ -14,8 +14,8 @@ struct BurstResult: Sendable {
     var rate: Double { Double(visitors - failed) / seconds }
 
     func report() -> String {
-        var line = String(format: "burst     %d visitors in %.1f s: %.1f visitors/s (64 concurrent), %d hits delivered meanwhile",
-                          visitors, seconds, rate, deliveredDuringBurst)
+        var line = String(format: "burst     %d visitors in %.1f s: %.1f visitors/s (%d concurrent), %d hits delivered meanwhile",
+                          visitors, seconds, rate, BurstRun.concurrency, deliveredDuringBurst)
         if failed > 0 { line += ", \(failed) failed (first: \(firstFailure ?? "?"))" }
         return line
     }

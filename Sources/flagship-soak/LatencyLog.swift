@@ -40,6 +40,11 @@ struct LatencyPercentiles: Sendable, Equatable {
     let p50: Double
     let p99: Double
 
+    init(p50: Double, p99: Double) {
+        self.p50 = p50
+        self.p99 = p99
+    }
+
     /// Nearest rank; `nil` for no values (no visitor finished in the interval).
     init?(_ values: [Double]) {
         guard !values.isEmpty else { return nil }

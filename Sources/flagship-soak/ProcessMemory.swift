@@ -1,15 +1,22 @@
 import Foundation
 
-enum ProcessMemory {
-    /// The process's resident set size, from `VmRSS` in /proc/self/status (Linux), in bytes.
-    static func residentBytes() -> Int64? {
+/// The process's resident memory, from /proc/self/status (Linux).
+struct ProcessMemory: Sendable, Equatable {
+    /// `VmRSS`: every resident page, file-backed ones (the binary, mapped files) included.
+    let residentBytes: Int64
+    /// `RssAnon`: the resident heap and stacks, what a leak grows.
+    let anonymousBytes: Int64?
+
+    /// `nil` where /proc/self/status cannot be read (not Linux).
+    static func current() -> ProcessMemory? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        var fields: [Substring: Int64] = [:]
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") || line.hasPrefix("RssAnon:") {
             // "VmRSS:	   123456 kB"
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, let kilobytes = Int64(fields[1]) else { return nil }
-            return kilobytes * 1_024
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == ":" })
+            if parts.count >= 2, let kilobytes = Int64(parts[1]) { fields[parts[0]] = kilobytes * 1_024 }
         }
-        return nil
+        guard let resident = fields["VmRSS"] else { return nil }
+        return ProcessMemory(residentBytes: resident, anonymousBytes: fields["RssAnon"])
     }
 }

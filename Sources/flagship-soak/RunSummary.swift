@@ -27,6 +27,7 @@ struct RunSummary: Sendable {
     /// Over the last two thirds, MB per minute.
     let storeSlope: Double?
     let rssSlope: Double?
+    let rssAnonymousSlope: Double?
     /// Why the run is not steady; empty when it is.
     let unsteadyReasons: [String]
 
@@ -67,6 +68,9 @@ struct RunSummary: Sendable {
         let lastTwoThirds = samples.filter { $0.elapsed >= seconds / 3 - 1e-9 }
         storeSlope = Self.slope(lastTwoThirds.map { ($0.elapsed / 60, Double($0.storeBytes) / 1e6) })
         rssSlope = Self.slope(lastTwoThirds.compactMap { sample in sample.rssBytes.map { (sample.elapsed / 60, Double($0) / 1e6) } })
+        rssAnonymousSlope = Self.slope(lastTwoThirds.compactMap { sample in
+            sample.rssAnonymousBytes.map { (sample.elapsed / 60, Double($0) / 1e6) }
+        })
 
         var reasons: [String] = []
         if let share = intakeRate > 0 ? (backlogSlope ?? 0) / intakeRate : nil, share > Self.backlogSlopeLimit {
@@ -107,7 +111,8 @@ struct RunSummary: Sendable {
                                 backlogSlope, (backlogSlopeShare ?? 0) * 100, intakeRate))
         }
         lines.append("store     " + (storeSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a") + " over the last two thirds")
-        lines.append("RSS       " + (rssSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a") + " over the last two thirds")
+        lines.append("RSS       " + (rssSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a")
+            + (rssAnonymousSlope.map { String(format: " (anonymous %+.3f MB/min)", $0) } ?? "") + " over the last two thirds")
         lines.append("verdict   " + (isSteady ? "steady" : "not steady: " + unsteadyReasons.joined(separator: "; ")))
         return lines.joined(separator: "\n")
     }

@@ -33,8 +33,10 @@ struct Sample: Sendable, Equatable {
     var storeBytes: Int64
     /// `nil` when the store could not be read at that moment.
     var visitorRows: Int?
-    /// The tool's resident memory (VmRSS), in bytes; `nil` off Linux.
+    /// The tool's resident memory (VmRSS) and its anonymous part (RssAnon: heap, stacks), in
+    /// bytes; `nil` off Linux.
     var rssBytes: Int64?
+    var rssAnonymousBytes: Int64?
     /// Of the visitors that finished in the interval; `nil` when none did.
     var fetchFlags: LatencyPercentiles?
     var sendHit: LatencyPercentiles?

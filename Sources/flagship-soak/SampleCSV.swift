@@ -27,6 +27,7 @@ enum SampleCSV {
         ("store_bytes", { String($0.storeBytes) }),
         ("visitor_rows", { $0.visitorRows.map(String.init) ?? "" }),
         ("rss_bytes", { $0.rssBytes.map(String.init) ?? "" }),
+        ("rss_anon_bytes", { $0.rssAnonymousBytes.map(String.init) ?? "" }),
         ("fetch_flags_p50_ms", { $0.fetchFlags.map { decimal($0.p50, 3) } ?? "" }),
         ("fetch_flags_p99_ms", { $0.fetchFlags.map { decimal($0.p99, 3) } ?? "" }),
         ("send_hit_p50_ms", { $0.sendHit.map { decimal($0.p50, 3) } ?? "" }),

@@ -2,7 +2,8 @@ import Foundation
 
 /// The run drawn as SVG by hand (no plotting library here): three panels over the same time
 /// axis, each with its own labelled y axis and legend. Backlog (hits waiting), throughput
-/// (delivered and accepted hits per second) and size (the store on disk and the tool's RSS, MB).
+/// (delivered and accepted hits per second) and size (the store on disk and the tool's RSS and
+/// its anonymous part, MB).
 struct SoakChart {
     struct Series {
         let name: String
@@ -18,18 +19,19 @@ struct SoakChart {
     }
 
     let title: String
-    let subtitle: String
+    /// Lines under the title (at most two fit above the first panel).
+    let subtitle: [String]
     let panels: [Panel]
 
     static let width = 960.0
     static let panelHeight = 200.0
     static let left = 90.0
     static let right = 30.0
-    static let top = 70.0
+    static let top = 100.0
     static let gap = 70.0
     static let bottom = 60.0
 
-    init(samples: [Sample], title: String, subtitle: String) {
+    init(samples: [Sample], title: String, subtitle: [String]) {
         self.title = title
         self.subtitle = subtitle
         let time = samples.map(\.elapsed)
@@ -54,6 +56,7 @@ struct SoakChart {
             Panel(title: "Size", unit: "MB", series: [
                 series("store file (.sqlite + -wal)", "#2ca02c") { Double($0.storeBytes) / 1e6 },
                 series("RSS (tool process)", "#9467bd", dashed: true) { $0.rssBytes.map { Double($0) / 1e6 } },
+                series("of which anonymous", "#ff7f0e", dashed: true) { $0.rssAnonymousBytes.map { Double($0) / 1e6 } },
             ]),
         ]
     }
@@ -61,16 +64,19 @@ struct SoakChart {
     var svg: String {
         let height = Self.top + Double(panels.count) * Self.panelHeight + Double(panels.count - 1) * Self.gap + Self.bottom
         let allX = panels.flatMap { $0.series.flatMap { $0.points.map(\.x) } }
-        let xAxis = Axis(low: 0, high: max(allX.max() ?? 1, 1))
+        // Time ends where the run did; only the y axes round up to a tick.
+        let xAxis = Axis(low: 0, high: max(allX.max() ?? 1, 1), roundingUp: false)
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Self.number(Self.width))" height="\(Self.number(height))" \
             viewBox="0 0 \(Self.number(Self.width)) \(Self.number(height))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(Self.number(Self.left))" y="28" font-size="18" font-weight="bold">\(Self.escaped(title))</text>
-            <text x="\(Self.number(Self.left))" y="50" font-size="12" fill="#444">\(Self.escaped(subtitle))</text>
+            <text x="\(Self.number(Self.left))" y="30" font-size="18" font-weight="bold">\(Self.escaped(title))</text>
 
             """
+        for (index, line) in subtitle.prefix(2).enumerated() {
+            out += "<text x=\"\(Self.number(Self.left))\" y=\"\(52 + 16 * index)\" font-size=\"12\" fill=\"#444\">\(Self.escaped(line))</text>\n"
+        }
         for (index, panel) in panels.enumerated() {
             let y = Self.top + Double(index) * (Self.panelHeight + Self.gap)
             out += drawing(panel, top: y, xAxis: xAxis)
@@ -135,17 +141,18 @@ struct SoakChart {
         let high: Double
         let step: Double
 
-        init(low: Double, high: Double) {
+        init(low: Double, high: Double, roundingUp: Bool = true) {
             let raw = max(high - low, 1e-9) / 5
             let magnitude = pow(10, floor(log10(raw)))
             let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? 10 * magnitude
             self.low = low
             self.step = step
-            self.high = low + (max(high - low, step) / step).rounded(.up) * step
+            self.high = roundingUp ? low + (max(high - low, step) / step).rounded(.up) * step : high
         }
 
+        /// From `low` by `step`, none past `high` (give or take rounding).
         var ticks: [Double] {
-            stride(from: low, through: high + step / 2, by: step).map { $0 }
+            stride(from: low, through: high + step * 1e-6, by: step).map { $0 }
         }
 
         /// 1500 as "1.5k", 2000000 as "2M", 0.25 as "0.25".

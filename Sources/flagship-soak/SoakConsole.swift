@@ -27,9 +27,13 @@ enum SoakConsole {
         "flagship-soak: \(Int(run.plan.rate)) visitors/s offered for \(SoakCommand.seconds(run.plan.duration)) s"
     }
 
-    static func verdict(_ summary: RunSummary) -> String {
+    /// The chart's subtitle: what the run achieved, then its verdict.
+    static func verdict(_ summary: RunSummary) -> [String] {
         let achieved = String(format: "achieved %.1f visitors/s", summary.achievedRate)
-        let verdict = summary.isSteady ? "steady" : "not steady: " + summary.unsteadyReasons.joined(separator: "; ")
-        return "\(achieved), delivered \(summary.deliveredAtClose) hits, evicted \(summary.evicted), lost \(summary.lost): \(verdict)"
+        let slope = summary.backlogSlopeShare.map { String(format: ", backlog slope %+.2f%% of the intake", $0 * 100) } ?? ""
+        return [
+            "\(achieved), delivered \(summary.deliveredAtClose) hits, evicted \(summary.evicted), lost \(summary.lost)\(slope)",
+            summary.isSteady ? "verdict: steady" : "verdict: not steady: " + summary.unsteadyReasons.joined(separator: "; "),
+        ]
     }
 }

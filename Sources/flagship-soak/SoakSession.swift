@@ -9,7 +9,7 @@ import Foundation
 final class SoakSession: Sendable {
     /// Requests the server keeps in memory: enough to look at the last few batches, bounded so
     /// that a run of millions of hits does not grow the tool's own memory (`totals` counts all).
-    static let serverRecordLimit = 1_024
+    static let serverRecordLimit = 64
 
     let server: LocalFlagshipServer
     let flagship: Flagship
