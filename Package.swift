@@ -31,6 +31,9 @@ let package = Package(
         // A throwaway PostgreSQL server (Debian's binaries, a temporary directory, a free port):
         // for the tests and the benchmarks (`Benchmarks/`, a package of its own).
         .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
+        // The SDK under a flow of visitors at a rate, against the local server, sampled over time
+        // (`flagship-soak --rate 500 --duration 600 --csv soak.csv --svg soak.svg`).
+        .executable(name: "flagship-soak", targets: ["flagship-soak"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -158,6 +161,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Soak runs: an open loop of visitors at a rate, sampled (backlog, store, memory,
+        // latencies), a closed-loop burst, and the bisection for the highest steady rate.
+        .executableTarget(
+            name: "flagship-soak",
+            dependencies: [
+                "Flagship",
+                "FlagshipStore",
+                "FlagshipLocalServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "FlagshipStoreTests",
             dependencies: ["FlagshipStore"]
@@ -188,6 +202,10 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "flagship-soakTests",
+            dependencies: ["flagship-soak"]
         ),
         .testTarget(
             name: "FlagshipMetricsTests",

@@ -146,9 +146,16 @@ public final class LocalFlagshipServer: Sendable {
 
     // MARK: What arrived
 
-    /// Every request received since start (or `clearReceived()`), in arrival order.
+    /// Every request received since start (or `clearReceived()`), in arrival order; with a
+    /// `Configuration.recordLimit`, the newest that many.
     public var received: [RecordedRequest] {
         responder.log.records
+    }
+
+    /// What arrived since the server was made, counted whatever `recordLimit` kept and whatever
+    /// `clearReceived()` forgot.
+    public var totals: ReceivedTotals {
+        responder.log.totals
     }
 
     public func received(_ route: Route) -> [RecordedRequest] {
@@ -220,11 +227,11 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     private static func activates(in records: [RecordedRequest]) -> [WireJSON] {
-        records.filter { $0.route == .activate && $0.isAccepted }.flatMap { $0.json?["batch"]?.arrayValue ?? [] }
+        records.flatMap(\.acceptedActivates)
     }
 
     private static func hits(in records: [RecordedRequest]) -> [WireJSON] {
-        records.filter { $0.route == .events && $0.isAccepted }.flatMap { $0.json?["h"]?.arrayValue ?? [] }
+        records.flatMap(\.acceptedHits)
     }
 
     /// `[campaigns 403, activate dropped]`: what a timed-out wait saw instead.

@@ -16,6 +16,10 @@ extension LocalFlagshipServer {
         public var bucketingFile: ServedBucketingFile?
         /// A file that gets one JSON object per request received, appended (JSON Lines).
         public var recordFile: URL?
+        /// How many requests `received` keeps in memory, the newest; `nil` (the default): every
+        /// one, as tests want. A long run (a soak) sets one so that memory stays flat; `totals`
+        /// counts every request whatever the limit, and waits see only the requests kept.
+        public var recordLimit: Int?
         /// Called with every request once answered (the CLI prints them), from a server task.
         public var onRequest: (@Sendable (RecordedRequest) -> Void)?
 
@@ -26,6 +30,7 @@ extension LocalFlagshipServer {
             decision: DecisionSource = .sample,
             bucketingFile: ServedBucketingFile? = nil,
             recordFile: URL? = nil,
+            recordLimit: Int? = nil,
             onRequest: (@Sendable (RecordedRequest) -> Void)? = nil
         ) {
             self.envId = envId
@@ -34,6 +39,7 @@ extension LocalFlagshipServer {
             self.decision = decision
             self.bucketingFile = bucketingFile
             self.recordFile = recordFile
+            self.recordLimit = recordLimit
             self.onRequest = onRequest
         }
     }

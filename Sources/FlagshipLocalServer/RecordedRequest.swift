@@ -28,6 +28,18 @@ public struct RecordedRequest: Sendable {
         if case .answered(let status) = outcome { return (200..<300).contains(status) }
         return false
     }
+
+    /// The hits (`h` items) of an event batch the server accepted; none for any other request.
+    var acceptedHits: [WireJSON] {
+        guard route == .events, isAccepted else { return [] }
+        return json?["h"]?.arrayValue ?? []
+    }
+
+    /// The entries (`batch` items) of an activate request the server accepted; none otherwise.
+    var acceptedActivates: [WireJSON] {
+        guard route == .activate, isAccepted else { return [] }
+        return json?["batch"]?.arrayValue ?? []
+    }
 }
 
 /// What the server did with a request.

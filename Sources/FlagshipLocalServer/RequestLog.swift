@@ -8,8 +8,9 @@ import Darwin
 #endif
 import Foundation
 
-/// The requests the server received, in arrival order: kept in memory for tests, appended to a
-/// JSON Lines file when one is configured, and announced to whoever waits for them.
+/// The requests the server received, in arrival order: kept in memory for tests (all of them, or
+/// the newest `recordLimit`), counted in running totals, appended to a JSON Lines file when one is
+/// configured, and announced to whoever waits for them.
 final class RequestLog: Sendable {
     private struct Waiter {
         /// Resumes the waiting task if `records` satisfy it; says whether it did.
@@ -19,7 +20,9 @@ final class RequestLog: Sendable {
     }
 
     private struct State {
+        /// In sequence order; with a limit, up to twice as many as it keeps (see `append`).
         var records: [RecordedRequest] = []
+        var totals = ReceivedTotals()
         var waiters: [Int: Waiter] = [:]
         var lastWaiterID = 0
     }
@@ -27,9 +30,12 @@ final class RequestLog: Sendable {
     private let state = Locked(State())
     private let recordFileURL: URL?
     private let recordFile = Locked<FileHandle?>(nil)
+    /// How many of the newest records are kept; `nil`: all.
+    private let recordLimit: Int?
 
-    init(recordFile: URL?) {
+    init(recordFile: URL?, recordLimit: Int? = nil) {
         recordFileURL = recordFile
+        self.recordLimit = recordLimit.map { max(0, $0) }
     }
 
     /// Opens the record file for appending, creating it if needed; once is enough. A new file is
@@ -49,11 +55,22 @@ final class RequestLog: Sendable {
     }
 
     var records: [RecordedRequest] {
-        state.withLock { $0.records }
+        state.withLock { kept($0.records) }
     }
 
+    var totals: ReceivedTotals {
+        state.withLock { $0.totals }
+    }
+
+    /// Forgets the records; the totals still count them.
     func removeAll() {
         state.withLock { $0.records.removeAll() }
+    }
+
+    /// The newest `recordLimit` of `records`.
+    private func kept(_ records: [RecordedRequest]) -> [RecordedRequest] {
+        guard let recordLimit, records.count > recordLimit else { return records }
+        return Array(records.suffix(recordLimit))
     }
 
     func append(_ record: RecordedRequest) {
@@ -61,8 +78,17 @@ final class RequestLog: Sendable {
             // Requests are numbered on arrival but may finish out of order (a slow handler).
             let index = state.records.lastIndex { $0.sequence < record.sequence }.map { $0 + 1 } ?? 0
             state.records.insert(record, at: index)
+            state.totals.count(record)
+            // Trimmed once the array holds `limit` records more than it keeps: one move of the
+            // kept records per `limit` appends, where trimming at each append would move them all
+            // every time.
+            if let recordLimit, state.records.count > recordLimit + max(recordLimit, 1) {
+                state.records.removeFirst(state.records.count - recordLimit)
+            }
+            guard !state.waiters.isEmpty else { return [] }
+            let records = kept(state.records)
             var resolved: [Task<Void, Never>] = []
-            for (id, waiter) in state.waiters where waiter.resolve(state.records) {
+            for (id, waiter) in state.waiters where waiter.resolve(records) {
                 state.waiters[id] = nil
                 if let timer = waiter.timer { resolved.append(timer) }
             }
@@ -89,7 +115,7 @@ final class RequestLog: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 let waiting = state.withLock { state -> Bool in
-                    if let value = extract(state.records) {
+                    if let value = extract(self.kept(state.records)) {
                         continuation.resume(returning: value)
                         return false
                     }
@@ -128,7 +154,7 @@ final class RequestLog: Sendable {
     private func fail(_ id: Int, _ error: @Sendable ([RecordedRequest]) -> any Error) {
         let ended = state.withLock { state -> (Waiter, any Error)? in
             guard let waiter = state.waiters.removeValue(forKey: id) else { return nil }
-            return (waiter, error(state.records))
+            return (waiter, error(kept(state.records)))
         }
         guard let (waiter, error) = ended else { return }
         waiter.timer?.cancel()

@@ -23,7 +23,7 @@ final class Responder: Sendable {
     init(configuration: LocalFlagshipServer.Configuration) {
         envId = configuration.envId
         apiKey = configuration.apiKey
-        log = RequestLog(recordFile: configuration.recordFile)
+        log = RequestLog(recordFile: configuration.recordFile, recordLimit: configuration.recordLimit)
         state = Locked(State(decision: configuration.decision, bucketingFile: configuration.bucketingFile))
         onRequest = configuration.onRequest
     }

@@ -55,6 +55,39 @@ final class RecordingTests: ServerTestCase {
         XCTAssertEqual(server.received.count, 1)
     }
 
+    func testARecordLimitKeepsTheNewestRequestsWhileTheTotalsCountEveryOne() async throws {
+        let bounded = LocalFlagshipServer(.init(envId: "e", apiKey: "k", recordLimit: 3))
+        try bounded.start()
+        defer { bounded.stop() }
+        let activateURL = bounded.decisionBaseURL.appendingPathComponent("activate")
+
+        for batch in 0..<7 {
+            _ = try await client.post(bounded.eventsBaseURL, json: ["h": [["vid": "v\(batch)", "t": "EVENT"], ["vid": "v\(batch)", "t": "PAGEVIEW"]]], apiKey: nil)
+        }
+        _ = try await client.post(activateURL, json: ["batch": [["vid": "a", "caid": "vg1", "vaid": "v1"]]], apiKey: "k")
+        _ = try await client.post(bounded.eventsBaseURL, body: Data("not json".utf8))
+        _ = try await client.post(activateURL, json: ["batch": [["vid": "b", "caid": "vg1", "vaid": "v1"], ["vid": "c", "caid": "vg2", "vaid": "v2"]]], apiKey: "k")
+
+        XCTAssertEqual(bounded.received.map(\.sequence), [8, 9, 10], "the newest three, in order")
+        XCTAssertEqual(bounded.activates.map { $0["vid"] }, ["a", "b", "c"])
+        XCTAssertEqual(bounded.hits, [], "the accepted hit batches are older than the three kept")
+        XCTAssertEqual(bounded.totals, ReceivedTotals(requests: 10, hits: 14, activates: 3))
+
+        bounded.clearReceived()
+        _ = try await client.post(bounded.eventsBaseURL, json: ["h": [["vid": "d", "t": "EVENT"]]], apiKey: nil)
+        XCTAssertEqual(bounded.received.map(\.sequence), [11])
+        XCTAssertEqual(bounded.totals, ReceivedTotals(requests: 11, hits: 15, activates: 3), "forgetting records keeps the totals")
+    }
+
+    func testWithoutARecordLimitEveryRequestIsKept() async throws {
+        for batch in 0..<40 {
+            _ = try await sendHits([["vid": "v\(batch)", "t": "EVENT"]])
+        }
+
+        XCTAssertEqual(server.received.map(\.sequence), Array(1...40))
+        XCTAssertEqual(server.totals, ReceivedTotals(requests: 40, hits: 40, activates: 0))
+    }
+
     func testOnRequestIsCalledWithEveryRecord() async throws {
         let seen = Locked<[Int?]>([])
         let observed = LocalFlagshipServer(.init(envId: "e", apiKey: "k", onRequest: { record in

@@ -1,0 +1,27 @@
+/// An open-loop run: visitors due on a schedule at `rate` for `duration`, whatever the ones
+/// before them are doing, as a site's traffic arrives.
+struct LoadPlan: Sendable {
+    /// Visitors per second offered.
+    var rate: Double
+    var duration: Duration
+    var sampleInterval: Duration
+    /// Share of the visitors that are new (the others return: an id served earlier).
+    var newVisitorShare = 0.8
+    /// Visitors in flight at most; one due beyond it is not started (and counted).
+    var maxInFlight = 256
+    /// How many recent new visitors a returning one is picked from.
+    var returningPool = 4_096
+    /// How long the visitors in flight at the end may take to finish before they are cancelled.
+    var drainGrace: Duration = .seconds(30)
+    /// Seeds the new/returning draw and the returning visitor picked, so that runs compare.
+    var seed: UInt64 = 31
+
+    func validated() throws(SoakError) -> LoadPlan {
+        guard rate > 0, rate.isFinite else { throw .invalidOption("the rate must be a positive number of visitors per second") }
+        guard duration > .zero else { throw .invalidOption("the duration must be positive") }
+        guard sampleInterval > .zero else { throw .invalidOption("the sample interval must be positive") }
+        guard (0...1).contains(newVisitorShare) else { throw .invalidOption("the share of new visitors must be within 0...1") }
+        guard maxInFlight > 0 else { throw .invalidOption("the in-flight cap must be at least 1") }
+        return self
+    }
+}

@@ -1,0 +1,92 @@
+import Flagship
+import FlagshipLocalServer
+
+/// What a run measured: its samples, and the counts once the SDK was closed.
+struct SoakRun: Sendable {
+    let plan: LoadPlan
+    let samples: [Sample]
+    let load: LoadCounters.Snapshot
+    /// Visitors still in flight when the drain grace ran out (cancelled).
+    let abandoned: Int
+    /// The SDK's counts once closed, `nil` if it had not started.
+    let closing: TrackingStatistics?
+    /// Hits and activates the server took, up to the SDK's close.
+    let deliveredAtClose: Int
+}
+
+enum OpenLoop {
+    /// Offers `plan.rate` visitors per second to a fresh session for `plan.duration`, samples it,
+    /// lets the visitors in flight finish (within the grace), and closes it.
+    static func run(_ plan: LoadPlan, fixture: SoakFixture, onSample: @escaping @Sendable (Sample) -> Void) async throws(SoakError) -> SoakRun {
+        let session = try await SoakSession.start(fixture: fixture)
+        let counters = LoadCounters()
+        let latencies = LatencyLog()
+        let journey = VisitorJourney(flagship: session.flagship, latencies: latencies)
+        let sampler = Sampler(session: session, counters: counters, latencies: latencies)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let end = start + plan.duration
+
+        async let sampled = sampler.run(from: start, to: end, every: plan.sampleInterval, onSample: onSample)
+        let abandoned = await withTaskGroup(of: ChildEnd.self) { group -> Int in
+            var picker = VisitorPicker(newShare: plan.newVisitorShare, poolSize: plan.returningPool, seed: plan.seed)
+            // Visitor k is due at start + k / rate; the loop wakes for the next one due and starts
+            // every one due by then (several per wake at high rates, where timers are coarser).
+            let total = Int(plan.rate * plan.duration.seconds)
+            var offered = 0
+            while offered < total, clock.now < end {
+                let due = min(total, Int((clock.now - start).seconds * plan.rate) + 1)
+                while offered < due {
+                    offered += 1
+                    let index = picker.next()
+                    guard counters.admit(limit: plan.maxInFlight) else { continue }
+                    group.addTask {
+                        do {
+                            try await journey.run(visitor: index)
+                            counters.finish(failure: nil)
+                        } catch {
+                            counters.finish(failure: error)
+                        }
+                        return .visitor
+                    }
+                }
+                // Finished visitors' results, so that the group does not keep them all.
+                for _ in 0..<counters.takeUncollected() { _ = await group.next() }
+                let nextDue = start + .seconds(Double(offered) / plan.rate)
+                try? await clock.sleep(until: min(nextDue, end), tolerance: .microseconds(200))
+            }
+            return await drain(&group, counters: counters, grace: plan.drainGrace)
+        }
+        let samples = await sampled
+        let closing = await session.close()
+        let received = session.server.totals
+        return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
+                       deliveredAtClose: received.hits + received.activates)
+    }
+
+    enum ChildEnd: Sendable {
+        case visitor
+        case graceOver
+    }
+
+    /// Waits for the visitors in flight, cancelling those left after `grace`; returns how many.
+    private static func drain(_ group: inout TaskGroup<ChildEnd>, counters: LoadCounters, grace: Duration) async -> Int {
+        guard counters.snapshot.inFlight > 0 else { return 0 }
+        group.addTask {
+            try? await Task.sleep(for: grace)
+            return .graceOver
+        }
+        var abandoned = 0
+        while let ended = await group.next() {
+            switch ended {
+            case .visitor:
+                // The last one: the timer is cancelled and ends at once.
+                if counters.snapshot.inFlight == 0 { group.cancelAll() }
+            case .graceOver:
+                abandoned = counters.snapshot.inFlight
+                group.cancelAll()
+            }
+        }
+        return abandoned
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// What a run comes to: the rates it achieved, where its hits went, how its backlog, store and
+/// memory trended, and whether the SDK kept up ("steady").
+struct RunSummary: Sendable {
+    /// A steady run's backlog grows by at most this share of the hit intake over its last half.
+    static let backlogSlopeLimit = 0.02
+    /// A steady run served the load offered: at most this share of the visitors was not started.
+    static let notStartedLimit = 0.01
+
+    let offeredRate: Double
+    let achievedRate: Double
+    let notStarted: Int
+    let failedVisitors: Int
+    let abandoned: Int
+    let firstFailure: String?
+    let accepted: Int
+    let deliveredAtEnd: Int
+    let deliveredAtClose: Int
+    let backlogAtEnd: Int
+    let evicted: Int
+    let shed: Int?
+    let lost: Int
+    /// Over the last half: hits accepted per second, and the backlog's growth (hits/s).
+    let intakeRate: Double
+    let backlogSlope: Double?
+    /// Over the last two thirds, MB per minute.
+    let storeSlope: Double?
+    let rssSlope: Double?
+    let rssAnonymousSlope: Double?
+    /// Why the run is not steady; empty when it is.
+    let unsteadyReasons: [String]
+
+    var isSteady: Bool { unsteadyReasons.isEmpty }
+
+    /// The backlog's growth as a share of the intake (0.01 = 1%).
+    var backlogSlopeShare: Double? {
+        guard let backlogSlope, intakeRate > 0 else { return nil }
+        return backlogSlope / intakeRate
+    }
+
+    init(_ run: SoakRun) {
+        let samples = run.samples
+        let last = samples.last
+        let seconds = run.plan.duration.seconds
+        offeredRate = Double(run.load.offered) / seconds
+        achievedRate = Double(run.load.completed) / seconds
+        notStarted = run.load.notStarted
+        failedVisitors = run.load.failed
+        abandoned = run.abandoned
+        firstFailure = run.load.firstFailure
+        accepted = last?.accepted ?? 0
+        deliveredAtEnd = last?.delivered ?? 0
+        deliveredAtClose = run.deliveredAtClose
+        backlogAtEnd = last?.backlog ?? 0
+        // The counts once closed include the run's; without them (the SDK never started), the last sample's.
+        evicted = run.closing?.evicted ?? last?.evicted ?? 0
+        lost = run.closing?.lost ?? last?.lost ?? 0
+        shed = run.closing.flatMap(Sampler.shed) ?? last?.shed
+
+        let lastHalf = samples.filter { $0.elapsed >= seconds / 2 - 1e-9 }
+        if let first = lastHalf.first, let end = lastHalf.last, end.elapsed > first.elapsed {
+            intakeRate = Double(end.accepted - first.accepted) / (end.elapsed - first.elapsed)
+        } else {
+            intakeRate = 0
+        }
+        backlogSlope = Self.slope(lastHalf.map { ($0.elapsed, Double($0.backlog)) })
+        let lastTwoThirds = samples.filter { $0.elapsed >= seconds / 3 - 1e-9 }
+        storeSlope = Self.slope(lastTwoThirds.map { ($0.elapsed / 60, Double($0.storeBytes) / 1e6) })
+        rssSlope = Self.slope(lastTwoThirds.compactMap { sample in sample.rssBytes.map { (sample.elapsed / 60, Double($0) / 1e6) } })
+        rssAnonymousSlope = Self.slope(lastTwoThirds.compactMap { sample in
+            sample.rssAnonymousBytes.map { (sample.elapsed / 60, Double($0) / 1e6) }
+        })
+
+        var reasons: [String] = []
+        if let share = intakeRate > 0 ? (backlogSlope ?? 0) / intakeRate : nil, share > Self.backlogSlopeLimit {
+            reasons.append(String(format: "backlog grows by %.1f%% of the intake (limit %.0f%%)", share * 100, Self.backlogSlopeLimit * 100))
+        }
+        if backlogSlope == nil { reasons.append("too few samples in the last half to measure the backlog's trend") }
+        if evicted > 0 { reasons.append("\(evicted) hit(s) evicted") }
+        if lost > 0 { reasons.append("\(lost) hit(s) lost") }
+        if run.load.offered > 0, Double(notStarted) > Self.notStartedLimit * Double(run.load.offered) {
+            reasons.append("\(notStarted) of \(run.load.offered) visitors not started (\(run.plan.maxInFlight) in flight)")
+        }
+        if failedVisitors > 0 { reasons.append("\(failedVisitors) visitor(s) failed") }
+        unsteadyReasons = reasons
+    }
+
+    /// The least-squares slope of y over x; `nil` for fewer than two distinct x.
+    static func slope(_ points: [(x: Double, y: Double)]) -> Double? {
+        guard points.count >= 2 else { return nil }
+        let meanX = points.map(\.x).reduce(0, +) / Double(points.count)
+        let meanY = points.map(\.y).reduce(0, +) / Double(points.count)
+        let spread = points.map { ($0.x - meanX) * ($0.x - meanX) }.reduce(0, +)
+        guard spread > 0 else { return nil }
+        return points.map { ($0.x - meanX) * ($0.y - meanY) }.reduce(0, +) / spread
+    }
+
+    /// The end-of-run lines printed on stdout.
+    func report() -> String {
+        var lines = [
+            String(format: "offered   %.1f visitors/s, achieved %.1f visitors/s", offeredRate, achievedRate),
+            "visitors  not started \(notStarted), failed \(failedVisitors), cancelled at the end \(abandoned)"
+                + (firstFailure.map { " (first failure: \($0))" } ?? ""),
+            "hits      accepted \(accepted), delivered \(deliveredAtEnd) at the end, \(deliveredAtClose) once closed",
+            "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed "
+                + (shed.map(String.init) ?? "n/a (the SDK has no shed count yet)"),
+        ]
+        if let backlogSlope {
+            lines.append(String(format: "backlog   %+.1f hits/s over the last half, %+.2f%% of the intake (%.1f hits/s)",
+                                backlogSlope, (backlogSlopeShare ?? 0) * 100, intakeRate))
+        }
+        lines.append("store     " + (storeSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a") + " over the last two thirds")
+        lines.append("RSS       " + (rssSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a")
+            + (rssAnonymousSlope.map { String(format: " (anonymous %+.3f MB/min)", $0) } ?? "") + " over the last two thirds")
+        lines.append("verdict   " + (isSteady ? "steady" : "not steady: " + unsteadyReasons.joined(separator: "; ")))
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,73 @@
+import Flagship
+import FlagshipLocalServer
+
+/// Takes a `Sample` of a session every interval, from the SDK's counts, the server's totals,
+/// the store's file and the process, until the run's end.
+struct Sampler: Sendable {
+    let session: SoakSession
+    let counters: LoadCounters
+    let latencies: LatencyLog
+
+    /// Samples at the start, then every `interval` and at `end` (a shorter last interval when
+    /// the duration is not a multiple of it). `onSample` sees each as it is taken.
+    func run(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, every interval: Duration,
+             onSample: @Sendable (Sample) -> Void) async -> [Sample] {
+        let clock = ContinuousClock()
+        var samples: [Sample] = []
+        var previous: Sample?
+        var tick = 0
+        while true {
+            let due = min(start + interval * tick, end)
+            try? await clock.sleep(until: due)
+            let sample = await take(at: clock.now - start, after: previous)
+            samples.append(sample)
+            onSample(sample)
+            previous = sample
+            if due >= end { return samples }
+            tick += 1
+        }
+    }
+
+    private func take(at elapsed: Duration, after previous: Sample?) async -> Sample {
+        let load = counters.snapshot
+        let interval = latencies.take()
+        let statistics = await session.flagship.trackingStatistics()
+        let received = session.server.totals
+        let visitorRows = await session.visitorRows()
+        let seconds = elapsed.seconds
+        let memory = ProcessMemory.current()
+        var sample = Sample(
+            elapsed: seconds, offered: load.offered, completed: load.completed, offeredRate: 0, achievedRate: 0, notStarted: load.notStarted, failedVisitors: load.failed,
+            inFlight: load.inFlight, accepted: statistics.map(Self.accepted) ?? 0, acceptedRate: 0,
+            deliveredBySDK: statistics?.delivered ?? 0, delivered: received.hits + received.activates, deliveredRate: 0,
+            backlog: statistics?.waiting ?? 0, evicted: statistics?.evicted ?? 0, shed: statistics.flatMap(Self.shed),
+            lost: statistics?.lost ?? 0, rejected: statistics?.rejected ?? 0, failedRequests: statistics?.failedRequests ?? 0,
+            storeBytes: session.storeBytes(), visitorRows: visitorRows, rssBytes: memory?.residentBytes,
+            rssAnonymousBytes: memory?.anonymousBytes,
+            fetchFlags: LatencyPercentiles(interval.fetchFlags), sendHit: LatencyPercentiles(interval.sendHit)
+        )
+        // The first sample, at the start, has no interval: its rates stay 0.
+        if let previous, seconds > previous.elapsed {
+            let span = seconds - previous.elapsed
+            sample.offeredRate = Double(sample.offered - previous.offered) / span
+            sample.achievedRate = Double(sample.completed - previous.completed) / span
+            sample.acceptedRate = Double(sample.accepted - previous.accepted) / span
+            sample.deliveredRate = Double(sample.delivered - previous.delivered) / span
+        }
+        return sample
+    }
+
+    /// Every hit the SDK took this run, by where it is now: the hits found at start are not this
+    /// run's intake (a fresh store has none).
+    static func accepted(_ statistics: TrackingStatistics) -> Int {
+        statistics.delivered + statistics.waiting + statistics.evicted + statistics.expired + statistics.rejected
+            + statistics.lost - statistics.cachedAtStart
+    }
+
+    /// `TrackingStatistics.shed`, read by its name: the count is being added to the SDK beside
+    /// this tool (issue 31), and the column fills itself once it lands. Replace with the property
+    /// then.
+    static func shed(_ statistics: TrackingStatistics) -> Int? {
+        Mirror(reflecting: statistics).children.first { $0.label == "shed" }?.value as? Int
+    }
+}

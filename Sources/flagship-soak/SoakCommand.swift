@@ -1,0 +1,145 @@
+import ArgumentParser
+import Foundation
+
+/// `flagship-soak`: the SDK under a steady flow of visitors for a while, against the local
+/// server on 127.0.0.1, sampled as it goes: does the hit backlog, the store or the memory grow?
+@main
+struct SoakCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flagship-soak",
+        abstract: "Soak the Flagship SDK at a rate of visitors and say whether it keeps up.",
+        discussion: """
+            Each visitor is built with a context, fetches its flags (bucketing, ten campaigns), \
+            reads three flags with exposure and sends one event, awaited. Visitors are started on \
+            a schedule (open loop), at most --max-in-flight at a time; a visitor due beyond that is \
+            not started, and counted. The SDK runs as an app runs it, on a store file in a \
+            temporary directory, against an in-process local server that takes every batch.
+
+            A run is steady when, over its last half, the backlog of hits grows by at most 2% of \
+            the hits taken in, nothing was evicted or lost, no visitor failed and at most 1% of \
+            them were not started.
+
+            --burst measures the closed-loop rate (64 concurrent visitors, as fast as they go); \
+            --find-steady measures it, then bisects between --low and --high for the highest \
+            steady rate, and prints both and their ratio.
+            """
+    )
+
+    @Option(help: "Visitors per second offered.")
+    var rate: Double = 500
+
+    @Option(help: "Seconds the run lasts.")
+    var duration: Double = 60
+
+    @Option(help: "Seconds between samples (default: 10, or less so that a run has 12 samples).")
+    var sampleInterval: Double?
+
+    @Option(help: "Share of the visitors that are new; the others return (an id served earlier).")
+    var newShare: Double = 0.8
+
+    @Option(help: "Visitors in flight at most.")
+    var maxInFlight: Int = 256
+
+    @Option(help: "Write the samples here as CSV (with --find-steady: the highest steady trial's).")
+    var csv: String?
+
+    @Option(help: "Draw the samples here as an SVG chart (with --find-steady: the highest steady trial's).")
+    var svg: String?
+
+    @Flag(help: "Bisect for the highest steady rate between --low and --high (after a burst).")
+    var findSteady = false
+
+    @Option(help: "With --find-steady: a rate expected to be steady (visitors/s).")
+    var low: Double = 200
+
+    @Option(help: "With --find-steady: a rate expected not to be (visitors/s).")
+    var high: Double = 4_000
+
+    @Option(help: "With --find-steady: seconds per trial.")
+    var trialDuration: Double = 30
+
+    @Option(help: "With --find-steady: stop when the bracket is narrower than this share of its top.")
+    var tolerance: Double = 0.05
+
+    @Flag(help: "Measure the closed-loop (burst) rate only.")
+    var burst = false
+
+    @Option(help: "Visitors of the burst.")
+    var burstVisitors: Int = 10_000
+
+    @Option(help: "Seeds the draw of new and returning visitors.")
+    var seed: UInt64 = 31
+
+    @Flag(help: "Print the summary only, not each sample.")
+    var quiet = false
+
+    func run() async throws {
+        do throws(SoakError) {
+            let fixture = try SoakFixture()
+            if findSteady {
+                try await searchSteadyRate(fixture: fixture)
+            } else if burst {
+                SoakConsole.say(try await BurstRun.run(visitors: burstVisitors, plan: plan(duration: duration), fixture: fixture).report())
+            } else {
+                try await soak(fixture: fixture)
+            }
+        } catch {
+            SoakConsole.fail(error)
+            throw ExitCode.failure
+        }
+    }
+
+    private func plan(duration seconds: Double) throws(SoakError) -> LoadPlan {
+        guard seconds > 0, seconds.isFinite else { throw .invalidOption("a duration must be a positive number of seconds") }
+        let interval = sampleInterval ?? min(10, seconds / 12)
+        return try LoadPlan(rate: rate, duration: .seconds(seconds), sampleInterval: .seconds(interval), newVisitorShare: newShare,
+                            maxInFlight: maxInFlight, seed: seed).validated()
+    }
+
+    private func soak(fixture: SoakFixture) async throws(SoakError) {
+        let plan = try plan(duration: duration)
+        SoakConsole.say("soak: \(Int(plan.rate)) visitors/s for \(Self.seconds(plan.duration)) s, a sample every \(Self.seconds(plan.sampleInterval)) s")
+        let quiet = quiet
+        let run = try await OpenLoop.run(plan, fixture: fixture) { sample in
+            if !quiet { SoakConsole.say(SoakConsole.line(sample)) }
+        }
+        let summary = RunSummary(run)
+        SoakConsole.say(summary.report())
+        try writeResults(run, summary: summary)
+    }
+
+    private func searchSteadyRate(fixture: SoakFixture) async throws(SoakError) {
+        let trialPlan = try plan(duration: trialDuration)
+        let search = try SteadyRateSearch(low: low, high: high, tolerance: tolerance, trialPlan: trialPlan, fixture: fixture).validated()
+        let burst = try await BurstRun.run(visitors: burstVisitors, plan: trialPlan, fixture: fixture)
+        SoakConsole.say(burst.report())
+        SoakConsole.say("find-steady: \(Int(low))...\(Int(high)) visitors/s, \(Self.seconds(trialPlan.duration)) s per trial, tolerance \(Int(tolerance * 100))%")
+        SoakConsole.say(SteadyRateSearch.tableHeader)
+        let (trials, steadiest) = try await search.run { SoakConsole.say(SteadyRateSearch.row($0)) }
+        SoakConsole.say("trials    \(trials.count)")
+        guard let steadiest else {
+            SoakConsole.say("steady    none: \(Int(low)) visitors/s is not steady already")
+            return
+        }
+        SoakConsole.say(String(format: "steady    %.0f visitors/s (highest steady rate found)", steadiest.rate))
+        SoakConsole.say(String(format: "burst     %.1f visitors/s; steady/burst %.2f", burst.rate, steadiest.rate / burst.rate))
+        try writeResults(steadiest.run, summary: steadiest.summary)
+    }
+
+    private func writeResults(_ run: SoakRun, summary: RunSummary) throws(SoakError) {
+        if let csv {
+            let url = URL(fileURLWithPath: csv)
+            try SampleCSV.write(run.samples, to: url)
+            SoakConsole.say("csv       \(url.path)")
+        }
+        if let svg {
+            let url = URL(fileURLWithPath: svg)
+            try SoakChart(samples: run.samples, title: SoakConsole.title(run), subtitle: SoakConsole.verdict(summary)).write(to: url)
+            SoakConsole.say("svg       \(url.path)")
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        SoakChart.trimmed(duration.seconds)
+    }
+}

@@ -1,0 +1,96 @@
+import Flagship
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+
+/// One SDK started as an app starts it, on a store file of its own, against a local server of
+/// its own that takes every batch (200): a soak run or one trial of `--find-steady`. Stopped
+/// with `close()`, which leaves nothing behind.
+final class SoakSession: Sendable {
+    /// Requests the server keeps in memory: enough to look at the last few batches, bounded so
+    /// that a run of millions of hits does not grow the tool's own memory (`totals` counts all).
+    static let serverRecordLimit = 64
+
+    let server: LocalFlagshipServer
+    let flagship: Flagship
+    let directory: URL
+    let storeFile: URL
+
+    private init(server: LocalFlagshipServer, flagship: Flagship, directory: URL) {
+        self.server = server
+        self.flagship = flagship
+        self.directory = directory
+        storeFile = directory.appendingPathComponent("flagship.sqlite")
+    }
+
+    /// Starts a server and the shared SDK in bucketing mode, then downloads the bucketing file
+    /// before the first visitor, so that every visitor is decided on the fixture's campaigns.
+    static func start(fixture: SoakFixture) async throws(SoakError) -> SoakSession {
+        let server: LocalFlagshipServer
+        do {
+            server = LocalFlagshipServer(.init(
+                envId: SoakFixture.envId, apiKey: SoakFixture.apiKey,
+                bucketingFile: try ServedBucketingFile(data: fixture.bucketingJSON), recordLimit: serverRecordLimit
+            ))
+            try server.start()
+        } catch {
+            throw SoakError.server("\(error)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-soak-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        } catch {
+            server.stop()
+            throw SoakError.fileSystem(path: directory.path, reason: "cannot create it: \(error.localizedDescription)")
+        }
+        let flagship = Flagship.sharedInstance
+        let session = SoakSession(server: server, flagship: flagship, directory: directory)
+        let config = FSConfigBuilder()
+            .Bucketing()
+            .withBucketingBaseURL(server.bucketingBaseURL)
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(server.eventsBaseURL)
+            .withCacheFile(session.storeFile)
+            .withLogLevel(.NONE)
+            .build()
+        flagship.start(envId: SoakFixture.envId, apiKey: SoakFixture.apiKey, config: config)
+        await flagship.pollBucketingFileNow()
+        return session
+    }
+
+    /// Closes the SDK (its own deadline: what it cannot send stays in the store), stops the
+    /// server and removes the store. Returns the SDK's counts once closed.
+    func close() async -> TrackingStatistics? {
+        // `close()`, with the counts it ends on (once closed the SDK has no runtime to ask).
+        let statistics = await flagship.closeReporting()
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+        return statistics
+    }
+
+    /// The store's bytes on disk: the database file and its write-ahead log.
+    func storeBytes() -> Int64 {
+        [storeFile.path, storeFile.path + "-wal"].reduce(0) { total, path in
+            let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber
+            return total + (size?.int64Value ?? 0)
+        }
+    }
+
+    /// The visitor rows in the store, read through a read-only connection of the tool's own (the
+    /// SDK keeps its file open): on a dispatch thread, as SQLite's calls block. `nil` when the
+    /// store cannot be read now; the sample says so rather than stopping the run.
+    func visitorRows() async -> Int? {
+        let file = storeFile
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do {
+                    let store = try FlagshipDatabase.openForInspection(at: file)
+                    defer { store.close() }
+                    continuation.resume(returning: try store.read { try $0.visitors.count() })
+                } catch {
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+    }
+}

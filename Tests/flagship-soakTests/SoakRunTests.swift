@@ -1,0 +1,107 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import XCTest
+
+@testable import flagship_soak
+
+/// The tool's core loop for two seconds at a low rate, against the real local server and the real
+/// SDK on a real store: what it writes must be readable.
+final class SoakRunTests: XCTestCase {
+    func testAShortRunDeliversEveryHitAndWritesACSVRowPerSampleAndAWellFormedSVG() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("soak-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plan = try LoadPlan(rate: 20, duration: .seconds(2), sampleInterval: .milliseconds(500)).validated()
+
+        let run = try await OpenLoop.run(plan, fixture: try SoakFixture()) { _ in }
+        let summary = RunSummary(run)
+        let csvURL = directory.appendingPathComponent("soak.csv")
+        let svgURL = directory.appendingPathComponent("soak.svg")
+        try SampleCSV.write(run.samples, to: csvURL)
+        try SoakChart(samples: run.samples, title: SoakConsole.title(run), subtitle: SoakConsole.verdict(summary)).write(to: svgURL)
+
+        XCTAssertEqual(run.samples.map { ($0.elapsed * 2).rounded() / 2 }, [0, 0.5, 1, 1.5, 2], "at the start, then every half second")
+        XCTAssertEqual(run.load.offered, 40)
+        XCTAssertEqual(run.load.completed, 40, run.load.firstFailure ?? "")
+        XCTAssertEqual(run.load.notStarted, 0)
+        XCTAssertGreaterThan(summary.accepted, 0)
+        XCTAssertEqual(run.deliveredAtClose, run.closing?.delivered, "what the SDK delivered is what the server counted")
+        XCTAssertEqual(run.closing?.waiting, 0, "close sent the rest")
+        XCTAssertGreaterThan(run.samples.last?.visitorRows ?? 0, 0, "the store's visitor rows are read while the SDK has it open")
+
+        let lines = try String(contentsOf: csvURL, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(lines.count, 1 + run.samples.count)
+        XCTAssertEqual(String(lines[0]), SampleCSV.header)
+        let columns = lines[0].split(separator: ",", omittingEmptySubsequences: false).count
+        XCTAssertEqual(Set(lines.map { $0.split(separator: ",", omittingEmptySubsequences: false).count }), [columns])
+
+        let document = try XMLDocument(contentsOf: svgURL)
+        let root = try XCTUnwrap(document.rootElement())
+        XCTAssertEqual(root.name, "svg")
+        XCTAssertEqual(try root.nodes(forXPath: "//*[local-name()='polyline']").count, 5, "backlog; delivered and accepted; store, RSS and its anonymous part")
+        let texts = try root.nodes(forXPath: "//*[local-name()='text']").compactMap(\.stringValue)
+        for label in ["hits waiting", "hits/s", "MB", "elapsed (s)", "backlog (hits waiting)", "delivered/s (server)"] {
+            XCTAssertTrue(texts.contains(label), "the chart labels \(label)")
+        }
+    }
+}
+
+/// The rules a run is judged by, on made-up samples.
+final class RunSummaryTests: XCTestCase {
+    func testTheSlopeOfPointsOnALineIsItsSlope() throws {
+        XCTAssertEqual(try XCTUnwrap(RunSummary.slope([(0, 1), (1, 3), (2, 5), (3, 7)])), 2, accuracy: 1e-12)
+        XCTAssertNil(RunSummary.slope([(1, 1)]), "one point has no slope")
+        XCTAssertNil(RunSummary.slope([(1, 1), (1, 5)]), "nor points at one time")
+    }
+
+    func testABacklogGrowingFasterThanTwoPercentOfTheIntakeIsNotSteady() {
+        // 1,000 hits/s taken in; the backlog grows by 10/s (1%), then by 30/s (3%).
+        XCTAssertEqual(summary(backlogGrowth: 10).unsteadyReasons, [])
+        XCTAssertEqual(summary(backlogGrowth: 30).unsteadyReasons, ["backlog grows by 3.0% of the intake (limit 2%)"])
+        XCTAssertEqual(summary(backlogGrowth: 30).backlogSlopeShare ?? 0, 0.03, accuracy: 1e-9)
+    }
+
+    func testAnEvictedOrLostHitOrAVisitorNotStartedIsNotSteady() {
+        XCTAssertEqual(summary(backlogGrowth: 0, evicted: 1, lost: 2, notStarted: 5).unsteadyReasons, [
+            "1 hit(s) evicted", "2 hit(s) lost", "5 of 100 visitors not started (256 in flight)",
+        ])
+    }
+
+    func testPercentilesAreNearestRank() {
+        let values = (1...200).map(Double.init).shuffled()
+        XCTAssertEqual(LatencyPercentiles(values), LatencyPercentiles(p50: 100, p99: 198))
+        XCTAssertNil(LatencyPercentiles([]))
+    }
+
+    func testReturningVisitorsAreIdsServedBefore() {
+        var picker = VisitorPicker(newShare: 0.8, poolSize: 16, seed: 7)
+        var served: Set<Int> = []
+        var returning = 0
+        for _ in 0..<10_000 {
+            let index = picker.next()
+            if served.contains(index) { returning += 1 }
+            served.insert(index)
+        }
+        XCTAssertEqual(Double(returning) / 10_000, 0.2, accuracy: 0.02)
+    }
+
+    /// A 10-second run taking 1,000 hits/s, sampled every second, its backlog growing linearly.
+    private func summary(backlogGrowth: Int, evicted: Int = 0, lost: Int = 0, notStarted: Int = 0) -> RunSummary {
+        let samples = (0...10).map { second in
+            Sample(elapsed: Double(second), offered: 10 * second, completed: 10 * second, offeredRate: 10, achievedRate: 10,
+                   notStarted: 0, failedVisitors: 0, inFlight: 0, accepted: 1_000 * second, acceptedRate: 1_000,
+                   deliveredBySDK: 0, delivered: 0, deliveredRate: 0, backlog: backlogGrowth * second, evicted: evicted,
+                   shed: nil, lost: lost, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0, rssBytes: 0,
+                   rssAnonymousBytes: 0, fetchFlags: nil, sendHit: nil)
+        }
+        var load = LoadCounters.Snapshot()
+        load.offered = 100
+        load.started = 100 - notStarted
+        load.completed = 100 - notStarted
+        load.notStarted = notStarted
+        let plan = LoadPlan(rate: 10, duration: .seconds(10), sampleInterval: .seconds(1))
+        return RunSummary(SoakRun(plan: plan, samples: samples, load: load, abandoned: 0, closing: nil, deliveredAtClose: 0))
+    }
+}
