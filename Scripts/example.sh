@@ -5,7 +5,8 @@
 # environment, against `flagship serve` (the local Flagship-compatible server). Checks that
 # GET /flags/{visitorId} answers the visitor's flags as JSON, that GET /metrics answers the
 # Prometheus text format with the SDK's metrics, and that SIGTERM drains it and closes the SDK
-# (exit 0, its `flags_served` hit delivered to the server). Exits non-zero naming what failed.
+# (exit 0, its `flags_served` hit delivered to the server), and that GET /health/ready answers
+# the SDK's health. Exits non-zero naming what failed.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,6 +60,15 @@ answer = json.loads(sys.argv[1])
 assert answer["visitorId"] == "alice", answer
 assert "error" not in answer, answer
 assert isinstance(answer["flags"], dict) and answer["flags"], answer
+PY
+
+ready="$(curl -sf "http://127.0.0.1:$app_port/health/ready")" || fail "GET /health/ready did not answer 200"
+echo "GET /health/ready -> $ready"
+python3 - "$ready" <<'PY' || fail "GET /health/ready did not say ready"
+import json, sys
+answer = json.loads(sys.argv[1])
+assert answer["status"] in ("ready", "delivery_failing"), answer
+assert answer["backlogLimit"] == 50000, answer
 PY
 
 metrics="$(curl -sf "http://127.0.0.1:$app_port/metrics")" || fail "GET /metrics did not answer 200"

@@ -73,6 +73,7 @@ final class SQLiteHitQueue: HitQueue {
             for (owner, rows) in owners {
                 guard let claim = ClaimOwner(owner), claim.host == Self.hostName, !claim.processIsRunning else { continue }
                 try store.write { try $0.hits.releaseClaims(owner: owner) }
+                claimsMayHaveLapsed()
                 logger.info("Released \(rows) hit(s) claimed by \(owner), a process that no longer runs")
             }
         } catch {

@@ -65,6 +65,18 @@ router.get("flags/:visitorId") { request, context -> Response in
     return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
 }
 
+/// `GET /health/ready`: 200 while the SDK keeps up with its hits, 503 when it is stopped or
+/// overloaded (backpressure: hits arrive faster than they are delivered), with why, for a load
+/// balancer's readiness probe. No I/O: `health` is read from memory.
+router.get("health/ready") { _, _ -> Response in
+    let health = flags.flagship.health
+    let body = try JSONSerialization.data(withJSONObject: [
+        "status": health.status.rawValue, "backlog": health.backlog, "backlogLimit": health.backlogLimit, "shed": health.shed,
+    ], options: [.sortedKeys])
+    return Response(status: health.isReady ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+}
+
 /// `GET /metrics`: the Prometheus text format.
 router.get("metrics") { _, _ -> Response in
     var buffer: [UInt8] = []
