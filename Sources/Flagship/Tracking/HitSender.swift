@@ -215,6 +215,8 @@ final class HitSender: Sendable {
         state.withLock { $0.poolCount = 0 }
         var pending: PendingSettlement?
         await sendPages(until: deadline, settling: &pending)
+        // Settlements recorded beside the sends are all in the store before the round ends.
+        if committedHits != nil { await store.runSending {} }
         guard let pending else { return }
         let error = await store.runSending { [queue = store.hits] () -> (any Error)? in
             do {
@@ -261,7 +263,16 @@ final class HitSender: Sendable {
         // first. Once a claim comes back short, none is tried until a row is written or released
         // unclaimed, or a claim may have lapsed.
         let claims = store.hits.mayHaveClaimable(endpoint)
-        if claims || previous != nil {
+        if !claims, let previous, committedHits != nil {
+            // Nothing to claim: the page before is recorded beside this page's send, not before
+            // it (in order, on the sending queue; the round's end waits for it).
+            store.sendingAsync { [self] in
+                var settleError: (any Error)?
+                do { try store.hits.settle(previous.settlement) } catch { settleError = error }
+                recorded(previous, error: settleError)
+                writer.reportBacklog()
+            }
+        } else if claims || previous != nil {
             let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
                 var settleError: (any Error)?
                 if let previous {

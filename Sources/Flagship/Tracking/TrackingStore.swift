@@ -25,6 +25,11 @@ final class TrackingStore: Sendable {
         await queuedCall(on: sendingQueue, work)
     }
 
+    /// Sets the sender's `work` going after the sender's calls queued before it; returns at once.
+    func sendingAsync(_ work: @escaping @Sendable () -> Void) {
+        sendingQueue.async(execute: work)
+    }
+
     /// Sets `work` going after everything queued before it; returns at once.
     func async(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
