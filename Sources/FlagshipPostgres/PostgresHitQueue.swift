@@ -63,8 +63,14 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     }
 
     func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+        try erase(visitorId: visitorId, keeping: keeping, writtenUpTo: nil)
+    }
+
+    /// As `erase(visitorId:keeping:)`, sparing what was written after `writtenUpTo` (unix ms).
+    func erase(visitorId: String, keeping: Set<String>, writtenUpTo: Int64?) throws -> Int {
         try call("erasing a visitor") { connection, envId, logger in
-            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).erase(visitorId: visitorId, keepingHits: keeping)
+            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
+                .erase(visitorId: visitorId, keepingHits: keeping, writtenUpTo: writtenUpTo)
         }
     }
 

@@ -73,12 +73,18 @@ struct PostgresVisitorStore {
     /// (hits being sent right now) excepted, go in one statement, so that no instance ever sees
     /// one without the other. Returns the hits deleted.
     @discardableResult
-    func erase(visitorId: String, keepingHits keeping: Set<String> = []) async throws -> Int {
+    ///
+    /// `writtenUpTo` (unix ms): an erasure carried out late (PostgreSQL was away when consent was
+    /// withdrawn) spares what was written after the withdrawal: a newer document, later
+    /// decisions and hits (consent given again meanwhile).
+    func erase(visitorId: String, keepingHits keeping: Set<String> = [], writtenUpTo: Int64? = nil) async throws -> Int {
+        let limit = writtenUpTo ?? .max
         let rows = try await connection.query("""
-            WITH gone AS (DELETE FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId)),
-                 forgotten AS (DELETE FROM flagship.decisions WHERE env_id = \(envId) AND visitor_id = \(visitorId))
+            WITH gone AS (DELETE FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND updated_at <= \(limit)),
+                 forgotten AS (DELETE FROM flagship.decisions WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND decided_at <= \(limit))
             DELETE FROM flagship.hits
             WHERE env_id = \(envId) AND visitor_id = \(visitorId) AND NOT is_consent AND NOT (id = ANY(\(Array(keeping))::text[]))
+              AND created_at <= \(limit)
             RETURNING 1
             """, logger: logger).collect()
         return rows.count

@@ -25,12 +25,26 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         /// Whether the local file may hold visitor documents PostgreSQL has not got (true at
         /// start: an earlier run may have left some).
         var localVisitorsWaiting = true
+        /// Whether consent erasures PostgreSQL missed may wait in the local store (true at start:
+        /// an earlier run may have left some).
+        var erasuresWaiting = true
+    }
+
+    /// A consent erasure PostgreSQL could not take when consent was withdrawn, kept in the local
+    /// store's `sdk_state` (so that a restart still carries it out) until PostgreSQL takes it.
+    private struct PendingErasure: Codable {
+        /// When consent was withdrawn (unix ms): what was written after it is spared.
+        var withdrawnAt: Int64
+        /// Hits accepted after the withdrawal, spared too.
+        var keeping: [String]
+
+        static let keyPrefix = "postgres_erasure_pending."
     }
 
     /// Local documents moved to PostgreSQL with one write, at most.
     private static let visitorsMovedPerWrite = 500
 
-    private let primary: any VisitorKeepingHitQueue
+    private let primary: PostgresHitQueue
     private let spill: LocalHitsAndVisitors
     private let retryAfter: Int64
     private let now: @Sendable () -> Int64
@@ -38,7 +52,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     private let logger: Logger
     private let state = Locked(State())
 
-    init(primary: any VisitorKeepingHitQueue, spill: LocalHitsAndVisitors, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
+    init(primary: PostgresHitQueue, spill: LocalHitsAndVisitors, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
         self.primary = primary
         self.spill = spill
         self.retryAfter = Int64(retryAfter * 1000)
@@ -92,6 +106,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
             return saveLocally(hits, visitors: visitors)
         }
         primaryAnswered()
+        carryOutErasures()
         guard !moving.isEmpty else { return saved }
         do {
             try spill.forget(moving)
@@ -153,11 +168,71 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// Consent withdrawn: the visitor's document and hits in both stores, each in one
-    /// transaction. PostgreSQL away, its rows of the visitor stay until the next erasure reaches
-    /// it; the error says so to the caller.
+    /// transaction. PostgreSQL away, the erasure is kept in the local store and carried out as
+    /// soon as PostgreSQL answers again (a restart included), sparing what was written after the
+    /// withdrawal; one warning says so.
     func erase(visitorId: String, keeping: Set<String>) throws -> Int {
         let local = try spill.erase(visitorId: visitorId, keeping: keeping)
-        return local + (try primary.erase(visitorId: visitorId, keeping: keeping))
+        let withdrawnAt = now()
+        guard primaryIsUp else {
+            try keepErasure(visitorId, PendingErasure(withdrawnAt: withdrawnAt, keeping: keeping.sorted()))
+            return local
+        }
+        do {
+            let shared = try primary.erase(visitorId: visitorId, keeping: keeping)
+            primaryAnswered()
+            return local + shared
+        } catch {
+            primaryFailed(error)
+            try keepErasure(visitorId, PendingErasure(withdrawnAt: withdrawnAt, keeping: keeping.sorted()))
+            return local
+        }
+    }
+
+    private func keepErasure(_ visitorId: String, _ erasure: PendingErasure) throws {
+        guard let store = spill.store, store.opening.readOnly == nil else {
+            throw FlagshipPostgresError(code: .unreachable, description: "the visitor's data in PostgreSQL could not be erased: PostgreSQL cannot be reached, and the local store, which would keep the erasure until it can, cannot be written")
+        }
+        let text = String(decoding: try JSONEncoder().encode(erasure), as: UTF8.self)
+        try store.write { try $0.state.setValue(text, forKey: PendingErasure.keyPrefix + visitorId, now: erasure.withdrawnAt) }
+        state.withLock { $0.erasuresWaiting = true }
+        logger.warning("Consent withdrawn while the PostgreSQL store cannot be reached: the visitor's data there is erased as soon as it answers again (kept in the local store until then)",
+                       metadata: logger.logLevel <= .debug ? ["visitor_id": .string(visitorId)] : nil)
+    }
+
+    /// Carries out the consent erasures PostgreSQL missed, when it is up; each leaves the local
+    /// store once PostgreSQL took it.
+    private func carryOutErasures() {
+        guard primaryIsUp, state.withLock({ $0.erasuresWaiting }), let store = spill.store else { return }
+        let waiting: [(visitorId: String, erasure: PendingErasure?)]
+        do {
+            waiting = try store.read { try $0.state.all() }
+                .filter { $0.key.hasPrefix(PendingErasure.keyPrefix) }
+                .map { (String($0.key.dropFirst(PendingErasure.keyPrefix.count)),
+                        try? JSONDecoder().decode(PendingErasure.self, from: Data($0.value.utf8))) }
+        } catch {
+            logger.warning("Consent erasures waiting for PostgreSQL could not be read from the local store: \(error)")
+            return
+        }
+        var done = 0
+        for (visitorId, erasure) in waiting {
+            do {
+                // A row that is not an erasure this SDK wrote (edited by hand) erases everything
+                // written until now: the safe reading of a withdrawal.
+                _ = try primary.erase(visitorId: visitorId, keeping: Set(erasure?.keeping ?? []),
+                                      writtenUpTo: erasure?.withdrawnAt ?? now())
+                try store.write { try $0.state.removeValue(forKey: PendingErasure.keyPrefix + visitorId) }
+                done += 1
+            } catch {
+                primaryFailed(error)
+                return
+            }
+        }
+        state.withLock { $0.erasuresWaiting = false }
+        if done > 0 {
+            primaryAnswered()
+            logger.info("PostgreSQL answers again: \(done) consent erasure(s) it missed are carried out")
+        }
     }
 
     /// The spill's hits first (only this instance can send them), then PostgreSQL's.
@@ -196,6 +271,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     /// again (the duplicates a crash may cause, never a loss).
     private func recordUnrecorded() {
         guard primaryIsUp else { return }
+        carryOutErasures()
         let waiting = state.withLock { state -> [HitSettlement] in
             defer { state.unrecorded = [] }
             return state.unrecorded

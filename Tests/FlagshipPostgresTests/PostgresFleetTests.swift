@@ -136,6 +136,52 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
     }
 
+    /// Consent withdrawn while PostgreSQL is away: the local rows go at once, and the erasure waits
+    /// in the local store (a restart would carry it too) until PostgreSQL answers; then the
+    /// visitor's document, decisions and waiting hits go there, its consent hits stay.
+    func testAConsentWithdrawalMadeWhilePostgresIsAwayIsCarriedOutOnceItIsBack() async throws {
+        let (postgres, database) = try ownPostgres()
+        defer { postgres.stop() }
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let store = impatientStore(postgres, database: database)
+        try await store.prepare()
+        let flagship = instance(0, store: store, server: server)
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        let local = try XCTUnwrap(runtime.caches?.store)
+        let leaving = await flagship.newVisitor(visitorId: "leaving", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await leaving.fetchFlags()
+        server.stop()   // the hits wait in PostgreSQL
+        for number in 1...3 {
+            try await leaving.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click").withLabel("leaving-\(number)"))
+        }
+        await runtime.flushCaches()
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.visitors WHERE visitor_id = 'leaving'"), "1")
+
+        try postgres.kill()
+        leaving.setConsent(hasConsented: false)
+        await runtime.flushCaches()
+        let pending = try await local.read { try $0.state.value(forKey: "postgres_erasure_pending.leaving") }
+        XCTAssertNotNil(pending, "kept in the local store until PostgreSQL takes it")
+
+        try postgres.start()
+        try await Task.sleep(for: .seconds(1.2))  // past the spill's window: PostgreSQL is tried again
+        let staying = await flagship.newVisitor(visitorId: "staying", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await staying.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click"))
+        await runtime.flushCaches()
+
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.visitors WHERE visitor_id = 'leaving'"), "0")
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.decisions WHERE visitor_id = 'leaving'"), "0")
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE visitor_id = 'leaving' AND NOT is_consent"), "0")
+        XCTAssertNotEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE visitor_id = 'leaving' AND is_consent"), "0",
+                          "its consent hits stay")
+        let left = try await local.read { try $0.state.value(forKey: "postgres_erasure_pending.leaving") }
+        XCTAssertNil(left, "done: it leaves the local store")
+        await flagship.close()
+        await store.close()
+    }
+
     /// PostgreSQL stopped: a visitor decided meanwhile is kept in the instance's local store (a
     /// lookup finds it there); PostgreSQL back, the next write moves the document to the shared
     /// table and out of the local file.
