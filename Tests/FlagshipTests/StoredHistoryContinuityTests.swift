@@ -29,6 +29,42 @@ final class StoredHistoryContinuityTests: TrackingTestCase {
         return try store.read { try $0.decisions.decisions(visitorId: visitorId) }.count
     }
 
+    private func storedRow(_ visitorId: String) throws -> VisitorRecord? {
+        let store = try inspectStore()
+        defer { store.close() }
+        return try store.read { try $0.visitors.visitor(id: visitorId) }
+    }
+
+    func testAReturningVisitorDecidedAsTheStoreRemembersItIsNotWrittenAgain() async throws {
+        try server.setBucketingFile(BucketingModeTests.bucketingFile(greenShare: 50), lastModified: Date(timeIntervalSince1970: 1_763_000_000))
+        start(bucketingBuilder())
+        try await returning("carol").fetchFlags()
+        await flagship.flushCaches()
+        let first = try XCTUnwrap(try storedRow("carol"))
+
+        clock.advance(by: 3600)
+        let again = await returning("carol")
+        try await again.fetchFlags()
+        try await again.fetchFlags()
+        await flagship.flushCaches()
+        XCTAssertEqual(try storedRow("carol")?.updatedAt, first.updatedAt, "the same document: not written again")
+
+        again.updateContext("plan", "pro")
+        try await again.fetchFlags()
+        await flagship.flushCaches()
+        let changed = try XCTUnwrap(try storedRow("carol"))
+        XCTAssertEqual(changed.updatedAt, first.updatedAt + 3_600_000, "a new context: written")
+        XCTAssertTrue(changed.document.contains("\"plan\":\"pro\""), changed.document)
+
+        again.setConsent(hasConsented: false)
+        await flagship.flushCaches()
+        XCTAssertNil(try storedRow("carol"))
+        again.setConsent(hasConsented: true)
+        try await again.fetchFlags()
+        await flagship.flushCaches()
+        XCTAssertNotNil(try storedRow("carol"), "consent given again: written again, though the document is the same")
+    }
+
     func testAVisitorWhoseStoreReadIsLateIsNotDecidedAgainWithoutItsHistory() async throws {
         // Everyone in the original variation, then everyone in the new one: only history keeps blue.
         try server.setBucketingFile(BucketingModeTests.bucketingFile(greenShare: 0), lastModified: Date(timeIntervalSince1970: 1_763_000_000))

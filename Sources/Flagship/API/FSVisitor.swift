@@ -163,7 +163,13 @@ public final class FSVisitor: Sendable {
             state.decidedBy = decidedBy
             state.decidedWith = recordsDecisions ? VisitorState.Provenance(fileVersion: response.fileVersion, decidedAt: decidedAt) : nil
             let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []
-            return (true, state.hasConsented ? state.cacheDocument : nil, changes, decided)
+            guard state.hasConsented else { return (true, nil, changes, decided) }
+            // A returning visitor decided as the store remembers it is not written again: no
+            // new assignment, the same document (context, campaigns, history).
+            let document = state.cacheDocument
+            if decided.isEmpty, document == state.storedDocument { return (true, nil, changes, decided) }
+            state.storedDocument = document
+            return (true, document, changes, decided)
         }
         guard outcome.latest else { return }
         if !outcome.changes.isEmpty { flagWatchers.yield(outcome.changes) }
@@ -419,6 +425,7 @@ public final class FSVisitor: Sendable {
             case .found(let document):
                 // Only what the store remembers: flags read meanwhile stay as they are until this fetch.
                 state.assignmentsHistory.merge(document.assignmentsHistory) { current, _ in current }
+                state.storedDocument = document
             case .rejected:
                 state.cachedDecisionUnreadable = true
             case .notFound, .timedOut, .unavailable:
@@ -435,6 +442,8 @@ public final class FSVisitor: Sendable {
     public func setConsent(hasConsented: Bool) {
         let identity = withState { state in
             state.hasConsented = hasConsented
+            // Withdrawn: the stored document is erased, so the next fetch with consent writes it.
+            if !hasConsented { state.storedDocument = nil }
             return state.identity
         }
         sendConsentHit(hasConsented)

@@ -142,6 +142,7 @@ private struct VisitorPlan: Sendable {
         var state = VisitorState(visitorId: visitorId, anonymousId: stored.anonymousId, context: context, hasConsented: consent)
         if case .found(let document) = stored.lookup {
             state.assign(document.campaigns, history: document.assignmentsHistory)
+            state.storedDocument = document
             state.fetchReason = .FETCHED_FROM_CACHE
             state.decidedBy = .cache
             logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")

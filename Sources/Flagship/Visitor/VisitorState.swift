@@ -23,6 +23,9 @@ struct VisitorState: Sendable {
     /// The SDK's own store could not be read in time when the visitor was built: whether it has
     /// an assignment history is unknown, so the next fetch reads it first (`CacheService.VisitorLookup.unavailable`).
     var storedHistoryUnread = false
+    /// The visitor's document as the store holds it (read at build, or written by this visitor
+    /// since): a fetch that leaves it as it is does not write it again.
+    var storedDocument: VisitorCacheDocument?
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.
