@@ -85,11 +85,13 @@ extension VisitorCacheDocument {
         } catch {
             throw .notJSON("the document (\(data.count) bytes) is not valid JSON, or is truncated")
         }
+        // Read from the tree just parsed, not parsed again by `JSONDecoder`: a returning
+        // visitor's lookup spent more in that second parse than in its decision.
         let envelope: Envelope
         do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: dropped.isEmpty ? data : Data(parsed.jsonString().utf8))
+            envelope = try Envelope(parsed)
         } catch {
-            throw .invalid(Self.describe(error))
+            throw .invalid(error.sentence)
         }
         guard envelope.version == Self.currentVersion else { throw .unsupportedVersion(envelope.version) }
         guard let body = envelope.data else { throw .invalid("it has no \"data\" object") }
@@ -133,12 +135,18 @@ extension VisitorCacheDocument {
         return text
     }
 
-    private struct Envelope: Decodable {
+    private struct Envelope {
         var version: Int?
         var data: Body?
+
+        init(_ value: JSONValue) throws(FieldError) {
+            let root = try DocumentObject(value, path: "")
+            version = try root.optional("version") { $0.int64Value.flatMap { Int(exactly: $0) } }
+            data = try root.optionalObject("data").map(Body.init)
+        }
     }
 
-    private struct Body: Decodable {
+    private struct Body {
         var visitorId: String
         var anonymousId: String?
         var consent: Bool?
@@ -146,22 +154,115 @@ extension VisitorCacheDocument {
         var campaigns: [AssignedCampaign]?
         var assignmentsHistory: [String: String]?
         var assignationHistory: [String: String]?
+
+        init(_ body: DocumentObject) throws(FieldError) {
+            visitorId = try body.required("visitorId", \.stringValue)
+            anonymousId = try body.optional("anonymousId", \.stringValue)
+            consent = try body.optional("consent", \.boolValue)
+            context = try body.optional("context") { $0.objectValue?.mapValues(\.asDecoded) }
+            campaigns = try body.optionalArray("campaigns")?.map { element throws(FieldError) in
+                try AssignedCampaign(element)
+            }
+            assignmentsHistory = try body.optional("assignmentsHistory", Self.history)
+            assignationHistory = try body.optional("assignationHistory", Self.history)
+        }
+
+        private static func history(_ value: JSONValue) -> [String: String]? {
+            guard let object = value.objectValue else { return nil }
+            var history: [String: String] = [:]
+            for (key, value) in object {
+                guard let variation = value.stringValue else { return nil }
+                history[key] = variation
+            }
+            return history
+        }
+    }
+}
+
+/// A field of a cache document that is missing or of the wrong type, with its path
+/// (`data.campaigns[0].variationGroupId`).
+struct FieldError: Error {
+    let sentence: String
+}
+
+/// An object of a cache document read field by field, as `Decodable` would, from a tree already
+/// parsed: unknown keys ignored, `null` taken as absent for an optional field.
+struct DocumentObject {
+    let fields: [String: JSONValue]
+    let path: String
+
+    init(_ value: JSONValue, path: String) throws(FieldError) {
+        guard let fields = value.objectValue else { throw FieldError(sentence: "wrong type at \(path.isEmpty ? "the top" : path)") }
+        self.fields = fields
+        self.path = path
     }
 
-    /// A decoding error as a short sentence naming the path of the offending field.
-    private static func describe(_ error: any Error) -> String {
-        func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+    func at(_ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
+    }
+
+    func required<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FieldError) -> T {
+        guard let value = fields[key] else { throw FieldError(sentence: "missing \(at(key))") }
+        guard let read = read(value) else { throw FieldError(sentence: "wrong type at \(at(key))") }
+        return read
+    }
+
+    func optional<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FieldError) -> T? {
+        guard let value = fields[key], !value.isNull else { return nil }
+        guard let read = read(value) else { throw FieldError(sentence: "wrong type at \(at(key))") }
+        return read
+    }
+
+    func optionalObject(_ key: String) throws(FieldError) -> DocumentObject? {
+        guard let value = fields[key], !value.isNull else { return nil }
+        return try DocumentObject(value, path: at(key))
+    }
+
+    /// The elements of an array field, each as an object with its path (`campaigns[2]`).
+    func optionalArray(_ key: String) throws(FieldError) -> [DocumentObject]? {
+        guard let value = fields[key], !value.isNull else { return nil }
+        guard case .array(let elements) = value else { throw FieldError(sentence: "wrong type at \(at(key))") }
+        var objects: [DocumentObject] = []
+        objects.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            objects.append(try DocumentObject(element, path: "\(at(key))[\(index)]"))
         }
-        switch error as? DecodingError {
-        case .keyNotFound(let key, let context)?:
-            return "missing \(path(context.codingPath + [key]))"
-        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
-            return "wrong type at \(path(context.codingPath))"
-        case .dataCorrupted(let context)?:
-            return "unreadable value at \(path(context.codingPath))"
+        return objects
+    }
+}
+
+extension JSONValue {
+    /// The value as `JSONDecoder` gives it to `JSONValue(from:)`: a number with no fraction that
+    /// fits 64 bits is an integer (`1.0`, `1e2`), whatever its spelling.
+    var asDecoded: JSONValue {
+        switch self {
+        case .double(let value):
+            if value.rounded() == value, let exact = Int64(exactly: value) { return .int(exact) }
+            return self
+        case .array(let elements):
+            return .array(elements.map(\.asDecoded))
+        case .object(let object):
+            return .object(object.mapValues(\.asDecoded))
         default:
-            return error.localizedDescription
+            return self
         }
+    }
+}
+
+extension AssignedCampaign {
+    /// A campaign of a visitor cache document, read from its parsed object.
+    init(_ object: DocumentObject) throws(FieldError) {
+        self.init(
+            campaignId: try object.required("campaignId", \.stringValue),
+            campaignName: try object.optional("campaignName", \.stringValue) ?? "",
+            variationGroupId: try object.required("variationGroupId", \.stringValue),
+            variationGroupName: try object.optional("variationGroupName", \.stringValue) ?? "",
+            variationId: try object.required("variationId", \.stringValue),
+            variationName: try object.optional("variationName", \.stringValue) ?? "",
+            isReference: try object.optional("isReference", \.boolValue) ?? false,
+            type: try object.optional("type", \.stringValue) ?? "",
+            slug: try object.optional("slug", \.stringValue),
+            activated: try object.optional("activated", \.boolValue) ?? false,
+            flags: try object.optional("flags") { $0.objectValue?.mapValues(\.asDecoded) } ?? [:])
     }
 }
