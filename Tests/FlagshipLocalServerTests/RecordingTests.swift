@@ -62,7 +62,7 @@ final class RecordingTests: ServerTestCase {
         let activateURL = bounded.decisionBaseURL.appendingPathComponent("activate")
 
         for batch in 0..<7 {
-            _ = try await client.post(bounded.eventsBaseURL, json: ["h": [["vid": "v\(batch)", "t": "EVENT"], ["vid": "v\(batch)", "t": "PAGEVIEW"]]], apiKey: nil)
+            _ = try await client.post(bounded.eventsBaseURL, json: ["h": [["vid": .string("v\(batch)"), "t": "EVENT"], ["vid": .string("v\(batch)"), "t": "PAGEVIEW"]]], apiKey: nil)
         }
         _ = try await client.post(activateURL, json: ["batch": [["vid": "a", "caid": "vg1", "vaid": "v1"]]], apiKey: "k")
         _ = try await client.post(bounded.eventsBaseURL, body: Data("not json".utf8))
@@ -81,7 +81,7 @@ final class RecordingTests: ServerTestCase {
 
     func testWithoutARecordLimitEveryRequestIsKept() async throws {
         for batch in 0..<40 {
-            _ = try await sendHits([["vid": "v\(batch)", "t": "EVENT"]])
+            _ = try await sendHits([["vid": .string("v\(batch)"), "t": "EVENT"]])
         }
 
         XCTAssertEqual(server.received.map(\.sequence), Array(1...40))
