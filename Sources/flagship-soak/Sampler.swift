@@ -33,16 +33,15 @@ struct Sampler: Sendable {
         let interval = latencies.take()
         let statistics = await session.flagship.trackingStatistics()
         let received = session.server.totals
-        let visitorRows = await session.visitorRows()
+        let (storeBytes, visitorRows, memory) = await session.inspect()
         let seconds = elapsed.seconds
-        let memory = ProcessMemory.current()
         var sample = Sample(
             elapsed: seconds, offered: load.offered, completed: load.completed, offeredRate: 0, achievedRate: 0, notStarted: load.notStarted, failedVisitors: load.failed,
             inFlight: load.inFlight, accepted: statistics.map(Self.accepted) ?? 0, acceptedRate: 0,
             deliveredBySDK: statistics?.delivered ?? 0, delivered: received.hits + received.activates, deliveredRate: 0,
             backlog: statistics?.waiting ?? 0, evicted: statistics?.evicted ?? 0, shed: statistics.flatMap(Self.shed),
             lost: statistics?.lost ?? 0, rejected: statistics?.rejected ?? 0, failedRequests: statistics?.failedRequests ?? 0,
-            storeBytes: session.storeBytes(), visitorRows: visitorRows, rssBytes: memory?.residentBytes,
+            storeBytes: storeBytes, visitorRows: visitorRows, rssBytes: memory?.residentBytes,
             rssAnonymousBytes: memory?.anonymousBytes,
             fetchFlags: LatencyPercentiles(interval.fetchFlags), sendHit: LatencyPercentiles(interval.sendHit)
         )

@@ -65,7 +65,7 @@ struct SoakCommand: AsyncParsableCommand {
     var burst = false
 
     @Option(help: "Visitors of the burst.")
-    var burstVisitors: Int = 10_000
+    var burstVisitors: Int = 30_000
 
     @Option(help: "Seeds the draw of new and returning visitors.")
     var seed: UInt64 = 31
