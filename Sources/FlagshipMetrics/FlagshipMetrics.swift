@@ -20,6 +20,8 @@ import Metrics
 /// | `flagship_commit_duration_seconds` | timer | none |
 /// | `flagship_committed_rows` | recorder | none: hits per group commit |
 /// | `flagship_hits_waiting` | gauge | `where`: store, memory |
+/// | `flagship_hits_backlog` | gauge | none: hits waiting for delivery, after each commit and batch |
+/// | `flagship_hits_shed_total` | counter | `kind`: hit, activate: refused under backpressure |
 ///
 /// Every metric is made once, at `init`: reporting is a lookup and an increment.
 public struct FlagshipMetrics: FlagshipInstrumentation {
@@ -31,6 +33,8 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     private let committedRows: Recorder
     private let waitingInStore: Gauge
     private let waitingInMemory: Gauge
+    private let backlogGauge: Gauge
+    private let shed: [FSHitKind: Counter]
 
     /// - Parameter factory: where the metrics go; by default the one `MetricsSystem.bootstrap` set.
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
@@ -63,6 +67,10 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
         committedRows = Recorder(label: "flagship_committed_rows", factory: factory)
         waitingInStore = Gauge(label: "flagship_hits_waiting", dimensions: [("where", "store")], factory: factory)
         waitingInMemory = Gauge(label: "flagship_hits_waiting", dimensions: [("where", "memory")], factory: factory)
+        backlogGauge = Gauge(label: "flagship_hits_backlog", factory: factory)
+        shed = Dictionary(uniqueKeysWithValues: FSHitKind.allCases.map { kind in
+            (kind, Counter(label: "flagship_hits_shed_total", dimensions: [("kind", kind.rawValue)], factory: factory))
+        })
     }
 
     public func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int) {
@@ -93,5 +101,13 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     public func waiting(inStore: Int, inMemory: Int) {
         waitingInStore.record(inStore)
         waitingInMemory.record(inMemory)
+    }
+
+    public func backlog(hits: Int) {
+        backlogGauge.record(hits)
+    }
+
+    public func hitsShed(kind: FSHitKind, count: Int) {
+        shed[kind]?.increment(by: count)
     }
 }

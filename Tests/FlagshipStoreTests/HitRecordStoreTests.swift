@@ -179,6 +179,36 @@ final class HitRecordStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.hits.count() }, 0)
     }
 
+    func testEvictionNeverTakesARowInFlightAndCountsExactlyWhatItRemoved() throws {
+        var claimed = HitRecord.sample("claimed-oldest", createdAt: 1)
+        claimed.leaseOwner = "host pid 1 sender"
+        claimed.leaseUntil = 1_000
+        var lapsed = HitRecord.sample("lapsed", createdAt: 2)
+        lapsed.leaseOwner = "host pid 2 gone"
+        lapsed.leaseUntil = 400
+        try store.write { try $0.hits.insert([claimed, lapsed, .sample("free-3", createdAt: 3), .sample("free-4", createdAt: 4)]) }
+
+        let outcome = try store.write { try $0.hits.insert([.sample("new-5", createdAt: 5)], capacity: 2, now: 500) }
+
+        XCTAssertEqual(outcome.evicted, 3, "the lapsed claim and the two oldest free rows; the row in flight stays")
+        XCTAssertEqual(outcome.total, 2)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:claimed-oldest", "visitor-1:new-5"])
+        XCTAssertEqual(try store.read { try $0.hits.count() }, 2)
+        XCTAssertEqual(try store.write { try $0.hits.evictOldest(beyond: 0, now: 500) }, 1, "all in flight but one: only that one goes")
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-1:claimed-oldest"])
+    }
+
+    func testAHitInsertedClaimedIsHeldByItsOwnerUntilTheClaimLapses() throws {
+        var hit = HitRecord.sample("sent-from-memory", createdAt: 1)
+        hit.leaseOwner = "host pid 1 sender"
+        hit.leaseUntil = 1_000
+        try store.write { try $0.hits.insert([hit]) }
+
+        XCTAssertEqual(try store.write { try $0.hits.claim(.events, owner: "other", now: 999, leaseUntil: 2_000, limit: 10) }, [])
+        XCTAssertEqual(try store.write { try $0.hits.claim(.events, owner: "other", now: 1_000, leaseUntil: 2_000, limit: 10) }.map(\.id),
+                       ["visitor-1:sent-from-memory"], "lapsed: a claim takes it over")
+    }
+
     // MARK: - Attempts and replacement
 
     func testRecordFailedAttemptAddsOneToEachNamedHitOnly() throws {

@@ -104,6 +104,7 @@ public final class FSVisitor: Sendable {
         guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else {
             throw FlagshipError.sdkNotInitialized
         }
+        try await readStoredHistoryIfUnread(runtime)
         let (generation, request) = withState { state -> (Int, DecisionRequest) in
             state.fetchGeneration += 1
             return (state.fetchGeneration, DecisionRequest(
@@ -398,6 +399,31 @@ public final class FSVisitor: Sendable {
             return false
         case .SDK_INITIALIZED, .SDK_INITIALIZING:
             return true
+        }
+    }
+
+    /// The store could not be read in time when the visitor was built: it is read now, before
+    /// any decision, so that a returning visitor keeps its variations. Still unreadable: the
+    /// fetch fails, and nothing is decided or written.
+    private func readStoredHistoryIfUnread(_ runtime: SDKRuntime) async throws {
+        guard withState({ $0.storedHistoryUnread }), let caches = runtime.caches else { return }
+        let lookup = await caches.lookupVisitor(visitorId)
+        if case .unavailable = lookup {
+            setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: withState { $0.fetchGeneration })
+            throw FlagshipError.fetchFailed(.storeUnavailable(after: caches.readBound))
+        }
+        withState { state in
+            guard state.storedHistoryUnread else { return }
+            state.storedHistoryUnread = false
+            switch lookup {
+            case .found(let document):
+                // Only what the store remembers: flags read meanwhile stay as they are until this fetch.
+                state.assignmentsHistory.merge(document.assignmentsHistory) { current, _ in current }
+            case .rejected:
+                state.cachedDecisionUnreadable = true
+            case .notFound, .timedOut, .unavailable:
+                break
+            }
         }
     }
 

@@ -147,6 +147,8 @@ private struct VisitorPlan: Sendable {
             logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")
         } else if case .rejected = stored.lookup {
             state.cachedDecisionUnreadable = true
+        } else if case .unavailable = stored.lookup {
+            state.storedHistoryUnread = true
         }
         let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
         visitor.notifyFetchStatus(state.fetchStatus, state.fetchReason)

@@ -117,6 +117,16 @@ public final class Flagship: Sendable {
         return await closing.tracking.statistics()
     }
 
+    /// Whether this instance keeps up with its hits: `ready`, `overloaded` (backpressure),
+    /// `deliveryFailing` (the events endpoint cannot be reached) or `stopped`. No I/O: serve it
+    /// from a readiness probe.
+    public var health: FSHealth {
+        guard let runtime = currentRuntime, runtime.status != .SDK_NOT_INITIALIZED else {
+            return FSHealth(status: .stopped, backlog: 0, backlogLimit: 0, shed: 0)
+        }
+        return runtime.tracking.health
+    }
+
     /// What the tracking manager did so far (hits delivered, evicted, lost...), without closing:
     /// for the benchmarks, which check that a measured run lost nothing.
     package func trackingStatistics() async -> TrackingStatistics? {

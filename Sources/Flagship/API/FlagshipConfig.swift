@@ -57,6 +57,8 @@ public struct FlagshipConfig: Sendable {
     var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
     /// Nothing leaves the process: no transport is made, hits wait in the cache.
     var networkDisabled = false
+    /// How long a visitor lookup in the SDK's own store is waited for (`CacheService.ownStoreReadBound`; tests shorten it).
+    var ownStoreReadBound: TimeInterval = CacheService.ownStoreReadBound
     /// Where hits, visitors and the bucketing file are kept in place of the default caches, with
     /// them as the spill (`withPostgresStore`, FlagshipPostgres).
     package var sharedStore: (any SharedStoreProvider)?
@@ -260,6 +262,14 @@ public final class FSConfigBuilder {
     func withClock(_ clock: any SDKClock) -> FSConfigBuilder {
         config.now = { clock.now() }
         config.clock = clock
+        return self
+    }
+
+    /// How long a lookup in the SDK's own store is waited for before the visitor is left
+    /// undecided (tests).
+    @discardableResult
+    func withOwnStoreReadBound(_ bound: TimeInterval) -> FSConfigBuilder {
+        config.ownStoreReadBound = bound
         return self
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What went wrong, for the `async throws` calls. Each says enough to act on.
 public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `Flagship.sharedInstance.start` was not called, or was refused.
@@ -15,6 +17,10 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The hit cache could not take the hit (disk full, read-only file...: switch over the error's
     /// `code`): it is kept in memory and sent, but would not survive a restart.
     case hitNotCached(FSCacheError)
+    /// Hits arrive faster than they are delivered while the events endpoint answers (`backlog`
+    /// hits wait), and no room came within the wait (`waited`, seconds): the hit was not taken.
+    /// Send it again later, or slow down; `Flagship.health` says when there is room again.
+    case overloaded(backlog: Int, waited: TimeInterval)
 
     public var description: String {
         switch self {
@@ -33,6 +39,8 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the SDK was closed: start it again to send hits"
         case .hitNotCached(let reason):
             return "the hit could not be written to the hit cache (\(reason.code): \(reason)): it is kept in memory and sent, but would not survive a restart"
+        case .overloaded(let backlog, let waited):
+            return "the hit was not taken: \(backlog) hits wait for delivery while the events endpoint answers (backpressure), and no room came within \(waited.millisecondsText); send it again later"
         }
     }
 }

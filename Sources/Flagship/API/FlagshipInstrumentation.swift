@@ -22,6 +22,12 @@ public protocol FlagshipInstrumentation: Sendable {
     /// Hits waiting to be sent, as counted at each batch interval: in the hit cache, and in
     /// memory (accepted and not yet written, or kept there while the cache refuses writes).
     func waiting(inStore: Int, inMemory: Int)
+    /// Hits waiting to be delivered, told after each group commit and each batch settled: the
+    /// gauge that shows the SDK falling behind (backpressure starts at half the cache's cap).
+    func backlog(hits: Int)
+    /// `count` hits nobody awaited (`sendHitInBackground`, a flag read's activate) were refused
+    /// under backpressure: delivery fell behind while the events endpoint answered.
+    func hitsShed(kind: FSHitKind, count: Int)
 }
 
 extension FlagshipInstrumentation {
@@ -31,6 +37,8 @@ extension FlagshipInstrumentation {
     public func batchEnded(_ endpoint: FSTrackingEndpoint, outcome: FSBatchOutcome, hits: Int, duration: Duration) {}
     public func committed(rows: Int, duration: Duration) {}
     public func waiting(inStore: Int, inMemory: Int) {}
+    public func backlog(hits: Int) {}
+    public func hitsShed(kind: FSHitKind, count: Int) {}
 }
 
 /// Where a hit is in its life.

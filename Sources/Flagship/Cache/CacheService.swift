@@ -31,10 +31,13 @@ final class CacheService: Sendable {
     /// The visitor cache of `manager`; where it gives none, `shared` (a fleet's store), else the
     /// SQLite default over `store`.
     init(manager: FSCacheManager, store: FlagshipDatabase, shared: (any VisitorKeepingHitQueue)? = nil,
+         ownStoreReadBound: TimeInterval = CacheService.ownStoreReadBound,
          now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+        readBound = ownStoreReadBound
         visitorCache = manager.visitorCache
             ?? ConfinedDelegate(FSDefaultCacheVisitor(database: store, now: now, logger: logger), label: "io.flagship.cache.visitors")
         self.shared = manager.visitorCache == nil ? shared : nil
+        readsOwnStore = manager.visitorCache == nil && shared == nil
         pending = manager.visitorCache == nil && (shared != nil || store.opening.readOnly == nil) ? PendingVisitorDocuments() : nil
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.store = store
@@ -51,6 +54,26 @@ final class CacheService: Sendable {
         case timedOut
         /// The cache answered with a document that cannot be trusted (logged).
         case rejected(VisitorCacheDocumentError)
+        /// The SDK's own store did not answer within `ownStoreReadBound`: whether the visitor has
+        /// an assignment history is not known, so it must not be decided again as if it had none.
+        case unavailable
+    }
+
+    /// How long a lookup in the SDK's own store is waited for. Such a read never waits for a
+    /// write (it has its own WAL reader), so only a starved machine makes it slow; abandoning it
+    /// after the reference's 200 ms, as a custom cache's, would decide a returning visitor again
+    /// without its history, and a changed allocation could switch its variation.
+    static let ownStoreReadBound: TimeInterval = 5
+
+    /// Whether lookups read the SDK's own store (the default visitor cache), whose answer is
+    /// waited for up to `ownStoreReadBound` rather than abandoned after the lookup timeout.
+    private let readsOwnStore: Bool
+
+    /// `ownStoreReadBound`, as configured.
+    let readBound: TimeInterval
+
+    private var lookupBound: TimeInterval {
+        readsOwnStore ? max(visitorLookupTimeout, readBound) : visitorLookupTimeout
     }
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
@@ -59,12 +82,12 @@ final class CacheService: Sendable {
             return interpret(await lookUp(visitorId, in: shared), visitorId: visitorId)
         }
         let lookup = self.lookup(visitorId)
-        let answer = await boundedCall(on: visitorQueue, timeout: visitorLookupTimeout, lookup)
+        let answer = await boundedCall(on: visitorQueue, timeout: lookupBound, lookup)
         return interpret(answer, visitorId: visitorId)
     }
 
     /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
-    /// the calling thread for the lookup timeout at most.
+    /// the calling thread for the lookup timeout at most (`ownStoreReadBound` for the own store).
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
         let lookup = self.lookup(visitorId)
@@ -75,7 +98,7 @@ final class CacheService: Sendable {
             answer.withLock { $0 = .some(found) }
             answered.signal()
         }
-        let inTime = answered.wait(timeout: .now() + visitorLookupTimeout) == .success
+        let inTime = answered.wait(timeout: .now() + lookupBound) == .success
         return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId)
     }
 
@@ -115,6 +138,11 @@ final class CacheService: Sendable {
     /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor.
     private func interpret(_ answer: Data??, visitorId: String) -> VisitorLookup {
         guard let answer else {
+            if readsOwnStore {
+                logger.warning("A visitor could not be read from the store within \(lookupBound.millisecondsText): its flags are not decided again until it can be (fetchFlags throws meanwhile)",
+                               metadata: logger.visitorMetadata(visitorId))
+                return .unavailable
+            }
             logger.warning("A visitor cache lookup took longer than \(Int(visitorLookupTimeout * 1000)) ms: going on without it",
                            metadata: logger.visitorMetadata(visitorId))
             return .timedOut

@@ -49,7 +49,8 @@ final class SDKRuntime: Sendable {
         let eventsTimeout = max(config.timeout / 1000, 5)
         let hitQueue = Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger)
         caches = store.map {
-            CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue, now: config.now, logger: logger)
+            CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue,
+                         ownStoreReadBound: config.ownStoreReadBound, now: config.now, logger: logger)
         }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
@@ -139,13 +140,14 @@ final class SDKRuntime: Sendable {
         if let given = config.cacheManager.hitCache?.delegate(as: FSDefaultCacheHit.self) {
             // The default cache handed over explicitly: its table, typed and paged, as usual.
             return SQLiteHitQueue(store: given.database, capacity: min(capacity, given.maxHits),
-                                  leaseDuration: claimDuration, logger: logger)
+                                  leaseDuration: claimDuration, logger: logger, now: { [now = config.now] in now().unixMilliseconds })
         }
         if let custom = config.cacheManager.hitCache {
             return DelegateHitQueue(delegate: custom, capacity: capacity, lookupTimeout: timeout, logger: logger)
         }
         if let store {
-            return SQLiteHitQueue(store: store, capacity: capacity, leaseDuration: claimDuration, logger: logger)
+            return SQLiteHitQueue(store: store, capacity: capacity, leaseDuration: claimDuration, logger: logger,
+                                  now: { [now = config.now] in now().unixMilliseconds })
         }
         return DelegateHitQueue(delegate: ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits"), capacity: capacity, lookupTimeout: timeout, logger: logger)
     }

@@ -16,6 +16,10 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case malformedBody(String)
     /// Bucketing mode: no bucketing file is stored and none could be downloaded yet.
     case noBucketingFile
+    /// The visitor's stored assignments could not be read from the SDK's own store within the
+    /// bound (seconds): the visitor is not decided again without them, where a changed
+    /// allocation could move it to another variation. Fetch again once the store answers.
+    case storeUnavailable(after: TimeInterval)
 
     public var description: String {
         switch self {
@@ -29,6 +33,8 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
             return "the Decision API's answer could not be read: \(reason)"
         case .noBucketingFile:
             return "no bucketing file yet: none is stored and none could be downloaded"
+        case .storeUnavailable(let bound):
+            return "the visitor's stored assignments could not be read within \(bound.millisecondsText): it is not decided again without them"
         }
     }
 }

@@ -14,6 +14,11 @@ struct ChunkedQueue<Element> {
 
     var isEmpty: Bool { count == 0 }
 
+    /// The oldest element, left in place.
+    var first: Element? {
+        chunks.first.map { $0[head] }
+    }
+
     mutating func append(_ element: Element) {
         if chunks.last.map({ $0.count == Self.chunkSize }) ?? true {
             var chunk: [Element] = []

@@ -39,9 +39,33 @@ package protocol HitQueue: Sendable {
     /// server, which orders concurrent calls itself): then they get a queue of their own, and a
     /// group commit never waits behind a claim's round trip.
     var takesConcurrentCalls: Bool { get }
+    /// Whether hits saved with `CachedHit.claimedUntil` are written already claimed by this
+    /// instance: the writer then hands them to the sender in memory, which sends them without
+    /// claiming them (the store stays the record: a crash leaves them to the next start).
+    var claimsWhenSaving: Bool { get }
+    /// How long a claim holds (ms): hits saved claimed are claimed until their commit's time plus this.
+    var claimMilliseconds: Int64 { get }
+    /// Whether a claim for `endpoint` may find a row: `false` once a claim found fewer rows than
+    /// it asked for and nothing claimable was written or released since, so the sender skips
+    /// the claim's walk over rows in flight.
+    func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool
+    /// Claims may have lapsed (held in memory too long, or time passed): the next claims look.
+    func claimsMayHaveLapsed()
+    /// How many hits waited when this instance last wrote or settled some (`nil`: not known
+    /// without asking the store), for backpressure.
+    var lastKnownCount: Int? { get }
+    /// Rows evicted since last asked outside a save (claims that ended put rows past the cap,
+    /// which eviction skips while they are in flight); asking resets it.
+    func takeEvicted() -> Int
 }
 
 extension HitQueue {
+    package var claimsWhenSaving: Bool { false }
+    package var claimMilliseconds: Int64 { 60_000 }
+    package func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool { true }
+    package func claimsMayHaveLapsed() {}
+    package var lastKnownCount: Int? { nil }
+    package func takeEvicted() -> Int { 0 }
     package func loadCached(now: Int64) {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     package var notDurable: FSCacheError? { nil }
@@ -54,6 +78,9 @@ extension HitQueue {
 package struct CachedHit: Sendable {
     package let hit: OutgoingHit
     package let document: String
+    /// Written claimed by this instance until then (unix ms), where the queue `claimsWhenSaving`:
+    /// the hit is handed to the sender in memory once committed.
+    package var claimedUntil: Int64?
 
     package init(_ hit: OutgoingHit) {
         self.hit = hit
@@ -61,9 +88,10 @@ package struct CachedHit: Sendable {
     }
 
     /// `document` is `hit.cacheDocumentText`, made before.
-    package init(_ hit: OutgoingHit, document: String) {
+    package init(_ hit: OutgoingHit, document: String, claimedUntil: Int64? = nil) {
         self.hit = hit
         self.document = document
+        self.claimedUntil = claimedUntil
     }
 }
 
@@ -77,14 +105,19 @@ package struct HitSettlement: Sendable, Equatable {
     package var failed: [String] = []
     /// When the failed ones may be tried again (unix ms), for `flagship hits` to show.
     package var nextAttemptAt: Int64?
+    /// Claimed when written and never sent (the sender gave them back, its sends failing): the
+    /// claim ends, no attempt counted. Only queues that `claimsWhenSaving` get any.
+    package var released: [String] = []
 
-    package var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty }
+    package var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty && released.isEmpty }
 
-    package init(delivered: [String] = [], rejected: [String] = [], failed: [String] = [], nextAttemptAt: Int64? = nil) {
+    package init(delivered: [String] = [], rejected: [String] = [], failed: [String] = [], nextAttemptAt: Int64? = nil,
+                 released: [String] = []) {
         self.delivered = delivered
         self.rejected = rejected
         self.failed = failed
         self.nextAttemptAt = nextAttemptAt
+        self.released = released
     }
 }
 

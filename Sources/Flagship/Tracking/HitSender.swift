@@ -60,6 +60,9 @@ final class HitSender: Sendable {
     /// One warning when deliveries start failing, one when they succeed again; retries at debug.
     private let outage: OutageLog
     private let callbacks: DeliveryCallbacks
+    /// Hits committed claimed, waiting here to be sent without a claim (`nil`: every hit is claimed).
+    private let committedHits: CommittedHits?
+    private let backpressure: Backpressure?
     private let state: Locked<State>
     /// Wakes the loop. At most one signal waits: a flush asked for while one is pending is the
     /// same flush (`requestFlush` signals only when it marks the sender running).
@@ -70,8 +73,11 @@ final class HitSender: Sendable {
     private let wake: AsyncStream<Date>.Continuation
 
     init(settings: TrackingManager.Settings, store: TrackingStore, writer: HitWriter, events: EventsClient,
-         clock: any SDKClock, logger: Logger, callbacks: DeliveryCallbacks) {
+         clock: any SDKClock, logger: Logger, callbacks: DeliveryCallbacks,
+         committedHits: CommittedHits? = nil, backpressure: Backpressure? = nil) {
         self.settings = settings
+        self.committedHits = committedHits
+        self.backpressure = backpressure
         self.store = store
         self.writer = writer
         self.events = events
@@ -219,6 +225,7 @@ final class HitSender: Sendable {
             }
         }
         recorded(pending, error: error)
+        writer.reportBacklog()
     }
 
     private func sendPages(until deadline: Date?, settling pending: inout PendingSettlement?) async {
@@ -250,27 +257,44 @@ final class HitSender: Sendable {
         // The page before is recorded first, in the same visit to the store queue as this claim.
         let previous = pending
         pending = nil
-        let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
-            var settleError: (any Error)?
+        // Rows nobody holds are older than the hits committed to this sender's memory: they go
+        // first. Once a claim comes back short, none is tried until a row is written or released
+        // unclaimed, or a claim may have lapsed.
+        let claims = store.hits.mayHaveClaimable(endpoint)
+        if claims || previous != nil {
+            let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
+                var settleError: (any Error)?
+                if let previous {
+                    do { try queue.settle(previous.settlement) } catch { settleError = error }
+                }
+                return (settleError, claims ? Result { try queue.claim(endpoint, limit: limit, now: claimedAt) } : .success([]))
+            }
             if let previous {
-                do { try queue.settle(previous.settlement) } catch { settleError = error }
+                recorded(previous, error: settleError)
+                writer.reportBacklog()
             }
-            return (settleError, Result { try queue.claim(endpoint, limit: limit, now: claimedAt) })
+            do {
+                claimed = try claim.get()
+                if state.withLock({ $0.cacheReadFailing.remove(endpoint) != nil }) {
+                    logger.info("Cached hits can be read for sending again")
+                }
+            } catch {
+                // Hits waiting in memory still go: a disk that fails must not hold them back too.
+                if state.withLock({ $0.cacheReadFailing.insert(endpoint).inserted }) {
+                    logger.error("Cached hits could not be read for sending (\(error)): only hits waiting in memory are sent until they can")
+                }
+            }
         }
-        if let previous { recorded(previous, error: settleError) }
-        do {
-            claimed = try claim.get()
-            if state.withLock({ $0.cacheReadFailing.remove(endpoint) != nil }) {
-                logger.info("Cached hits can be read for sending again")
-            }
-        } catch {
-            // Hits waiting in memory still go: a disk that fails must not hold them back too.
-            if state.withLock({ $0.cacheReadFailing.insert(endpoint).inserted }) {
-                logger.error("Cached hits could not be read for sending (\(error)): only hits waiting in memory are sent until they can")
-            }
+        // Committed hits whose claim would lapse during the send go back to the store's claims.
+        var handed: [OutgoingHit] = []
+        if let committedHits, claimed.count < limit {
+            let holdsUntil = clock.now().unixMilliseconds + store.hits.claimMilliseconds / 2
+            let taken = committedHits.take(endpoint, limit: limit - claimed.count, holdsUntil: holdsUntil)
+            handed = taken.hits
+            if taken.lapsed > 0 { store.hits.claimsMayHaveLapsed() }
         }
-        let fromMemory = writer.borrow(endpoint, limit: limit - claimed.count)
-        let batch = claimed + fromMemory
+        let fromMemory = writer.borrow(endpoint, limit: limit - claimed.count - handed.count)
+        let batch = claimed + handed + fromMemory
         guard !batch.isEmpty else { return .empty }
 
         let sentAt = clock.now().unixMilliseconds
@@ -295,9 +319,19 @@ final class HitSender: Sendable {
             report(results, endpoint: endpoint, hits: batch.count, duration: sendTook, to: instrumentation)
         }
 
-        let cachedIds = Set(claimed.map(\.id))
+        // Rows of the store, claimed by this instance: the claimed page and the committed hits.
+        let cachedIds = Set(claimed.map(\.id)).union(handed.map(\.id))
         var settlement = HitSettlement()
         settlement.nextAttemptAt = state.withLock { $0.retryAt?.unixMilliseconds }
+        if failed {
+            // Sends fail: the committed hits waiting here wait in the store instead, claimable
+            // once the backoff ends; hits are committed unclaimed until sends succeed again.
+            settlement.released = committedHits?.close().map(\.id) ?? []
+            backpressure?.sendsFailing(true)
+        } else {
+            committedHits?.reopen()
+            backpressure?.sendsFailing(false)
+        }
         var done = Set<String>()
         var delivered: [String] = []
         for result in results {
@@ -471,6 +505,11 @@ final class HitSender: Sendable {
         let ended = await waitForIdle(until: deadline)
         state.withLock { $0.finalDeadline = nil }
         return ended
+    }
+
+    /// Whether the last send failed and the backoff holds the next one.
+    var sendsFailing: Bool {
+        state.withLock { $0.retryAt != nil }
     }
 
     /// Whether a round runs now.

@@ -88,10 +88,17 @@ final class HitWriter: Sendable {
     /// Told of hits now waiting to be sent (committed, or pooled): how many hits, and whether
     /// there was an activate among them. The sender counts them toward its next batch.
     private let ready: @Sendable (_ hits: Int, _ activate: Bool) -> Void
+    /// Where committed hits wait for the sender, claimed, when the queue writes them claimed.
+    private let committedHits: CommittedHits?
+    /// Told of the backlog after each group commit.
+    private let backpressure: Backpressure?
 
     init(settings: TrackingManager.Settings, store: TrackingStore, clock: any SDKClock, logger: Logger,
          callbacks: DeliveryCallbacks, visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?,
+         committedHits: CommittedHits? = nil, backpressure: Backpressure? = nil,
          ready: @escaping @Sendable (_ hits: Int, _ activate: Bool) -> Void) {
+        self.committedHits = committedHits
+        self.backpressure = backpressure
         self.settings = settings
         self.store = store
         self.clock = clock
@@ -114,6 +121,12 @@ final class HitWriter: Sendable {
         // A hit's document is made here, on the caller's thread: the writer's one thread only
         // writes. An activate's, on the writer: it comes from a flag read, which must not wait.
         let document = pooled || hit.isActivate ? nil : hit.cacheDocumentText
+        // Delivery keeps up no longer while the network answers: a hit nobody awaits is shed
+        // (counted) rather than pushing the backlog toward the cap, where eviction would take
+        // acknowledged hits. A consent hit is the visitor's record of its choice: never shed.
+        if durable == nil, !hit.isConsentHit, let backpressure, !backpressure.admit(hit.kind) {
+            return false
+        }
         let next = state.withLock { state -> Next in
             guard !state.closed else { return .refused }
             // Nobody waits for this hit, and the disk is far behind: refused, never waited for.
@@ -209,8 +222,15 @@ final class HitWriter: Sendable {
             left -= batch.count
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
             guard !batch.isEmpty || !documents.isEmpty else { return }
+            // Hits committed claimed go to the sender in memory: it sends them without a claim.
+            var cached = batch.map(\.hit)
+            let reserved = committedHits?.reserve(cached.count) == true ? cached.count : 0
+            let claimedUntil = reserved > 0 ? clock.now().unixMilliseconds + store.hits.claimMilliseconds : nil
+            if let claimedUntil {
+                for index in cached.indices { cached[index].claimedUntil = claimedUntil }
+            }
             let started = ContinuousClock.now
-            let written = write(batch.map(\.hit), documents: documents)
+            let written = write(cached, documents: documents)
             let (saved, documentsError) = (written.hits, written.documents)
             let took = ContinuousClock.now - started
             if !documents.isEmpty {
@@ -222,19 +242,21 @@ final class HitWriter: Sendable {
             var outcome: Result<Void, FlagshipError> = .success(())
             do {
                 let evicted = try saved.get()
+                if let committedHits, let claimedUntil, !committedHits.add(hits, claimedUntil: claimedUntil, reserved: reserved) {
+                    // The sender stopped taking them meanwhile: their claims end, a claim sends them.
+                    try? store.hits.settle(HitSettlement(released: hits.map(\.id)))
+                }
+                reportBacklog()
                 if let instrumentation = settings.instrumentation {
                     instrumentation.committed(rows: hits.count, duration: took)
                     reportCommitted(hits, to: instrumentation)
                 }
-                if evicted > 0 {
-                    settings.instrumentation?.hitsGoneUnsent(.evicted, count: evicted)
-                    state.withLock { $0.counts.evicted += evicted }
-                    logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
-                }
+                countEvicted(evicted + store.hits.takeEvicted())
                 if let inMemoryOnly { outcome = .failure(.hitNotCached(inMemoryOnly)) }
                 // What waited in memory for the cache goes in now, not at the next interval.
                 if cacheWritable() { writeUnwritten() }
             } catch {
+                if reserved > 0 { committedHits?.cancel(reserved: reserved) }
                 outcome = .failure(.hitNotCached(FSCacheError(error)))
                 keepInMemory(hits, notWritten: hits.count, becauseOf: error)
             }
@@ -246,6 +268,32 @@ final class HitWriter: Sendable {
                 return
             }
         }
+    }
+
+    /// Counts, tells and logs hits evicted past the cap.
+    private func countEvicted(_ evicted: Int) {
+        guard evicted > 0 else { return }
+        settings.instrumentation?.hitsGoneUnsent(.evicted, count: evicted)
+        state.withLock { $0.counts.evicted += evicted }
+        logger.warning("Hit cache full: evicted the \(evicted) oldest unsent hit(s)")
+    }
+
+    /// Evictions made when claims ended (the sender's failed sends, close), counted now.
+    func collectEvictions() {
+        countEvicted(store.hits.takeEvicted())
+    }
+
+    /// Claims may have lapsed with time: the sender's next claims look for them.
+    func claimsMayHaveLapsed() {
+        store.hits.claimsMayHaveLapsed()
+    }
+
+    /// Tells the backpressure how many hits wait: in the store (as of its last write or
+    /// settlement) and for the next group commit (the one just written is in the store's count).
+    func reportBacklog() {
+        guard let backpressure else { return }
+        let ingress = state.withLock { $0.ingress.count }
+        backpressure.update(backlog: (store.hits.lastKnownCount ?? 0) + ingress)
     }
 
     /// Writes every hit accepted so far, and the visitor documents waiting, now (on the store
@@ -424,6 +472,7 @@ final class HitWriter: Sendable {
             writeUnwritten()
             if visitorDocuments?.pending.isEmpty == false { drain(yielding: true) }
             _ = deleteExpired()
+            collectEvictions()
             reportWaiting()
         }
     }
@@ -514,7 +563,8 @@ final class HitWriter: Sendable {
     // MARK: Counting
 
     var counts: Counts {
-        state.withLock { $0.counts }
+        collectEvictions()
+        return state.withLock { $0.counts }
     }
 
     /// What was accepted and is not in the cache; `lost` adds to the writer's lost count.

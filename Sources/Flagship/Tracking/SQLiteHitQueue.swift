@@ -14,12 +14,33 @@ final class SQLiteHitQueue: HitQueue {
     private let capacity: Int
     private let leaseMilliseconds: Int64
     private let logger: Logger
+    /// What the store is known to hold, kept inside its write transactions (so in step with them).
+    private let known = Locked(Known())
 
-    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger) {
+    private struct Known {
+        /// Whether a claim for the endpoint may find a row nobody holds (activates, hits).
+        var claimableActivates = true
+        var claimableHits = true
+        /// Rows in the table after this instance's last write or settlement.
+        var count: Int?
+        /// Rows evicted when claims ended (not by a save), not yet told to the writer.
+        var evictedUntold = 0
+
+        mutating func setClaimable(_ endpoint: HitEndpoint, _ value: Bool) {
+            if endpoint == .activate { claimableActivates = value } else { claimableHits = value }
+        }
+    }
+
+    /// The SDK's clock, in unix ms: what eviction compares claims with.
+    private let now: @Sendable () -> Int64
+
+    init(store: FlagshipDatabase, capacity: Int, leaseDuration: TimeInterval, logger: Logger,
+         now: @escaping @Sendable () -> Int64 = { Date().unixMilliseconds }) {
         self.store = store
         self.capacity = capacity
         leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
         self.logger = logger
+        self.now = now
         owner = ClaimOwner(host: Self.hostName, pid: ProcessInfo.processInfo.processIdentifier,
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
@@ -71,6 +92,32 @@ final class SQLiteHitQueue: HitQueue {
         try save(hits, alongside: nil)
     }
 
+    /// The sender's claims and settlements run beside the writer's group commits (on a queue of
+    /// their own), waiting for the one transaction under way at most, never for the commits
+    /// queued behind it: under a steady flow of hits the sender would otherwise visit the store
+    /// once per group commit, and deliver no faster than the disk commits.
+    var takesConcurrentCalls: Bool { true }
+
+    /// Hits written claimed are handed to the sender in memory: no claim, no walk of the index.
+    var claimsWhenSaving: Bool { store.opening.readOnly == nil }
+
+    func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool {
+        known.withLock { endpoint == .activate ? $0.claimableActivates : $0.claimableHits }
+    }
+
+    func claimsMayHaveLapsed() {
+        known.withLock {
+            $0.claimableActivates = true
+            $0.claimableHits = true
+        }
+    }
+
+    var lastKnownCount: Int? {
+        known.withLock { $0.count }
+    }
+
+    var claimMilliseconds: Int64 { leaseMilliseconds }
+
     /// Whether this queue is the `hits` table of `other`: then work on `other` can share its
     /// transactions (`save(_:alongside:)`, `purge(visitorId:keeping:alongside:)`).
     func isTable(of other: FlagshipDatabase) -> Bool {
@@ -88,15 +135,28 @@ final class SQLiteHitQueue: HitQueue {
             let path = store.database.path
             throw FSCacheError(code: .damaged, path: path, description: "\(path): the database file is damaged (it is moved aside at the next start)")
         }
+        let owner = owner
+        var unclaimed = (activates: false, hits: false)
         let records = hits.map { cached in
-            HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
-                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
-                      fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
+            if cached.claimedUntil == nil {
+                if cached.hit.isActivate { unclaimed.activates = true } else { unclaimed.hits = true }
+            }
+            return HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
+                             isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
+                             leaseOwner: cached.claimedUntil == nil ? nil : owner, leaseUntil: cached.claimedUntil,
+                             fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
         }
+        let now = now()
         do {
             let outcome = try store.write { db in
                 try alongside?(db)
-                return try db.hits.insert(records, capacity: capacity)
+                let outcome = try db.hits.insert(records, capacity: capacity, now: now)
+                known.withLock { known in
+                    if unclaimed.activates { known.claimableActivates = true }
+                    if unclaimed.hits { known.claimableHits = true }
+                    known.count = outcome.total
+                }
+                return outcome
             }
             return outcome.evicted
         } catch {
@@ -109,7 +169,11 @@ final class SQLiteHitQueue: HitQueue {
         guard store.opening.readOnly == nil else { return [] }
         let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
         let records = try store.write { db in
-            try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
+            let records = try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
+            // Nothing more to claim until a row is written or released unclaimed (in this same
+            // lock's order), or a claim lapses.
+            if records.count < limit { known.withLock { $0.setClaimable(endpoint, false) } }
+            return records
         }
         var hits: [OutgoingHit] = []
         var unreadable: [String] = []
@@ -135,9 +199,30 @@ final class SQLiteHitQueue: HitQueue {
 
     func settle(_ settlement: HitSettlement) throws {
         guard !settlement.isEmpty else { return }
+        let owner = owner
         try store.write { db in
             try db.hits.delete(ids: settlement.delivered + settlement.rejected)
             try db.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt)
+            if !settlement.released.isEmpty { try db.hits.releaseClaims(owner: owner, ids: settlement.released) }
+            // Rows out of flight again count toward the cap, which eviction skipped them for.
+            let evicted = settlement.failed.isEmpty && settlement.released.isEmpty
+                ? 0 : try db.hits.evictOldest(beyond: capacity, now: now())
+            let count = try db.hits.count()
+            known.withLock { known in
+                if !settlement.failed.isEmpty || !settlement.released.isEmpty {
+                    known.claimableActivates = true
+                    known.claimableHits = true
+                }
+                known.count = count
+                known.evictedUntold += evicted
+            }
+        }
+    }
+
+    func takeEvicted() -> Int {
+        known.withLock { known in
+            defer { known.evictedUntold = 0 }
+            return known.evictedUntold
         }
     }
 
@@ -168,7 +253,13 @@ final class SQLiteHitQueue: HitQueue {
 
     func releaseClaims() throws {
         guard store.opening.readOnly == nil else { return }
-        try store.write { try $0.hits.releaseClaims(owner: owner) }
+        let (owner, capacity, now) = (owner, capacity, now())
+        let evicted = try store.write { db in
+            try db.hits.releaseClaims(owner: owner)
+            return try db.hits.evictOldest(beyond: capacity, now: now)
+        }
+        known.withLock { $0.evictedUntold += evicted }
+        claimsMayHaveLapsed()
     }
 }
 

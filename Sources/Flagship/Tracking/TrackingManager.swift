@@ -31,7 +31,7 @@ extension HitTracking {
 
     /// Accepts a hit and returns once it is committed to the cache (continuous caching, or
     /// `committed`: the next group commit, whatever the strategy) or in the pool (periodic caching).
-    func trackDurably(_ hit: OutgoingHit, committed: Bool = false) async throws(FlagshipError) {
+    func trackAwaitingCommit(_ hit: OutgoingHit, committed: Bool = false) async throws(FlagshipError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlagshipError>, Never>) in
             track(hit, onDelivered: nil, durable: { continuation.resume(returning: $0) }, committed: committed)
         }
@@ -55,6 +55,10 @@ package struct TrackingStatistics: Sendable, Equatable {
     package var failedRequests = 0
     /// Hits waiting, in the cache (and, before close, in memory), when last counted.
     package var waiting = 0
+    /// Hits nobody awaited refused under backpressure (delivery behind while the network answered).
+    package var shed = 0
+    /// Awaited hits refused under backpressure after waiting for room (`FlagshipError.overloaded`).
+    package var refusedOverloaded = 0
     /// Hits lost: the cache could not take them and they were still unsent at close, they waited
     /// in a cache no restart finds, they were dropped past the memory bound, or, nobody awaiting
     /// them, refused past the ingress cap; and, when close's deadline found the store busy, the
@@ -104,6 +108,13 @@ final class TrackingManager: HitTracking {
         var ingressCap = 20_000
         /// Exposure callbacks kept for activates not yet delivered, at most.
         var pendingActivateCallbacksLimit = 10_000
+        /// The hit cache's cap (`maxCachedHits`): backpressure starts at half of it.
+        var capacity = 100_000
+        /// How long `try await sendHit` waits for room under backpressure before it throws.
+        var backpressureWait: TimeInterval = 5
+        /// Committed hits handed to the sender in memory, claimed, at most (past it they wait in
+        /// the store, claimable): about ten full pages.
+        var committedInMemoryLimit = 5_000
         /// The least time between the starts of two send rounds that follow each other at once
         /// (hits accepted while a round was under way). An idle sender still sends at once; under
         /// load, what arrives meanwhile gathers into fuller requests instead of one request, and
@@ -133,6 +144,7 @@ final class TrackingManager: HitTracking {
             batchInterval = config.batchIntervalTimer
             strategy = config.strategy
             hitLifetime = config.hitLifetime
+            capacity = config.maxCachedHits
         }
     }
 
@@ -155,6 +167,8 @@ final class TrackingManager: HitTracking {
     private let writer: HitWriter
     private let sender: HitSender
     private let callbacks: DeliveryCallbacks
+    let backpressure: Backpressure
+    private let overloadedRefusals = Locked(0)
     private let clock: any SDKClock
     private let logger: Logger
     private let lifecycle = Locked(Lifecycle())
@@ -172,13 +186,20 @@ final class TrackingManager: HitTracking {
         // The writer tells the sender of hits ready to send; the sender holds the writer, so the
         // writer holds the sender weakly.
         let readyHits = Locked<HitSender?>(nil)
+        let backpressure = Backpressure(settings: .init(capacity: settings.capacity, maxWait: settings.backpressureWait),
+                                        logger: logger, instrumentation: settings.instrumentation)
+        let committedHits = queue.claimsWhenSaving && settings.sends && settings.strategy == .CONTINUOUS_CACHING
+            ? CommittedHits(limit: settings.committedInMemoryLimit) : nil
         let writer = HitWriter(settings: settings, store: store, clock: clock, logger: logger, callbacks: callbacks,
-                               visitorDocuments: visitorDocuments) { [weak box = readyHits] hits, activate in
+                               visitorDocuments: visitorDocuments, committedHits: committedHits,
+                               backpressure: backpressure) { [weak box = readyHits] hits, activate in
             box?.withLock { $0 }?.noteReady(hits: hits, activate: activate)
         }
         let sender = HitSender(settings: settings, store: store, writer: writer,
                                events: settings.requestTimeout.map { events.withTimeout($0) } ?? events,
-                               clock: clock, logger: logger, callbacks: callbacks)
+                               clock: clock, logger: logger, callbacks: callbacks,
+                               committedHits: committedHits, backpressure: backpressure)
+        self.backpressure = backpressure
         readyHits.withLock { $0 = sender }
         self.readyHits = readyHits
         self.store = store
@@ -245,6 +266,9 @@ final class TrackingManager: HitTracking {
                 return
             }
             await writer.tick()
+            // A claim held by a process that stalled, or kept in memory too long, lapses with
+            // time: the next round's claims look for such rows again.
+            writer.claimsMayHaveLapsed()
             sender.requestFlush()
         }
     }
@@ -260,6 +284,17 @@ final class TrackingManager: HitTracking {
         if !writer.accept(hit, durable: durable, committed: committed), onDelivered != nil {
             callbacks.forget([hit.id])
         }
+    }
+
+    /// Accepts a hit and returns once it is committed (or pooled, as the strategy says). Under
+    /// backpressure it first waits for room, `backpressureWait` at most, then throws
+    /// `FlagshipError.overloaded`: the hit was not taken.
+    func trackDurably(_ hit: OutgoingHit, committed: Bool = false) async throws(FlagshipError) {
+        if await !backpressure.waitForRoom(clock: clock) {
+            overloadedRefusals.withLock { $0 += 1 }
+            throw .overloaded(backlog: backpressure.backlog, waited: settings.backpressureWait)
+        }
+        try await trackAwaitingCommit(hit, committed: committed)
     }
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
@@ -411,8 +446,19 @@ final class TrackingManager: HitTracking {
             TrackingStatistics(
                 cachedAtStart: state.cachedAtStart, expired: written.expired, delivered: sent.delivered,
                 rejected: sent.rejected, evicted: written.evicted, failedRequests: sent.failedRequests,
-                waiting: state.waiting, lost: written.lost + state.lostAtClose)
+                waiting: state.waiting, shed: backpressure.shed, refusedOverloaded: overloadedRefusals.withLock { $0 },
+                lost: written.lost + state.lostAtClose)
         }
+    }
+
+    /// Whether this instance keeps up, from what it knows now (no I/O).
+    var health: FSHealth {
+        let closed = lifecycle.withLock { $0.closed }
+        let status: FSHealth.Status = closed ? .stopped
+            : backpressure.isOverloaded ? .overloaded
+            : sender.sendsFailing ? .deliveryFailing : .ready
+        return FSHealth(status: status, backlog: backpressure.backlog, backlogLimit: backpressure.settings.highWater,
+                        shed: backpressure.shed)
     }
 
     /// How many entries each in-memory structure holds now: what must stay flat however long

@@ -164,4 +164,11 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func loadCached(now: Int64) { hits.loadCached(now: now) }
     package var notDurable: FSCacheError? { hits.notDurable }
     package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
+    package var takesConcurrentCalls: Bool { hits.takesConcurrentCalls }
+    package var claimsWhenSaving: Bool { hits.claimsWhenSaving }
+    package var claimMilliseconds: Int64 { hits.claimMilliseconds }
+    package func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool { hits.mayHaveClaimable(endpoint) }
+    package func claimsMayHaveLapsed() { hits.claimsMayHaveLapsed() }
+    package var lastKnownCount: Int? { hits.lastKnownCount }
+    package func takeEvicted() -> Int { hits.takeEvicted() }
 }

@@ -20,6 +20,9 @@ struct VisitorState: Sendable {
     var decidedWith: Provenance?
     /// The visitor cache held a document for this visitor that could not be read (`build()`).
     var cachedDecisionUnreadable = false
+    /// The SDK's own store could not be read in time when the visitor was built: whether it has
+    /// an assignment history is unknown, so the next fetch reads it first (`CacheService.VisitorLookup.unavailable`).
+    var storedHistoryUnread = false
     /// Incremented by each fetch: an answer to an older fetch than the latest is dropped.
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.

@@ -89,25 +89,32 @@ package struct HitRecordStore {
         package var inserted: Int
         /// Rows evicted, oldest first, to stay within the capacity.
         package var evicted: Int
+        /// Rows in the table once written (the kept count).
+        package var total: Int
     }
 
     // MARK: Writing
 
     /// Saves `records` (a row with the same id is replaced, keeping its attempt count and claim),
-    /// then evicts the oldest rows beyond `capacity`. The cap check reads the kept row count
-    /// (`hits_total`): no `count(*)` over the table.
+    /// then evicts the oldest rows beyond `capacity` that no sender holds by `now`. The cap check
+    /// reads the kept row count (`hits_total`): no `count(*)` over the table.
+    ///
+    /// A record that carries a claim (`leaseOwner`, `leaseUntil`) is written claimed: the sender
+    /// that will send it from memory holds it from its first commit, so no claim is needed.
     @discardableResult
-    package func insert(_ records: [HitRecord], capacity: Int? = nil) throws(StoreError) -> InsertOutcome {
+    package func insert(_ records: [HitRecord], capacity: Int? = nil, now: Int64 = .max) throws(StoreError) -> InsertOutcome {
         let inserted = try connection.executeMany(
             """
-            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at,
+                              lease_owner, lease_until)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
             """,
             records.map { record in
                 [.text(record.id), .text(record.visitorId), .text(record.type), SQLiteValue(record.isConsent),
                  .text(record.document), .integer(record.createdAt), SQLiteValue(record.attempts),
-                 SQLiteValue(record.fileVersion), SQLiteValue(record.decidedAt)]
+                 SQLiteValue(record.fileVersion), SQLiteValue(record.decidedAt),
+                 SQLiteValue(record.leaseOwner), SQLiteValue(record.leaseUntil)]
             }
         )
         if inserted < records.count {
@@ -124,19 +131,26 @@ package struct HitRecordStore {
             )
         }
         try adjustCount(by: inserted)
-        let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity) } ?? 0
-        return InsertOutcome(inserted: records.count, evicted: evicted)
+        let evicted = try capacity.map { capacity throws(StoreError) in try evictOldest(beyond: capacity, now: now) } ?? 0
+        return InsertOutcome(inserted: records.count, evicted: evicted, total: try count())
     }
 
     /// Evicts the oldest rows (in insertion order within a millisecond) so that at most
-    /// `capacity` remain; returns how many went.
+    /// `capacity` remain; returns exactly how many went. A row a sender holds at `now` (in
+    /// flight: its claim has not lapsed) is never evicted, so the table may stay above `capacity`
+    /// by the rows in flight; dead letters (a claim that never lapses) are evicted like any row.
     @discardableResult
-    package func evictOldest(beyond capacity: Int) throws(StoreError) -> Int {
+    package func evictOldest(beyond capacity: Int, now: Int64 = .max) throws(StoreError) -> Int {
         let excess = try count() - max(0, capacity)
         guard excess > 0 else { return 0 }
         return try counted(connection.execute(
-            "DELETE FROM hits WHERE rowid IN (SELECT rowid FROM hits ORDER BY created_at, rowid LIMIT ?)",
-            [SQLiteValue(excess)]
+            """
+            DELETE FROM hits WHERE rowid IN (
+                SELECT rowid FROM hits
+                WHERE lease_until IS NULL OR lease_until <= ?2 OR lease_until = ?3
+                ORDER BY created_at, rowid LIMIT ?1)
+            """,
+            [SQLiteValue(excess), .integer(now), .integer(Self.deadLetterUntil)]
         ))
     }
 

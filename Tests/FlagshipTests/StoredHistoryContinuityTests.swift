@@ -1,0 +1,70 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// A returning visitor whose stored assignments cannot be read in time (the machine starved, the
+/// store's reads behind a saturated writer) is never decided again as if it had none: a changed
+/// allocation would move it to another variation. Its fetch fails instead, and the next one,
+/// once the store answers, decides with its history.
+final class StoredHistoryContinuityTests: TrackingTestCase {
+    private func bucketingBuilder() -> FSConfigBuilder {
+        configBuilder()
+            .Bucketing()
+            .withBucketingBaseURL(server.bucketingBaseURL)
+            .withBucketingPollingIntervals(60)
+            .withClock(clock)
+            .withOwnStoreReadBound(0.3)
+    }
+
+    private func returning(_ id: String) async -> FSVisitor {
+        await flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+    }
+
+    private func decisionRows(_ visitorId: String) throws -> Int {
+        let store = try inspectStore()
+        defer { store.close() }
+        return try store.read { try $0.decisions.decisions(visitorId: visitorId) }.count
+    }
+
+    func testAVisitorWhoseStoreReadIsLateIsNotDecidedAgainWithoutItsHistory() async throws {
+        // Everyone in the original variation, then everyone in the new one: only history keeps blue.
+        try server.setBucketingFile(BucketingModeTests.bucketingFile(greenShare: 0), lastModified: Date(timeIntervalSince1970: 1_763_000_000))
+        start(bucketingBuilder())
+        let first = await returning("alice")
+        try await first.fetchFlags()
+        XCTAssertEqual(first.getFlag(key: "btnColor").value(defaultValue: "none"), "blue")
+        await flagship.close()
+        XCTAssertEqual(try decisionRows("alice"), 1)
+
+        try server.setBucketingFile(BucketingModeTests.bucketingFile(greenShare: 100), lastModified: Date(timeIntervalSince1970: 1_763_000_600))
+        start(bucketingBuilder())
+        await flagship.pollBucketingFileNow()
+        let caches = try XCTUnwrap(flagship.currentRuntime?.caches)
+        // The store's reads are held back, as by a starved machine.
+        let release = DispatchSemaphore(value: 0)
+        caches.visitorCache.queue.async { release.wait() }
+
+        let visitor = await returning("alice")
+        do {
+            try await visitor.fetchFlags()
+            XCTFail("a visitor whose history could not be read is not decided")
+        } catch FlagshipError.fetchFailed(.storeUnavailable(let bound)) {
+            XCTAssertEqual(bound, 0.3)
+        }
+        XCTAssertEqual(visitor.fetchStatus, .FETCH_REQUIRED)
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "none", "nothing decided meanwhile")
+        XCTAssertTrue(log.allText.contains("could not be read from the store within 300 ms"), log.allText)
+
+        release.signal()
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "none"), "blue", "decided with its history")
+        let newcomer = await returning("bob")
+        try await newcomer.fetchFlags()
+        XCTAssertEqual(newcomer.getFlag(key: "btnColor").value(defaultValue: "none"), "green", "the new allocation, for a new visitor")
+        await flagship.close()
+        XCTAssertEqual(try decisionRows("alice"), 1, "no second decision for alice")
+    }
+}
