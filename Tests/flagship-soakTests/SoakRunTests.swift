@@ -93,7 +93,7 @@ final class RunSummaryTests: XCTestCase {
             Sample(elapsed: Double(second), offered: 10 * second, completed: 10 * second, offeredRate: 10, achievedRate: 10,
                    notStarted: 0, failedVisitors: 0, inFlight: 0, accepted: 1_000 * second, acceptedRate: 1_000,
                    deliveredBySDK: 0, delivered: 0, deliveredRate: 0, backlog: backlogGrowth * second, evicted: evicted,
-                   shed: nil, lost: lost, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0, rssBytes: 0,
+                   shed: 0, refusedOverloaded: 0, lost: lost, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0, rssBytes: 0,
                    rssAnonymousBytes: 0, fetchFlags: nil, sendHit: nil)
         }
         var load = LoadCounters.Snapshot()
