@@ -43,7 +43,8 @@ struct RunSummary: Sendable {
     init(_ run: SoakRun) {
         let samples = run.samples
         let last = samples.last
-        let seconds = run.plan.duration.seconds
+        // The time the run lasted: its duration, or less when it was interrupted.
+        let seconds = max(samples.last?.elapsed ?? run.plan.duration.seconds, 1e-9)
         offeredRate = Double(run.load.offered) / seconds
         achievedRate = Double(run.load.completed) / seconds
         notStarted = run.load.notStarted
@@ -75,6 +76,7 @@ struct RunSummary: Sendable {
         })
 
         var reasons: [String] = []
+        if run.interrupted { reasons.append(String(format: "interrupted after %.1f s", seconds)) }
         if let share = intakeRate > 0 ? (backlogSlope ?? 0) / intakeRate : nil, share > Self.backlogSlopeLimit {
             reasons.append(String(format: "backlog grows by %.1f%% of the intake (limit %.0f%%)", share * 100, Self.backlogSlopeLimit * 100))
         }

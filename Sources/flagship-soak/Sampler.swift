@@ -23,7 +23,7 @@ struct Sampler: Sendable {
             samples.append(sample)
             onSample(sample)
             previous = sample
-            if due >= end { return samples }
+            if due >= end || Task.isCancelled { return samples }
             tick += 1
         }
     }

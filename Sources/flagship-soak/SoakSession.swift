@@ -68,6 +68,13 @@ final class SoakSession: Sendable {
         return statistics
     }
 
+    /// Closes `session` in a task of its own: an interrupted run's task is cancelled, and its
+    /// SDK must still close whole (send what it can, then remove the store).
+    @discardableResult
+    static func closeEvenIfCancelled(_ session: SoakSession) async -> TrackingStatistics? {
+        await Task { await session.close() }.value
+    }
+
     /// The store's bytes on disk (the database file and its write-ahead log), its visitor rows,
     /// and the process's memory: read on a dispatch thread, as file reads and SQLite's calls
     /// block, and a task must not hold a thread of the cooperative pool meanwhile.
