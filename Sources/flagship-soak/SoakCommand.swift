@@ -17,8 +17,9 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
             temporary directory, against an in-process local server that takes every batch.
 
             A run is steady when, over its last half, the backlog of hits grows by at most 2% of \
-            the hits taken in, nothing was evicted or lost, no visitor failed and at most 1% of \
-            them were not started.
+            the hits taken in, no hit was evicted, shed, refused or lost, no visitor failed and at \
+            most 1% of them were not started. Ctrl-C ends a run early: the SDK is closed, its \
+            store removed, and what was measured reported.
 
             --burst measures the closed-loop rate (64 concurrent visitors, as fast as they go); \
             --find-steady measures it, then bisects between --low and --high for the highest \
