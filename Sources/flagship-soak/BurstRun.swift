@@ -43,7 +43,7 @@ enum BurstRun {
                             defer { value += 1 }
                             return value
                         }
-                        guard position < indexes.count, counters.admit(limit: Int.max) else { return }
+                        guard position < indexes.count, !Task.isCancelled, counters.admit(limit: Int.max) else { return }
                         do {
                             try await journey.run(visitor: indexes[position])
                             counters.finish(failure: nil)
@@ -56,7 +56,7 @@ enum BurstRun {
         }
         let seconds = (clock.now - start).seconds
         let received = session.server.totals
-        _ = await session.close()
+        await SoakSession.closeEvenIfCancelled(session)
         let load = counters.snapshot
         return BurstResult(visitors: visitors, seconds: seconds, failed: load.failed, firstFailure: load.firstFailure,
                            deliveredDuringBurst: received.hits + received.activates)

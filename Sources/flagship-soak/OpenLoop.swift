@@ -12,6 +12,8 @@ struct SoakRun: Sendable {
     let closing: TrackingStatistics?
     /// Hits and activates the server took, up to the SDK's close.
     let deliveredAtClose: Int
+    /// Ended before its duration by an interrupt (Ctrl-C).
+    var interrupted = false
 }
 
 enum OpenLoop {
@@ -34,7 +36,8 @@ enum OpenLoop {
             // every one due by then (several per wake at high rates, where timers are coarser).
             let total = Int(plan.rate * plan.duration.seconds)
             var offered = 0
-            while offered < total, clock.now < end {
+            // An interrupt (Ctrl-C) cancels the run: it ends early, and is still closed and summed up.
+            while offered < total, clock.now < end, !Task.isCancelled {
                 let due = min(total, Int((clock.now - start).seconds * plan.rate) + 1)
                 while offered < due {
                     offered += 1
@@ -58,10 +61,11 @@ enum OpenLoop {
             return await drain(&group, counters: counters, grace: plan.drainGrace)
         }
         let samples = await sampled
-        let closing = await session.close()
+        let interrupted = Task.isCancelled
+        let closing = await SoakSession.closeEvenIfCancelled(session)
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
-                       deliveredAtClose: received.hits + received.activates)
+                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted)
     }
 
     enum ChildEnd: Sendable {

@@ -19,7 +19,8 @@ struct RunSummary: Sendable {
     let deliveredAtClose: Int
     let backlogAtEnd: Int
     let evicted: Int
-    let shed: Int?
+    let shed: Int
+    let refusedOverloaded: Int
     let lost: Int
     /// Over the last half: hits accepted per second, and the backlog's growth (hits/s).
     let intakeRate: Double
@@ -42,7 +43,8 @@ struct RunSummary: Sendable {
     init(_ run: SoakRun) {
         let samples = run.samples
         let last = samples.last
-        let seconds = run.plan.duration.seconds
+        // The time the run lasted: its duration, or less when it was interrupted.
+        let seconds = max(samples.last?.elapsed ?? run.plan.duration.seconds, 1e-9)
         offeredRate = Double(run.load.offered) / seconds
         achievedRate = Double(run.load.completed) / seconds
         notStarted = run.load.notStarted
@@ -56,7 +58,8 @@ struct RunSummary: Sendable {
         // The counts once closed include the run's; without them (the SDK never started), the last sample's.
         evicted = run.closing?.evicted ?? last?.evicted ?? 0
         lost = run.closing?.lost ?? last?.lost ?? 0
-        shed = run.closing.flatMap(Sampler.shed) ?? last?.shed
+        shed = run.closing?.shed ?? last?.shed ?? 0
+        refusedOverloaded = run.closing?.refusedOverloaded ?? last?.refusedOverloaded ?? 0
 
         let lastHalf = samples.filter { $0.elapsed >= seconds / 2 - 1e-9 }
         if let first = lastHalf.first, let end = lastHalf.last, end.elapsed > first.elapsed {
@@ -73,12 +76,15 @@ struct RunSummary: Sendable {
         })
 
         var reasons: [String] = []
+        if run.interrupted { reasons.append(String(format: "interrupted after %.1f s", seconds)) }
         if let share = intakeRate > 0 ? (backlogSlope ?? 0) / intakeRate : nil, share > Self.backlogSlopeLimit {
             reasons.append(String(format: "backlog grows by %.1f%% of the intake (limit %.0f%%)", share * 100, Self.backlogSlopeLimit * 100))
         }
         if backlogSlope == nil { reasons.append("too few samples in the last half to measure the backlog's trend") }
         if evicted > 0 { reasons.append("\(evicted) hit(s) evicted") }
         if lost > 0 { reasons.append("\(lost) hit(s) lost") }
+        if shed > 0 { reasons.append("\(shed) hit(s) shed") }
+        if refusedOverloaded > 0 { reasons.append("\(refusedOverloaded) awaited hit(s) refused (overloaded)") }
         if run.load.offered > 0, Double(notStarted) > Self.notStartedLimit * Double(run.load.offered) {
             reasons.append("\(notStarted) of \(run.load.offered) visitors not started (\(run.plan.maxInFlight) in flight)")
         }
@@ -103,8 +109,8 @@ struct RunSummary: Sendable {
             "visitors  not started \(notStarted), failed \(failedVisitors), cancelled at the end \(abandoned)"
                 + (firstFailure.map { " (first failure: \($0))" } ?? ""),
             "hits      accepted \(accepted), delivered \(deliveredAtEnd) at the end, \(deliveredAtClose) once closed",
-            "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed "
-                + (shed.map(String.init) ?? "n/a (the SDK has no shed count yet)"),
+            "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed \(shed), "
+                + "refused as overloaded \(refusedOverloaded)",
         ]
         if let backlogSlope {
             lines.append(String(format: "backlog   %+.1f hits/s over the last half, %+.2f%% of the intake (%.1f hits/s)",

@@ -24,8 +24,10 @@ struct Sample: Sendable, Equatable {
     /// Hits waiting in the store (and in memory): the SDK's `waiting`.
     var backlog: Int
     var evicted: Int
-    /// Hits the SDK refused under load; `nil` while its statistics have no such count.
-    var shed: Int?
+    /// Hits nobody awaited that the SDK refused under backpressure, and awaited ones it refused
+    /// after waiting for room (`FlagshipError.overloaded`: the visitor fails).
+    var shed: Int
+    var refusedOverloaded: Int
     var lost: Int
     var rejected: Int
     var failedRequests: Int

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The samples as CSV: a header row, then one row per sample. Units are in the column names;
-/// an empty cell is a value the run could not measure then (no visitor finished, no shed count).
+/// an empty cell is a value the run could not measure then (no visitor finished, the store busy).
 enum SampleCSV {
     /// Each column's name and how a sample fills it: header and rows cannot disagree.
     private static let columns: [(name: String, value: @Sendable (Sample) -> String)] = [
@@ -20,7 +20,8 @@ enum SampleCSV {
         ("hits_delivered_per_s", { decimal($0.deliveredRate, 1) }),
         ("backlog_hits", { String($0.backlog) }),
         ("evicted", { String($0.evicted) }),
-        ("shed", { $0.shed.map(String.init) ?? "" }),
+        ("shed", { String($0.shed) }),
+        ("refused_overloaded", { String($0.refusedOverloaded) }),
         ("lost", { String($0.lost) }),
         ("rejected", { String($0.rejected) }),
         ("failed_requests", { String($0.failedRequests) }),

@@ -23,7 +23,7 @@ struct Sampler: Sendable {
             samples.append(sample)
             onSample(sample)
             previous = sample
-            if due >= end { return samples }
+            if due >= end || Task.isCancelled { return samples }
             tick += 1
         }
     }
@@ -33,16 +33,16 @@ struct Sampler: Sendable {
         let interval = latencies.take()
         let statistics = await session.flagship.trackingStatistics()
         let received = session.server.totals
-        let visitorRows = await session.visitorRows()
+        let (storeBytes, visitorRows, memory) = await session.inspect()
         let seconds = elapsed.seconds
-        let memory = ProcessMemory.current()
         var sample = Sample(
             elapsed: seconds, offered: load.offered, completed: load.completed, offeredRate: 0, achievedRate: 0, notStarted: load.notStarted, failedVisitors: load.failed,
             inFlight: load.inFlight, accepted: statistics.map(Self.accepted) ?? 0, acceptedRate: 0,
             deliveredBySDK: statistics?.delivered ?? 0, delivered: received.hits + received.activates, deliveredRate: 0,
-            backlog: statistics?.waiting ?? 0, evicted: statistics?.evicted ?? 0, shed: statistics.flatMap(Self.shed),
+            backlog: statistics?.waiting ?? 0, evicted: statistics?.evicted ?? 0, shed: statistics?.shed ?? 0,
+            refusedOverloaded: statistics?.refusedOverloaded ?? 0,
             lost: statistics?.lost ?? 0, rejected: statistics?.rejected ?? 0, failedRequests: statistics?.failedRequests ?? 0,
-            storeBytes: session.storeBytes(), visitorRows: visitorRows, rssBytes: memory?.residentBytes,
+            storeBytes: storeBytes, visitorRows: visitorRows, rssBytes: memory?.residentBytes,
             rssAnonymousBytes: memory?.anonymousBytes,
             fetchFlags: LatencyPercentiles(interval.fetchFlags), sendHit: LatencyPercentiles(interval.sendHit)
         )
@@ -62,12 +62,5 @@ struct Sampler: Sendable {
     static func accepted(_ statistics: TrackingStatistics) -> Int {
         statistics.delivered + statistics.waiting + statistics.evicted + statistics.expired + statistics.rejected
             + statistics.lost - statistics.cachedAtStart
-    }
-
-    /// `TrackingStatistics.shed`, read by its name: the count is being added to the SDK beside
-    /// this tool (issue 31), and the column fills itself once it lands. Replace with the property
-    /// then.
-    static func shed(_ statistics: TrackingStatistics) -> Int? {
-        Mirror(reflecting: statistics).children.first { $0.label == "shed" }?.value as? Int
     }
 }

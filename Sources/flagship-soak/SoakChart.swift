@@ -122,7 +122,7 @@ struct SoakChart {
         // The legend, right-aligned above the panel.
         var legendX = Self.left + plotWidth
         for series in panel.series.reversed() {
-            let textWidth = Double(series.name.count) * 6.6
+            let textWidth = Double(series.name.count) * 7.2
             legendX -= textWidth
             let y = top - 14
             out += "<text x=\"\(Self.number(legendX))\" y=\"\(Self.number(y))\" dominant-baseline=\"middle\">\(Self.escaped(series.name))</text>\n"

@@ -1,10 +1,11 @@
 import ArgumentParser
+import FlagshipStore
 import Foundation
 
 /// `flagship-soak`: the SDK under a steady flow of visitors for a while, against the local
 /// server on 127.0.0.1, sampled as it goes: does the hit backlog, the store or the memory grow?
 @main
-struct SoakCommand: AsyncParsableCommand {
+struct SoakCommand: AsyncParsableCommand, Sendable {
     static let configuration = CommandConfiguration(
         commandName: "flagship-soak",
         abstract: "Soak the Flagship SDK at a rate of visitors and say whether it keeps up.",
@@ -16,8 +17,9 @@ struct SoakCommand: AsyncParsableCommand {
             temporary directory, against an in-process local server that takes every batch.
 
             A run is steady when, over its last half, the backlog of hits grows by at most 2% of \
-            the hits taken in, nothing was evicted or lost, no visitor failed and at most 1% of \
-            them were not started.
+            the hits taken in, no hit was evicted, shed, refused or lost, no visitor failed and at \
+            most 1% of them were not started. Ctrl-C ends a run early: the SDK is closed, its \
+            store removed, and what was measured reported.
 
             --burst measures the closed-loop rate (64 concurrent visitors, as fast as they go); \
             --find-steady measures it, then bisects between --low and --high for the highest \
@@ -65,7 +67,7 @@ struct SoakCommand: AsyncParsableCommand {
     var burst = false
 
     @Option(help: "Visitors of the burst.")
-    var burstVisitors: Int = 10_000
+    var burstVisitors: Int = 30_000
 
     @Option(help: "Seeds the draw of new and returning visitors.")
     var seed: UInt64 = 31
@@ -74,18 +76,45 @@ struct SoakCommand: AsyncParsableCommand {
     var quiet = false
 
     func run() async throws {
-        do throws(SoakError) {
-            let fixture = try SoakFixture()
-            if findSteady {
-                try await searchSteadyRate(fixture: fixture)
-            } else if burst {
-                SoakConsole.say(try await BurstRun.run(visitors: burstVisitors, plan: plan(duration: duration), fixture: fixture).report())
-            } else {
-                try await soak(fixture: fixture)
-            }
-        } catch {
+        // Ctrl-C cancels the run rather than killing the process: the SDK is closed and its
+        // store (gigabytes after a long run) removed, and what was measured is still reported.
+        let command = self
+        let work = Task { try await command.runMode() }
+        signal(SIGINT, SIG_IGN)
+        let interrupted = Locked(false)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler {
+            FileHandle.standardError.write(Data("flagship-soak: interrupted, closing the SDK\n".utf8))
+            interrupted.withLock { $0 = true }
+            work.cancel()
+        }
+        interrupt.resume()
+        defer { interrupt.cancel() }
+        do {
+            try await work.value
+        } catch let error as SoakError {
             SoakConsole.fail(error)
             throw ExitCode.failure
+        }
+        // As a shell reports a command ended by SIGINT: 128 + 2.
+        if interrupted.withLock({ $0 }) { throw ExitCode(130) }
+    }
+
+    private func runMode() async throws(SoakError) {
+        // Refused now rather than after a run of minutes.
+        for path in [csv, svg].compactMap({ $0 }) {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            guard FileManager.default.isWritableFile(atPath: directory) else {
+                throw .fileSystem(path: path, reason: "its directory does not exist or cannot be written")
+            }
+        }
+        let fixture = try SoakFixture()
+        if findSteady {
+            try await searchSteadyRate(fixture: fixture)
+        } else if burst {
+            SoakConsole.say(try await BurstRun.run(visitors: burstVisitors, plan: plan(duration: duration), fixture: fixture).report())
+        } else {
+            try await soak(fixture: fixture)
         }
     }
 

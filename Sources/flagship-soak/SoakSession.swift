@@ -68,29 +68,40 @@ final class SoakSession: Sendable {
         return statistics
     }
 
-    /// The store's bytes on disk: the database file and its write-ahead log.
-    func storeBytes() -> Int64 {
+    /// Closes `session` in a task of its own: an interrupted run's task is cancelled, and its
+    /// SDK must still close whole (send what it can, then remove the store).
+    @discardableResult
+    static func closeEvenIfCancelled(_ session: SoakSession) async -> TrackingStatistics? {
+        await Task { await session.close() }.value
+    }
+
+    /// The store's bytes on disk (the database file and its write-ahead log), its visitor rows,
+    /// and the process's memory: read on a dispatch thread, as file reads and SQLite's calls
+    /// block, and a task must not hold a thread of the cooperative pool meanwhile.
+    func inspect() async -> (storeBytes: Int64, visitorRows: Int?, memory: ProcessMemory?) {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: (self.storeBytes(), self.visitorRows(), ProcessMemory.current()))
+            }
+        }
+    }
+
+    private func storeBytes() -> Int64 {
         [storeFile.path, storeFile.path + "-wal"].reduce(0) { total, path in
             let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber
             return total + (size?.int64Value ?? 0)
         }
     }
 
-    /// The visitor rows in the store, read through a read-only connection of the tool's own (the
-    /// SDK keeps its file open): on a dispatch thread, as SQLite's calls block. `nil` when the
-    /// store cannot be read now; the sample says so rather than stopping the run.
-    func visitorRows() async -> Int? {
-        let file = storeFile
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    let store = try FlagshipDatabase.openForInspection(at: file)
-                    defer { store.close() }
-                    continuation.resume(returning: try store.read { try $0.visitors.count() })
-                } catch {
-                    continuation.resume(returning: nil)
-                }
-            }
+    /// Read through a read-only connection of the tool's own (the SDK keeps its file open);
+    /// `nil` when the store cannot be read now: the sample says so rather than stopping the run.
+    private func visitorRows() -> Int? {
+        do {
+            let store = try FlagshipDatabase.openForInspection(at: storeFile)
+            defer { store.close() }
+            return try store.read { try $0.visitors.count() }
+        } catch {
+            return nil
         }
     }
 }

@@ -38,7 +38,8 @@ struct SteadyRateSearch {
         var best = try await trial(low)
         guard best.summary.isSteady else { return (trials, nil) }
         var (steady, unsteady) = (low, high)
-        while (unsteady - steady) / unsteady > tolerance {
+        // An interrupt ends the search with the trials run so far.
+        while (unsteady - steady) / unsteady > tolerance, !Task.isCancelled {
             let middle = ((steady + unsteady) / 2).rounded()
             let result = try await trial(middle)
             if result.summary.isSteady {
@@ -48,7 +49,7 @@ struct SteadyRateSearch {
             }
         }
         // The top was assumed unsteady; converging on it asks whether it is.
-        if unsteady == high {
+        if unsteady == high, !Task.isCancelled {
             let top = try await trial(high)
             if top.summary.isSteady { best = top }
         }

@@ -22,7 +22,11 @@ final class SoakRunTests: XCTestCase {
         try SampleCSV.write(run.samples, to: csvURL)
         try SoakChart(samples: run.samples, title: SoakConsole.title(run), subtitle: SoakConsole.verdict(summary)).write(to: svgURL)
 
-        XCTAssertEqual(run.samples.map { ($0.elapsed * 2).rounded() / 2 }, [0, 0.5, 1, 1.5, 2], "at the start, then every half second")
+        // At the start, then every half second: due times, each taken once due (later on a busy machine).
+        let elapsed = run.samples.map(\.elapsed)
+        XCTAssertEqual(elapsed.count, 5, "\(elapsed)")
+        XCTAssertEqual(elapsed, elapsed.sorted())
+        XCTAssertGreaterThanOrEqual(elapsed.last ?? 0, 2)
         XCTAssertEqual(run.load.offered, 40)
         XCTAssertEqual(run.load.completed, 40, run.load.firstFailure ?? "")
         XCTAssertEqual(run.load.notStarted, 0)
@@ -40,7 +44,7 @@ final class SoakRunTests: XCTestCase {
         let document = try XMLDocument(contentsOf: svgURL)
         let root = try XCTUnwrap(document.rootElement())
         XCTAssertEqual(root.name, "svg")
-        XCTAssertEqual(try root.nodes(forXPath: "//*[local-name()='polyline']").count, 5, "backlog; delivered and accepted; store, RSS and its anonymous part")
+        XCTAssertEqual(try root.nodes(forXPath: "//*[local-name()='polyline']").count, 6, "backlog; delivered and accepted; store, RSS and its anonymous part")
         let texts = try root.nodes(forXPath: "//*[local-name()='text']").compactMap(\.stringValue)
         for label in ["hits waiting", "hits/s", "MB", "elapsed (s)", "backlog (hits waiting)", "delivered/s (server)"] {
             XCTAssertTrue(texts.contains(label), "the chart labels \(label)")
@@ -93,7 +97,7 @@ final class RunSummaryTests: XCTestCase {
             Sample(elapsed: Double(second), offered: 10 * second, completed: 10 * second, offeredRate: 10, achievedRate: 10,
                    notStarted: 0, failedVisitors: 0, inFlight: 0, accepted: 1_000 * second, acceptedRate: 1_000,
                    deliveredBySDK: 0, delivered: 0, deliveredRate: 0, backlog: backlogGrowth * second, evicted: evicted,
-                   shed: nil, lost: lost, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0, rssBytes: 0,
+                   shed: 0, refusedOverloaded: 0, lost: lost, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0, rssBytes: 0,
                    rssAnonymousBytes: 0, fetchFlags: nil, sendHit: nil)
         }
         var load = LoadCounters.Snapshot()
