@@ -71,6 +71,14 @@ torture: build
 tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
 
+# The soak (release build): the SDK under an open-loop flow of visitors against the local server,
+# sampled to CSV and SVG. SOAK_ARGS="--find-steady" bisects for the highest steady rate instead.
+SOAK_ARGS ?= --rate 1000 --duration 300 --csv soak.csv --svg soak.svg
+.PHONY: soak
+soak: deps
+	$(SWIFT) build -c release --product flagship-soak
+	"$$($(SWIFT) build -c release --show-bin-path)/flagship-soak" $(SOAK_ARGS)
+
 # The package-benchmark suite (its own package under Benchmarks/).
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
