@@ -45,7 +45,11 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         do {
             // Beside the group commit under way, never behind it: what it writes is read from the
             // pending documents meanwhile (`CacheService`).
-            return try database.readBesideWrites { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
+            guard let found = try database.readBesideWrites({ try $0.visitors.visitorAndLastSeen(id: visitorId) }) else { return nil }
+            // A returning visitor is seen even when nothing about it is written: noted here,
+            // recorded in a batch (`VisitorSightings`), so retention does not prune it.
+            database.sightings.noteLookup(of: visitorId, lastSeenAt: found.lastSeenAt, now: now().unixMilliseconds)
+            return Data(found.record.document.utf8)
         } catch {
             logger.error("A visitor could not be read from the cache: \(error)", metadata: logger.visitorMetadata(visitorId))
             return nil

@@ -13,6 +13,9 @@ final class SDKRuntime: Sendable {
     let caches: CacheService?
     /// The Decision API in API mode, the bucketing file in bucketing mode.
     let decider: any FlagDecider
+    /// Deletes the default visitor cache's visitors not seen for the retention period (`nil`:
+    /// no default visitor cache over a writable store, or a fleet's store keeps the visitors).
+    let retention: VisitorRetention?
     /// Bucketing mode: the stored file, and the downloads that refresh it.
     let bucketing: BucketingPoller?
     let tracking: TrackingManager
@@ -50,6 +53,13 @@ final class SDKRuntime: Sendable {
         let hitQueue = Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger)
         caches = store.map {
             CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue, now: config.now, logger: logger)
+        }
+        retention = store.flatMap { store in
+            guard config.cacheManager.visitorCache == nil, config.sharedStore == nil, store.opening.readOnly == nil else { return nil }
+            let policy = VisitorRetention.Policy(retention: config.visitorRetention, maxVisitors: config.maxCachedVisitors,
+                                                 pruneInterval: config.retentionSchedule.pruneInterval,
+                                                 sightingsInterval: config.retentionSchedule.sightingsInterval)
+            return VisitorRetention(store: store, policy: policy, clock: config.clock, logger: logger)
         }
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
@@ -110,6 +120,7 @@ final class SDKRuntime: Sendable {
     /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when
     /// there is one (`SDK_INITIALIZING` until a file is known), then polling for a newer one.
     func begin() {
+        retention?.start()
         guard let bucketing else {
             setStatus(.SDK_INITIALIZED)
             return
@@ -188,6 +199,10 @@ final class SDKRuntime: Sendable {
         let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
         bucketing?.close()
         flagWatch.finish()
+        // First: a prune under way stops after its batch, so the last group commits wait for none.
+        if let retention, !(await retention.close(until: deadline, clock: clock)) {
+            logger.warning("Closed at its deadline with the visitor cache's prune still running: it stops after its batch")
+        }
         await tracking.close(until: deadline)
         if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
             logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")

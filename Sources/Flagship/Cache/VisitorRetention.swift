@@ -1,0 +1,178 @@
+import Dispatch
+import FlagshipStore
+import Foundation
+import Logging
+
+/// Keeps the default visitor cache bounded: visitors not seen for the retention period are
+/// deleted with their decisions, and with a budget the least recently seen beyond it, by a
+/// background task this SDK instance owns (started with it, ended by `close`).
+///
+/// The task wakes every `sightingsInterval` to write the lookups noted since (`VisitorSightings`:
+/// a returning visitor read from the cache counts as seen), and every `pruneInterval` to prune.
+/// Store work runs on a dispatch queue of its own, never on Swift's cooperative pool; a prune
+/// deletes in batches of `FlagshipDatabase.pruneBatchSize` visitors, one write transaction each,
+/// so a group commit never waits for more than one batch.
+final class VisitorRetention: Sendable {
+    /// What is kept: visitors seen within `retention`, `maxVisitors` at most.
+    struct Policy: Sendable, Equatable {
+        /// Seconds; `nil`: visitors are kept whatever their age.
+        var retention: TimeInterval?
+        /// `nil`: no budget.
+        var maxVisitors: Int?
+        /// Seconds between two prunes.
+        var pruneInterval: TimeInterval = 3_600
+        /// Seconds between two writes of the lookups noted since (a lookup lost to a crash
+        /// meanwhile makes the visitor look that much older, nothing more).
+        var sightingsInterval: TimeInterval = 60
+
+        /// Whether anything is ever deleted.
+        var prunes: Bool { retention != nil || maxVisitors != nil }
+    }
+
+    /// What the prunes of this instance deleted, in all.
+    struct Counts: Sendable, Equatable {
+        var prunes = 0
+        var expired = 0
+        var evicted = 0
+        var decisionRows = 0
+        var pagesReturned = 0
+    }
+
+    private struct State {
+        var task: Task<Void, Never>?
+        var closed = false
+        var counts = Counts()
+    }
+
+    let policy: Policy
+    private let store: FlagshipDatabase
+    private let clock: any SDKClock
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "io.flagship.store.retention")
+    private let state = Locked(State())
+
+    init(store: FlagshipDatabase, policy: Policy, clock: any SDKClock, logger: Logger) {
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+        self.logger = logger
+        if let retention = policy.retention {
+            // Last-seen times exact to a tenth of the retention when it is shorter than ten hours.
+            store.sightings.resolutionMilliseconds = min(VisitorSightings.defaultResolutionMilliseconds,
+                                                         Int64(retention * 100))
+        }
+    }
+
+    var counts: Counts {
+        state.withLock { $0.counts }
+    }
+
+    /// Starts the task: sightings written every `sightingsInterval`, the first prune one
+    /// `sightingsInterval` after start (off the start itself), then one every `pruneInterval`.
+    func start() {
+        let task = Task { [self] in
+            var nextPrune = policy.prunes ? clock.now().addingTimeInterval(policy.sightingsInterval) : .distantFuture
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(until: min(nextPrune, clock.now().addingTimeInterval(policy.sightingsInterval)))
+                } catch {
+                    break
+                }
+                if clock.now() >= nextPrune {
+                    await prune()
+                    nextPrune = clock.now().addingTimeInterval(policy.pruneInterval)
+                } else {
+                    await recordSightings()
+                }
+            }
+        }
+        let refused = state.withLock { state -> Bool in
+            guard !state.closed else { return true }
+            state.task = task
+            return false
+        }
+        if refused { task.cancel() }
+    }
+
+    /// One prune now, on the retention queue (the task's, and tests'). `nil` when it failed (logged).
+    @discardableResult
+    func prune() async -> VisitorPrune? {
+        await queuedCall(on: queue) { [self] in pruneOnQueue() }
+    }
+
+    private func pruneOnQueue() -> VisitorPrune? {
+        let now = clock.now()
+        let boundary = policy.retention.map { now.addingTimeInterval(-$0).unixMilliseconds }
+        let started = ContinuousClock.now
+        let prune: VisitorPrune
+        do {
+            prune = try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors) { [state] in
+                !state.withLock { $0.closed }
+            }
+        } catch {
+            logger.error("Visitors not seen for the retention period could not be pruned: \(error); tried again in \(Int(policy.pruneInterval)) s")
+            return nil
+        }
+        state.withLock { state in
+            state.counts.prunes += 1
+            state.counts.expired += prune.expired
+            state.counts.evicted += prune.evicted
+            state.counts.decisionRows += prune.decisionRows
+            state.counts.pagesReturned += prune.pagesReturned
+        }
+        if prune.visitors > 0 {
+            let took = (ContinuousClock.now - started).components
+            let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
+            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))")
+        }
+        return prune
+    }
+
+    /// `12 visitor(s) not seen for 30 d and 3 beyond the budget of 10000, with 20 decision row(s); 41 page(s) given back`.
+    static func describe(_ prune: VisitorPrune, policy: Policy) -> String {
+        var parts: [String] = []
+        if let retention = policy.retention, prune.expired > 0 {
+            parts.append("\(prune.expired) visitor(s) not seen for \(Self.duration(retention))")
+        }
+        if let maxVisitors = policy.maxVisitors, prune.evicted > 0 {
+            parts.append("\(prune.evicted) beyond the budget of \(maxVisitors)")
+        }
+        return parts.joined(separator: " and ") + ", with \(prune.decisionRows) decision row(s); \(prune.pagesReturned) page(s) given back"
+    }
+
+    /// `30 d`, `6 h`, `90 s`: the largest whole unit.
+    static func duration(_ seconds: TimeInterval) -> String {
+        let whole = Int(seconds)
+        if whole >= 86_400, whole % 86_400 == 0 { return "\(whole / 86_400) d" }
+        if whole >= 3_600, whole % 3_600 == 0 { return "\(whole / 3_600) h" }
+        return "\(whole) s"
+    }
+
+    private func recordSightings() async {
+        await queuedCall(on: queue) { [self] in recordSightingsOnQueue() }
+    }
+
+    private func recordSightingsOnQueue() {
+        do {
+            try store.recordSightings()
+        } catch {
+            // They wait in memory for the next write (`VisitorSightings.putBack`).
+            logger.debug("Visitor lookups could not be recorded yet: \(error)")
+        }
+    }
+
+    /// Stops the task (a prune under way stops after its batch) and writes the lookups noted
+    /// since the last write, within `deadline`: `false` when it passed first. Safe to call twice.
+    func close(until deadline: Date, clock: any SDKClock) async -> Bool {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.closed = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        return await queuedCall(on: queue, until: deadline, clock: clock) { [self] in
+            recordSightingsOnQueue()
+            return true
+        } ?? false
+    }
+}
