@@ -17,6 +17,11 @@ package final class VisitorSightings: Sendable {
     /// hour, plenty for a retention counted in days.
     package static let defaultResolutionMilliseconds: Int64 = 3_600_000
 
+    /// Visitors noted at most between two writes (about 10 MB): a store whose sightings nobody
+    /// writes (a default visitor cache the app made itself, with no retention task) stops
+    /// noting there, and with a retention task, written every minute, no server reaches it.
+    package static let capacity = 100_000
+
     private let state = Locked(State())
 
     package init() {}
@@ -33,7 +38,8 @@ package final class VisitorSightings: Sendable {
     @discardableResult
     package func noteLookup(of visitorId: String, lastSeenAt: Int64, now: Int64) -> Bool {
         state.withLock { state in
-            guard now - lastSeenAt >= state.resolution else { return false }
+            guard now - lastSeenAt >= state.resolution,
+                  state.seen[visitorId] != nil || state.seen.count < Self.capacity else { return false }
             state.seen[visitorId] = max(state.seen[visitorId] ?? now, now)
             return true
         }

@@ -86,6 +86,18 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(sightings.count, 0)
     }
 
+    func testSightingsNobodyWritesStopAtTheCapacityAndAVisitorNotedAlreadyIsStillUpdated() {
+        let sightings = VisitorSightings()
+        for index in 0..<VisitorSightings.capacity {
+            sightings.noteLookup(of: "v\(index)", lastSeenAt: 0, now: fixedNowMilliseconds)
+        }
+
+        XCTAssertFalse(sightings.noteLookup(of: "one-too-many", lastSeenAt: 0, now: fixedNowMilliseconds))
+        XCTAssertTrue(sightings.noteLookup(of: "v7", lastSeenAt: 0, now: fixedNowMilliseconds + 1))
+        XCTAssertEqual(sightings.count, VisitorSightings.capacity)
+        XCTAssertEqual(sightings.take()["v7"], fixedNowMilliseconds + 1)
+    }
+
     func testASightingNeverMovesALastSeenTimeBack() throws {
         let store = try openStore()
         try saveVisitor("v", daysAgo: 0, in: store)
@@ -269,6 +281,15 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertFalse(store.opening.switchedToIncrementalVacuum)
         XCTAssertEqual(try store.autoVacuumMode(), FlagshipDatabase.AutoVacuum.none)
         XCTAssertEqual(try store.returnFreePages(), 0, "nothing to give back without incremental auto-vacuum")
+
+        // By hand (`flagship db prune`): switched whatever the size, then the ballast's pages go back.
+        XCTAssertTrue(try FlagshipDatabase.switchToIncrementalVacuum(store.database))
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+        XCTAssertFalse(try FlagshipDatabase.switchToIncrementalVacuum(store.database), "once")
+        try store.database.write { try $0.execute("DELETE FROM ballast") }
+        XCTAssertGreaterThan(try store.returnFreePages(), 8_000)
+        try emptyWAL(store)
+        XCTAssertLessThan(try fileSize(url()), 1 << 20)
     }
 
     /// Checkpoints the whole WAL into the file, so that its size is the database's; tried again

@@ -48,7 +48,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
             guard let found = try database.readBesideWrites({ try $0.visitors.visitorAndLastSeen(id: visitorId) }) else { return nil }
             // A returning visitor is seen even when nothing about it is written: noted here,
             // recorded in a batch (`VisitorSightings`), so retention does not prune it.
-            database.sightings.noteLookup(of: visitorId, lastSeenAt: found.lastSeenAt, now: now().unixMilliseconds)
+            if database.opening.readOnly == nil {
+                database.sightings.noteLookup(of: visitorId, lastSeenAt: found.lastSeenAt, now: now().unixMilliseconds)
+            }
             return Data(found.record.document.utf8)
         } catch {
             logger.error("A visitor could not be read from the cache: \(error)", metadata: logger.visitorMetadata(visitorId))
