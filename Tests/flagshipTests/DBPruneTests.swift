@@ -81,6 +81,25 @@ final class DBPruneTests: CommandTestCase {
         XCTAssertTrue(stderr.contains("--retention must be a number of seconds, 0 or more"), stderr)
     }
 
+    func testMigratingAVersionThreeFileSwitchesItToIncrementalAutoVacuumAndSaysSo() throws {
+        let database = try Database(path: storeFile.path)
+        _ = try Migrator().migrate(database, upTo: 3)
+        XCTAssertEqual(try database.withConnection { try $0.scalar("PRAGMA auto_vacuum")?.int64 }, 0)
+        database.close()
+
+        let result = try flagship("db", "migrate", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, """
+            schema version \(Migrator().latestVersion) (migrated from 3)
+            switched to incremental auto-vacuum: the file was rewritten once, so that space pruned visitors free is given back
+
+            """)
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+    }
+
     func testInspectCountsTheVisitorsDueUnderTheRetentionGiven() throws {
         try withStore(populate)
 
