@@ -3,6 +3,16 @@ import FlagshipStore
 import Foundation
 import Logging
 
+/// A fleet's store that keeps the visitors in place of the default visitor cache, and prunes
+/// them itself (FlagshipPostgres), one instance of the fleet at a time.
+package protocol SharedVisitorRetention: Sendable {
+    /// Deletes the environment's visitors not seen since `boundary` (unix ms), then the least
+    /// recently seen beyond `maxVisitors`, with their decisions, in batches; `shouldContinue` is
+    /// asked between them. `nil`: another instance is pruning the environment now.
+    func pruneVisitors(envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?,
+                       shouldContinue: @escaping @Sendable () -> Bool) async throws -> VisitorPrune?
+}
+
 /// Keeps the default visitor cache bounded: visitors not seen for the retention period are
 /// deleted with their decisions, and with a budget the least recently seen beyond it, by a
 /// background task this SDK instance owns (started with it, ended by `close`).
@@ -44,19 +54,27 @@ final class VisitorRetention: Sendable {
         var counts = Counts()
     }
 
+    /// Where the visitors are.
+    enum Visitors: Sendable {
+        /// The default visitor cache's table, in this instance's store.
+        case local(FlagshipDatabase)
+        /// A fleet's store, which prunes and records lookups itself.
+        case shared(any SharedVisitorRetention, envId: String)
+    }
+
     let policy: Policy
-    private let store: FlagshipDatabase
+    private let visitors: Visitors
     private let clock: any SDKClock
     private let logger: Logger
     private let queue = DispatchQueue(label: "io.flagship.store.retention")
     private let state = Locked(State())
 
-    init(store: FlagshipDatabase, policy: Policy, clock: any SDKClock, logger: Logger) {
-        self.store = store
+    init(_ visitors: Visitors, policy: Policy, clock: any SDKClock, logger: Logger) {
+        self.visitors = visitors
         self.policy = policy
         self.clock = clock
         self.logger = logger
-        if let retention = policy.retention {
+        if case .local(let store) = visitors, let retention = policy.retention {
             // Last-seen times exact to a tenth of the retention when it is shorter than ten hours.
             store.sightings.resolutionMilliseconds = min(VisitorSightings.defaultResolutionMilliseconds,
                                                          Int64(retention * 100))
@@ -97,19 +115,32 @@ final class VisitorRetention: Sendable {
     /// One prune now, on the retention queue (the task's, and tests'). `nil` when it failed (logged).
     @discardableResult
     func prune() async -> VisitorPrune? {
-        await queuedCall(on: queue) { [self] in pruneOnQueue() }
-    }
-
-    private func pruneOnQueue() -> VisitorPrune? {
-        let now = clock.now()
-        let boundary = policy.retention.map { now.addingTimeInterval(-$0).unixMilliseconds }
+        let boundary = policy.retention.map { clock.now().addingTimeInterval(-$0).unixMilliseconds }
         let started = ContinuousClock.now
-        let prune: VisitorPrune
-        do {
-            prune = try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors) { [state] in
-                !state.withLock { $0.closed }
+        let shouldContinue: @Sendable () -> Bool = { [state] in !state.withLock { $0.closed } }
+        let outcome: Result<VisitorPrune?, any Error>
+        switch visitors {
+        case .local(let store):
+            // Synchronous SQLite work: on the retention queue, never on a thread of the pool.
+            outcome = await queuedCall(on: queue) { [policy] in
+                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors, shouldContinue: shouldContinue) }
             }
-        } catch {
+        case .shared(let shared, let envId):
+            do {
+                outcome = .success(try await shared.pruneVisitors(envId: envId, notSeenSince: boundary, keepingAtMost: policy.maxVisitors,
+                                                                  shouldContinue: shouldContinue))
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        let prune: VisitorPrune
+        switch outcome {
+        case .success(let done?):
+            prune = done
+        case .success(nil):
+            logger.debug("Visitors not pruned this time: another instance of the fleet is pruning them")
+            return nil
+        case .failure(let error):
             logger.error("Visitors not seen for the retention period could not be pruned: \(error); tried again in \(Int(policy.pruneInterval)) s")
             return nil
         }
@@ -152,7 +183,9 @@ final class VisitorRetention: Sendable {
         await queuedCall(on: queue) { [self] in recordSightingsOnQueue() }
     }
 
+    /// A fleet's store records lookups as it reads them: only the local table has sightings.
     private func recordSightingsOnQueue() {
+        guard case .local(let store) = visitors else { return }
         do {
             try store.recordSightings()
         } catch {

@@ -54,13 +54,7 @@ final class SDKRuntime: Sendable {
         caches = store.map {
             CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue, now: config.now, logger: logger)
         }
-        retention = store.flatMap { store in
-            guard config.cacheManager.visitorCache == nil, config.sharedStore == nil, store.opening.readOnly == nil else { return nil }
-            let policy = VisitorRetention.Policy(retention: config.visitorRetention, maxVisitors: config.maxCachedVisitors,
-                                                 pruneInterval: config.retentionSchedule.pruneInterval,
-                                                 sightingsInterval: config.retentionSchedule.sightingsInterval)
-            return VisitorRetention(store: store, policy: policy, clock: config.clock, logger: logger)
-        }
+        retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
         transport = config.networkDisabled
@@ -98,6 +92,25 @@ final class SDKRuntime: Sendable {
             events: events, settings: settings, clock: config.clock, logger: logger,
             visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
         tracking.start()
+    }
+
+    /// The retention of the visitors the SDK keeps: the default visitor cache's, in a store it
+    /// can write, or a fleet's store that prunes its own; `nil` for an app's visitor cache.
+    private static func retention(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, logger: Logger) -> VisitorRetention? {
+        guard config.cacheManager.visitorCache == nil else { return nil }
+        let visitors: VisitorRetention.Visitors
+        if let shared = config.sharedStore {
+            // The local store is only the fleet's spill then: what it takes moves to the shared one.
+            guard let pruning = shared as? any SharedVisitorRetention else { return nil }
+            visitors = .shared(pruning, envId: envId)
+        } else {
+            guard let store, store.opening.readOnly == nil else { return nil }
+            visitors = .local(store)
+        }
+        let policy = VisitorRetention.Policy(retention: config.visitorRetention, maxVisitors: config.maxCachedVisitors,
+                                             pruneInterval: config.retentionSchedule.pruneInterval,
+                                             sightingsInterval: config.retentionSchedule.sightingsInterval)
+        return VisitorRetention(visitors, policy: policy, clock: config.clock, logger: logger)
     }
 
     /// The bootstrap bucketing file's bytes; a file that cannot be read is logged and ignored.
