@@ -52,22 +52,12 @@ extension FlagshipPostgresStore {
                               shouldContinue: @Sendable () -> Bool) async throws -> VisitorPrune {
         var prune = VisitorPrune()
         if let boundary {
-            while shouldContinue(), !Task.isCancelled {
-                let deleted = try await visitors.deleteNotSeen(since: boundary, limit: batch)
-                prune.transactions += 1
-                prune.expired += deleted.visitors
-                prune.decisionRows += deleted.decisionRows
-                if deleted.visitors < batch { break }
-            }
+            while shouldContinue(), !Task.isCancelled,
+                  prune.add(try await visitors.deleteLeastRecentlySeen(notSeenSince: boundary, limit: batch), expired: true, batchSize: batch) {}
         }
         if let maxVisitors {
-            while shouldContinue(), !Task.isCancelled {
-                let deleted = try await visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch)
-                prune.transactions += 1
-                prune.evicted += deleted.visitors
-                prune.decisionRows += deleted.decisionRows
-                if deleted.visitors < batch { break }
-            }
+            while shouldContinue(), !Task.isCancelled,
+                  prune.add(try await visitors.deleteLeastRecentlySeen(beyond: maxVisitors, limit: batch), expired: false, batchSize: batch) {}
         }
         return prune
     }

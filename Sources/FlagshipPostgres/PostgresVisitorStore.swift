@@ -90,36 +90,31 @@ struct PostgresVisitorStore {
     // MARK: Retention
 
     /// Deletes, least recently seen first, at most `limit` visitors not seen since `boundary`
-    /// (unix ms), with their decisions, in one statement (one transaction). Rows another
-    /// transaction holds (a group commit writing that visitor) are skipped, left for next time.
-    func deleteNotSeen(since boundary: Int64, limit: Int) async throws -> VisitorsDeleted {
-        try await deleteChosen(try await connection.query("""
-            WITH chosen AS (
-                SELECT visitor_id FROM flagship.visitors
-                WHERE env_id = \(envId) AND COALESCE(last_seen_at, updated_at) < \(boundary)
-                ORDER BY COALESCE(last_seen_at, updated_at) LIMIT \(max(0, limit))
-                FOR UPDATE SKIP LOCKED
-            ), forgotten AS (
-                DELETE FROM flagship.decisions d USING chosen c
-                WHERE d.env_id = \(envId) AND d.visitor_id = c.visitor_id RETURNING 1
-            ), gone AS (
-                DELETE FROM flagship.visitors v USING chosen c
-                WHERE v.env_id = \(envId) AND v.visitor_id = c.visitor_id RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM forgotten)
-            """, logger: logger))
+    /// (unix ms), with their decisions, in one statement (one transaction).
+    func deleteLeastRecentlySeen(notSeenSince boundary: Int64, limit: Int) async throws -> VisitorsDeleted {
+        try await deleteLeastRecentlySeen(notSeenSince: boundary, beyond: nil, limit: limit)
     }
 
     /// Deletes, least recently seen first, at most `limit` of the environment's visitors beyond
     /// the newest `keeping`, with their decisions.
-    func deleteLeastRecentlySeen(keeping: Int, limit: Int) async throws -> VisitorsDeleted {
-        try await deleteChosen(try await connection.query("""
+    func deleteLeastRecentlySeen(beyond keeping: Int, limit: Int) async throws -> VisitorsDeleted {
+        try await deleteLeastRecentlySeen(notSeenSince: .max, beyond: keeping, limit: limit)
+    }
+
+    /// One batch of a prune: the least recently seen visitors last seen before `boundary`, at
+    /// most `limit` and, with `keeping`, no more than are beyond it (the environment's count is
+    /// read only then), deleted with their decisions. Rows another transaction holds (a group
+    /// commit writing that visitor) are skipped, left for the next prune.
+    private func deleteLeastRecentlySeen(notSeenSince boundary: Int64, beyond keeping: Int?, limit: Int) async throws -> VisitorsDeleted {
+        let rows = try await connection.query("""
             WITH chosen AS (
                 SELECT visitor_id FROM flagship.visitors
-                WHERE env_id = \(envId)
+                WHERE env_id = \(envId) AND COALESCE(last_seen_at, updated_at) < \(boundary)
                 ORDER BY COALESCE(last_seen_at, updated_at)
-                LIMIT GREATEST(0, LEAST(\(max(0, limit)),
-                                        (SELECT count(*) FROM flagship.visitors WHERE env_id = \(envId)) - \(max(0, keeping))))
+                LIMIT CASE WHEN \(keeping ?? -1) < 0 THEN \(max(0, limit))
+                           ELSE GREATEST(0, LEAST(\(max(0, limit)),
+                                                  (SELECT count(*) FROM flagship.visitors WHERE env_id = \(envId)) - \(keeping ?? 0)))
+                      END
                 FOR UPDATE SKIP LOCKED
             ), forgotten AS (
                 DELETE FROM flagship.decisions d USING chosen c
@@ -129,10 +124,7 @@ struct PostgresVisitorStore {
                 WHERE v.env_id = \(envId) AND v.visitor_id = c.visitor_id RETURNING 1
             )
             SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM forgotten)
-            """, logger: logger))
-    }
-
-    private func deleteChosen(_ rows: PostgresRowSequence) async throws -> VisitorsDeleted {
+            """, logger: logger)
         for try await (visitors, decisions) in rows.decode((Int64, Int64).self) {
             return VisitorsDeleted(visitors: Int(visitors), decisionRows: Int(decisions))
         }

@@ -16,6 +16,15 @@ package struct VisitorPrune: Sendable, Equatable {
 
     package var visitors: Int { expired + evicted }
 
+    /// Counts one batch of `batchSize` (a transaction); returns whether it was full, so that
+    /// more may be due. `expired`: deleted for their age, not for the budget.
+    package mutating func add(_ deleted: VisitorsDeleted, expired: Bool, batchSize: Int) -> Bool {
+        transactions += 1
+        if expired { self.expired += deleted.visitors } else { evicted += deleted.visitors }
+        decisionRows += deleted.decisionRows
+        return deleted.visitors >= batchSize
+    }
+
     package init(expired: Int = 0, evicted: Int = 0, decisionRows: Int = 0, transactions: Int = 0, pagesReturned: Int = 0) {
         self.expired = expired
         self.evicted = evicted
@@ -45,22 +54,13 @@ extension FlagshipDatabase {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
         if let boundary {
-            while shouldContinue() {
-                let deleted = try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }
-                prune.transactions += 1
-                prune.expired += deleted.visitors
-                prune.decisionRows += deleted.decisionRows
-                if deleted.visitors < batch { break }
-            }
+            while shouldContinue(),
+                  prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) {}
         }
         if let maxVisitors {
-            while shouldContinue() {
-                let deleted = try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) }
-                prune.transactions += 1
-                prune.evicted += deleted.visitors
-                prune.decisionRows += deleted.decisionRows
-                if deleted.visitors < batch { break }
-            }
+            while shouldContinue(),
+                  prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
+                            expired: false, batchSize: batch) {}
         }
         if prune.visitors > 0 { prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue) }
         return prune
