@@ -53,6 +53,10 @@ extension FlagshipDatabase {
     ) throws -> VisitorPrune {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
+        // Most runs find nothing to do: they say so from a read, without taking the write lock.
+        if sightings.count == 0, try !read({ try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }) {
+            return prune
+        }
         if let boundary {
             while shouldContinue(),
                   prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) {}

@@ -47,14 +47,19 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try decidedVisitorIds(store), ["kept-0", "kept-1", "kept-29"])
     }
 
-    func testAPruneWithNothingDueDeletesNothingInOneTransaction() throws {
+    func testAPruneWithNothingDueTakesNoWriteLock() throws {
         let store = try openStore()
         try saveVisitor("recent", daysAgo: 2, in: store)
+        try saveVisitor("other", daysAgo: 3, in: store)
+        let statements = Locked<[String]>([])
+        try store.database.traceStatements { sql in statements.withLock { $0.append(sql) } }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
+        try store.database.traceStatements(nil)
 
-        XCTAssertEqual(prune, VisitorPrune(transactions: 1))
-        XCTAssertEqual(try visitorIds(store), ["recent"])
+        XCTAssertEqual(prune, VisitorPrune())
+        XCTAssertEqual(try visitorIds(store), ["other", "recent"])
+        XCTAssertFalse(statements.withLock { $0 }.contains { $0.hasPrefix("BEGIN IMMEDIATE") }, "\(statements.withLock { $0 })")
     }
 
     func testAReturningVisitorLookedUpButNotRewrittenIsKept() throws {

@@ -130,6 +130,17 @@ package struct VisitorRecordStore {
         ))
     }
 
+    /// Whether a prune would delete anything: a visitor not seen since `boundary`, or more
+    /// visitors than `keeping`. One index probe, and a count only with a budget.
+    package func anyDue(notSeenSince boundary: Int64?, keepingAtMost keeping: Int?) throws(StoreError) -> Bool {
+        if let boundary,
+           try connection.scalar("SELECT 1 FROM visitors WHERE coalesce(last_seen_at, updated_at) < ? LIMIT 1", [.integer(boundary)]) != nil {
+            return true
+        }
+        guard let keeping else { return false }
+        return try count() > keeping
+    }
+
     /// How many visitors were not seen since `boundary` (unix ms). Reads a file of any schema
     /// version (`flagship db inspect` opens older ones as they are): before version 4, by
     /// `updated_at`, the only time those files keep.
