@@ -13,13 +13,14 @@ package protocol SharedVisitorRetention: Sendable {
                        shouldContinue: @escaping @Sendable () -> Bool) async throws -> VisitorPrune?
 }
 
-/// Keeps the default visitor cache bounded: visitors not seen for the retention period are
-/// deleted with their decisions, and with a budget the least recently seen beyond it, by a
-/// background task this SDK instance owns (started with it, ended by `close`).
+/// Keeps the visitors the SDK stores bounded (the default visitor cache's table, or a fleet's
+/// store): visitors not seen for the retention period are deleted with their decisions, and
+/// with a budget the least recently seen beyond it, by a background task this SDK instance owns
+/// (started with it, ended by `close`).
 ///
 /// The task wakes every `sightingsInterval` to write the lookups noted since (`VisitorSightings`:
 /// a returning visitor read from the cache counts as seen), and every `pruneInterval` to prune.
-/// Store work runs on a dispatch queue of its own, never on Swift's cooperative pool; a prune
+/// SQLite work runs on a dispatch queue of its own, never on Swift's cooperative pool; a prune
 /// deletes in batches of `FlagshipDatabase.pruneBatchSize` visitors, one write transaction each,
 /// so a group commit never waits for more than one batch.
 final class VisitorRetention: Sendable {
@@ -112,7 +113,8 @@ final class VisitorRetention: Sendable {
         if refused { task.cancel() }
     }
 
-    /// One prune now, on the retention queue (the task's, and tests'). `nil` when it failed (logged).
+    /// One prune now (the task's, and tests'). `nil` when it failed (logged), or when another
+    /// instance of the fleet is pruning the shared store.
     @discardableResult
     func prune() async -> VisitorPrune? {
         let boundary = policy.retention.map { clock.now().addingTimeInterval(-$0).unixMilliseconds }
