@@ -4,7 +4,8 @@
 -- itself when the row's time is more than an hour old, in the statement that reads it.
 -- NULL: not looked up since this version; updated_at says when it was last seen. A column
 -- without a default is added without rewriting the table.
-ALTER TABLE flagship.visitors ADD COLUMN last_seen_at bigint;  -- unix ms of the last lookup or write; NULL: updated_at
+-- last_seen_at: unix ms of the last lookup or write.
+ALTER TABLE flagship.visitors ADD COLUMN last_seen_at bigint;
 
 -- The prune walks an environment's least recently seen visitors through this index.
 CREATE INDEX visitors_by_last_seen ON flagship.visitors (env_id, (COALESCE(last_seen_at, updated_at)));

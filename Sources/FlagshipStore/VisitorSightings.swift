@@ -11,6 +11,7 @@ package final class VisitorSightings: Sendable {
     private struct State {
         var seen: [String: Int64] = [:]
         var resolution: Int64 = VisitorSightings.defaultResolutionMilliseconds
+        var recording = true
     }
 
     /// A visitor seen within the last hour is not noted again: last-seen times are exact to the
@@ -33,12 +34,19 @@ package final class VisitorSightings: Sendable {
         set { state.withLock { $0.resolution = max(0, newValue) } }
     }
 
+    /// Whether lookups are noted: not where nothing will ever write them (an SDK without a
+    /// retention, which runs no task). Their last-seen time is then the last write's.
+    package var isRecording: Bool {
+        get { state.withLock { $0.recording } }
+        set { state.withLock { $0.recording = newValue } }
+    }
+
     /// A lookup at `now` found the visitor, last seen at `lastSeenAt` (unix ms): noted when that
     /// is older than the resolution. Returns whether it was noted.
     @discardableResult
     package func noteLookup(of visitorId: String, lastSeenAt: Int64, now: Int64) -> Bool {
         state.withLock { state in
-            guard now - lastSeenAt >= state.resolution,
+            guard state.recording, now - lastSeenAt >= state.resolution,
                   state.seen[visitorId] != nil || state.seen.count < Self.capacity else { return false }
             state.seen[visitorId] = max(state.seen[visitorId] ?? now, now)
             return true

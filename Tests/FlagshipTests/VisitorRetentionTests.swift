@@ -67,18 +67,18 @@ final class VisitorRetentionTests: TrackingTestCase {
         XCTAssertTrue(line.contains(" ms: 1 visitor(s) not seen for 30 d, with 1 decision row(s); "), line)
     }
 
-    func testWithoutRetentionNothingIsPrunedHoweverOld() async throws {
+    func testWithoutRetentionNoTaskRunsAndNothingIsPrunedHoweverOld() async throws {
         start(retentionBuilder(nil))
-        let retention = try XCTUnwrap(flagship.currentRuntime?.retention)
-        XCTAssertFalse(retention.policy.prunes)
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        XCTAssertNil(runtime.retention)
         try await makeVisitor("old").fetchFlags()
         await flagship.flushCaches()
 
-        try await advance(by: 400 * Self.day)
-        try await advance(by: 400 * Self.day)
+        clock.advance(by: 400 * Self.day)
+        XCTAssertEqual(makeVisitor("old").requiredFetchReason, .FETCHED_FROM_CACHE)
 
-        XCTAssertEqual(retention.counts.prunes, 0)
         XCTAssertEqual(try storedVisitorIds(), ["old"])
+        XCTAssertEqual(runtime.caches?.store.sightings.count, 0, "no lookup noted where nothing would write it")
     }
 
     func testTheBudgetEvictsTheLeastRecentlySeenVisitors() async throws {

@@ -35,9 +35,6 @@ final class VisitorRetention: Sendable {
         /// Seconds between two writes of the lookups noted since (a lookup lost to a crash
         /// meanwhile makes the visitor look that much older, nothing more).
         var sightingsInterval: TimeInterval = 60
-
-        /// Whether anything is ever deleted.
-        var prunes: Bool { retention != nil || maxVisitors != nil }
     }
 
     /// What the prunes of this instance deleted, in all.
@@ -90,7 +87,7 @@ final class VisitorRetention: Sendable {
     /// `sightingsInterval` after start (off the start itself), then one every `pruneInterval`.
     func start() {
         let task = Task { [self] in
-            var nextPrune = policy.prunes ? clock.now().addingTimeInterval(policy.sightingsInterval) : .distantFuture
+            var nextPrune = clock.now().addingTimeInterval(policy.sightingsInterval)
             while !Task.isCancelled {
                 do {
                     try await clock.sleep(until: min(nextPrune, clock.now().addingTimeInterval(policy.sightingsInterval)))

@@ -95,8 +95,13 @@ final class SDKRuntime: Sendable {
     }
 
     /// The retention of the visitors the SDK keeps: the default visitor cache's, in a store it
-    /// can write, or a fleet's store that prunes its own; `nil` for an app's visitor cache.
+    /// can write, or a fleet's store that prunes its own; `nil` for an app's visitor cache, and
+    /// without a retention or a budget (then no task runs, and no lookup is noted).
     private static func retention(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, logger: Logger) -> VisitorRetention? {
+        guard config.visitorRetention != nil || config.maxCachedVisitors != nil else {
+            store?.sightings.isRecording = false
+            return nil
+        }
         guard config.cacheManager.visitorCache == nil else { return nil }
         let visitors: VisitorRetention.Visitors
         if let shared = config.sharedStore {
