@@ -19,7 +19,10 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
     public convenience init(envId: String, cacheDirectory: URL? = nil, logger: Logger? = nil) throws(FSCacheError) {
         let logger = logger ?? Logger.flagship()
-        self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
+        let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
+        // An app's own cache manager holds this one: no retention task writes its lookups.
+        database.sightings.isRecording = false
+        self.init(database: database, logger: logger)
     }
 
     init(database: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
