@@ -19,6 +19,8 @@ import Foundation
 /// | `flagship.db` | `FLAGSHIP_DB` | the store file | `<cacheDir>/flagship-<envId>.sqlite` |
 /// | `flagship.cacheDir` | `FLAGSHIP_CACHE_DIR` | the store's directory | `$XDG_CACHE_HOME/flagship`, else `~/.cache/flagship` |
 /// | `flagship.logLevel` | `FLAGSHIP_LOG_LEVEL` | `NONE`, `EXCEPTIONS`, `ERROR`, `WARNING`, `DEBUG`, `INFO`, `ALL` | `WARNING` |
+/// | `flagship.visitorRetention` | `FLAGSHIP_VISITOR_RETENTION` | seconds a visitor not seen is kept; 0: for ever | 2592000 (30 days) |
+/// | `flagship.maxCachedVisitors` | `FLAGSHIP_MAX_CACHED_VISITORS` | visitors kept at most, least recently seen evicted | no limit |
 /// | `flagship.tracking.strategy` | `FLAGSHIP_TRACKING_STRATEGY` | `continuous` or `periodic` | `continuous` |
 /// | `flagship.tracking.poolMaxSize` | `FLAGSHIP_TRACKING_POOL_MAX_SIZE` | hits that make a batch | 10 |
 /// | `flagship.tracking.batchInterval` | `FLAGSHIP_TRACKING_BATCH_INTERVAL` | seconds between batches | 5 |
@@ -64,6 +66,8 @@ public struct FlagshipSettings: Sendable {
             }
             return level
         }
+        let visitorRetention = try Self.nonNegative(flagship, "visitorRetention")
+        let maxCachedVisitors = try Self.positiveInt(flagship, "maxCachedVisitors", scope: "flagship")
         let tracking = flagship.scoped(to: "tracking")
         let continuous = try Self.choice(tracking, "strategy", ["continuous": true, "periodic": false], default: true, scope: "flagship.tracking")
         let poolMaxSize = try Self.positiveInt(tracking, "poolMaxSize", scope: "flagship.tracking")
@@ -86,6 +90,10 @@ public struct FlagshipSettings: Sendable {
             if let db { builder.withCacheFile(db) }
             if let logLevel { builder.withLogLevel(logLevel) }
             builder.withTrackingManagerConfig(trackingConfig)
+            if visitorRetention != nil || maxCachedVisitors != nil {
+                // 0 keeps visitors for ever; absent, the SDK's default.
+                builder.withVisitorRetention(visitorRetention ?? FlagshipConfig.defaultVisitorRetention, maxVisitors: maxCachedVisitors)
+            }
         }
     }
 
@@ -116,6 +124,16 @@ public struct FlagshipSettings: Sendable {
         if let number, number.isFinite, number > 0 { return number }
         if let number { throw .invalid(key: "\(scope).\(key)", value: "\(number)", expected: "a positive number") }
         if let text = reader.string(forKey: configKey) { throw .invalid(key: "\(scope).\(key)", value: text, expected: "a positive number") }
+        return nil
+    }
+
+    /// As `positive`, 0 allowed (a setting whose 0 means "none").
+    private static func nonNegative(_ reader: ConfigReader, _ key: String, scope: String = "flagship") throws(FlagshipSettingsError) -> Double? {
+        let configKey = ConfigKey(key)
+        let number = reader.double(forKey: configKey) ?? reader.int(forKey: configKey).map(Double.init)
+        if let number, number.isFinite, number >= 0 { return number }
+        if let number { throw .invalid(key: "\(scope).\(key)", value: "\(number)", expected: "a number of seconds, 0 or more") }
+        if let text = reader.string(forKey: configKey) { throw .invalid(key: "\(scope).\(key)", value: text, expected: "a number of seconds, 0 or more") }
         return nil
     }
 

@@ -74,7 +74,7 @@ public final class FlagshipPostgresStore: Sendable {
     private let connection: PostgresConnection.Configuration?
     private let runner: Task<Void, Never>?
     private let sharesDatabase: Bool
-    private let logger: Logger
+    let logger: Logger
     /// What the last `prepare()` found: `nil` until one has ended.
     private let preparation = Locked<Result<Int, FlagshipPostgresError>?>(nil)
 

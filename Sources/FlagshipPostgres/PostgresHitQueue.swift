@@ -19,6 +19,8 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     let owner: String
     let leaseMilliseconds: Int64
     let logger: Logger
+    /// The SDK's clock (unix ms): a lookup records when the visitor was seen.
+    let now: @Sendable () -> Int64
 
     func save(_ cached: [CachedHit]) throws -> Int {
         try save(cached, visitors: []).hits.get()
@@ -46,18 +48,19 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     }
 
     func visitor(id visitorId: String) throws -> VisitorRecord? {
-        try call("reading a visitor") { connection, envId, logger in
-            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
+        let seenAt = now()
+        return try call("reading a visitor") { connection, envId, logger in
+            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId, seenAt: seenAt)
         }
     }
 
     /// Not bounded here: the SDK abandons a lookup at its own timeout.
     func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
-        let (store, envId, logger) = (store, envId, logger)
+        let (store, envId, logger, seenAt) = (store, envId, logger, now())
         return try await withTaskExecutorPreference(store.executor) {
             try await store.ensurePrepared()
             return try await store.client.withConnection { connection in
-                try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId)
+                try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId, seenAt: seenAt)
             }
         }
     }
@@ -142,7 +145,7 @@ struct PostgresStoreProvider: SharedStoreProvider {
         }
         let shared = PostgresHitQueue(store: store, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
-                                      logger: logger)
+                                      logger: logger, now: now)
         return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
     }
 

@@ -37,14 +37,15 @@ struct PostgresVisitorStore {
                             \(firsts.map { $0.context ?? "" })::text[], \(fetches.map(DecisionRecordStore.assignmentsJSON))::text[])
                      AS d(v, t, s, f, x, a)
             ), saved AS (
-                INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at)
-                SELECT \(envId), v, NULLIF(a, ''), c, d, u
+                INSERT INTO flagship.visitors (env_id, visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
+                SELECT \(envId), v, NULLIF(a, ''), c, d, u, u
                 FROM unnest(\(newest.map(\.visitorId))::text[], \(newest.map { $0.anonymousId ?? "" })::text[],
                             \(newest.map(\.consent))::bool[], \(newest.map(\.document))::text[],
                             \(newest.map(\.updatedAt))::bigint[]) AS t(v, a, c, d, u)
                 ON CONFLICT (env_id, visitor_id) DO UPDATE
                 SET anonymous_id = excluded.anonymous_id, consent = excluded.consent,
-                    document = excluded.document, updated_at = excluded.updated_at
+                    document = excluded.document, updated_at = excluded.updated_at,
+                    last_seen_at = GREATEST(COALESCE(flagship.visitors.last_seen_at, flagship.visitors.updated_at), excluded.last_seen_at)
                 WHERE flagship.visitors.updated_at <= excluded.updated_at
             )
             INSERT INTO flagship.hits (env_id, id, visitor_id, type, is_consent, document, created_at, file_version, decided_at)
@@ -58,15 +59,76 @@ struct PostgresVisitorStore {
             """, logger: logger)
     }
 
-    func visitor(id visitorId: String) async throws -> VisitorRecord? {
-        let rows = try await connection.query("""
-            SELECT visitor_id, anonymous_id, consent, document, updated_at FROM flagship.visitors
-            WHERE env_id = \(envId) AND visitor_id = \(visitorId)
-            """, logger: logger)
+    /// The visitor's row. `seenAt` (unix ms): a lookup, which records itself as the visitor's
+    /// last sighting when the row's is older than `VisitorSightings.defaultResolutionMilliseconds`,
+    /// in the same statement (one round trip; a write at most once an hour per visitor), so that
+    /// a returning visitor whose document does not change is not pruned.
+    func visitor(id visitorId: String, seenAt now: Int64? = nil) async throws -> VisitorRecord? {
+        let rows: PostgresRowSequence
+        if let now {
+            rows = try await connection.query("""
+                WITH seen AS (
+                    UPDATE flagship.visitors SET last_seen_at = \(now)
+                    WHERE env_id = \(envId) AND visitor_id = \(visitorId)
+                      AND COALESCE(last_seen_at, updated_at) <= \(now - VisitorSightings.defaultResolutionMilliseconds)
+                )
+                SELECT visitor_id, anonymous_id, consent, document, updated_at FROM flagship.visitors
+                WHERE env_id = \(envId) AND visitor_id = \(visitorId)
+                """, logger: logger)
+        } else {
+            rows = try await connection.query("""
+                SELECT visitor_id, anonymous_id, consent, document, updated_at FROM flagship.visitors
+                WHERE env_id = \(envId) AND visitor_id = \(visitorId)
+                """, logger: logger)
+        }
         for try await (id, anonymousId, consent, document, updatedAt) in rows.decode((String, String?, Bool, String, Int64).self) {
             return VisitorRecord(visitorId: id, anonymousId: anonymousId, consent: consent, document: document, updatedAt: updatedAt)
         }
         return nil
+    }
+
+    // MARK: Retention
+
+    /// Deletes, least recently seen first, at most `limit` visitors not seen since `boundary`
+    /// (unix ms), with their decisions, in one statement (one transaction).
+    func deleteLeastRecentlySeen(notSeenSince boundary: Int64, limit: Int) async throws -> VisitorsDeleted {
+        try await deleteLeastRecentlySeen(notSeenSince: boundary, beyond: nil, limit: limit)
+    }
+
+    /// Deletes, least recently seen first, at most `limit` of the environment's visitors beyond
+    /// the newest `keeping`, with their decisions.
+    func deleteLeastRecentlySeen(beyond keeping: Int, limit: Int) async throws -> VisitorsDeleted {
+        try await deleteLeastRecentlySeen(notSeenSince: .max, beyond: keeping, limit: limit)
+    }
+
+    /// One batch of a prune: the least recently seen visitors last seen before `boundary`, at
+    /// most `limit` and, with `keeping`, no more than are beyond it (the environment's count is
+    /// read only then), deleted with their decisions. Rows another transaction holds (a group
+    /// commit writing that visitor) are skipped, left for the next prune.
+    private func deleteLeastRecentlySeen(notSeenSince boundary: Int64, beyond keeping: Int?, limit: Int) async throws -> VisitorsDeleted {
+        let rows = try await connection.query("""
+            WITH chosen AS (
+                SELECT visitor_id FROM flagship.visitors
+                WHERE env_id = \(envId) AND COALESCE(last_seen_at, updated_at) < \(boundary)
+                ORDER BY COALESCE(last_seen_at, updated_at)
+                LIMIT CASE WHEN \(keeping ?? -1) < 0 THEN \(max(0, limit))
+                           ELSE GREATEST(0, LEAST(\(max(0, limit)),
+                                                  (SELECT count(*) FROM flagship.visitors WHERE env_id = \(envId)) - \(keeping ?? 0)))
+                      END
+                FOR UPDATE SKIP LOCKED
+            ), forgotten AS (
+                DELETE FROM flagship.decisions d USING chosen c
+                WHERE d.env_id = \(envId) AND d.visitor_id = c.visitor_id RETURNING 1
+            ), gone AS (
+                DELETE FROM flagship.visitors v USING chosen c
+                WHERE v.env_id = \(envId) AND v.visitor_id = c.visitor_id RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM forgotten)
+            """, logger: logger)
+        for try await (visitors, decisions) in rows.decode((Int64, Int64).self) {
+            return VisitorsDeleted(visitors: Int(visitors), decisionRows: Int(decisions))
+        }
+        return VisitorsDeleted()
     }
 
     /// Consent withdrawn: the visitor's row and its waiting hits, its consent hits and `keeping`

@@ -20,6 +20,9 @@ package final class FlagshipDatabase: Sendable {
     /// This store's entry in `openHere`, taken out at the first `close()`.
     private let registered: FileIdentity?
     private let unregistered = OnceFlag()
+    /// Visitors looked up and not yet recorded as seen: noted by the visitor cache's lookups,
+    /// written by `recordSightings` and by each batch of `pruneVisitors`.
+    package let sightings = VisitorSightings()
 
     package struct Opening: Sendable, Equatable {
         /// The schema version found in the file (0 for a new file).
@@ -39,9 +42,14 @@ package final class FlagshipDatabase: Sendable {
         /// What was copied from the damaged file moved aside (`movedAside`) into the new one,
         /// or why nothing could be.
         package var salvage: Result<Salvage, StoreError>?
+        /// Whether opening switched a file made before incremental auto-vacuum to it (`VACUUM`,
+        /// for a small file only: see `switchToIncrementalVacuumIfSmall`).
+        package var switchedToIncrementalVacuum = false
 
         package init(fromVersion: Int, movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil,
-                     salvage: Result<Salvage, StoreError>? = nil, fullCheck: String? = nil, readOnly: String? = nil) {
+                     salvage: Result<Salvage, StoreError>? = nil, fullCheck: String? = nil, readOnly: String? = nil,
+                     switchedToIncrementalVacuum: Bool = false) {
+            self.switchedToIncrementalVacuum = switchedToIncrementalVacuum
             self.fromVersion = fromVersion
             self.salvage = salvage
             self.walSetAside = walSetAside
@@ -493,6 +501,7 @@ package final class FlagshipDatabase: Sendable {
                     throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
                 }
             }
+            try chooseIncrementalVacuumIfNew(database)
             if !inMemory { try enterWAL(database) }
             let outcome = try migrator.migrate(database, now: now)
             let beginSession = {
@@ -521,6 +530,7 @@ package final class FlagshipDatabase: Sendable {
                     }
                 }
             }
+            let switched = !inMemory && switchToIncrementalVacuumIfSmall(database)
             // From here on, no commit waits for a checkpoint, and a lookup for no write.
             if !inMemory {
                 try database.checkpointInBackground()
@@ -529,7 +539,8 @@ package final class FlagshipDatabase: Sendable {
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
                                                      salvage: salvage,
-                                                     fullCheck: findings?.reasonForFullCheck),
+                                                     fullCheck: findings?.reasonForFullCheck,
+                                                     switchedToIncrementalVacuum: switched),
                                     sessionKey: sessionKey)
         } catch {
             let damage = error as? Damage ?? Damage(error)
@@ -543,6 +554,49 @@ package final class FlagshipDatabase: Sendable {
             database.close(checkpoint: damage == nil && !refused)
             throw damage ?? error
         }
+    }
+
+    /// A file without tables yet (new, or emptied) gets incremental auto-vacuum, which SQLite lets
+    /// a file choose only before its first table: pages freed by a prune can then be given back
+    /// (`returnFreePages`) instead of staying in the file for ever. Two processes creating one
+    /// file both ask for it, so whichever creates the tables, the file has it.
+    private static func chooseIncrementalVacuumIfNew(_ database: Database) throws {
+        try database.withConnection { connection in
+            guard try connection.scalar("SELECT count(*) FROM sqlite_master")?.int64 == 0 else { return }
+            try connection.query("PRAGMA auto_vacuum = INCREMENTAL")
+        }
+    }
+
+    /// Files up to this size made before incremental auto-vacuum are switched to it at open.
+    package static let vacuumAtOpenMaximumBytes: Int64 = 32 << 20
+
+    /// A file made before incremental auto-vacuum switches to it only through a `VACUUM`, which
+    /// rewrites the whole file and holds the write lock meanwhile: not inside a migration's
+    /// transaction (SQLite refuses), nor in the background (group commits would wait for it).
+    /// It runs here, once, after migrating and before the SDK serves anything, for a file of at
+    /// most `vacuumAtOpenMaximumBytes` (a fraction of a second); a larger one keeps its mode, its
+    /// freed pages reused by later rows rather than given back, until `flagship db prune` switches
+    /// it by hand. Best effort: another process's write lock (waited for 100 ms) or a full disk
+    /// leaves the file as it was, to be tried at the next open. Returns whether it switched.
+    private static func switchToIncrementalVacuumIfSmall(_ database: Database) -> Bool {
+        let size = ((try? FileManager.default.attributesOfItem(atPath: database.path))?[.size] as? NSNumber)?.int64Value ?? .max
+        guard size <= vacuumAtOpenMaximumBytes else { return false }
+        return (try? database.withBusyTimeout(100) { try switchToIncrementalVacuum(database) }) ?? false
+    }
+
+    /// Switches the file to incremental auto-vacuum (a `VACUUM`, the whole file rewritten) unless
+    /// it is in it already; the WAL is then checkpointed, so that the file shrinks now. Returns
+    /// whether it switched. For `flagship db prune`, which does it whatever the size.
+    @discardableResult
+    package static func switchToIncrementalVacuum(_ database: Database) throws -> Bool {
+        let switched = try database.withConnection { connection -> Bool in
+            guard try connection.scalar("PRAGMA auto_vacuum")?.int64 != AutoVacuum.incremental.rawValue else { return false }
+            try connection.query("PRAGMA auto_vacuum = INCREMENTAL")
+            try connection.query("VACUUM")
+            return try connection.scalar("PRAGMA auto_vacuum")?.int64 == AutoVacuum.incremental.rawValue
+        }
+        if switched { _ = try? database.eraseWALHistory() }
+        return switched
     }
 
     /// Switches the file to WAL, a mode it keeps: a file already in it is left alone (no write

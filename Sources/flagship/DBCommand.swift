@@ -4,7 +4,7 @@ import ArgumentParser
 struct DBCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db",
-        abstract: "Create, upgrade, inspect or salvage a store file.",
-        subcommands: [DBMigrate.self, DBInspect.self, DBSalvage.self]
+        abstract: "Create, upgrade, inspect, prune or salvage a store file.",
+        subcommands: [DBMigrate.self, DBInspect.self, DBPrune.self, DBSalvage.self]
     )
 }

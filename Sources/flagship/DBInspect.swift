@@ -24,6 +24,11 @@ struct DBInspect: AsyncParsableCommand {
     @OptionGroup var database: DatabaseArguments
     @OptionGroup var environment: EnvironmentArguments
 
+    @Option(help: ArgumentHelp(
+        "With a store file: count the visitors not seen for this many seconds, those the SDK's retention deletes (0: none).",
+        valueName: "seconds"))
+    var retention: Double = FlagshipConfig.defaultVisitorRetention
+
     @Flag(help: "Print one JSON document instead of text.")
     var json = false
 
@@ -39,21 +44,25 @@ struct DBInspect: AsyncParsableCommand {
     private func inspectFile() throws {
         let store = try database.openForInspection()
         defer { store.close() }
-        // The counts and the bucketing files from one snapshot.
-        let (summary, documents) = try store.read { db in
-            let summary = try StoreSummary(of: store, in: db)
-            return (summary, try summary.bucketing.map { try db.bucketing.file(envId: $0.envId)?.document })
-        }
         let now = Date()
+        let retention = try VisitorRetentionArgument(seconds: retention, now: now)
+        // The counts, the bucketing files and the visitors' ages from one snapshot.
+        let (summary, documents, visitors) = try store.read { db in
+            let summary = try StoreSummary(of: store, in: db)
+            let visitors = VisitorAges(oldest: try db.visitors.leastRecentlySeen(),
+                                       due: try retention.boundary.map { try db.visitors.countNotSeen(since: $0) } ?? 0)
+            return (summary, try summary.bucketing.map { try db.bucketing.file(envId: $0.envId)?.document }, visitors)
+        }
         let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
         let files = zip(summary.bucketing, documents).map { file, document in
             StoredBucketingFile(envId: file.envId, lastModified: file.lastModified, downloadedAt: file.downloadedAt, bytes: file.bytes,
                                 now: now, document: document)
         }
         if json {
-            try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge, bucketing: files))
+            try Output.printJSON(jsonDocument(summary, oldestHitAge: oldestHitAge, bucketing: files,
+                                              visitors: visitors, retention: retention, now: now))
         } else {
-            print(textReport(summary, oldestHitAge: oldestHitAge, bucketing: files))
+            print(textReport(summary, oldestHitAge: oldestHitAge, bucketing: files, visitors: visitors, retention: retention, now: now))
         }
         // Every page read once: what the counts above did not touch is checked too.
         let check = try store.database.withConnection { try $0.query("PRAGMA quick_check(20)").compactMap { $0[0].text } }
@@ -116,11 +125,23 @@ struct DBInspect: AsyncParsableCommand {
         }
     }
 
-    private func jsonDocument(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile]) -> [String: Any] {
+    /// The least recently seen visitor, and how many were not seen within the retention.
+    struct VisitorAges {
+        let oldest: (visitorId: String, lastSeenAt: Int64)?
+        let due: Int
+    }
+
+    private func jsonDocument(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile],
+                              visitors: VisitorAges, retention: VisitorRetentionArgument, now: Date) -> [String: Any] {
         [
             "path": database.url.path,
             "schemaVersion": summary.schemaVersion,
             "visitors": summary.visitorCount,
+            "oldestSeenVisitor": visitors.oldest.map { oldest -> Any in
+                ["visitorId": oldest.visitorId, "lastSeenAt": oldest.lastSeenAt,
+                 "lastSeenAgeSeconds": Output.ageSeconds(sinceUnixMilliseconds: oldest.lastSeenAt, now: now)]
+            } ?? NSNull(),
+            "dueForPruning": ["retentionSeconds": retention.seconds.map { Int64($0) as Any } ?? NSNull(), "visitors": visitors.due],
             "hits": ["total": summary.hitCount, "byType": summary.hitCountByType],
             "deadLetters": summary.deadLetterCount,
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
@@ -131,13 +152,21 @@ struct DBInspect: AsyncParsableCommand {
         ]
     }
 
-    private func textReport(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile]) -> String {
+    private func textReport(_ summary: StoreSummary, oldestHitAge: Int64?, bucketing: [StoredBucketingFile],
+                            visitors: VisitorAges, retention: VisitorRetentionArgument, now: Date) -> String {
         var rows = [
             ["path", database.url.path],
             ["schema version", "\(summary.schemaVersion)"],
             ["visitors", "\(summary.visitorCount)"],
-            ["hits", "\(summary.hitCount)"],
         ]
+        if let oldest = visitors.oldest {
+            let age = Output.age(seconds: Output.ageSeconds(sinceUnixMilliseconds: oldest.lastSeenAt, now: now))
+            rows.append(["  oldest seen", "\(age) ago (\(Output.utc(unixMilliseconds: oldest.lastSeenAt))): \(oldest.visitorId)"])
+        } else {
+            rows.append(["  oldest seen", "-"])
+        }
+        rows.append(["  due to prune", retention.text.map { "\(visitors.due) not seen for \($0) (`flagship db prune`)" } ?? "none (--retention 0)"])
+        rows.append(["hits", "\(summary.hitCount)"])
         rows += summary.hitCountByType.sorted { $0.key < $1.key }.map { ["  \($0.key)", "\($0.value)"] }
         rows.append(["dead letters", summary.deadLetterCount == 0 ? "0" : "\(summary.deadLetterCount) (never sent: `flagship hits` says why)"])
         if let createdAt = summary.oldestHitCreatedAt, let oldestHitAge {

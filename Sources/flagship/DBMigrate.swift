@@ -30,6 +30,9 @@ struct DBMigrate: ParsableCommand {
         } else {
             print("schema version \(store.schemaVersion) (migrated from \(from))")
         }
+        if store.opening.switchedToIncrementalVacuum {
+            print("switched to incremental auto-vacuum: the file was rewritten once, so that space pruned visitors free is given back")
+        }
     }
 
     /// What opening the store at `url` had to do, on stderr: a damaged file moved aside and

@@ -18,7 +18,7 @@ final class FlagshipConfigurationTests: XCTestCase {
             "FLAGSHIP_BUCKETING_URL": "http://127.0.0.1:8081", "FLAGSHIP_POLLING_INTERVAL": "30", "FLAGSHIP_DB": "/var/lib/shop/flags.sqlite",
             "FLAGSHIP_CACHE_DIR": "/var/cache/shop", "FLAGSHIP_LOG_LEVEL": "error", "FLAGSHIP_TRACKING_STRATEGY": "periodic",
             "FLAGSHIP_TRACKING_POOL_MAX_SIZE": "50", "FLAGSHIP_TRACKING_BATCH_INTERVAL": "2.5", "FLAGSHIP_TRACKING_HIT_LIFETIME": "600",
-            "FLAGSHIP_TRACKING_MAX_CACHED_HITS": "5000",
+            "FLAGSHIP_TRACKING_MAX_CACHED_HITS": "5000", "FLAGSHIP_VISITOR_RETENTION": "604800", "FLAGSHIP_MAX_CACHED_VISITORS": "250000",
         ])
         XCTAssertEqual(settings.envId, "shop_env")
         XCTAssertEqual(settings.apiKey, "secret")
@@ -37,6 +37,19 @@ final class FlagshipConfigurationTests: XCTestCase {
         XCTAssertEqual(config.trackingConfig.batchIntervalTimer, 2.5)
         XCTAssertEqual(config.trackingConfig.hitLifetime, 600)
         XCTAssertEqual(config.trackingConfig.maxCachedHits, 5000)
+        XCTAssertEqual(config.visitorRetention, 604_800)
+        XCTAssertEqual(config.maxCachedVisitors, 250_000)
+    }
+
+    func testAVisitorRetentionOfZeroKeepsVisitorsForEverAndABudgetAloneKeepsTheDefaultRetention() throws {
+        let base = ["FLAGSHIP_ENV_ID": "e", "FLAGSHIP_API_KEY": "k"]
+        let forever = try settings(environment: base.merging(["FLAGSHIP_VISITOR_RETENTION": "0"]) { $1 }).configBuilder().build()
+        XCTAssertNil(forever.visitorRetention)
+        XCTAssertNil(forever.maxCachedVisitors)
+
+        let budget = try settings(environment: base.merging(["FLAGSHIP_MAX_CACHED_VISITORS": "1000"]) { $1 }).configBuilder().build()
+        XCTAssertEqual(budget.visitorRetention, 30 * 86_400)
+        XCTAssertEqual(budget.maxCachedVisitors, 1_000)
     }
 
     func testOnlyTheRequiredKeysGiveTheSDKsDefaults() throws {
@@ -48,6 +61,9 @@ final class FlagshipConfigurationTests: XCTestCase {
         XCTAssertEqual(config.logLevel, defaults.logLevel)
         XCTAssertEqual(config.trackingConfig.maxCachedHits, defaults.trackingConfig.maxCachedHits)
         XCTAssertNil(config.cacheFile)
+        XCTAssertEqual(config.visitorRetention, defaults.visitorRetention)
+        XCTAssertEqual(defaults.visitorRetention, 30 * 86_400)
+        XCTAssertNil(config.maxCachedVisitors)
     }
 
     func testAJSONFileNestsTheSameKeysAndTheEnvironmentTakesPrecedence() async throws {
@@ -81,6 +97,12 @@ final class FlagshipConfigurationTests: XCTestCase {
             (base.merging(["FLAGSHIP_TIMEOUT": "soon"]) { $1 }, .invalid(key: "flagship.timeout", value: "soon", expected: "a positive number")),
             (base.merging(["FLAGSHIP_DECISION_URL": "decision.example"]) { $1 },
              .invalid(key: "flagship.decisionUrl", value: "decision.example", expected: "an absolute http or https URL")),
+            (base.merging(["FLAGSHIP_VISITOR_RETENTION": "-1"]) { $1 },
+             .invalid(key: "flagship.visitorRetention", value: "-1.0", expected: "a number of seconds, 0 or more")),
+            (base.merging(["FLAGSHIP_VISITOR_RETENTION": "a month"]) { $1 },
+             .invalid(key: "flagship.visitorRetention", value: "a month", expected: "a number of seconds, 0 or more")),
+            (base.merging(["FLAGSHIP_MAX_CACHED_VISITORS": "0"]) { $1 },
+             .invalid(key: "flagship.maxCachedVisitors", value: "0", expected: "a positive whole number")),
             (base.merging(["FLAGSHIP_TRACKING_POOL_MAX_SIZE": "0"]) { $1 },
              .invalid(key: "flagship.tracking.poolMaxSize", value: "0", expected: "a positive whole number")),
         ]

@@ -232,6 +232,54 @@ final class PostgresFleetTests: PostgresTestCase {
         await store.close()
     }
 
+    /// Bounded storage on a fleet: an instance's retention task prunes the shared store (under
+    /// its advisory lock), deleting the environment's visitors not seen for 30 days and their
+    /// decisions, and nothing of this instance's local store.
+    func testAnInstancePrunesTheFleetsVisitorsNotSeenForTheRetention() async throws {
+        let postgres = try postgres()
+        let database = try await migratedDatabase(postgres)
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        let now = Date().unixMilliseconds
+        let connection = try await connect(postgres, database: database)
+        func visitor(_ id: String, updatedAt: Int64) -> VisitorRecord {
+            var record = VisitorRecord(visitorId: id, anonymousId: nil, consent: true, document: "{}", updatedAt: updatedAt)
+            record.decisions = [DecisionRecord(visitorId: id, decidedAt: updatedAt, campaignId: "c1", variationGroupId: "vg1",
+                                               variationId: "var1", source: .bucketingFile, reason: "SPLIT", fileVersion: nil,
+                                               context: "{}", flags: "{}")]
+            return record
+        }
+        // Written by other instances: one 40 days ago, one an hour ago.
+        try await PostgresVisitorStore(connection: connection, envId: "fleet_env", logger: logger).save([
+            visitor("gone", updatedAt: now - 40 * 86_400_000), visitor("recent", updatedAt: now - 3_600_000),
+        ])
+        try await connection.close()
+        let store = store(postgres, database: database)
+        try await store.prepare()
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(server.eventsBaseURL)
+            .withCacheDirectory(directory)
+            .withLogLevel(.WARNING)
+            .withRetentionSchedule(pruneEvery: 3_600, recordLookupsEvery: 0.05)
+            .withPostgresStore(store)
+            .build())
+        let retention = try XCTUnwrap(flagship.currentRuntime?.retention)
+
+        let deadline = Date().addingTimeInterval(10)
+        while retention.counts.prunes == 0, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+
+        XCTAssertEqual(retention.counts.prunes, 1)
+        XCTAssertEqual(retention.counts.expired, 1)
+        XCTAssertEqual(retention.counts.decisionRows, 1)
+        XCTAssertEqual(try postgres.psql(database, "SELECT string_agg(visitor_id, ',') FROM flagship.visitors"), "recent")
+        XCTAssertEqual(try postgres.psql(database, "SELECT string_agg(visitor_id, ',') FROM flagship.decisions"), "recent")
+        await flagship.close()
+        await store.close()
+    }
+
     /// A store `prepare()` refused (here: a database holding another application's tables) is
     /// not used at all: acknowledged hits and visitors go to the local store, the bucketing file
     /// too, and nothing is written to that database.

@@ -73,7 +73,8 @@ final class MigratorTests: StoreTestCase {
         XCTAssertEqual(Migration.embedded.map { "\($0.version) \($0.name) \($0.checksum)" }, [
             "1 initial_schema fnv1a64:d44fb3dd4fef8a68",
             "2 hit_delivery fnv1a64:5d8311d38cfc90a7",
-            "3 decision_provenance \(Migration.embedded[2].checksum)",
+            "3 decision_provenance fnv1a64:76186d3148c2ba34",
+            "4 visitor_retention \(Migration.embedded[3].checksum)",
         ])
     }
 
@@ -197,6 +198,8 @@ final class MigratorTests: StoreTestCase {
         2: seeds2,
         // Version 3 adds decision provenance: kept file versions, decisions, an activate's version.
         3: seeds3,
+        // Version 4 adds the visitors' last-seen time (retention), NULL for rows written before it.
+        4: seeds4,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -243,6 +246,19 @@ final class MigratorTests: StoreTestCase {
         seed.hits.append(activate)
         seed.decisions = [decision]
         seed.fileVersions = [version]
+        return seed
+    }()
+
+    private static let seeds4: SchemaSeed = {
+        var seed = seeds3
+        // A visitor written at version 4, seen after its last write.
+        let visitor = VisitorRecord.sample("visitor-4", updatedAt: 1_732_170_002_000)
+        seed.statements.append((
+            "INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(visitor.visitorId), SQLiteValue(visitor.anonymousId), SQLiteValue(visitor.consent), .text(visitor.document),
+             .integer(visitor.updatedAt), .integer(1_732_170_009_000)]
+        ))
+        seed.visitors.append(visitor)
         return seed
     }()
 

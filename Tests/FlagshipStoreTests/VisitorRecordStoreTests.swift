@@ -88,6 +88,6 @@ final class VisitorRecordStoreTests: StoreTestCase {
 
         let row = try store.database.read { try $0.query("SELECT * FROM visitors_readable").first?.values }
 
-        XCTAssertEqual(row, ["visitor-1", "anon-1", 1, "2024-11-21 06:20:00", 1, #"{"plan":"free"}"#])
+        XCTAssertEqual(row, ["visitor-1", "anon-1", 1, "2024-11-21 06:20:00", "2024-11-21 06:20:00", 1, #"{"plan":"free"}"#])
     }
 }

@@ -67,6 +67,10 @@ class SDKTestCase: XCTestCase {
             // Send rounds are not spaced: most tests drive a manual clock, on which the spacing
             // would wait for an advance. `SendRoundSpacingTests` tests the spacing.
             .withTrackingSettings { $0.roundSpacing = 0 }
+            // No visitor retention task: its wait would count among the waits that tests on a
+            // manual or recording clock count (`waitForSleepers`, the soak's backoff waits).
+            // `VisitorRetentionTests` turns it on.
+            .withVisitorRetention(nil)
     }
 
     func start(_ builder: FSConfigBuilder? = nil) {

@@ -22,8 +22,14 @@ final class DBInspectTests: CommandTestCase {
             XCTAssertEqual(Double(fileAge), before.timeIntervalSince1970 - downloadedAt, accuracy: after.timeIntervalSince(before) + 1)
         }
         document["bucketing"] = files
+        var oldest = try XCTUnwrap(document["oldestSeenVisitor"] as? [String: Any])
+        let seenAge = try XCTUnwrap(oldest.removeValue(forKey: "lastSeenAgeSeconds") as? Int)
+        XCTAssertEqual(Double(seenAge), before.timeIntervalSince1970 - 1_732_170_001, accuracy: after.timeIntervalSince(before) + 1)
+        document["oldestSeenVisitor"] = oldest
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 2,
+             "oldestSeenVisitor": {"visitorId": "v1", "lastSeenAt": 1732170001000},
+             "dueForPruning": {"retentionSeconds": 2592000, "visitors": 2},
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
              "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0},
@@ -44,6 +50,7 @@ final class DBInspectTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
+             "oldestSeenVisitor": null, "dueForPruning": {"retentionSeconds": 2592000, "visitors": 0},
              "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null,
              "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0}, "bucketing": []}
             """
@@ -57,21 +64,24 @@ final class DBInspectTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.count, 14, result.stdout)
-        XCTAssertEqual(Array(lines.prefix(8)), [
-            "path            \(storeFile.path)",
-            "schema version  \(Migrator().latestVersion)",
-            "visitors        2",
+        XCTAssertEqual(lines.count, 16, result.stdout)
+        XCTAssertEqual(lines[0], "path            \(storeFile.path)")
+        XCTAssertEqual(lines[1], "schema version  \(Migrator().latestVersion)")
+        XCTAssertEqual(lines[2], "visitors        2")
+        XCTAssertTrue(lines[3].hasPrefix("  oldest seen   "), lines[3])
+        XCTAssertTrue(lines[3].hasSuffix(" ago (2024-11-21T06:20:01.000Z): v1"), lines[3])
+        XCTAssertEqual(Array(lines[4...9]), [
+            "  due to prune  2 not seen for 30d00h (`flagship db prune`)",
             "hits            4",
             "  ACTIVATE      1",
             "  EVENT         2",
             "  PAGEVIEW      1",
             "dead letters    0",
         ])
-        XCTAssertTrue(lines[8].hasPrefix("oldest hit      "), lines[8])
-        XCTAssertTrue(lines[8].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[8])
-        XCTAssertEqual(lines[9], "decisions       0 assignment(s) of 0 visitor(s) (`flagship why`)")
-        XCTAssertEqual(lines[10], "file versions   0 kept for replaying them")
+        XCTAssertTrue(lines[10].hasPrefix("oldest hit      "), lines[10])
+        XCTAssertTrue(lines[10].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[10])
+        XCTAssertEqual(lines[11], "decisions       0 assignment(s) of 0 visitor(s) (`flagship why`)")
+        XCTAssertEqual(lines[12], "file versions   0 kept for replaying them")
         let bucketing = Array(lines.suffix(3))
         XCTAssertTrue(bucketing[0].hasPrefix("bucketing       env-a: 0 campaigns, 33 bytes, downloaded "), bucketing[0])
         XCTAssertTrue(bucketing[0].hasSuffix(" ago (2024-11-21T06:00:00.000Z), Last-Modified Thu, 21 Nov 2024 06:00:00 GMT"), bucketing[0])

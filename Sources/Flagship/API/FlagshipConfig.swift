@@ -32,6 +32,17 @@ public struct FlagshipConfig: Sendable {
     public internal(set) var recordsDecisions = true
     /// How many bucketing file versions the store keeps for explaining and replaying decisions. Default 20.
     public internal(set) var keptBucketingFileVersions = 20
+    /// Seconds a visitor of the default visitor cache is kept after it was last seen (looked up
+    /// or fetched), then deleted with its decisions; `nil`: kept for ever. Default 30 days
+    /// (`withVisitorRetention`).
+    public internal(set) var visitorRetention: TimeInterval? = FlagshipConfig.defaultVisitorRetention
+    /// The most visitors the default visitor cache keeps, the least recently seen evicted first;
+    /// `nil` (the default): no limit but the retention.
+    public internal(set) var maxCachedVisitors: Int?
+    /// 30 days: a visitor who comes back within a month keeps its assignments and their history.
+    public static let defaultVisitorRetention: TimeInterval = 30 * 86_400
+    /// When the retention task prunes and writes the lookups it noted (tests shorten them).
+    var retentionSchedule = (pruneInterval: TimeInterval(3_600), sightingsInterval: TimeInterval(60))
 
     /// Where a bootstrap bucketing file comes from.
     enum Bootstrap: Sendable {
@@ -227,6 +238,32 @@ public final class FSConfigBuilder {
     public func withDecisionProvenance(_ enabled: Bool = true, keepingFileVersions: Int = 20) -> FSConfigBuilder {
         config.recordsDecisions = enabled
         config.keptBucketingFileVersions = max(1, keepingFileVersions)
+        return self
+    }
+
+    /// Bounded storage: visitors of the default visitor cache not seen (looked up or fetched) for
+    /// `interval` seconds are deleted with their recorded decisions by a background task, in
+    /// small batches; with `maxVisitors`, the least recently seen beyond it go too. `nil` or 0
+    /// keeps visitors for ever. Default: 30 days, no budget.
+    ///
+    /// A visitor deleted and coming back later is decided again, without its assignment history:
+    /// in bucketing mode the same hash gives the same variation unless the campaign's allocation
+    /// changed meanwhile; its earlier decisions are no longer explained by `flagship why`.
+    ///
+    /// ```swift
+    /// FSConfigBuilder().Bucketing().withVisitorRetention(7 * 86_400, maxVisitors: 1_000_000).build()
+    /// ```
+    @discardableResult
+    public func withVisitorRetention(_ interval: TimeInterval?, maxVisitors: Int? = nil) -> FSConfigBuilder {
+        config.visitorRetention = interval.flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+        config.maxCachedVisitors = maxVisitors.flatMap { $0 > 0 ? $0 : nil }
+        return self
+    }
+
+    /// When the retention task prunes and writes the lookups it noted (tests).
+    @discardableResult
+    func withRetentionSchedule(pruneEvery pruneInterval: TimeInterval, recordLookupsEvery sightingsInterval: TimeInterval) -> FSConfigBuilder {
+        config.retentionSchedule = (pruneInterval, sightingsInterval)
         return self
     }
 

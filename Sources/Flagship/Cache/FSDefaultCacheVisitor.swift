@@ -19,7 +19,10 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
     public convenience init(envId: String, cacheDirectory: URL? = nil, logger: Logger? = nil) throws(FSCacheError) {
         let logger = logger ?? Logger.flagship()
-        self.init(database: try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger), logger: logger)
+        let database = try LocalStore.open(envId: envId, directory: cacheDirectory, logger: logger)
+        // An app's own cache manager holds this one: no retention task writes its lookups.
+        database.sightings.isRecording = false
+        self.init(database: database, logger: logger)
     }
 
     init(database: FlagshipDatabase, now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
@@ -45,7 +48,13 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         do {
             // Beside the group commit under way, never behind it: what it writes is read from the
             // pending documents meanwhile (`CacheService`).
-            return try database.readBesideWrites { try $0.visitors.visitor(id: visitorId) }.map { Data($0.document.utf8) }
+            guard let found = try database.readBesideWrites({ try $0.visitors.visitorAndLastSeen(id: visitorId) }) else { return nil }
+            // A returning visitor is seen even when nothing about it is written: noted here,
+            // recorded in a batch (`VisitorSightings`), so retention does not prune it.
+            if database.opening.readOnly == nil {
+                database.sightings.noteLookup(of: visitorId, lastSeenAt: found.lastSeenAt, now: now().unixMilliseconds)
+            }
+            return Data(found.record.document.utf8)
         } catch {
             logger.error("A visitor could not be read from the cache: \(error)", metadata: logger.visitorMetadata(visitorId))
             return nil

@@ -35,6 +35,11 @@ enum LocalStore {
         } else if let reason = database.opening.fullCheck {
             logger.info("Cache database checked in full before use: \(reason)", metadata: ["path": "\(url.path)"])
         }
+        if database.opening.switchedToIncrementalVacuum {
+            logger.info("Cache database switched to incremental auto-vacuum (rewritten once): the space pruned visitors free is given back", metadata: ["path": "\(url.path)"])
+        } else if database.opening.readOnly == nil, !database.isInMemory, (try? database.autoVacuumMode()) == FlagshipDatabase.AutoVacuum.none {
+            logger.info("Cache database made before incremental auto-vacuum and too large to switch at start: pruned visitors' space is reused, not given back, until `flagship db prune --db \(url.path)` switches it once", metadata: ["path": "\(url.path)"])
+        }
         if database.opening.movedAside == nil, database.opening.fromVersion < database.schemaVersion {
             logger.info("Cache database at schema version \(database.schemaVersion) (was \(database.opening.fromVersion))", metadata: ["path": "\(url.path)"])
         }

@@ -13,6 +13,9 @@ final class SDKRuntime: Sendable {
     let caches: CacheService?
     /// The Decision API in API mode, the bucketing file in bucketing mode.
     let decider: any FlagDecider
+    /// Deletes the default visitor cache's visitors not seen for the retention period (`nil`:
+    /// no default visitor cache over a writable store, or a fleet's store keeps the visitors).
+    let retention: VisitorRetention?
     /// Bucketing mode: the stored file, and the downloads that refresh it.
     let bucketing: BucketingPoller?
     let tracking: TrackingManager
@@ -52,6 +55,7 @@ final class SDKRuntime: Sendable {
             CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue,
                          ownStoreReadBound: config.ownStoreReadBound, now: config.now, logger: logger)
         }
+        retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
         transport = config.networkDisabled
@@ -91,6 +95,30 @@ final class SDKRuntime: Sendable {
         tracking.start()
     }
 
+    /// The retention of the visitors the SDK keeps: the default visitor cache's, in a store it
+    /// can write, or a fleet's store that prunes its own; `nil` for an app's visitor cache, and
+    /// without a retention or a budget (then no task runs, and no lookup is noted).
+    private static func retention(envId: String, config: FlagshipConfig, store: FlagshipDatabase?, logger: Logger) -> VisitorRetention? {
+        guard config.visitorRetention != nil || config.maxCachedVisitors != nil else {
+            store?.sightings.isRecording = false
+            return nil
+        }
+        guard config.cacheManager.visitorCache == nil else { return nil }
+        let visitors: VisitorRetention.Visitors
+        if let shared = config.sharedStore {
+            // The local store is only the fleet's spill then: what it takes moves to the shared one.
+            guard let pruning = shared as? any SharedVisitorRetention else { return nil }
+            visitors = .shared(pruning, envId: envId)
+        } else {
+            guard let store, store.opening.readOnly == nil else { return nil }
+            visitors = .local(store)
+        }
+        let policy = VisitorRetention.Policy(retention: config.visitorRetention, maxVisitors: config.maxCachedVisitors,
+                                             pruneInterval: config.retentionSchedule.pruneInterval,
+                                             sightingsInterval: config.retentionSchedule.sightingsInterval)
+        return VisitorRetention(visitors, policy: policy, clock: config.clock, logger: logger)
+    }
+
     /// The bootstrap bucketing file's bytes; a file that cannot be read is logged and ignored.
     private static func bootstrap(_ bootstrap: FlagshipConfig.Bootstrap?, logger: Logger) -> Data? {
         switch bootstrap {
@@ -111,6 +139,7 @@ final class SDKRuntime: Sendable {
     /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when
     /// there is one (`SDK_INITIALIZING` until a file is known), then polling for a newer one.
     func begin() {
+        retention?.start()
         guard let bucketing else {
             setStatus(.SDK_INITIALIZED)
             return
@@ -190,6 +219,10 @@ final class SDKRuntime: Sendable {
         let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
         bucketing?.close()
         flagWatch.finish()
+        // First: a prune under way stops after its batch, so the last group commits wait for none.
+        if let retention, !(await retention.close(until: deadline, clock: clock)) {
+            logger.warning("Closed at its deadline with the visitor cache's prune still running: it stops after its batch")
+        }
         await tracking.close(until: deadline)
         if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
             logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")

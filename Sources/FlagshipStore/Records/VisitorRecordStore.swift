@@ -32,11 +32,12 @@ package struct VisitorRecordStore {
         guard !records.isEmpty else { return }
         _ = try connection.executeMany(
             """
-            INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at)
-            VALUES (?, ?, ?, ?, ?)
+            INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             ON CONFLICT (visitor_id) DO UPDATE SET
                 anonymous_id = excluded.anonymous_id, consent = excluded.consent,
-                document = excluded.document, updated_at = excluded.updated_at
+                document = excluded.document, updated_at = excluded.updated_at,
+                last_seen_at = max(coalesce(visitors.last_seen_at, visitors.updated_at), excluded.last_seen_at)
             """,
             records.map { record in
                 [.text(record.visitorId), SQLiteValue(record.anonymousId), SQLiteValue(record.consent),
@@ -65,6 +66,34 @@ package struct VisitorRecordStore {
         return try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
     }
 
+    /// The visitor and when it was last seen (looked up or written, unix ms), for a lookup that
+    /// records the sighting when the row's is old (`VisitorSightings`).
+    package func visitorAndLastSeen(id visitorId: String) throws -> (record: VisitorRecord, lastSeenAt: Int64)? {
+        try connection.query(
+            """
+            SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at)
+            FROM visitors WHERE visitor_id = ?
+            """,
+            [.text(visitorId)]
+        ).first.map { row in (try Self.record(row), try row.int64(5)) }
+    }
+
+    /// Records that these visitors were seen (looked up), at the unix ms given for each: a
+    /// sighting never moves a visitor's last-seen time back. Returns how many rows it touched
+    /// (a visitor deleted meanwhile has none).
+    @discardableResult
+    package func markSeen(_ sightings: [String: Int64]) throws(StoreError) -> Int {
+        guard !sightings.isEmpty else { return 0 }
+        // Sorted: one order of rows per batch, whatever the dictionary's.
+        return try connection.executeMany(
+            """
+            UPDATE visitors SET last_seen_at = ?2
+            WHERE visitor_id = ?1 AND coalesce(last_seen_at, updated_at) < ?2
+            """,
+            sightings.sorted { $0.key < $1.key }.map { [.text($0.key), .integer($0.value)] }
+        )
+    }
+
     /// Visitors, most recently updated first.
     package func visitors(limit: Int = .max) throws -> [VisitorRecord] {
         try connection.query("\(Self.selectColumns) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
@@ -75,6 +104,81 @@ package struct VisitorRecordStore {
         Int(try connection.scalar("SELECT count(*) FROM visitors")?.int64 ?? 0)
     }
 
+    // MARK: Retention
+
+    /// Deletes, least recently seen first, at most `limit` visitors not seen since `boundary`
+    /// (unix ms), with their decisions: one batch of a prune, in the caller's transaction.
+    package func deleteNotSeen(since boundary: Int64, limit: Int) throws -> VisitorsDeleted {
+        try delete(try connection.query(
+            """
+            SELECT rowid, visitor_id FROM visitors
+            WHERE coalesce(last_seen_at, updated_at) < ?
+            ORDER BY coalesce(last_seen_at, updated_at) LIMIT ?
+            """,
+            [.integer(boundary), SQLiteValue(max(0, limit))]
+        ))
+    }
+
+    /// Deletes, least recently seen first, at most `limit` of the visitors beyond the newest
+    /// `keeping`, with their decisions: one batch of a budget's eviction.
+    package func deleteLeastRecentlySeen(keeping: Int, limit: Int) throws -> VisitorsDeleted {
+        let excess = try count() - max(0, keeping)
+        guard excess > 0 else { return VisitorsDeleted() }
+        return try delete(try connection.query(
+            "SELECT rowid, visitor_id FROM visitors ORDER BY coalesce(last_seen_at, updated_at) LIMIT ?",
+            [SQLiteValue(min(excess, max(0, limit)))]
+        ))
+    }
+
+    /// Whether a prune would delete anything: a visitor not seen since `boundary`, or more
+    /// visitors than `keeping`. One index probe, and a count only with a budget.
+    package func anyDue(notSeenSince boundary: Int64?, keepingAtMost keeping: Int?) throws(StoreError) -> Bool {
+        if let boundary,
+           try connection.scalar("SELECT 1 FROM visitors WHERE coalesce(last_seen_at, updated_at) < ? LIMIT 1", [.integer(boundary)]) != nil {
+            return true
+        }
+        guard let keeping else { return false }
+        return try count() > keeping
+    }
+
+    /// How many visitors were not seen since `boundary` (unix ms). Reads a file of any schema
+    /// version (`flagship db inspect` opens older ones as they are): before version 4, by
+    /// `updated_at`, the only time those files keep.
+    package func countNotSeen(since boundary: Int64) throws(StoreError) -> Int {
+        let sql = try hasLastSeen()
+            ? "SELECT count(*) FROM visitors WHERE coalesce(last_seen_at, updated_at) < ?"
+            : "SELECT count(*) FROM visitors WHERE updated_at < ?"
+        return Int(try connection.scalar(sql, [.integer(boundary)])?.int64 ?? 0)
+    }
+
+    /// The least recently seen visitor and when (unix ms); `nil` when there is none. Any
+    /// schema version, as `countNotSeen`.
+    package func leastRecentlySeen() throws -> (visitorId: String, lastSeenAt: Int64)? {
+        let sql = try hasLastSeen()
+            ? "SELECT visitor_id, coalesce(last_seen_at, updated_at) FROM visitors ORDER BY coalesce(last_seen_at, updated_at), rowid LIMIT 1"
+            : "SELECT visitor_id, updated_at FROM visitors ORDER BY updated_at, rowid LIMIT 1"
+        return try connection.query(sql).first.map { row in (try row.text(0), try row.int64(1)) }
+    }
+
+    /// Whether `visitors` has its `last_seen_at` column (schema version 4 on).
+    private func hasLastSeen() throws(StoreError) -> Bool {
+        try connection.scalar("SELECT count(*) FROM pragma_table_info('visitors') WHERE name = 'last_seen_at'")?.int64 ?? 0 > 0
+    }
+
+    /// Deletes the chosen rows (rowid, visitor id) and their visitors' decisions.
+    private func delete(_ chosen: [Row]) throws -> VisitorsDeleted {
+        guard !chosen.isEmpty else { return VisitorsDeleted() }
+        var ids: [String] = []
+        var rowIds: [[SQLiteValue]] = []
+        for row in chosen {
+            ids.append(try row.text(1))
+            rowIds.append([.integer(try row.int64(0))])
+        }
+        let decisions = try connection.executeMany("DELETE FROM decisions WHERE visitor_id = ?", ids.map { [.text($0)] })
+        let visitors = try connection.executeMany("DELETE FROM visitors WHERE rowid = ?", rowIds)
+        return VisitorsDeleted(visitors: visitors, decisionRows: decisions)
+    }
+
     private static let selectColumns = "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitors"
 
     private static func record(_ row: Row) throws -> VisitorRecord {
@@ -82,6 +186,18 @@ package struct VisitorRecordStore {
             visitorId: try row.text(0), anonymousId: try row.optionalText(1), consent: try row.bool(2),
             document: try row.text(3), updatedAt: try row.int64(4)
         )
+    }
+}
+
+/// What one batch of a prune deleted.
+package struct VisitorsDeleted: Sendable, Equatable {
+    package var visitors = 0
+    /// Rows of `decisions` (each one fetch's assignments) of those visitors.
+    package var decisionRows = 0
+
+    package init(visitors: Int = 0, decisionRows: Int = 0) {
+        self.visitors = visitors
+        self.decisionRows = decisionRows
     }
 }
 

@@ -1,0 +1,142 @@
+import Foundation
+
+/// What one prune did: visitors deleted for not being seen within the retention, and to keep
+/// within the budget, with their decisions, in how many transactions, and the pages given back.
+package struct VisitorPrune: Sendable, Equatable {
+    /// Visitors not seen since the boundary.
+    package var expired = 0
+    /// Visitors beyond the budget, least recently seen first.
+    package var evicted = 0
+    /// Rows of `decisions` deleted with them.
+    package var decisionRows = 0
+    /// Write transactions the deletions took (a batch each).
+    package var transactions = 0
+    /// Pages the incremental vacuum gave back to the file system (0 for a file not switched to it).
+    package var pagesReturned = 0
+
+    package var visitors: Int { expired + evicted }
+
+    /// Counts one batch of `batchSize` (a transaction); returns whether it was full, so that
+    /// more may be due. `expired`: deleted for their age, not for the budget.
+    package mutating func add(_ deleted: VisitorsDeleted, expired: Bool, batchSize: Int) -> Bool {
+        transactions += 1
+        if expired { self.expired += deleted.visitors } else { evicted += deleted.visitors }
+        decisionRows += deleted.decisionRows
+        return deleted.visitors >= batchSize
+    }
+
+    package init(expired: Int = 0, evicted: Int = 0, decisionRows: Int = 0, transactions: Int = 0, pagesReturned: Int = 0) {
+        self.expired = expired
+        self.evicted = evicted
+        self.decisionRows = decisionRows
+        self.transactions = transactions
+        self.pagesReturned = pagesReturned
+    }
+}
+
+extension FlagshipDatabase {
+    /// Rows deleted per write transaction: a group commit waits for one batch at most (a few
+    /// milliseconds), never for a whole prune.
+    package static let pruneBatchSize = 500
+
+    /// Deletes the visitors not seen since `boundary` (unix ms), then, with `maxVisitors`, the
+    /// least recently seen beyond it, each with its decisions, `batchSize` visitors per write
+    /// transaction; then gives the freed pages back (`returnFreePages`). Each batch first writes
+    /// the sightings noted so far, so a visitor looked up a moment ago is never deleted for an
+    /// older last-seen time. `shouldContinue` is asked between batches (a closing SDK stops;
+    /// what is left is pruned next time).
+    ///
+    /// Synchronous: call it off Swift's cooperative pool (the SDK runs it on a dispatch queue).
+    package func pruneVisitors(
+        notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, batchSize: Int = pruneBatchSize,
+        shouldContinue: () -> Bool = { true }
+    ) throws -> VisitorPrune {
+        var prune = VisitorPrune()
+        let batch = max(1, batchSize)
+        // Most runs find nothing to do: they say so from a read, without taking the write lock.
+        if sightings.count == 0, try !read({ try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }) {
+            return prune
+        }
+        if let boundary {
+            while shouldContinue(),
+                  prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) {}
+        }
+        if let maxVisitors {
+            while shouldContinue(),
+                  prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
+                            expired: false, batchSize: batch) {}
+        }
+        if prune.visitors > 0 { prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue) }
+        return prune
+    }
+
+    /// Writes the sightings noted so far (`sightings`): for a timer between prunes, and `close`.
+    /// Returns how many visitors' rows it touched.
+    @discardableResult
+    package func recordSightings() throws -> Int {
+        let seen = sightings.take()
+        guard !seen.isEmpty else { return 0 }
+        do {
+            return try write { try $0.visitors.markSeen(seen) }
+        } catch {
+            sightings.putBack(seen)
+            throw error
+        }
+    }
+
+    /// One write transaction that first records the sightings noted so far, then runs `body`;
+    /// the sightings wait again if it fails.
+    private func writeBatch<T>(_ body: (Connection) throws -> T) throws -> T {
+        let seen = sightings.take()
+        do {
+            return try write { db in
+                try db.visitors.markSeen(seen)
+                return try body(db)
+            }
+        } catch {
+            sightings.putBack(seen)
+            throw error
+        }
+    }
+
+    /// Pages given back per transaction by `returnFreePages`: about 4 MB of 4 KB pages, so that a
+    /// group commit waiting behind it waits a few milliseconds.
+    package static let freePagesPerStep = 1_000
+
+    /// Gives the file's free pages back to the file system (`PRAGMA incremental_vacuum`), in
+    /// steps of `freePagesPerStep` pages, each a write transaction of its own; the file shrinks at
+    /// the next checkpoint. Nothing for a file not in incremental auto-vacuum (one opened before
+    /// it was switched, see `open`): its free pages are reused by later rows instead.
+    /// Returns how many pages left the file.
+    @discardableResult
+    package func returnFreePages(shouldContinue: () -> Bool = { true }) throws -> Int {
+        guard try autoVacuumMode() == .incremental else { return 0 }
+        var returned = 0
+        while shouldContinue() {
+            let before = try freePageCount()
+            guard before > 0 else { break }
+            try write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }
+            let after = try freePageCount()
+            returned += before - after
+            // Nothing moved: another process holds pages SQLite cannot move now.
+            guard after < before else { break }
+        }
+        return returned
+    }
+
+    /// `PRAGMA auto_vacuum` of the file.
+    package enum AutoVacuum: Int64, Sendable {
+        case none = 0
+        case full = 1
+        case incremental = 2
+    }
+
+    package func autoVacuumMode() throws -> AutoVacuum {
+        try database.withConnection { AutoVacuum(rawValue: try $0.scalar("PRAGMA auto_vacuum")?.int64 ?? 0) ?? .none }
+    }
+
+    /// Pages of the file on its free list (`PRAGMA freelist_count`).
+    package func freePageCount() throws -> Int {
+        try database.withConnection { Int(try $0.scalar("PRAGMA freelist_count")?.int64 ?? 0) }
+    }
+}

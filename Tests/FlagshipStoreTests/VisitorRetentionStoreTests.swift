@@ -1,0 +1,355 @@
+import Foundation
+import XCTest
+
+import FlagshipStore
+
+/// Bounded storage in the store: the prune by last-seen time and by budget, in small batches,
+/// visitors' decisions deleted with them, lookups counted as sightings, freed pages given back.
+final class VisitorRetentionStoreTests: StoreTestCase {
+    private static let day: Int64 = 86_400_000
+
+    /// A visitor last written `daysAgo` days before `fixedNow`, with one decision row.
+    private func saveVisitor(_ id: String, daysAgo: Int64, in store: FlagshipDatabase, document: String? = nil) throws {
+        var record = VisitorRecord.sample(id, updatedAt: fixedNowMilliseconds - daysAgo * Self.day)
+        if let document { record.document = document }
+        record.decisions = [DecisionRecord(visitorId: id, decidedAt: record.updatedAt, campaignId: "c1", variationGroupId: "vg1",
+                                           variationId: "var1", source: .bucketingFile, reason: "SPLIT", fileVersion: nil,
+                                           context: #"{"plan":"free"}"#, flags: #"{"btnColor":"green"}"#)]
+        try store.write { try $0.visitors.save(record) }
+    }
+
+    private func visitorIds(_ store: FlagshipDatabase) throws -> [String] {
+        try store.read { try $0.visitors.visitors() }.map(\.visitorId).sorted()
+    }
+
+    private func decidedVisitorIds(_ store: FlagshipDatabase) throws -> [String] {
+        try store.database.column("SELECT DISTINCT visitor_id FROM decisions ORDER BY visitor_id").compactMap(\.text)
+    }
+
+    private func thirtyDaysBefore(_ now: Int64 = fixedNowMilliseconds) -> Int64 { now - 30 * Self.day }
+
+    // MARK: - Retention
+
+    func testPruneDeletesExactlyTheVisitorsNotSeenWithinTheRetentionWithTheirDecisionsAndNoOthers() throws {
+        let store = try openStore()
+        for (id, days) in [("gone-45", Int64(45)), ("gone-31", 31), ("kept-29", 29), ("kept-1", 1), ("kept-0", 0)] {
+            try saveVisitor(id, daysAgo: days, in: store)
+        }
+        // Exactly at the boundary: seen 30 days ago to the millisecond is still within it.
+        try store.write { try $0.visitors.save(.sample("kept-30", updatedAt: self.thirtyDaysBefore())) }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+
+        XCTAssertEqual(prune.expired, 2)
+        XCTAssertEqual(prune.evicted, 0)
+        XCTAssertEqual(prune.decisionRows, 2)
+        XCTAssertEqual(try visitorIds(store), ["kept-0", "kept-1", "kept-29", "kept-30"])
+        XCTAssertEqual(try decidedVisitorIds(store), ["kept-0", "kept-1", "kept-29"])
+    }
+
+    func testAPruneWithNothingDueTakesNoWriteLock() throws {
+        let store = try openStore()
+        try saveVisitor("recent", daysAgo: 2, in: store)
+        try saveVisitor("other", daysAgo: 3, in: store)
+        let statements = Locked<[String]>([])
+        try store.database.traceStatements { sql in statements.withLock { $0.append(sql) } }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
+        try store.database.traceStatements(nil)
+
+        XCTAssertEqual(prune, VisitorPrune())
+        XCTAssertEqual(try visitorIds(store), ["other", "recent"])
+        XCTAssertFalse(statements.withLock { $0 }.contains { $0.hasPrefix("BEGIN IMMEDIATE") }, "\(statements.withLock { $0 })")
+    }
+
+    func testAReturningVisitorLookedUpButNotRewrittenIsKept() throws {
+        let store = try openStore()
+        try saveVisitor("returning", daysAgo: 40, in: store)
+        try saveVisitor("gone", daysAgo: 40, in: store)
+        // A lookup today, as the default visitor cache makes it (`FSDefaultCacheVisitor`).
+        let found = try XCTUnwrap(try store.read { try $0.visitors.visitorAndLastSeen(id: "returning") })
+        XCTAssertEqual(found.lastSeenAt, fixedNowMilliseconds - 40 * Self.day)
+        XCTAssertTrue(store.sightings.noteLookup(of: "returning", lastSeenAt: found.lastSeenAt, now: fixedNowMilliseconds))
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+
+        XCTAssertEqual(prune.expired, 1)
+        XCTAssertEqual(try visitorIds(store), ["returning"])
+        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "returning") }?.lastSeenAt, fixedNowMilliseconds)
+        XCTAssertEqual(try store.read { try $0.visitors.visitor(id: "returning") }?.updatedAt, fixedNowMilliseconds - 40 * Self.day,
+                       "a sighting is not a write of the document")
+        XCTAssertEqual(store.sightings.count, 0)
+    }
+
+    func testALookupWithinTheResolutionOfTheLastSightingIsNotNotedAgain() {
+        let sightings = VisitorSightings()
+        let lastSeen = fixedNowMilliseconds - VisitorSightings.defaultResolutionMilliseconds + 1
+
+        XCTAssertFalse(sightings.noteLookup(of: "v", lastSeenAt: lastSeen, now: fixedNowMilliseconds))
+        XCTAssertTrue(sightings.noteLookup(of: "v", lastSeenAt: lastSeen - 1, now: fixedNowMilliseconds))
+        XCTAssertEqual(sightings.take(), ["v": fixedNowMilliseconds])
+        XCTAssertEqual(sightings.count, 0)
+    }
+
+    func testSightingsNobodyWritesStopAtTheCapacityAndAVisitorNotedAlreadyIsStillUpdated() {
+        let sightings = VisitorSightings()
+        for index in 0..<VisitorSightings.capacity {
+            sightings.noteLookup(of: "v\(index)", lastSeenAt: 0, now: fixedNowMilliseconds)
+        }
+
+        XCTAssertFalse(sightings.noteLookup(of: "one-too-many", lastSeenAt: 0, now: fixedNowMilliseconds))
+        XCTAssertTrue(sightings.noteLookup(of: "v7", lastSeenAt: 0, now: fixedNowMilliseconds + 1))
+        XCTAssertEqual(sightings.count, VisitorSightings.capacity)
+        XCTAssertEqual(sightings.take()["v7"], fixedNowMilliseconds + 1)
+    }
+
+    func testASightingNeverMovesALastSeenTimeBack() throws {
+        let store = try openStore()
+        try saveVisitor("v", daysAgo: 0, in: store)
+
+        let touched = try store.write { try $0.visitors.markSeen(["v": fixedNowMilliseconds - 5 * Self.day, "absent": fixedNowMilliseconds]) }
+
+        XCTAssertEqual(touched, 0)
+        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "v") }?.lastSeenAt, fixedNowMilliseconds)
+    }
+
+    func testRewritingAVisitorKeepsALaterSighting() throws {
+        let store = try openStore()
+        try saveVisitor("v", daysAgo: 10, in: store)
+        store.sightings.noteLookup(of: "v", lastSeenAt: fixedNowMilliseconds - 10 * Self.day, now: fixedNowMilliseconds)
+        XCTAssertEqual(try store.recordSightings(), 1)
+
+        // A document accepted earlier and committed after the sighting.
+        try saveVisitor("v", daysAgo: 3, in: store)
+
+        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "v") }?.lastSeenAt, fixedNowMilliseconds)
+    }
+
+    func testAPruneOfTwoThousandDueVisitorsTakesSeveralTransactionsOfFiveHundredAtMost() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+            try db.visitors.save(VisitorRecord.sample("recent"))
+        }
+        let statements = Locked<[String]>([])
+        try store.database.traceStatements { sql in statements.withLock { $0.append(sql) } }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        try store.database.traceStatements(nil)
+
+        XCTAssertEqual(prune.expired, 2_000)
+        XCTAssertEqual(prune.transactions, 5, "four full batches, and one that finds nothing left")
+        XCTAssertEqual(try visitorIds(store), ["recent"])
+        // Rows deleted in each write transaction, as SQLite ran them.
+        var perTransaction: [Int] = []
+        for sql in statements.withLock({ $0 }) {
+            if sql.hasPrefix("BEGIN IMMEDIATE") { perTransaction.append(0) }
+            if sql.hasPrefix("DELETE FROM visitors"), !perTransaction.isEmpty { perTransaction[perTransaction.count - 1] += 1 }
+        }
+        XCTAssertEqual(perTransaction.filter { $0 > 0 }, [500, 500, 500, 500])
+    }
+
+    func testThePruneFindsTheOldestVisitorsThroughTheIndexWithoutATableScan() throws {
+        let store = try openStore()
+        for sql in [
+            "SELECT rowid, visitor_id FROM visitors WHERE coalesce(last_seen_at, updated_at) < 1 ORDER BY coalesce(last_seen_at, updated_at) LIMIT 500",
+            "SELECT rowid, visitor_id FROM visitors ORDER BY coalesce(last_seen_at, updated_at) LIMIT 500",
+        ] {
+            let details = try store.read { try $0.query("EXPLAIN QUERY PLAN " + sql).map { try $0.text(3) } }
+            XCTAssertTrue(details.contains { $0.contains("USING INDEX visitors_by_last_seen") }, "\(details)")
+            XCTAssertFalse(details.contains { $0.hasPrefix("SCAN visitors") && !$0.contains("INDEX") }, "\(details)")
+            XCTAssertFalse(details.contains { $0.contains("TEMP B-TREE") }, "no sort: \(details)")
+        }
+    }
+
+    // MARK: - Budget
+
+    func testTheBudgetEvictsTheLeastRecentlySeenFirst() throws {
+        let store = try openStore()
+        for (id, days) in [("seen-5", Int64(5)), ("seen-1", 1), ("seen-9", 9), ("seen-3", 3), ("seen-7", 7)] {
+            try saveVisitor(id, daysAgo: days, in: store)
+        }
+        // Looked up today: the most recently seen, though written nine days ago.
+        store.sightings.noteLookup(of: "seen-9", lastSeenAt: fixedNowMilliseconds - 9 * Self.day, now: fixedNowMilliseconds)
+
+        let prune = try store.pruneVisitors(notSeenSince: nil, keepingAtMost: 2, batchSize: 2)
+
+        XCTAssertEqual(prune.evicted, 3)
+        XCTAssertEqual(prune.expired, 0)
+        XCTAssertEqual(prune.decisionRows, 3)
+        XCTAssertEqual(prune.transactions, 2, "two, then the one left beyond the budget")
+        XCTAssertEqual(try visitorIds(store), ["seen-1", "seen-9"])
+        XCTAssertEqual(try decidedVisitorIds(store), ["seen-1", "seen-9"])
+    }
+
+    func testRetentionThenBudgetCountEachDeletionOnce() throws {
+        let store = try openStore()
+        for index in 0..<6 { try saveVisitor("v\(index)", daysAgo: Int64(index * 10), in: store) }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
+
+        XCTAssertEqual(prune.expired, 2, "40 and 50 days")
+        XCTAssertEqual(prune.evicted, 2, "of the four left, the two least recently seen")
+        XCTAssertEqual(prune.visitors, 4)
+        XCTAssertEqual(try visitorIds(store), ["v0", "v1"])
+    }
+
+    func testAPruneAskedToStopStopsBetweenBatches() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<30).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+        let asked = Locked(0)
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 10) {
+            asked.withLock { asked in
+                asked += 1
+                return asked <= 2
+            }
+        }
+
+        XCTAssertEqual(prune.expired, 20)
+        XCTAssertEqual(try store.read { try $0.visitors.count() }, 10)
+    }
+
+    // MARK: - Free pages
+
+    func testANewFileIsInIncrementalAutoVacuum() throws {
+        let store = try openStore()
+
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+        XCTAssertFalse(store.opening.switchedToIncrementalVacuum, "chosen before its first table, no VACUUM needed")
+    }
+
+    func testAPruneGivesTheFreedPagesBackAndTheFileShrinks() throws {
+        let store = try openStore()
+        // Documents of the size real ones have (about 2.5 KB).
+        let padding = String(repeating: "x", count: 2_400)
+        try store.write { db in
+            try db.visitors.save((0..<2_000).map { index in
+                var record = VisitorRecord.sample("old-\(index)", updatedAt: fixedNowMilliseconds - 40 * Self.day)
+                record.document = visitorDocument(visitorId: record.visitorId, context: ["padding": padding])
+                return record
+            })
+            try db.visitors.save(VisitorRecord.sample("recent"))
+        }
+        try emptyWAL(store)
+        let before = try fileSize(url())
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        try emptyWAL(store)
+
+        XCTAssertEqual(prune.expired, 2_000)
+        XCTAssertGreaterThan(prune.pagesReturned, 1_000)
+        XCTAssertEqual(try store.freePageCount(), 0)
+        let after = try fileSize(url())
+        XCTAssertLessThan(after, before / 10, "\(before) bytes before, \(after) after")
+        XCTAssertEqual(try visitorIds(store), ["recent"])
+    }
+
+    func testAFileMadeBeforeIncrementalVacuumIsSwitchedAtOpenAndThenGivesPagesBack() throws {
+        // A store as builds before version 4 made it: no auto-vacuum.
+        let database = try rawDatabase()
+        _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
+        try database.write { db in
+            try db.executeScript("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('v', 1, '{}', 1)")
+        }
+        XCTAssertEqual(try database.integer("PRAGMA auto_vacuum"), 0)
+        database.close()
+
+        let store = try openStore()
+
+        XCTAssertTrue(store.opening.switchedToIncrementalVacuum)
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+        XCTAssertEqual(try visitorIds(store), ["v"])
+        XCTAssertEqual(try store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil).expired, 1)
+    }
+
+    func testAFileLargerThanTheLimitKeepsItsModeAtOpenAndItsFreedPagesAreReused() throws {
+        let database = try rawDatabase()
+        _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
+        database.close()
+        // Grown past the limit with zeros at its end would not be a database: a big table does it.
+        let big = try rawDatabase()
+        try big.write { db in
+            try db.executeScript("""
+                CREATE TABLE ballast (b BLOB);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(FlagshipDatabase.vacuumAtOpenMaximumBytes / 60_000 + 10))
+                INSERT INTO ballast SELECT zeroblob(60000) FROM n;
+                """)
+        }
+        big.close()
+        XCTAssertGreaterThan(try fileSize(url()), FlagshipDatabase.vacuumAtOpenMaximumBytes)
+
+        let store = try openStore()
+
+        XCTAssertFalse(store.opening.switchedToIncrementalVacuum)
+        XCTAssertEqual(try store.autoVacuumMode(), FlagshipDatabase.AutoVacuum.none)
+        XCTAssertEqual(try store.returnFreePages(), 0, "nothing to give back without incremental auto-vacuum")
+
+        // By hand (`flagship db prune`): switched whatever the size, then the ballast's pages go back.
+        XCTAssertTrue(try FlagshipDatabase.switchToIncrementalVacuum(store.database))
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+        XCTAssertFalse(try FlagshipDatabase.switchToIncrementalVacuum(store.database), "once")
+        try store.database.write { try $0.execute("DELETE FROM ballast") }
+        XCTAssertGreaterThan(try store.returnFreePages(), 8_000)
+        try emptyWAL(store)
+        XCTAssertLessThan(try fileSize(url()), 1 << 20)
+    }
+
+    /// Checkpoints the whole WAL into the file, so that its size is the database's; tried again
+    /// while the store's background checkpointer holds the checkpoint lock.
+    private func emptyWAL(_ store: FlagshipDatabase) throws {
+        for _ in 0..<200 {
+            if try store.database.eraseWALHistory() { return }
+            usleep(10_000)
+        }
+        XCTFail("the WAL could not be checkpointed in 2 s")
+    }
+
+    private func fileSize(_ url: URL) throws -> Int64 {
+        try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: url.path))[.size] as? NSNumber).int64Value
+    }
+
+    // MARK: - Reading any schema version
+
+    func testAVersionThreeFileMigratesWithEachVisitorLastSeenWhenLastWrittenWithoutRewritingARow() throws {
+        let database = try rawDatabase()
+        _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
+        try database.write { db in
+            try db.execute("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('a', 1, '{}', 100), ('b', 1, '{}', 50)")
+        }
+        database.close()
+
+        let store = try openStore()
+
+        XCTAssertEqual(store.opening.fromVersion, 3)
+        XCTAssertEqual(store.schemaVersion, 4)
+        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "a") }?.lastSeenAt, 100)
+        XCTAssertEqual(try store.database.integer("SELECT count(*) FROM visitors WHERE last_seen_at IS NOT NULL"), 0,
+                       "the column is added, no row rewritten")
+        XCTAssertEqual(try store.database.column("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'visitors' AND sql IS NOT NULL")
+                        .compactMap(\.text), ["visitors_by_last_seen"])
+        let prune = try store.pruneVisitors(notSeenSince: 75, keepingAtMost: nil)
+        XCTAssertEqual(prune.expired, 1)
+        XCTAssertEqual(try visitorIds(store), ["a"])
+    }
+
+    func testCountingDueVisitorsAndTheLeastRecentlySeenReadAVersionThreeFileAsItIs() throws {
+        let database = try rawDatabase()
+        _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
+        try database.write { db in
+            try db.execute("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('a', 1, '{}', 100), ('b', 1, '{}', 50), ('c', 1, '{}', 300)")
+        }
+        database.close()
+
+        let store = try FlagshipDatabase.openForInspection(at: url())
+        defer { store.close() }
+
+        XCTAssertEqual(store.schemaVersion, 3)
+        XCTAssertEqual(try store.read { try $0.visitors.countNotSeen(since: 200) }, 2)
+        let oldest = try XCTUnwrap(try store.read { try $0.visitors.leastRecentlySeen() })
+        XCTAssertEqual(oldest.visitorId, "b")
+        XCTAssertEqual(oldest.lastSeenAt, 50)
+    }
+}

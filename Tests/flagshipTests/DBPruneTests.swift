@@ -1,0 +1,113 @@
+import FlagshipStore
+import Foundation
+import XCTest
+
+/// `flagship db prune`: the SDK's retention by hand, and its dry run.
+final class DBPruneTests: CommandTestCase {
+    /// The fixture's two visitors (written in 2024), one seen now, and a decision of `v1`.
+    private func populate(_ store: FlagshipDatabase) throws {
+        try StoreFixture.populate(store)
+        var recent = StoreFixture.visitors[1]
+        recent.visitorId = "recent"
+        recent.document = recent.document.replacingOccurrences(of: #""v2""#, with: #""recent""#)
+        recent.updatedAt = Date().unixMilliseconds
+        try store.write { db in
+            try db.visitors.save(recent)
+            try db.decisions.insert([DecisionRecord(
+                visitorId: "v1", decidedAt: 1_732_170_001_000, campaignId: "c1", variationGroupId: "vg1", variationId: "var1",
+                source: .bucketingFile, reason: "SPLIT", fileVersion: nil, context: "{}", flags: "{}")])
+        }
+    }
+
+    private func storeFiles() throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try storeDirectoryListing() {
+            files[name] = try Data(contentsOf: storeDirectory.appendingPathComponent(name))
+        }
+        return files
+    }
+
+    private func visitorIds() throws -> [String] {
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        return try store.read { try $0.visitors.visitors() }.map(\.visitorId).sorted()
+    }
+
+    func testDryRunCountsWhatWouldBeDeletedAndChangesNothing() throws {
+        try withStore(populate)
+        let before = try storeFiles()
+
+        let result = try flagship("db", "prune", "--db", storeFile.path, "--dry-run", "--max-visitors", "0")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout,
+                       "would delete 2 visitor(s) not seen for 30d00h and 1 visitor(s) beyond --max-visitors 0 of 3; nothing was changed (--dry-run)\n")
+        XCTAssertEqual(try storeFiles(), before, "not a byte changed, nothing created beside the file")
+    }
+
+    func testPruneDeletesTheVisitorsNotSeenWithTheirDecisionsAndSaysWhatItDid() throws {
+        try withStore(populate)
+
+        let result = try flagship("db", "prune", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, result.stdout)
+        XCTAssertTrue(lines[0].hasPrefix("deleted 2 visitor(s) not seen for 30d00h, with 1 decision row(s), in 1 transaction(s), "), lines[0])
+        XCTAssertTrue(lines[1].hasPrefix("gave back "), lines[1])
+        XCTAssertEqual(try visitorIds(), ["recent"])
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        XCTAssertEqual(try store.read { try $0.decisions.visitorCount() }, 0)
+    }
+
+    func testARetentionGivenInSecondsAndABudgetDeleteTheLeastRecentlySeenFirst() throws {
+        try withStore(populate)
+
+        let result = try flagship("db", "prune", "--db", storeFile.path, "--retention", "0", "--max-visitors", "2")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix("deleted 1 visitor(s) beyond --max-visitors 2, with 1 decision row(s), in 1 transaction(s), "),
+                      result.stdout)
+        XCTAssertEqual(try visitorIds(), ["recent", "v2"])
+    }
+
+    func testANegativeRetentionIsRefusedLeavingTheStoreUntouched() throws {
+        try withStore(populate)
+
+        let stderr = try stderrOfFailureLeavingStoreUntouched("db", "prune", "--db", storeFile.path, "--retention=-5")
+
+        XCTAssertTrue(stderr.contains("--retention must be a number of seconds, 0 or more"), stderr)
+    }
+
+    func testMigratingAVersionThreeFileSwitchesItToIncrementalAutoVacuumAndSaysSo() throws {
+        let database = try Database(path: storeFile.path)
+        _ = try Migrator().migrate(database, upTo: 3)
+        XCTAssertEqual(try database.withConnection { try $0.scalar("PRAGMA auto_vacuum")?.int64 }, 0)
+        database.close()
+
+        let result = try flagship("db", "migrate", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, """
+            schema version \(Migrator().latestVersion) (migrated from 3)
+            switched to incremental auto-vacuum: the file was rewritten once, so that space pruned visitors free is given back
+
+            """)
+        let store = try FlagshipDatabase.openForInspection(at: storeFile)
+        defer { store.close() }
+        XCTAssertEqual(try store.autoVacuumMode(), .incremental)
+    }
+
+    func testInspectCountsTheVisitorsDueUnderTheRetentionGiven() throws {
+        try withStore(populate)
+
+        let result = try flagship("db", "inspect", "--db", storeFile.path, "--retention", "0", "--json")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        XCTAssertEqual(try canonicalJSON(try XCTUnwrap(document["dueForPruning"])),
+                       try canonicalJSON(["retentionSeconds": NSNull(), "visitors": 0]))
+    }
+}
