@@ -1,3 +1,5 @@
+import Foundation
+
 /// An open-loop run: visitors due on a schedule at `rate` for `duration`, whatever the ones
 /// before them are doing, as a site's traffic arrives.
 struct LoadPlan: Sendable {
@@ -15,6 +17,8 @@ struct LoadPlan: Sendable {
     var drainGrace: Duration = .seconds(30)
     /// Seeds the new/returning draw and the returning visitor picked, so that runs compare.
     var seed: UInt64 = 31
+    /// The SDK's visitor retention (seconds); `nil`: the SDK's default (30 days).
+    var retention: TimeInterval?
 
     func validated() throws(SoakError) -> LoadPlan {
         guard rate > 0, rate.isFinite else { throw .invalidOption("the rate must be a positive number of visitors per second") }
@@ -22,6 +26,9 @@ struct LoadPlan: Sendable {
         guard sampleInterval > .zero else { throw .invalidOption("the sample interval must be positive") }
         guard (0...1).contains(newVisitorShare) else { throw .invalidOption("the share of new visitors must be within 0...1") }
         guard maxInFlight > 0 else { throw .invalidOption("the in-flight cap must be at least 1") }
+        if let retention, !(retention > 0 && retention.isFinite) {
+            throw .invalidOption("the retention must be a positive number of seconds")
+        }
         return self
     }
 }

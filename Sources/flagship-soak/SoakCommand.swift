@@ -69,6 +69,9 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     @Option(help: "Visitors of the burst.")
     var burstVisitors: Int = 30_000
 
+    @Option(help: "Seconds the SDK keeps a visitor not seen (its retention; default: the SDK's, 30 days).")
+    var retention: Double?
+
     @Option(help: "Seeds the draw of new and returning visitors.")
     var seed: UInt64 = 31
 
@@ -122,7 +125,7 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
         guard seconds > 0, seconds.isFinite else { throw .invalidOption("a duration must be a positive number of seconds") }
         let interval = sampleInterval ?? min(10, seconds / 12)
         return try LoadPlan(rate: rate, duration: .seconds(seconds), sampleInterval: .seconds(interval), newVisitorShare: newShare,
-                            maxInFlight: maxInFlight, seed: seed).validated()
+                            maxInFlight: maxInFlight, seed: seed, retention: retention).validated()
     }
 
     private func soak(fixture: SoakFixture) async throws(SoakError) {

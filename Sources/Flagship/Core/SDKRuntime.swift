@@ -113,8 +113,12 @@ final class SDKRuntime: Sendable {
             guard let store, store.opening.readOnly == nil else { return nil }
             visitors = .local(store)
         }
+        // A short retention is pruned as often as a tenth of it (a minute at least): hourly, a
+        // retention of minutes would let the file grow by an hour of visitors between prunes.
+        let pruneInterval = config.visitorRetention.map { min(config.retentionSchedule.pruneInterval, max(60, $0 / 10)) }
+            ?? config.retentionSchedule.pruneInterval
         let policy = VisitorRetention.Policy(retention: config.visitorRetention, maxVisitors: config.maxCachedVisitors,
-                                             pruneInterval: config.retentionSchedule.pruneInterval,
+                                             pruneInterval: pruneInterval,
                                              sightingsInterval: config.retentionSchedule.sightingsInterval)
         return VisitorRetention(visitors, policy: policy, clock: config.clock, logger: logger)
     }
