@@ -253,7 +253,10 @@ final class HitSender: Sendable {
     private func sendPage(_ endpoint: HitEndpoint, settling pending: inout PendingSettlement?) async -> PageOutcome {
         let stop = state.withLock { $0.closed && $0.finalDeadline == nil }
         guard !stop else { return .failed }
-        let limit = endpoint == .activate ? EventsClient.maxActivatesPerRequest : settings.pageSize
+        // Activates are claimed in pages as large as hits' and sent 100 per request (the events
+        // client splits them): a page of 100 cost a visit to the store per 100 activates, too
+        // many visits to keep up with three activates per visitor when claims are needed.
+        let limit = settings.pageSize
         let claimedAt = clock.now().unixMilliseconds
         var claimed: [OutgoingHit] = []
         // The page before is recorded first, in the same visit to the store queue as this claim.
