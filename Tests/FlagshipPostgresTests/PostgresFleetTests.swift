@@ -42,6 +42,37 @@ final class PostgresFleetTests: PostgresTestCase {
         return (postgres, try postgres.createDatabase())
     }
 
+    /// A PostgreSQL server and database of the test's own, a local server, an impatient store
+    /// prepared there, and instance 0 on it; `stop()` ends both servers.
+    private struct OwnFleet {
+        let postgres: TemporaryPostgres
+        let database: String
+        let server: LocalFlagshipServer
+        let store: FlagshipPostgresStore
+        let flagship: Flagship
+
+        func stop() {
+            server.stop()
+            postgres.stop()
+        }
+    }
+
+    private func ownFleet() async throws -> OwnFleet {
+        let (postgres, database) = try ownPostgres()
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        do {
+            try server.start()
+            let store = impatientStore(postgres, database: database)
+            try await store.prepare()
+            return OwnFleet(postgres: postgres, database: database, server: server, store: store,
+                            flagship: instance(0, store: store, server: server))
+        } catch {
+            server.stop()
+            postgres.stop()
+            throw error
+        }
+    }
+
     /// A store that gives up on PostgreSQL after 1 s and tries it again 1 s later.
     private func impatientStore(_ postgres: TemporaryPostgres, database: String) -> FlagshipPostgresStore {
         FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
@@ -104,14 +135,9 @@ final class PostgresFleetTests: PostgresTestCase {
     /// (committed to the instance's local SQLite file while PostgreSQL is away, sent from there),
     /// and every hit reaches the server once.
     func testWhilePostgresIsAwayHitsAreCommittedLocallyAndAllAreDeliveredOnce() async throws {
-        let (postgres, database) = try ownPostgres()
-        defer { postgres.stop() }
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
-        defer { server.stop() }
-        let store = impatientStore(postgres, database: database)
-        try await store.prepare()
-        let flagship = instance(0, store: store, server: server)
+        let fleet = try await ownFleet()
+        defer { fleet.stop() }
+        let (postgres, database, server, store, flagship) = (fleet.postgres, fleet.database, fleet.server, fleet.store, fleet.flagship)
         let visitor = await flagship.newVisitor(visitorId: "visitor-0", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         func send(_ numbers: ClosedRange<Int>) async throws {
             for number in numbers {
@@ -140,14 +166,9 @@ final class PostgresFleetTests: PostgresTestCase {
     /// in the local store (a restart would carry it too) until PostgreSQL answers; then the
     /// visitor's document, decisions and waiting hits go there, its consent hits stay.
     func testAConsentWithdrawalMadeWhilePostgresIsAwayIsCarriedOutOnceItIsBack() async throws {
-        let (postgres, database) = try ownPostgres()
-        defer { postgres.stop() }
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
-        defer { server.stop() }
-        let store = impatientStore(postgres, database: database)
-        try await store.prepare()
-        let flagship = instance(0, store: store, server: server)
+        let fleet = try await ownFleet()
+        defer { fleet.stop() }
+        let (postgres, database, server, store, flagship) = (fleet.postgres, fleet.database, fleet.server, fleet.store, fleet.flagship)
         let runtime = try XCTUnwrap(flagship.currentRuntime)
         let local = try XCTUnwrap(runtime.caches?.store)
         let leaving = await flagship.newVisitor(visitorId: "leaving", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
@@ -186,14 +207,9 @@ final class PostgresFleetTests: PostgresTestCase {
     /// lookup finds it there); PostgreSQL back, the next write moves the document to the shared
     /// table and out of the local file.
     func testWhilePostgresIsAwayVisitorsAreKeptLocallyThenMovedToTheSharedStore() async throws {
-        let (postgres, database) = try ownPostgres()
-        defer { postgres.stop() }
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
-        defer { server.stop() }
-        let store = impatientStore(postgres, database: database)
-        try await store.prepare()
-        let flagship = instance(0, store: store, server: server)
+        let fleet = try await ownFleet()
+        defer { fleet.stop() }
+        let (postgres, database, server, store, flagship) = (fleet.postgres, fleet.database, fleet.server, fleet.store, fleet.flagship)
         let runtime = try XCTUnwrap(flagship.currentRuntime)
         let caches = try XCTUnwrap(runtime.caches)
         func local(_ id: String) throws -> VisitorRecord? {

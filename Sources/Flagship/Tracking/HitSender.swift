@@ -259,7 +259,8 @@ final class HitSender: Sendable {
         let limit = settings.pageSize
         let claimedAt = clock.now().unixMilliseconds
         var claimed: [OutgoingHit] = []
-        // The page before is recorded first, in the same visit to the store queue as this claim.
+        // The page before is recorded in the same visit to the store as this claim; with nothing
+        // to claim, beside this page's send (below).
         let previous = pending
         pending = nil
         // Rows nobody holds are older than the hits committed to this sender's memory: they go
