@@ -209,7 +209,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testWhilePostgresIsAwayVisitorsAreKeptLocallyThenMovedToTheSharedStore() async throws {
         let fleet = try await ownFleet()
         defer { fleet.stop() }
-        let (postgres, database, server, store, flagship) = (fleet.postgres, fleet.database, fleet.server, fleet.store, fleet.flagship)
+        let (postgres, database, store, flagship) = (fleet.postgres, fleet.database, fleet.store, fleet.flagship)
         let runtime = try XCTUnwrap(flagship.currentRuntime)
         let caches = try XCTUnwrap(runtime.caches)
         func local(_ id: String) throws -> VisitorRecord? {
