@@ -8,6 +8,7 @@ import Foundation
 public typealias FStatus = FSSdkStatus
 
 extension FSSdkStatus {
+    /// 3.2: not started, or a start was refused.
     @available(*, deprecated, renamed: "SDK_NOT_INITIALIZED")
     public static var NOT_INITIALIZED: FSSdkStatus { .SDK_NOT_INITIALIZED }
 
@@ -15,9 +16,11 @@ extension FSSdkStatus {
     @available(*, deprecated, renamed: "SDK_INITIALIZING")
     public static var POLLING: FSSdkStatus { .SDK_INITIALIZING }
 
+    /// 3.2: the last decision said panic; flags give their defaults.
     @available(*, deprecated, renamed: "SDK_PANIC")
     public static var PANIC: FSSdkStatus { .SDK_PANIC }
 
+    /// 3.2: started and ready.
     @available(*, deprecated, renamed: "SDK_INITIALIZED")
     public static var READY: FSSdkStatus { .SDK_INITIALIZED }
 }
@@ -78,6 +81,7 @@ extension FSFlag {
         }
     }
 
+    /// 3.2: reports that the visitor saw this flag.
     @available(*, deprecated, renamed: "visitorExposed()")
     public func userExposed() {
         visitorExposed()

@@ -2,6 +2,7 @@ import Foundation
 
 /// One flag of a visitor, by key. Reading it never fails and never waits for I/O.
 public struct FSFlag: Sendable {
+    /// The flag's key, as given to `getFlag(key:)`.
     public let key: String
     let visitor: FSVisitor
     /// The default the 3.2 call `getFlag(key:defaultValue:)` was given, for its `value()`.
@@ -46,6 +47,8 @@ public struct FSFlag: Sendable {
         visitor.flagSnapshot(key).entry?.metadata ?? .empty
     }
 
+    /// Where the flag stands: `NOT_FOUND` when the visitor was not given it, `PANIC` in panic
+    /// mode, otherwise `FETCHED` or `FETCH_REQUIRED` as the visitor's fetch status says.
     public var status: FSFlagStatus {
         visitor.flagSnapshot(key).status
     }

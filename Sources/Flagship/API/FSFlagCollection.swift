@@ -33,14 +33,18 @@ public struct FSFlagCollection: Sendable, Sequence {
         }).jsonString()
     }
 
+    /// The flags for which `isIncluded` (given each key and flag) returns `true`, as a collection.
     public func filter(_ isIncluded: (String, FSFlag) throws -> Bool) rethrows -> FSFlagCollection {
         FSFlagCollection(flags: try flags.filter { try isIncluded($0.key, $0.value) }, visitor: visitor)
     }
 
+    /// The (key, flag) pairs, in no particular order (`keys()` is sorted).
     public func makeIterator() -> DictionaryIterator<String, FSFlag> { flags.makeIterator() }
 
+    /// Whether the collection holds no flag.
     public var isEmpty: Bool { flags.isEmpty }
 
+    /// How many flags the collection holds.
     public var count: Int { flags.count }
 
     /// Reports the exposure of every flag in the collection.

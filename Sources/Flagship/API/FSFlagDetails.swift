@@ -58,7 +58,10 @@ public enum FSFlagSource: String, Sendable, CaseIterable {
 public struct FSFlagDetails<T> {
     /// What `value(defaultValue:)` gives for the same read.
     public let value: T?
+    /// Why the read gave `value`.
     public let reason: FSFlagReason
+    /// Why the read failed; `nil` when it did not (a flag not found gives `FLAG_NOT_FOUND` with
+    /// reason `DEFAULT`).
     public let errorCode: FSFlagErrorCode?
     /// What went wrong, for a person; `nil` without an error code.
     public let errorMessage: String?
@@ -72,6 +75,7 @@ public struct FSFlagDetails<T> {
     public var metadata: FSFlagMetadata { entry?.metadata ?? .empty }
     /// The variation (the variant, in OpenFeature's words); empty when no campaign gives the flag.
     public var variationId: String { metadata.variationId }
+    /// The variation's name; empty when no campaign gives the flag or the decision named none.
     public var variationName: String { metadata.variationName }
 }
 

@@ -2,13 +2,21 @@ import Foundation
 
 /// The campaign behind a flag: what to send a third-party tool for reporting.
 public struct FSFlagMetadata: Sendable, Equatable {
+    /// The id of the campaign that gives the flag.
     public let campaignId: String
+    /// The campaign's name, `""` when the decision did not give it.
     public let campaignName: String
+    /// The id of the campaign's variation group the visitor fell in.
     public let variationGroupId: String
+    /// The variation group's name, `""` when the decision did not give it.
     public let variationGroupName: String
+    /// The id of the variation the visitor was assigned.
     public let variationId: String
+    /// The variation's name, `""` when the decision did not give it.
     public let variationName: String
+    /// Whether the assigned variation is the campaign's reference (its original).
     public let isReference: Bool
+    /// The campaign's type as the decision names it (`"ab"` for an A/B test); `""` when not given.
     public let campaignType: String
     /// The campaign's slug, `""` when none is set.
     public let slug: String
@@ -18,6 +26,7 @@ public struct FSFlagMetadata: Sendable, Equatable {
         campaignId: "", campaignName: "", variationGroupId: "", variationGroupName: "",
         variationId: "", variationName: "", isReference: false, campaignType: "", slug: "")
 
+    /// Metadata with each field given, as a test or a third-party integration builds it.
     public init(campaignId: String, campaignName: String, variationGroupId: String, variationGroupName: String,
                 variationId: String, variationName: String, isReference: Bool, campaignType: String, slug: String) {
         self.campaignId = campaignId

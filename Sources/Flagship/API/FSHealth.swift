@@ -5,6 +5,7 @@
 /// // serve 200 when health.isReady, else 503 with health.description
 /// ```
 public struct FSHealth: Sendable, Equatable, CustomStringConvertible {
+    /// The state of hit delivery, the raw value being what `description` prints.
     public enum Status: String, Sendable, Equatable {
         /// Started, and delivering hits as fast as they come.
         case ready
@@ -19,6 +20,7 @@ public struct FSHealth: Sendable, Equatable, CustomStringConvertible {
         case stopped
     }
 
+    /// How the SDK keeps up, as last measured.
     public let status: Status
     /// Hits waiting to be delivered (in the cache and for its next commit), when last counted.
     public let backlog: Int
@@ -33,6 +35,7 @@ public struct FSHealth: Sendable, Equatable, CustomStringConvertible {
         status == .ready || status == .deliveryFailing
     }
 
+    /// One line for a log or a probe's body: the status, the backlog and its limit, the hits shed.
     public var description: String {
         "\(status.rawValue): \(backlog) hit(s) waiting (backpressure from \(backlogLimit)), \(shed) shed since start"
     }

@@ -31,6 +31,7 @@ public struct FSTrackingManagerConfig: Sendable, Equatable {
     public let poolMaxSize: Int
     /// Seconds between two batches. Default 5.
     public let batchIntervalTimer: TimeInterval
+    /// How hits are cached while they wait. Default `CONTINUOUS_CACHING`.
     public let strategy: BatchCachingStrategy
     /// Seconds a hit may wait unsent before it is deleted unsent (logged). Default 4 hours.
     public let hitLifetime: TimeInterval
@@ -40,6 +41,10 @@ public struct FSTrackingManagerConfig: Sendable, Equatable {
     /// split. Default (and maximum) 2,500,000, the endpoint's limit.
     public let maxBatchBytes: Int
 
+    /// A configuration with the given values; an out-of-range one is brought back in range, never
+    /// refused: `poolMaxSize` and `maxCachedHits` at least 1, `maxBatchBytes` between 1,024 and
+    /// 2,500,000, and a `batchIntervalTimer` or `hitLifetime` that is not a positive finite number
+    /// of seconds takes its default.
     public init(
         poolMaxSize: Int = 10,
         batchIntervalTimer: TimeInterval = 5,

@@ -31,11 +31,15 @@ public final class FSVisitor: Sendable {
 
     // MARK: Identity and status
 
+    /// The visitor's id: the one it was built with, or the one given to `authenticate`.
     public var visitorId: String { withState { $0.visitorId } }
     /// The id the visitor had before `authenticate`, while it is authenticated.
     public var anonymousId: String? { withState { $0.anonymousId } }
+    /// Whether the visitor consented to tracking (`setConsent(hasConsented:)` changes it).
     public var hasConsented: Bool { withState { $0.hasConsented } }
+    /// Where the visitor's flags stand.
     public var fetchStatus: FSFetchStatus { withState { $0.fetchStatus } }
+    /// Why the visitor's flags need a fetch; `NONE` when they do not.
     public var requiredFetchReason: FSFetchReasons { withState { $0.fetchReason } }
 
     /// The SDK status that governs this visitor: not initialized without a runtime.

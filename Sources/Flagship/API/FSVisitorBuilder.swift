@@ -44,6 +44,7 @@ public final class FSVisitorBuilder {
         return self
     }
 
+    /// Replaces the consent given to `newVisitor(visitorId:hasConsented:instanceType:)`.
     @discardableResult
     public func hasConsented(hasConsented: Bool) -> FSVisitorBuilder {
         consent = hasConsented

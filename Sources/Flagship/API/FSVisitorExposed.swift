@@ -2,7 +2,9 @@ import Foundation
 
 /// The visitor an exposure was reported for, as `onVisitorExposed` receives it.
 public struct FSVisitorExposed: Sendable {
+    /// The visitor's id when the flag was exposed (its authenticated id, if it was).
     public let id: String
+    /// The id the visitor had before `authenticate`, while it was authenticated; `nil` otherwise.
     public let anonymousId: String?
     let contextValues: [String: JSONValue]
 
@@ -22,14 +24,17 @@ public struct FSVisitorExposed: Sendable {
     /// `{"id": ..., "anonymousId": ..., "context": {...}}`.
     public func toJson() -> String? { jsonValue.jsonString() }
 
+    /// The same fields as `toJson()`, as a dictionary (`anonymousId` is `NSNull` when `nil`).
     public func toDictionary() -> [String: Any] { jsonValue.foundationValue as? [String: Any] ?? [:] }
 }
 
 /// The flag whose exposure was reported, as `onVisitorExposed` receives it.
 public struct FSExposedFlag: Sendable {
+    /// The flag's key.
     public let key: String
     let rawValue: JSONValue
     let rawDefaultValue: JSONValue
+    /// The campaign and variation that gave the flag.
     public let metadata: FSFlagMetadata
 
     /// The flag's value, as `JSONSerialization` would give it.
@@ -51,5 +56,6 @@ public struct FSExposedFlag: Sendable {
     /// `{"key": ..., "value": ..., "defaultValue": ..., "metadata": {...}}`.
     public func toJson() -> String? { jsonValue.jsonString() }
 
+    /// The same fields as `toJson()`, as a dictionary.
     public func toDictionary() -> [String: Any] { jsonValue.foundationValue as? [String: Any] ?? [:] }
 }

@@ -5,8 +5,11 @@ import Foundation
 /// removed and changed (targeting, allocations, flags, anything in their JSON), by id, and the
 /// flag keys those campaigns give before or after.
 public struct FSBucketingFileChange: Sendable, Equatable {
+    /// The ids of the campaigns only in the new file; sorted.
     public let campaignsAdded: [String]
+    /// The ids of the campaigns only in the old file; sorted.
     public let campaignsRemoved: [String]
+    /// The ids of the campaigns in both files whose JSON differs; sorted.
     public let campaignsChanged: [String]
     /// The keys the added, removed and changed campaigns give, in either file; sorted.
     public let flagKeys: [String]
@@ -16,6 +19,7 @@ public struct FSBucketingFileChange: Sendable, Equatable {
 
 /// The flags of a watched visitor whose values changed with a new decision.
 public struct FSFlagValueChange: Sendable {
+    /// The flag's key.
     public let key: String
     let oldRawValue: JSONValue?
     let newRawValue: JSONValue?

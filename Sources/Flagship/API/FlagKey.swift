@@ -13,9 +13,12 @@ import Foundation
 /// A decision whose value is not of the key's type gives the default, with `TYPE_MISMATCH` in the
 /// details; the SDK logs it once per key.
 public struct FlagKey<Value: Sendable>: Sendable {
+    /// The flag's key, as the campaigns name it.
     public let name: String
+    /// What a read gives when the flag is missing, `null`, or not a `Value`.
     public let defaultValue: Value
 
+    /// A key named `name` whose reads give `defaultValue` when the flag cannot.
     public init(_ name: String, default defaultValue: Value) {
         self.name = name
         self.defaultValue = defaultValue

@@ -12,6 +12,7 @@ import Logging
 /// let color = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
 /// ```
 public final class Flagship: Sendable {
+    /// The SDK instance of the process: start it, build visitors from it, close it.
     public static let sharedInstance = Flagship()
 
     static let fallbackLogger = Logger.flagship()
@@ -89,6 +90,7 @@ public final class Flagship: Sendable {
         started.begin()
     }
 
+    /// The state of the SDK: `SDK_NOT_INITIALIZED` before a start or after a refused one.
     public func getStatus() -> FSSdkStatus {
         currentRuntime?.status ?? .SDK_NOT_INITIALIZED
     }

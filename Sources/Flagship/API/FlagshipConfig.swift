@@ -8,17 +8,27 @@ public typealias OnVisitorExposed = @Sendable (_ visitorExposed: FSVisitorExpose
 
 /// The SDK's configuration: made by `FSConfigBuilder`, given to `Flagship.start`.
 public struct FlagshipConfig: Sendable {
+    /// Where variations are decided. Default `DECISION_API`.
     public internal(set) var mode: FSMode = .DECISION_API
     /// Milliseconds the Decision API may take before a fetch gives up. Default 2000.
     public internal(set) var timeout: TimeInterval = 2000
+    /// How much the SDK logs. Default `WARNING`.
     public internal(set) var logLevel: FSLevel = .WARNING
     /// Seconds between two bucketing file downloads (bucketing mode). Default 60.
     public internal(set) var pollingInterval: TimeInterval = 60
+    /// How hits are batched, cached and kept. Default `FSTrackingManagerConfig()`.
     public internal(set) var trackingConfig = FSTrackingManagerConfig()
+    /// The visitor and hit caches and their lookup timeouts. Default: the SQLite caches.
     public internal(set) var cacheManager = FSCacheManager()
+    /// The reference's opt-out of usage tracking, kept for its API: this SDK sends no usage data
+    /// whatever its value. Default `false`.
     public internal(set) var disableDeveloperUsageTracking = false
+    /// Where decisions are asked for, `/v2` included. Default `https://decision.flagship.io/v2`.
     public internal(set) var decisionBaseURL = URL(string: "https://decision.flagship.io/v2")!
+    /// Where hits and activates are sent. Default `https://events.flagship.io`.
     public internal(set) var eventsBaseURL = URL(string: "https://events.flagship.io")!
+    /// Where the bucketing file is downloaded from (bucketing mode). Default
+    /// `https://cdn.flagship.io`.
     public internal(set) var bucketingBaseURL = URL(string: "https://cdn.flagship.io")!
     /// Where the default caches keep their database; `nil`: `$FLAGSHIP_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/flagship`, else `~/.cache/flagship`.
@@ -88,6 +98,8 @@ public struct FlagshipConfig: Sendable {
 public final class FSConfigBuilder {
     private var config = FlagshipConfig()
 
+    /// A builder holding every default: Decision API mode, a 2,000 ms timeout, `WARNING` logs,
+    /// the SQLite caches.
     public init() {}
 
     /// Flags decided by the Decision API at each `fetchFlags` (the default).
@@ -111,6 +123,8 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// How much the SDK logs (default `WARNING`); with `withLogger`, it overrides the logger's
+    /// level.
     @discardableResult
     public func withLogLevel(_ logLevel: FSLevel) -> FSConfigBuilder {
         config.logLevel = logLevel
@@ -118,16 +132,6 @@ public final class FSConfigBuilder {
         return self
     }
 
-    /// Logs through the app's `Logger` (its handler, its metadata, such as a request id, and its
-    /// level) instead of one the SDK makes under the label `io.flagship`. The level is the
-    /// logger's own unless `withLogLevel` is called too, which then sets it (`.NONE` silences the
-    /// SDK whatever the logger).
-    ///
-    /// ```swift
-    /// var logger = Logger(label: "shop.flags")
-    /// logger[metadataKey: "service"] = "checkout"
-    /// let config = FSConfigBuilder().Bucketing().withLogger(logger).build()
-    /// ```
     /// Tells `instrumentation` of the SDK's work as it goes (hits by stage, fetches, batches,
     /// commits, hits waiting): for metrics. `FlagshipMetrics()` (the `FlagshipMetrics` product)
     /// reports it through swift-metrics.
@@ -146,12 +150,24 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// Logs through the app's `Logger` (its handler, its metadata, such as a request id, and its
+    /// level) instead of one the SDK makes under the label `io.flagship`. The level is the
+    /// logger's own unless `withLogLevel` is called too, which then sets it (`.NONE` silences the
+    /// SDK whatever the logger).
+    ///
+    /// ```swift
+    /// var logger = Logger(label: "shop.flags")
+    /// logger[metadataKey: "service"] = "checkout"
+    /// let config = FSConfigBuilder().Bucketing().withLogger(logger).build()
+    /// ```
     @discardableResult
     public func withLogger(_ logger: Logger) -> FSConfigBuilder {
         config.logger = logger
         return self
     }
 
+    /// Told of each change of the SDK's status, off the caller's thread; a status set again
+    /// unchanged is not told.
     @discardableResult
     public func withOnSdkStatusChanged(_ onSdkStatusChanged: @escaping OnSdkStatusChanged) -> FSConfigBuilder {
         config.onSdkStatusChanged = onSdkStatusChanged
@@ -165,25 +181,30 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// How hits are batched, cached and kept (default `FSTrackingManagerConfig()`).
     @discardableResult
     public func withTrackingManagerConfig(_ trackingMgrConfig: FSTrackingManagerConfig) -> FSConfigBuilder {
         config.trackingConfig = trackingMgrConfig
         return self
     }
 
+    /// Custom visitor or hit caches, and the lookup timeouts (default: the SQLite caches, 200 ms).
     @discardableResult
     public func withCacheManager(_ customCacheManager: FSCacheManager) -> FSConfigBuilder {
         config.cacheManager = customCacheManager
         return self
     }
 
-    /// Nothing is ever sent to the usage telemetry endpoints when `true`.
+    /// The reference's opt-out of usage tracking: recorded in the configuration, but this SDK
+    /// sends no usage data whatever the value.
     @discardableResult
     public func withDisableDeveloperUsageTracking(_ disableDeveloperUsageTracking: Bool) -> FSConfigBuilder {
         config.disableDeveloperUsageTracking = disableDeveloperUsageTracking
         return self
     }
 
+    /// Called with the visitor and the flag each time an exposure (an activate) has been
+    /// delivered to Flagship, off the caller's thread.
     @discardableResult
     public func withOnVisitorExposed(_ onVisitorExposed: @escaping OnVisitorExposed) -> FSConfigBuilder {
         config.onVisitorExposed = onVisitorExposed
@@ -338,6 +359,7 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// The configuration as set so far; the builder can go on being used.
     public func build() -> FlagshipConfig {
         config
     }

@@ -5,24 +5,43 @@ import Foundation
 /// `sdk_fsVersion`, `sdk_firstTimeInit` (from the store). Any of them can be overridden with
 /// `updateContext(_:_:)`.
 public enum FlagshipContext: String, Sendable, CaseIterable {
+    /// Whether this is the SDK's first start with its store (Bool). Auto-set.
     case FIRST_TIME_INIT = "sdk_firstTimeInit"
+    /// The language of the device, as the locale names it, e.g. `en_US` (String). Auto-set.
     case LOCALE = "sdk_deviceLanguage"
+    /// The type of device, e.g. `mobile` (String). Not set on Linux.
     case DEVICE_TYPE = "sdk_deviceType"
+    /// The model of the device (String). Not set on Linux.
     case DEVICE_MODEL = "sdk_deviceModel"
+    /// The visitor's city, e.g. `toulouse` (String).
     case LOCATION_CITY = "sdk_city"
+    /// The visitor's region, e.g. `occitanie` (String).
     case LOCATION_REGION = "sdk_region"
+    /// The visitor's country, e.g. `France` (String).
     case LOCATION_COUNTRY = "sdk_country"
+    /// The visitor's latitude (Double; an Int is taken as a Double).
     case LOCATION_LAT = "sdk_lat"
+    /// The visitor's longitude (Double; an Int is taken as a Double).
     case LOCATION_LONG = "sdk_long"
+    /// The OS's name (String). Auto-set: `linux`.
     case OS_NAME = "sdk_osName"
+    /// The OS's version, `major.minor.patch` (String). Auto-set.
     case OS_VERSION_CODE = "sdk_osVersionCode"
+    /// The OS's version as the system describes it (String). Auto-set.
     case OS_VERSION_NAME = "sdk_osVersionName"
+    /// The mobile carrier's name, e.g. `orange` (String).
     case CARRIER_NAME = "sdk_carrierName"
+    /// Whether the app runs in debug mode (Bool).
     case DEV_MODE = "sdk_devMode"
+    /// The kind of internet connection, e.g. `3g` (String).
     case INTERNET_CONNECTION = "sdk_internetConnection"
+    /// The app's version name, e.g. `1.1.2-beta` (String).
     case APP_VERSION_NAME = "sdk_versionName"
+    /// The app's version code, e.g. `40` (Int).
     case APP_VERSION_CODE = "sdk_versionCode"
+    /// The SDK's version (String). Auto-set.
     case FLAGSHIP_VERSION = "sdk_fsVersion"
+    /// The name of the interface the visitor is on, e.g. `ProductPage` (String).
     case INTERFACE_NAME = "sdk_interfaceName"
 
     /// The context key sent to Flagship.

@@ -22,6 +22,7 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Send it again later, or slow down; `Flagship.health` says when there is room again.
     case overloaded(backlog: Int, waited: TimeInterval)
 
+    /// A sentence for a log or a user: what went wrong, and what to do when something can be done.
     public var description: String {
         switch self {
         case .sdkNotInitialized:

@@ -30,14 +30,23 @@ public protocol FlagshipInstrumentation: Sendable {
     func hitsShed(kind: FSHitKind, count: Int)
 }
 
+// The defaults that let an implementation pick what it needs.
 extension FlagshipInstrumentation {
+    /// Ignores the hits reaching a stage.
     public func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int) {}
+    /// Ignores the hits left unsent.
     public func hitsGoneUnsent(_ reason: FSUnsentReason, count: Int) {}
+    /// Ignores the fetch.
     public func fetchEnded(_ outcome: FSFetchOutcome, source: FSDecisionSource, duration: Duration) {}
+    /// Ignores the batch.
     public func batchEnded(_ endpoint: FSTrackingEndpoint, outcome: FSBatchOutcome, hits: Int, duration: Duration) {}
+    /// Ignores the commit.
     public func committed(rows: Int, duration: Duration) {}
+    /// Ignores the count of waiting hits.
     public func waiting(inStore: Int, inMemory: Int) {}
+    /// Ignores the backlog.
     public func backlog(hits: Int) {}
+    /// Ignores the shed hits.
     public func hitsShed(kind: FSHitKind, count: Int) {}
 }
 
@@ -68,7 +77,9 @@ public enum FSUnsentReason: String, Sendable, CaseIterable {
 
 /// A hit to the events endpoint, or an activate (an exposure) to the activate endpoint.
 public enum FSHitKind: String, Sendable, CaseIterable {
+    /// A hit (event, page, screen, transaction, item, consent...) to the events endpoint.
     case hit
+    /// An activate, sent when a flag's exposure is reported.
     case activate
 }
 
@@ -92,7 +103,9 @@ public enum FSDecisionSource: String, Sendable, CaseIterable {
 
 /// The two endpoints the tracking manager sends to.
 public enum FSTrackingEndpoint: String, Sendable, CaseIterable {
+    /// Where hits go (`eventsBaseURL`).
     case events
+    /// Where activates go: `activate` under the Decision API base (`decisionBaseURL`).
     case activate
 }
 

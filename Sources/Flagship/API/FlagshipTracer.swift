@@ -16,6 +16,7 @@ public protocol FlagshipTracer: Sendable {
 
 /// A span of a `FlagshipTracer`, while its operation runs.
 public protocol FlagshipSpan: Sendable {
+    /// Sets a string attribute on the span (the SDK sets `flagship.outcome`, for one).
     func setAttribute(_ key: String, _ value: String)
 }
 

@@ -27,8 +27,11 @@ public enum FSFetchStatus: String, Sendable, CaseIterable {
 public enum FSFetchReasons: String, Sendable, CaseIterable {
     /// The visitor was created and nothing was found for it in the cache.
     case VISITOR_CREATE
+    /// The context was changed (`updateContext`, `clearContext`) since the last fetch.
     case UPDATE_CONTEXT
+    /// `authenticate(visitorId:)` was called since the last fetch.
     case AUTHENTICATE
+    /// `unauthenticate()` was called since the last fetch.
     case UNAUTHENTICATE
     /// The last fetch failed or timed out; the previous flags were kept.
     case FETCH_ERROR
@@ -40,29 +43,43 @@ public enum FSFetchReasons: String, Sendable, CaseIterable {
 
 /// The state of one flag, as its visitor's.
 public enum FSFlagStatus: String, Sendable, CaseIterable {
+    /// The visitor's flags are fetched (or decided in bucketing mode) and up to date.
     case FETCHED
+    /// The flag holds its last known value, but the visitor's flags need a fetch (or one is
+    /// under way).
     case FETCH_REQUIRED
     /// No flag of that key was given to the visitor.
     case NOT_FOUND
+    /// The SDK is in panic mode: the flag gives its default.
     case PANIC
 }
 
 /// How much the SDK logs, in ascending order of verbosity (as the reference ranks them).
 public enum FSLevel: Int, Sendable, CaseIterable, Comparable {
+    /// Nothing is logged.
     case NONE = 0
+    /// Only swift-log's `critical` lines.
     case EXCEPTIONS = 1
+    /// Errors and worse.
     case ERROR = 2
+    /// Warnings and worse (the default).
     case WARNING = 3
+    /// Adds swift-log's `info` lines.
     case DEBUG = 4
+    /// Adds swift-log's `debug` lines (the reference ranks INFO above DEBUG).
     case INFO = 5
+    /// Everything, `trace` included.
     case ALL = 6
 
+    /// Whether `lhs` logs less than `rhs`.
     public static func < (lhs: FSLevel, rhs: FSLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// Whether `newVisitor(...).build()` also keeps the visitor as `Flagship.sharedInstance.sharedVisitor`.
 public enum Instance: String, Sendable {
+    /// The built visitor replaces `Flagship.sharedInstance.sharedVisitor` (the default).
     case SHARED_INSTANCE
+    /// The built visitor is only returned; the shared visitor stays as it was.
     case NEW_INSTANCE
 }
 

@@ -15,6 +15,7 @@ import Foundation
 /// Made by the same code that decides (`flagship eval --explain` prints it), so it never
 /// disagrees with a decision.
 public struct FSDecisionExplanation: Sendable, Equatable {
+    /// The visitor the decisions were explained for (its bucket depends on it).
     public let visitorId: String
     /// The sha256 of the bucketing file's bytes (64 hex digits).
     public let fileVersion: String
@@ -57,9 +58,12 @@ public struct FSDecisionExplanation: Sendable, Equatable {
 
 /// Why an explanation could not be made.
 public enum FSDecisionExplanationError: Error, Equatable, CustomStringConvertible {
+    /// The bucketing file could not be read, for the reason given (not JSON, a missing field...).
     case unusableFile(String)
+    /// The context value of `key` is not a string, a boolean or a number.
     case invalidContextValue(key: String)
 
+    /// One sentence naming the problem, for a log or a command's error output.
     public var description: String {
         switch self {
         case .unusableFile(let reason): "The bucketing file is unusable: \(reason)."
@@ -82,45 +86,62 @@ public enum FSDecidedBy: String, Sendable, Equatable, CaseIterable {
     case rememberedVariationGone = "remembered variation gone"
 }
 
+/// How one campaign of the bucketing file was decided for the visitor.
 public struct FSCampaignExplanation: Sendable, Equatable {
+    /// The campaign's id in the bucketing file.
     public let campaignId: String
+    /// The campaign's type as its variations name it (`"ab"` for an A/B test); `""` when none does.
     public let campaignType: String
     /// The groups in the order they were tried: up to the first whose targeting matched.
     public let variationGroups: [FSVariationGroupExplanation]
+    /// How the campaign's outcome was reached.
     public let decidedBy: FSDecidedBy
     /// The group and variation the visitor got; `nil` when the campaign gave nothing.
     public let variationGroupId: String?
+    /// The id of the variation the visitor got; `nil` when the campaign gave nothing.
     public let variationId: String?
+    /// The name of the variation the visitor got; `nil` when the campaign gave nothing or the
+    /// file names none.
     public let variationName: String?
 }
 
+/// One variation group of a campaign, as it was tried for the visitor.
 public struct FSVariationGroupExplanation: Sendable, Equatable {
+    /// The group's id in the bucketing file.
     public let variationGroupId: String
     /// Whether one of its targeting groups matched (they are OR'ed).
     public let matched: Bool
+    /// Each targeting group of the variation group, in file order.
     public let targetingGroups: [FSTargetingGroupExplanation]
     /// The visitor's bucket in this group, for the group that matched and decided by allocation.
     public let bucket: FSBucketExplanation?
 }
 
+/// One targeting group of a variation group: conditions that must all match.
 public struct FSTargetingGroupExplanation: Sendable, Equatable {
     /// Whether every condition matched (they are AND'ed).
     public let matched: Bool
+    /// Each condition of the group, in file order.
     public let conditions: [FSConditionExplanation]
 }
 
+/// One targeting condition: the file's key, operator and value, the visitor's value, the outcome.
 public struct FSConditionExplanation: Sendable, Equatable {
     /// The context key (`fs_users`: the visitor id, `fs_all_users`: everyone); `nil` when the
     /// file gave none (the condition never matches).
     public let key: String?
+    /// The operator as the file writes it (`EQUALS`, `CONTAINS`, `SEMVER_GREATER_THAN`...);
+    /// `nil` when the file gave none.
     public let `operator`: String?
     /// The file's value, as JSON text; `nil` when it gave none.
     public let expected: String?
     /// The visitor's value, as JSON text; `nil` when the context does not hold the key.
     public let contextValue: String?
+    /// Whether the visitor satisfied the condition.
     public let matched: Bool
 }
 
+/// Where the visitor's hash put it among a variation group's allocations.
 public struct FSBucketExplanation: Sendable, Equatable {
     /// MurmurHash3 (x86, 32 bits, seed 0) of the variation group id followed by the visitor id.
     public let hash: UInt32
@@ -130,12 +151,16 @@ public struct FSBucketExplanation: Sendable, Equatable {
     public let ranges: [FSAllocationRange]
 }
 
+/// The share of buckets one variation takes, in percent of the buckets 0 to 99.
 public struct FSAllocationRange: Sendable, Equatable {
     /// `nil` for a variation without a usable id (it only holds its share).
     public let variationId: String?
+    /// The range's start, included: the sum of the allocations of the variations before it.
     public let lower: Double
+    /// The range's end, excluded: `lower` plus the variation's allocation (0 to 100).
     public let upper: Double
 
+    /// Whether `bucket` falls in [`lower`, `upper`).
     public func holds(_ bucket: Int) -> Bool { Double(bucket) >= lower && Double(bucket) < upper }
 }
 

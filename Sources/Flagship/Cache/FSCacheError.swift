@@ -60,6 +60,7 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Any other failure SQLite reported; ``FSCacheError/sqliteCode`` says which.
         public static let other = Code(.other)
 
+        /// The code's name as written here (`diskFull`, `readOnly`...), for a log or a label.
         public var description: String { base.rawValue }
     }
 

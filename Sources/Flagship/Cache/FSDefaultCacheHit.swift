@@ -49,6 +49,8 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
 
     // MARK: FSHitCacheDelegate
 
+    /// Saves these hits in one transaction, evicting the oldest rows past `maxHits` (logged). A
+    /// document that is not a hit cache document is logged and skipped; a failed write is logged.
     public func cacheHits(hits: [String: [String: Any]]) {
         var documents: [String: HitCacheDocument] = [:]
         for (id, dictionary) in hits {
@@ -65,6 +67,8 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         }
     }
 
+    /// Every unexpired hit, after deleting those past `hitLifetime`; a row that cannot be read
+    /// is logged and skipped. A failed read is logged and gives what was read before it.
     public func lookupHits() -> [String: [String: Any]] {
         var hits: [String: [String: Any]] = [:]
         do {
@@ -75,6 +79,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         return hits
     }
 
+    /// Deletes the hits with these ids in one transaction; a failure is logged.
     public func flushHits(hitIds: [String]) {
         guard !hitIds.isEmpty else { return }
         do {
@@ -84,6 +89,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
         }
     }
 
+    /// Empties the table, consent hits included; a failure is logged.
     public func flushAllHits() {
         do {
             try database.write { try $0.hits.deleteAll() }

@@ -31,6 +31,9 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         self.logger = logger
     }
 
+    /// Saves the document as given, once it is known to be a version-1 document of this visitor;
+    /// a refused document or a failed write is logged, and a database that can only be read
+    /// keeps what it has.
     public func cacheVisitor(visitorId: String, _ visitorData: Data) {
         // Said once at open (`LocalStore`): a store that can only be read keeps what it has.
         guard database.opening.readOnly == nil else {
@@ -44,6 +47,8 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         }
     }
 
+    /// The document saved for this visitor, byte for byte; `nil` when there is none or the read
+    /// failed (logged). The lookup counts as the visitor being seen, for the retention.
     public func lookupVisitor(visitorId: String) -> Data? {
         do {
             // Beside the group commit under way, never behind it: what it writes is read from the
@@ -61,6 +66,8 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
         }
     }
 
+    /// Deletes the visitor's row, then erases its traces from the write-ahead log; a failure is
+    /// logged.
     public func flushVisitor(visitorId: String) {
         do {
             try database.write { try $0.visitors.delete(visitorId: visitorId) }

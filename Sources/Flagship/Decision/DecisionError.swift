@@ -21,6 +21,7 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     /// allocation could move it to another variation. Fetch again once the store answers.
     case storeUnavailable(after: TimeInterval)
 
+    /// What failed, as a sentence for a log (durations in milliseconds); never the API key.
     public var description: String {
         switch self {
         case .timedOut(let timeout):

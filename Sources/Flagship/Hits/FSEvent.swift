@@ -2,7 +2,9 @@ import FlagshipStore
 
 /// The category of an `FSEvent` (`ec`).
 public enum FSCategoryEvent: String, Sendable, CaseIterable {
+    /// Sent as `Action Tracking`: an action the visitor took, such as a click.
     case Action_Tracking = "Action Tracking"
+    /// Sent as `User Engagement`: a measure of the visitor's engagement.
     case User_Engagement = "User Engagement"
 }
 
@@ -35,6 +37,8 @@ public final class FSEvent: FSHitWithCommonFields, Sendable {
 
     let fields: Locked<Fields>
 
+    /// An event of `eventCategory` named `eventAction` (required: empty, blank or past 500
+    /// bytes, it is refused when sent).
     public init(eventCategory: FSCategoryEvent, eventAction: String) {
         fields = Locked(Fields(eventCategory: eventCategory, eventAction: eventAction))
     }

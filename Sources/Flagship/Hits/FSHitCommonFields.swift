@@ -24,6 +24,7 @@ public struct FSHitCommonFields: Sendable, Equatable {
     /// `sen`: the number of this event in the session (not negative).
     public var sessionEventNumber: Int?
 
+    /// Common fields with those given set, the others left out of the hit.
     public init(
         userIp: String? = nil,
         screenResolution: String? = nil,
@@ -59,6 +60,7 @@ public struct FSHitCommonFields: Sendable, Equatable {
 ///
 /// Class-bound, like the reference's hits, so the setters work on a `let` (`screen.userIp = ...`).
 public protocol FSHitWithCommonFields: FSTrackingProtocol, AnyObject {
+    /// All the hit's common fields at once: setting it replaces every one of them.
     var commonFields: FSHitCommonFields { get set }
 }
 

@@ -22,6 +22,8 @@ public final class FSItem: FSHitWithCommonFields, Sendable {
 
     let fields: Locked<Fields>
 
+    /// An item of transaction `transactionId`, named `name`, of product code `code` (all three
+    /// required: an empty or blank one is refused when sent).
     public init(transactionId: String, name: String, code: String) {
         fields = Locked(Fields(transactionId: transactionId, name: name, code: code))
     }

@@ -18,6 +18,7 @@ public final class FSPage: FSHitWithCommonFields, Sendable {
 
     let fields: Locked<Fields>
 
+    /// A page view of the absolute URL `location` (refused when sent if it is not one).
     public init(_ location: String) {
         fields = Locked(Fields(location: location))
     }

@@ -21,6 +21,7 @@ public final class FSScreen: FSHitWithCommonFields, Sendable {
 
     let fields: Locked<Fields>
 
+    /// A view of the screen named `location` (required: refused when sent if empty or blank).
     public init(_ location: String) {
         fields = Locked(Fields(location: location))
     }

@@ -19,11 +19,19 @@ public struct FSHitSeal: Sendable {
 
 /// The wire types of hits (`t`), as the events endpoint and the hit cache spell them.
 public enum FSTypeTrack: String, Sendable, CaseIterable {
+    /// `FSScreen`.
     case SCREENVIEW
+    /// `FSPage`.
     case PAGEVIEW
+    /// `FSTransaction`.
     case TRANSACTION
+    /// `FSItem`.
     case ITEM
+    /// `FSEvent`, and the consent hit the SDK sends itself.
     case EVENT
+    /// The visitor's context, sent by the SDK after a fetch in bucketing mode (no Decision API
+    /// request told the platform of it).
     case SEGMENT
+    /// An exposure, sent by the SDK to the activate endpoint.
     case ACTIVATE
 }

@@ -33,6 +33,8 @@ public final class FSTransaction: FSHitWithCommonFields, Sendable {
 
     let fields: Locked<Fields>
 
+    /// A transaction of id `transactionId` counted toward the goal `affiliation` (both required:
+    /// an empty or blank one is refused when sent).
     public init(transactionId: String, affiliation: String) {
         fields = Locked(Fields(transactionId: transactionId, affiliation: affiliation))
     }

@@ -9,6 +9,7 @@ public enum FSHitValidationError: Error, Sendable, Equatable, CustomStringConver
     /// The hit is a type of the caller's that conforms to `FSTrackingProtocol`.
     case notAnSDKHit(typeName: String)
 
+    /// The hit's type, the field and why it was refused, as one sentence for a log.
     public var description: String {
         switch self {
         case let .missingField(hit, field):

@@ -55,8 +55,11 @@ package struct ContextValueError: Error {
 /// A context value refused: its key, and why. Thrown by `updateContext(checking:)` and
 /// `withContext(checking:)`; the other context calls log it and keep the other keys.
 public struct ContextError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The refused key.
     public let key: String
+    /// Why it was refused (a key starting with `fs_`, a value of another type).
     public let reason: String
 
+    /// `context key '<key>' refused: <reason>`, for a log.
     public var description: String { "context key '\(key)' refused: \(reason)" }
 }
