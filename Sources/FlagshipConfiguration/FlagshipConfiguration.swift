@@ -33,7 +33,9 @@ import Foundation
 /// Flagship.sharedInstance.start(envId: settings.envId, apiKey: settings.apiKey, config: settings.configBuilder().build())
 /// ```
 public struct FlagshipSettings: Sendable {
+    /// `flagship.envId`: the environment id, for `Flagship.start`.
     public let envId: String
+    /// `flagship.apiKey`: the API key, for `Flagship.start`.
     public let apiKey: String
     private let apply: @Sendable (FSConfigBuilder) -> Void
 
@@ -165,6 +167,7 @@ public enum FlagshipSettingsError: Error, Equatable, CustomStringConvertible {
     /// A key holds a value that cannot be used; `expected` says what can.
     case invalid(key: String, value: String, expected: String)
 
+    /// The key, and for an invalid value the value and what was expected, as one line for a log.
     public var description: String {
         switch self {
         case .missing(let key): "the Flagship setting \(key) is missing"

@@ -38,6 +38,7 @@ public enum MalformedBody: Sendable, Equatable {
     /// Any bytes.
     case custom(Data)
 
+    /// The bytes sent as the body.
     public var data: Data {
         switch self {
         case .truncatedJSON: return Data(#"{"visitorId": "v", "campaigns": ["#.utf8)
@@ -68,6 +69,7 @@ public struct FaultID: Hashable, Sendable {
 }
 
 extension FaultKind: CustomStringConvertible {
+    /// A few words naming the fault (`status 503`, `latency 2.0 seconds`), for a log.
     public var description: String {
         switch self {
         case .status(let status): return "status \(status)"
@@ -87,6 +89,7 @@ extension FaultKind: CustomStringConvertible {
 }
 
 extension MalformedBody: CustomStringConvertible {
+    /// The body's kind in parentheses (`(not JSON)`, `(12 custom bytes)`), for a log.
     public var description: String {
         switch self {
         case .truncatedJSON: return "(truncated JSON)"

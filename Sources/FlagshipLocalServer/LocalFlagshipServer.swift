@@ -19,6 +19,7 @@ import Foundation
 /// on loopback, where a split write would wait ~40 ms for the client's delayed ACK. Faults are
 /// deterministic (`FaultShare`), so a failing test fails the same way every run.
 public final class LocalFlagshipServer: Sendable {
+    /// What the server was made with; the decision and the bucketing file it holds at start.
     public let configuration: Configuration
 
     private struct Lifecycle {
@@ -30,11 +31,14 @@ public final class LocalFlagshipServer: Sendable {
     private let responder: Responder
     private let lifecycle = Locked(Lifecycle())
 
+    /// A server answering as `configuration` says; it listens only once `start()` is called.
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
         responder = Responder(configuration: configuration)
     }
 
+    /// A server for `envId` and `apiKey`, the other settings as `Configuration` names them; it
+    /// listens only once `start()` is called.
     public convenience init(
         envId: String, apiKey: String, decision: DecisionSource = .sample, bucketingFile: ServedBucketingFile? = nil,
         port: UInt16 = 0, recordFile: URL? = nil
@@ -77,6 +81,7 @@ public final class LocalFlagshipServer: Sendable {
         loop?.stop()
     }
 
+    /// Whether the server listens: between `start()` and `stop()`.
     public var isRunning: Bool {
         lifecycle.withLock { $0.loop != nil }
     }
@@ -135,6 +140,8 @@ public final class LocalFlagshipServer: Sendable {
         responder.injectFault(kind, route: route, share: share)
     }
 
+    /// Removes the fault `injectFault` returned `id` for, from the next request on; the others
+    /// stay. An id already removed is ignored.
     public func removeFault(_ id: FaultID) {
         responder.removeFault(id)
     }
@@ -158,6 +165,7 @@ public final class LocalFlagshipServer: Sendable {
         responder.log.totals
     }
 
+    /// The requests of `received` on `route`, in arrival order.
     public func received(_ route: Route) -> [RecordedRequest] {
         received.filter { $0.route == route }
     }

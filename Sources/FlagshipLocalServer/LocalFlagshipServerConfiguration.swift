@@ -23,6 +23,8 @@ extension LocalFlagshipServer {
         /// Called with every request once answered (the CLI prints them), from a server task.
         public var onRequest: (@Sendable (RecordedRequest) -> Void)?
 
+        /// A configuration with each setting given; by default `local_env`, `local_api_key`, a
+        /// free port, the sample decision, no bucketing file, no record file and no limit.
         public init(
             envId: String = "local_env",
             apiKey: String = "local_api_key",

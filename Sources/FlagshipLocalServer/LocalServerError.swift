@@ -22,6 +22,7 @@ public enum LocalServerError: Error, Equatable, CustomStringConvertible {
     /// `waitFor...` ran out of time; `arrived` says what had come instead.
     case waitTimedOut(waitingFor: String, timeout: Duration, arrived: String)
 
+    /// One line saying what failed and why (the system's message for an `errno`).
     public var description: String {
         switch self {
         case .portUnavailable(let port, let code):

@@ -9,6 +9,7 @@ public struct ReceivedTotals: Sendable, Equatable {
     /// `LocalFlagshipServer.activates` lists.
     public var activates = 0
 
+    /// Totals starting from these counts (zero by default), for a test to compare with.
     public init(requests: Int = 0, hits: Int = 0, activates: Int = 0) {
         self.requests = requests
         self.hits = hits

@@ -5,14 +5,20 @@ import Foundation
 public struct RecordedRequest: Sendable {
     /// Arrival order across all routes, from 1.
     public let sequence: Int
+    /// The request as it arrived.
     public let request: ServerRequest
+    /// What the server did with it: answered, cut off or dropped.
     public let outcome: RequestOutcome
     /// The injected faults that applied to this request (latency and the one that answered it).
     public let faults: [FaultKind]
 
+    /// The endpoint the request's path names.
     public var route: Route { request.route }
+    /// The request's header fields.
     public var headers: RequestHeaders { request.headers }
+    /// The request's body parsed as JSON; `nil` when empty or not JSON.
     public var json: WireJSON? { request.json }
+    /// When the whole request had arrived.
     public var receivedAt: Date { request.receivedAt }
 
     /// The status answered; `nil` for a dropped connection.

@@ -4,11 +4,13 @@ import Foundation
 public struct ServerRequest: Sendable {
     /// Which endpoint the path names.
     public let route: Route
+    /// The HTTP method as sent (`POST`, `GET`...).
     public let method: String
     /// The path, percent-decoded, without the query.
     public let path: String
     /// The query parameters in order, percent-decoded (`extras[]` appears as named).
     public let query: [(name: String, value: String)]
+    /// The header fields, looked up without regard to case.
     public let headers: RequestHeaders
     /// The body bytes as received.
     public let body: Data

@@ -4,10 +4,12 @@
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
+    /// A generator whose sequence `seed` fixes; any value, 0 included, is a valid seed.
     public init(seed: UInt64) {
         state = seed
     }
 
+    /// The next 64 random bits of the sequence.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

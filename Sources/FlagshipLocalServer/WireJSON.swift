@@ -8,12 +8,19 @@ import Foundation
 /// Booleans stay apart from numbers, and integers from fractions: a number whose value is an
 /// integer that fits in `Int64` is `.int` (`1`, `1.0` and `1e0` alike), any other `.double`.
 public enum WireJSON: Sendable, Equatable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number whose value is an integer that fits in `Int64`.
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([WireJSON])
+    /// An object; its members' order is not kept.
     case object([String: WireJSON])
 
     /// Parses JSON text, any JSON value at the top level.
@@ -33,16 +40,19 @@ public enum WireJSON: Sendable, Equatable, Hashable {
         return nil
     }
 
+    /// The string; `nil` for any other kind of value.
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    /// The boolean; `nil` for any other kind of value (a number is not a boolean).
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
+    /// The integer; `nil` for any other kind of value, a fractional number included.
     public var intValue: Int64? {
         if case .int(let value) = self { return value }
         return nil
@@ -57,16 +67,19 @@ public enum WireJSON: Sendable, Equatable, Hashable {
         }
     }
 
+    /// The elements; `nil` for a value that is not an array.
     public var arrayValue: [WireJSON]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
+    /// The members; `nil` for a value that is not an object.
     public var objectValue: [String: WireJSON]? {
         if case .object(let value) = self { return value }
         return nil
     }
 
+    /// Whether the value is `null`.
     public var isNull: Bool { self == .null }
 
     /// Compact JSON text with keys sorted by their UTF-8 bytes: equal values give equal text.
@@ -156,6 +169,8 @@ extension WireJSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expres
     public init(nilLiteral: ()) { self = .null }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// `.double`, even for a literal such as `1.0`, which parsing makes `.int(1)`: write integral
+    /// values as integer literals to compare them with a parsed body.
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(stringLiteral value: String) { self = .string(value) }
     public init(arrayLiteral elements: WireJSON...) { self = .array(elements) }
@@ -166,5 +181,6 @@ extension WireJSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expres
 }
 
 extension WireJSON: CustomStringConvertible {
+    /// The compact JSON text of `jsonData()`.
     public var description: String { String(decoding: jsonData(), as: UTF8.self) }
 }

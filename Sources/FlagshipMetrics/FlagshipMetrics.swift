@@ -73,40 +73,52 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
         })
     }
 
+    /// Adds `count` to `flagship_hits_total` for the stage (`outcome`) and the kind.
     public func hits(_ stage: FSHitStage, kind: FSHitKind, count: Int) {
         hitCounters[stage]?[kind]?.increment(by: count)
     }
 
+    /// Adds `count` to `flagship_hits_unsent_total` for the reason.
     public func hitsGoneUnsent(_ reason: FSUnsentReason, count: Int) {
         unsent[reason]?.increment(by: count)
     }
 
+    /// Counts the fetch in `flagship_fetches_total` and records its duration in
+    /// `flagship_fetch_duration_seconds`, both by outcome and source.
     public func fetchEnded(_ outcome: FSFetchOutcome, source: FSDecisionSource, duration: Duration) {
         guard let metrics = fetches[outcome]?[source] else { return }
         metrics.count.increment()
         metrics.duration.record(duration: duration)
     }
 
+    /// Counts the request in `flagship_batches_total` and records its duration in
+    /// `flagship_batch_duration_seconds`, both by endpoint and outcome (the hits it carried are
+    /// counted by `hits(_:kind:count:)`).
     public func batchEnded(_ endpoint: FSTrackingEndpoint, outcome: FSBatchOutcome, hits: Int, duration: Duration) {
         guard let metrics = batches[endpoint]?[outcome] else { return }
         metrics.count.increment()
         metrics.duration.record(duration: duration)
     }
 
+    /// Records the commit's duration in `flagship_commit_duration_seconds` and its rows in
+    /// `flagship_committed_rows`.
     public func committed(rows: Int, duration: Duration) {
         commitDuration.record(duration: duration)
         committedRows.record(rows)
     }
 
+    /// Sets the `flagship_hits_waiting` gauges, `where` `store` and `memory`.
     public func waiting(inStore: Int, inMemory: Int) {
         waitingInStore.record(inStore)
         waitingInMemory.record(inMemory)
     }
 
+    /// Sets the `flagship_hits_backlog` gauge.
     public func backlog(hits: Int) {
         backlogGauge.record(hits)
     }
 
+    /// Adds `count` to `flagship_hits_shed_total` for the kind.
     public func hitsShed(kind: FSHitKind, count: Int) {
         shed[kind]?.increment(by: count)
     }

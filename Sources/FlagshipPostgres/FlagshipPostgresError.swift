@@ -4,6 +4,7 @@ import PostgresNIO
 /// Why the PostgreSQL store cannot be used. Switch over ``code``; ``description`` is the sentence
 /// to log. Codes are static members: a new one is not a breaking change.
 public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unreachable, authenticationFailed, databaseMissing, foreignSchema, sharedDatabase,
@@ -34,12 +35,15 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
         /// The server refused or failed a statement.
         public static let query = Code(.query)
 
+        /// The code's name as written here (`unreachable`, `authenticationFailed`...), for a log.
         public var description: String { base.rawValue }
     }
 
+    /// What kind of failure this is.
     public let code: Code
     /// The server's SQLSTATE, when the server reported the failure (`28P01`: wrong password).
     public let sqlState: String?
+    /// One sentence saying what failed, for logs; never the password.
     public let description: String
 
     init(code: Code, sqlState: String? = nil, description: String) {

@@ -17,11 +17,15 @@ import PostgresNIO
 public final class FlagshipPostgresStore: Sendable {
     /// How to reach the database.
     public struct Location: Sendable, Equatable, CustomStringConvertible {
+        /// The server's host name or address.
         public var host: String
+        /// The server's TCP port. Default 5432.
         public var port: Int
+        /// The user the store connects as.
         public var username: String
         /// From the URL, else `$PGPASSWORD`. Never part of `description`.
         public var password: String?
+        /// The database holding the `flagship` schema.
         public var database: String
 
         /// `postgres://user[:password]@host[:port]/database` (or `postgresql://`); without a
@@ -43,6 +47,7 @@ public final class FlagshipPostgresStore: Sendable {
             self.database = database.removingPercentEncoding ?? database
         }
 
+        /// A location given part by part; `password` is used as given (`PGPASSWORD` is not read).
         public init(host: String, port: Int = 5432, username: String, password: String?, database: String) {
             self.host = host
             self.port = port
@@ -131,6 +136,10 @@ public final class FlagshipPostgresStore: Sendable {
         self.logger = logger
     }
 
+    /// A store on its own client, as `init(_:sharesDatabase:logger:)`, at the location `url`
+    /// names (`Location(url:)`).
+    /// - Throws: `FlagshipPostgresError` with code `unreachable` when `url` is not a PostgreSQL
+    ///   URL naming a user and a database.
     public convenience init(url: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) throws(FlagshipPostgresError) {
         self.init(try Location(url: url), sharesDatabase: sharesDatabase, logger: logger)
     }

@@ -155,6 +155,7 @@ struct PostgresStoreProvider: SharedStoreProvider {
     }
 }
 
+/// The PostgreSQL store, as a setting of the SDK's configuration.
 extension FSConfigBuilder {
     /// Keeps the SDK's hits, visitors and bucketing file in `store`, a PostgreSQL database shared
     /// by every instance: an acknowledged hit (`try await sendHit`) is committed there, and any

@@ -29,6 +29,8 @@ public struct FlagshipService: Service, CustomStringConvertible {
     private let config: FlagshipConfig
     private let start = StartSignal()
 
+    /// A service that starts `flagship` for `envId` and `apiKey` with `config` when run; nothing
+    /// is checked or started before `run()`.
     public init(flagship: Flagship = .sharedInstance, envId: String, apiKey: String,
                 config: FlagshipConfig = FSConfigBuilder().build()) {
         self.flagship = flagship
@@ -67,6 +69,7 @@ public struct FlagshipService: Service, CustomStringConvertible {
         try await start.wait()
     }
 
+    /// `FlagshipService(envId: ...)`, as the group's logs name the service; never the API key.
     public var description: String {
         "FlagshipService(envId: \(envId))"
     }
@@ -117,6 +120,7 @@ public enum FlagshipServiceError: Error, Equatable, CustomStringConvertible {
     /// The env id or the API key was refused before anything was sent: the reason names which.
     case refused(String)
 
+    /// `Flagship not started: <reason>`, for a log.
     public var description: String {
         switch self {
         case .refused(let reason): "Flagship not started: \(reason)"

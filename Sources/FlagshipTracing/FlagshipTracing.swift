@@ -23,6 +23,8 @@ public struct FlagshipTracing: FlagshipTracer {
         self.tracer = tracer
     }
 
+    /// Runs `operation` in a client span named `name` of the tracer given at `init` (else the
+    /// bootstrapped one), with `attributes` set; a thrown error is recorded on the span and rethrown.
     public func withSpan<T>(_ name: String, attributes: [String: String],
                             _ operation: (any FlagshipSpan) async throws -> T) async rethrows -> T {
         if let tracer {
@@ -39,6 +41,8 @@ public struct FlagshipTracing: FlagshipTracer {
         }
     }
 
+    /// The current trace context as headers, written by the tracer's propagator (the bootstrapped
+    /// instrument when no tracer was given); none when the task carries no trace context.
     public func propagationHeaders() -> [String: String] {
         guard let context = InstrumentationContext.current else { return [:] }
         var headers: [String: String] = [:]
