@@ -45,6 +45,7 @@ public final class FlagshipTestData: Sendable {
 
     private let state = Locked(State())
 
+    /// Test data with no flag and no panic: every visitor gets an empty decision.
     public init() {}
 
     // MARK: Setting values

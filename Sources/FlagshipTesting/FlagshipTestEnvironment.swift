@@ -37,7 +37,9 @@ public final class FlagshipTestEnvironment: Sendable {
 
     /// The started SDK: a `Flagship` of the environment's own, or `Flagship.sharedInstance`.
     public let flagship: Flagship
+    /// The flag values the in-process Decision API answers with; change them at any time.
     public let testData: FlagshipTestData
+    /// The env id the SDK was started with.
     public let envId: String
     /// The directory of the SDK's SQLite store (`flagship-<envId>.sqlite`), removed by `close()`.
     public let storeDirectory: URL

@@ -9,6 +9,7 @@ public enum FlagshipTestingError: Error, Sendable, Hashable, CustomStringConvert
     /// The environment was closed.
     case closed
 
+    /// What went wrong, as one line for a test's failure message.
     public var description: String {
         switch self {
         case .invalidEnvId(let reason):

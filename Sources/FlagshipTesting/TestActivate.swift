@@ -19,6 +19,7 @@ public struct TestActivate: Sendable, Hashable {
         self.variation = variation
     }
 
+    /// The entry's field of that wire name; `nil` when it was not sent.
     public subscript(field: String) -> TestValue? { fields[field] }
 
     /// `vid`: the visitor id (the authenticated id for an authenticated visitor).
@@ -29,8 +30,11 @@ public struct TestActivate: Sendable, Hashable {
     public var variationGroupId: String { fields["caid"]?.stringValue ?? "" }
     /// `vaid`: the variation id.
     public var variationId: String { fields["vaid"]?.stringValue ?? "" }
+    /// The key of the flag the visitor saw; `nil` when the environment never served the variation.
     public var flagKey: String? { variation?.flagKey }
+    /// The value the visitor saw; `nil` when the environment never served the variation.
     public var value: TestValue? { variation?.value }
+    /// The campaign of the variation (`c-<key>`); `nil` when the environment never served it.
     public var campaignId: String? { variation?.campaignId }
     /// The entry as JSON text, keys sorted.
     public var json: String { TestValue.object(fields).description }

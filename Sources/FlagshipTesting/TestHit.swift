@@ -7,19 +7,28 @@
 public struct TestHit: Sendable, Hashable {
     /// A hit's `t`: `EVENT`, `SCREENVIEW`...
     public struct HitType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The type as the hit spells it.
         public let rawValue: String
 
+        /// The type of that spelling, one of the constants here or not.
         public init(rawValue: String) {
             self.rawValue = rawValue
         }
 
+        /// `EVENT`: an `FSEvent`, or the consent hit (`isConsent`).
         public static let event = HitType(rawValue: "EVENT")
+        /// `SCREENVIEW`: an `FSScreen`.
         public static let screenView = HitType(rawValue: "SCREENVIEW")
+        /// `PAGEVIEW`: an `FSPage`.
         public static let pageView = HitType(rawValue: "PAGEVIEW")
+        /// `TRANSACTION`: an `FSTransaction`.
         public static let transaction = HitType(rawValue: "TRANSACTION")
+        /// `ITEM`: an `FSItem`.
         public static let item = HitType(rawValue: "ITEM")
+        /// `SEGMENT`: the context the SDK sends after a fetch in bucketing mode.
         public static let segment = HitType(rawValue: "SEGMENT")
 
+        /// The raw value.
         public var description: String { rawValue }
     }
 
@@ -33,8 +42,10 @@ public struct TestHit: Sendable, Hashable {
         self.fields = fields
     }
 
+    /// The entry's field of that wire name; `nil` when it was not sent.
     public subscript(field: String) -> TestValue? { fields[field] }
 
+    /// `t`: the hit's type; an empty raw value when the entry had none.
     public var type: HitType { HitType(rawValue: fields["t"]?.stringValue ?? "") }
     /// `vid`: the visitor id, or for an authenticated visitor its anonymous id.
     public var visitorId: String { fields["vid"]?.stringValue ?? "" }
@@ -50,28 +61,28 @@ public struct TestHit: Sendable, Hashable {
 
     /// `ec`: `Action Tracking` or `User Engagement`.
     public var eventCategory: String? { fields["ec"]?.stringValue }
-    /// `ea`.
+    /// `ea`: the event's action.
     public var eventAction: String? { fields["ea"]?.stringValue }
-    /// `el`.
+    /// `el`: the event's label.
     public var eventLabel: String? { fields["el"]?.stringValue }
-    /// `ev`.
+    /// `ev`: the event's value.
     public var eventValue: Int? { fields["ev"]?.intValue }
     /// `dl`: a screen's name or a page's URL.
     public var location: String? { fields["dl"]?.stringValue }
     /// `tid`: a transaction's or an item's transaction id.
     public var transactionId: String? { fields["tid"]?.stringValue }
-    /// `ta`.
+    /// `ta`: the transaction's affiliation (the goal's name).
     public var affiliation: String? { fields["ta"]?.stringValue }
-    /// `tr`.
+    /// `tr`: the transaction's revenue.
     public var revenue: Double? { fields["tr"]?.doubleValue }
-    /// `tc`.
+    /// `tc`: the transaction's currency.
     public var currency: String? { fields["tc"]?.stringValue }
-    /// `in`.
+    /// `in`: the item's name.
     public var itemName: String? { fields["in"]?.stringValue }
-    /// `ic`.
+    /// `ic`: the item's code (SKU).
     public var itemCode: String? { fields["ic"]?.stringValue }
-    /// `iq`.
+    /// `iq`: the item's quantity.
     public var itemQuantity: Int? { fields["iq"]?.intValue }
-    /// `ip`.
+    /// `ip`: the item's unit price.
     public var itemPrice: Double? { fields["ip"]?.doubleValue }
 }

@@ -6,22 +6,30 @@
 /// the same in every run and for every visitor given that value:
 /// `c-<key>`, `vg-<key>`, `v-<key>-<12 hex digits of the value's JSON text hashed>`.
 public struct TestVariation: Sendable, Hashable {
+    /// The flag's key, which names the campaign and the variation group.
     public let flagKey: String
+    /// The flag's value, which names the variation.
     public let value: TestValue
 
+    /// The variation that serves `value` for `flagKey`, with the ids the environment gives it.
     public init(flagKey: String, value: TestValue) {
         self.flagKey = flagKey
         self.value = value
     }
 
+    /// `c-<key>`.
     public var campaignId: String { "c-\(flagKey)" }
+    /// `vg-<key>`.
     public var variationGroupId: String { "vg-\(flagKey)" }
+    /// `v-<key>-<12 hex digits>`: the same for every visitor given this value.
     public var variationId: String { "v-\(flagKey)-\(Self.digest(value.description))" }
     /// The campaign's name and slug: the flag key.
     public var campaignName: String { flagKey }
     /// The variation's name: the value as JSON text.
     public var variationName: String { value.description }
+    /// The type of every test campaign: `toggle`.
     public static let campaignType = "toggle"
+    /// The name of every test variation group: `FlagshipTesting`.
     public static let variationGroupName = "FlagshipTesting"
 
     /// FNV-1a, 64 bits, as 12 hex digits: stable across runs and platforms, unlike `Hasher`.
