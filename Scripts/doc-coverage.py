@@ -10,6 +10,9 @@ default implementation from the standard library) has no comment to write here a
     Scripts/doc-coverage.py -- --enable-all-traits   # arguments after -- go to `swift package`
     Scripts/doc-coverage.py --symbol-graphs DIR      # checks graphs already emitted (no build)
 
+After `swift package generate-documentation`, the graphs the DocC plugin extracted are in
+`$(swift build --show-bin-path)/extracted-symbols`: pass that directory to check exactly them.
+
 Prints `file:line: ...` for each undocumented symbol and exits 1 if there is one; exits 0 otherwise.
 """
 
@@ -80,8 +83,8 @@ def source_path(uri):
 
 
 def documentation(symbol, location):
-    """"own" for a comment written on the symbol, "inherited" for one DocC shows from the protocol
-    requirement it implements (`description` gets `CustomStringConvertible`'s), None for none."""
+    """The symbol's comment: "own" when written on it, "inherited" when DocC shows the one of the
+    protocol requirement it implements (`description` gets `CustomStringConvertible`'s), else None."""
     comment = symbol.get("docComment") or {}
     if not any(line.get("text", "").strip() for line in comment.get("lines") or []):
         return None
@@ -135,6 +138,12 @@ def main():
                         symbols[key][2] = comment
                     continue
                 symbols[(path, line, name)] = [module, symbol["kind"]["displayName"].lower(), comment]
+
+    for module in modules:
+        if not any(value[0] == module for value in symbols.values()):
+            # A module compiled without its trait (`#if Postgres`) is empty, not documented.
+            sys.exit("doc-coverage: %s has no public symbol in %s: built without its trait? "
+                     "(pass -- --enable-all-traits)" % (module, directory))
 
     undocumented = sorted(key for key, value in symbols.items() if not value[2])
     inherited = sum(1 for value in symbols.values() if value[2] == "inherited")
