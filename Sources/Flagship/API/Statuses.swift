@@ -64,7 +64,7 @@ public enum FSLevel: Int, Sendable, CaseIterable, Comparable {
     case ERROR = 2
     /// Warnings and worse (the default).
     case WARNING = 3
-    /// Adds swift-log's `info` lines.
+    /// Adds swift-log's `notice` and `info` lines.
     case DEBUG = 4
     /// Adds swift-log's `debug` lines (the reference ranks INFO above DEBUG).
     case INFO = 5

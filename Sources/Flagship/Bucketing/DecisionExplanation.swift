@@ -151,7 +151,7 @@ public struct FSBucketExplanation: Sendable, Equatable {
     public let ranges: [FSAllocationRange]
 }
 
-/// The share of buckets one variation takes, in percent of the buckets 0 to 99.
+/// The buckets (0 to 99) that one variation's allocation covers, its allocation being in percent.
 public struct FSAllocationRange: Sendable, Equatable {
     /// `nil` for a variation without a usable id (it only holds its share).
     public let variationId: String?

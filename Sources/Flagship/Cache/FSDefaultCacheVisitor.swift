@@ -48,7 +48,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     }
 
     /// The document saved for this visitor, byte for byte; `nil` when there is none or the read
-    /// failed (logged). The lookup counts as the visitor being seen, for the retention.
+    /// failed (logged).
     public func lookupVisitor(visitorId: String) -> Data? {
         do {
             // Beside the group commit under way, never behind it: what it writes is read from the
