@@ -24,7 +24,8 @@ public struct FlagshipTracing: FlagshipTracer {
     }
 
     /// Runs `operation` in a client span named `name` of the tracer given at `init` (else the
-    /// bootstrapped one), with `attributes` set; a thrown error is recorded on the span and rethrown.
+    /// bootstrapped one), with `attributes` set; a thrown error is recorded on the span and
+    /// rethrown.
     public func withSpan<T>(_ name: String, attributes: [String: String],
                             _ operation: (any FlagshipSpan) async throws -> T) async rethrows -> T {
         if let tracer {
