@@ -11,14 +11,20 @@ struct ReplayCommand: AsyncParsableCommand {
         commandName: "replay",
         abstract: "Send the hits waiting in the store, oldest first, then stop.",
         discussion: """
-            Starts the SDK, which deletes the hits past their lifetime (4 h) and sends the others; \
-            waits until none is being sent or due (a failed send backs off and is tried once more at \
-            close), and prints {"replayed": n, "expired": n, "remaining": n}. The hits the server did \
-            not take stay for the next start. Several processes may replay one store at once: each \
-            hit is claimed by one of them before it is sent, and "remaining" counts what the store \
-            held when this one closed, hits another process was sending included. Hits claimed by \
-            a process of this host that died are released at start; a claim of another host's \
-            process lapses a minute after it was made (`flagship hits` shows claims).
+            Starts the SDK, which deletes the hits past their lifetime (4 h) and sends the others \
+            now, whatever backoff earlier runs or other instances set on them after a failed send \
+            (NEXT TRY in `flagship hits`): a replay is a request to send now. It waits until none is \
+            being sent or due (a send that fails during the replay backs off and is tried once more \
+            at close), and prints {"replayed": n, "expired": n, "remaining": n}. The hits the server \
+            did not take stay for the next start. Several processes may replay one store at once: \
+            each hit is claimed by one of them before it is sent, and "remaining" counts what the \
+            store held when this one closed, hits another process was sending included. Hits \
+            claimed by a process of this host that died are released at start; a claim of another \
+            host's process lapses a minute after it was made (`flagship hits` shows claims).
+
+            Exits 0 when no hit remains; 1, after the summary, when some remain (the server did \
+            not take them, or another process holds them: run it again), or when the replay could \
+            not run.
 
             With --db postgres://user@host:port/database, the SDK starts on that PostgreSQL store \
             (FSConfigBuilder.withPostgresStore) and sends the hits of --env-id that wait there, \
@@ -29,7 +35,7 @@ struct ReplayCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var sdk: SDKArguments
+    @OptionGroup var sdk: SDKArguments<ReplayStore>
     @Option(help: ArgumentHelp(
         "With a PostgreSQL --db: this host's store file, where the SDK commits hits while PostgreSQL cannot be reached, "
             + "and whose hits it sends too (default: <cache dir>/flagship-<envId>.sqlite).",
@@ -56,7 +62,8 @@ struct ReplayCommand: AsyncParsableCommand {
         try report(await flagship.closeReporting(), remainingIn: sdk.storeFile.path)
     }
 
-    /// Says what the replay did: warnings on stderr, the counts as one JSON line.
+    /// Says what the replay did: the counts as one JSON line, a warning for hits refused, and a
+    /// failure (exit 1) when hits remain.
     private func report(_ statistics: TrackingStatistics?, remainingIn store: String) throws {
         guard let statistics else {
             throw CommandFailure("the SDK was closed before the replay was counted")
@@ -64,14 +71,14 @@ struct ReplayCommand: AsyncParsableCommand {
         if statistics.rejected > 0 {
             Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
         }
-        if statistics.waiting > 0 {
-            Output.warn("\(statistics.waiting) hit(s) remain in \(store): the next start (or replay) sends them")
-        }
         try Output.printJSONLine([
             "replayed": statistics.delivered,
             "expired": statistics.expired,
             "remaining": statistics.waiting,
         ])
+        if statistics.waiting > 0 {
+            throw CommandFailure("\(statistics.waiting) hit(s) remain in \(store): the next start (or replay) sends them")
+        }
     }
 
     /// Replays the hits of `--env-id` that wait in the PostgreSQL store.
@@ -80,7 +87,8 @@ struct ReplayCommand: AsyncParsableCommand {
         // gets no schema; a newer schema or another application's is refused untouched.
         let envId = sdk.envId
         _ = try await PostgresReading.read(location) { try await $0.hitCount(envId: envId) }
-        let store = FlagshipPostgresStore(location)
+        // Its claims take the hits other instances' failed sends put under backoff: sent now.
+        let store = FlagshipPostgresStore.claimingThroughBackoff(location)
         let statistics: TrackingStatistics?
         do {
             try await store.prepare()
