@@ -22,9 +22,10 @@ struct ReplayCommand: AsyncParsableCommand {
             claimed by a process of this host that died are released at start; a claim of another \
             host's process lapses a minute after it was made (`flagship hits` shows claims).
 
-            Exits 0 when no hit remains; 1, after the summary, when some remain (the server did \
-            not take them, or another process holds them: run it again), or when the replay could \
-            not run.
+            Exits 0 when no hit remains but dead letters (hits that can never be sent, counted in \
+            "remaining" and named in a warning); 1, after the summary, when some remain (the \
+            server did not take them, or another process holds them: run it again), or when the \
+            replay could not run.
 
             With --db postgres://user@host:port/database, the SDK starts on that PostgreSQL store \
             (FSConfigBuilder.withPostgresStore) and sends the hits of --env-id that wait there, \
@@ -59,25 +60,39 @@ struct ReplayCommand: AsyncParsableCommand {
         try sdk.checkStoreIsUsable()
         let flagship = try sdk.startSDK(sdk.configBuilder().build())
         await flagship.waitUntilTrackingIsIdle()
-        try report(await flagship.closeReporting(), remainingIn: sdk.storeFile.path)
+        let statistics = await flagship.closeReporting()
+        try report(statistics, remainingIn: sdk.storeFile.path, deadLetters: (try? deadLetters()) ?? 0)
+    }
+
+    /// The store file's dead letters: hits no replay can send (`flagship hits` says why), kept
+    /// until they expire. They are counted as remaining, but do not make a replay fail.
+    private func deadLetters() throws -> Int {
+        let store = try FlagshipDatabase.openForInspection(at: sdk.storeFile)
+        defer { store.close() }
+        return try store.read { try $0.hits.deadLetterCount() }
     }
 
     /// Says what the replay did: the counts as one JSON line, a warning for hits refused, and a
     /// failure (exit 1) when hits remain.
-    private func report(_ statistics: TrackingStatistics?, remainingIn store: String) throws {
+    private func report(_ statistics: TrackingStatistics?, remainingIn store: String, deadLetters: Int = 0) throws {
         guard let statistics else {
             throw CommandFailure("the SDK was closed before the replay was counted")
         }
         if statistics.rejected > 0 {
             Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
         }
+        let unsendable = min(deadLetters, statistics.waiting)
+        if unsendable > 0 {
+            Output.warn("\(unsendable) dead letter(s) stay in \(store), never sent (`flagship hits` says why) until they expire")
+        }
         try Output.printJSONLine([
             "replayed": statistics.delivered,
             "expired": statistics.expired,
             "remaining": statistics.waiting,
         ])
-        if statistics.waiting > 0 {
-            throw CommandFailure("\(statistics.waiting) hit(s) remain in \(store): the next start (or replay) sends them")
+        let remaining = statistics.waiting - unsendable
+        if remaining > 0 {
+            throw CommandFailure("\(remaining) hit(s) remain in \(store): the next start (or replay) sends them")
         }
     }
 
