@@ -46,11 +46,16 @@ final class BootstrapTests: SDKTestCase {
         XCTAssertEqual(details.source, .bucketingFile)
     }
 
-    func testAStoredFileWinsOverTheBootstrap() async throws {
-        try server.setBucketingFile(Self.allGreen)
+    /// A start that downloads `file` and stores it, then closes.
+    private func storeDownloaded(_ file: Data) async throws {
+        try server.setBucketingFile(file)
         start(bucketing(server.bucketingBaseURL))
-        _ = try await fetched("warm-up")   // downloads and stores the file
+        _ = try await fetched("warm-up")
         await flagship.close()
+    }
+
+    func testAStoredFileWinsOverTheBootstrap() async throws {
+        try await storeDownloaded(Self.allGreen)
 
         let restarted = Flagship()
         restarted.start(envId: Self.envId, apiKey: Self.apiKey,
@@ -71,10 +76,7 @@ final class BootstrapTests: SDKTestCase {
 
     /// With the network disabled, the file downloaded by an earlier start decides a new visitor.
     func testWithTheNetworkDisabledTheStoredFileDecides() async throws {
-        try server.setBucketingFile(Self.allGreen)
-        start(bucketing(server.bucketingBaseURL))
-        _ = try await fetched("warm-up")   // downloads and stores the file
-        await flagship.close()
+        try await storeDownloaded(Self.allGreen)
 
         let offline = Flagship()
         offline.start(envId: Self.envId, apiKey: Self.apiKey, config: bucketing(server.bucketingBaseURL).withNetworkDisabled().build())

@@ -13,11 +13,12 @@ final class TopLevelMainTests: XCTestCase {
         import Flagship
         import Foundation
 
-        let environment = ProcessInfo.processInfo.environment
+        // The decision URL, the events URL and the store file.
+        let arguments = CommandLine.arguments
         let config = FSConfigBuilder().DecisionApi()
-            .withDecisionBaseURL(URL(string: environment["DECISION_URL"] ?? "")!)
-            .withEventsBaseURL(URL(string: environment["EVENTS_URL"] ?? "")!)
-            .withCacheFile(URL(fileURLWithPath: environment["STORE_FILE"] ?? ""))
+            .withDecisionBaseURL(URL(string: arguments[1])!)
+            .withEventsBaseURL(URL(string: arguments[2])!)
+            .withCacheFile(URL(fileURLWithPath: arguments[3]))
             .build()
         Flagship.sharedInstance.start(envId: "main_env", apiKey: "main_key", config: config)
 
@@ -55,14 +56,8 @@ final class TopLevelMainTests: XCTestCase {
         defer { server.stop() }
         let store = directory.appendingPathComponent("flagship.sqlite")
 
-        let process = Process()
-        process.executableURL = executable
-        var environment = ProcessInfo.processInfo.environment
-        environment["DECISION_URL"] = server.decisionBaseURL.absoluteString
-        environment["EVENTS_URL"] = server.eventsBaseURL.absoluteString
-        environment["STORE_FILE"] = store.path
-        process.environment = environment
-        let (status, output) = try Self.run(process)
+        let (status, output) = try SnippetPackage.run(executable, [server.decisionBaseURL.absoluteString,
+                                                                   server.eventsBaseURL.absoluteString, store.path])
 
         XCTAssertEqual(status, 0, output)
         XCTAssertEqual(output.split(separator: "\n").filter { !$0.contains("io.flagship") }, ["btnColor: green", "closed"], output)
@@ -95,30 +90,19 @@ final class TopLevelMainTests: XCTestCase {
         try source.write(to: main, atomically: true, encoding: .utf8)
         let executable = directory.appendingPathComponent("top-level-main")
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = swiftc
-        process.currentDirectoryURL = directory
-        process.arguments = ["-swift-version", "6", "-module-name", "TopLevelMain", main.path,
-                             "-I", modules.path, "-I", repository.appendingPathComponent("Sources/CSQLite").path,
-                             "-module-cache-path", directory.appendingPathComponent("module-cache").path]
-            + objects + ["-lsqlite3", "-o", executable.path]
-        let (status, output) = try Self.run(process)
-        guard status == 0 else {
-            XCTFail("main.swift does not compile:\n\(output)")
-            throw XCTSkip("not compiled")
-        }
+        let (status, output) = try SnippetPackage.run(swiftc, [
+            "-swift-version", "6", "-module-name", "TopLevelMain", main.path,
+            "-I", modules.path, "-I", repository.appendingPathComponent("Sources/CSQLite").path,
+            "-module-cache-path", directory.appendingPathComponent("module-cache").path,
+        ] + objects + ["-lsqlite3", "-o", executable.path])
+        guard status == 0 else { throw NotCompiled(output: output) }
         let warnings = output.split(separator: "\n").filter { $0.contains("warning:") }
         if !warnings.isEmpty { print("main.swift compiled with:\n" + warnings.joined(separator: "\n")) }
         return executable
     }
 
-    private static func run(_ process: Process) throws -> (status: Int32, output: String) {
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    private struct NotCompiled: Error, CustomStringConvertible {
+        let output: String
+        var description: String { "main.swift does not compile:\n\(output)" }
     }
 }
