@@ -86,6 +86,8 @@ let package = Package(
                 "FlagshipLocalServer",
                 "FlagshipPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The SDK's log lines written in the tool's style (`ToolLogHandler`).
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(

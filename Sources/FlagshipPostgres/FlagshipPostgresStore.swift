@@ -70,6 +70,9 @@ public final class FlagshipPostgresStore: Sendable {
     package let retryAfter: TimeInterval
     /// How long a claim holds its hits, where a test shortens the SDK's own (60 s at least).
     package let leaseDuration: TimeInterval?
+    /// Whether this instance's claims take hits under another instance's backoff (their
+    /// `next_attempt_at` ahead): an operator's replay, which sends everything waiting now.
+    package let claimsThroughBackoff: Bool
     /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
     let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
@@ -107,15 +110,28 @@ public final class FlagshipPostgresStore: Sendable {
     /// A store on its own client, run until `close()`. `sharesDatabase`: the database may hold
     /// other applications' tables beside the `flagship` schema (otherwise it must be empty or ours).
     public convenience init(_ location: Location, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
-        self.init(location, sharesDatabase: sharesDatabase, logger: logger, callTimeout: .seconds(5), retryAfter: 5)
+        self.init(location, sharesDatabase: sharesDatabase, logger: logger, callTimeout: Self.defaultCallTimeout,
+                  retryAfter: Self.defaultRetryAfter)
     }
+
+    /// A store whose claims take the hits that other instances' failed sends put under backoff:
+    /// for `flagship replay`, an operator's request to send everything waiting now.
+    package static func claimingThroughBackoff(_ location: Location,
+                                               logger: Logger = Logger(label: "io.flagship.postgres")) -> FlagshipPostgresStore {
+        FlagshipPostgresStore(location, sharesDatabase: false, logger: logger, callTimeout: defaultCallTimeout,
+                              retryAfter: defaultRetryAfter, claimsThroughBackoff: true)
+    }
+
+    static let defaultCallTimeout: Duration = .seconds(5)
+    static let defaultRetryAfter: TimeInterval = 5
 
     /// With the waits a test shortens.
     package init(_ location: Location, sharesDatabase: Bool, logger: Logger, callTimeout: Duration, retryAfter: TimeInterval,
-                 leaseDuration: TimeInterval? = nil) {
+                 leaseDuration: TimeInterval? = nil, claimsThroughBackoff: Bool = false) {
         self.callTimeout = callTimeout
         self.retryAfter = retryAfter
         self.leaseDuration = leaseDuration
+        self.claimsThroughBackoff = claimsThroughBackoff
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
                                                          password: location.password, database: location.database, tls: .disable)
         configuration.options.connectTimeout = .seconds(5)
@@ -146,9 +162,10 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// A store on the app's client, which the app runs (`client.run()`) and closes.
     public init(client: PostgresClient, location: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
-        callTimeout = .seconds(5)
-        retryAfter = 5
+        callTimeout = Self.defaultCallTimeout
+        retryAfter = Self.defaultRetryAfter
         leaseDuration = nil
+        claimsThroughBackoff = false
         self.client = client
         connection = nil
         runner = nil

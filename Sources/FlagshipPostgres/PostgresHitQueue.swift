@@ -18,6 +18,8 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     let envId: String
     let owner: String
     let leaseMilliseconds: Int64
+    /// Claims take hits under backoff too (`FlagshipPostgresStore.claimsThroughBackoff`).
+    var claimsThroughBackoff = false
     let logger: Logger
     /// The SDK's clock (unix ms): a lookup records when the visitor was seen.
     let now: @Sendable () -> Int64
@@ -78,10 +80,11 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
-        let (owner, until) = (owner, now.addingReportingOverflow(leaseMilliseconds))
+        let (owner, until, throughBackoff) = (owner, now.addingReportingOverflow(leaseMilliseconds), claimsThroughBackoff)
         let records = try call("claiming hits") { connection, envId, logger in
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
-                .claim(endpoint, owner: owner, now: now, leaseUntil: until.overflow ? .max : until.partialValue, limit: limit)
+                .claim(endpoint, owner: owner, now: now, leaseUntil: until.overflow ? .max : until.partialValue, limit: limit,
+                       throughBackoff: throughBackoff)
         }
         return records.compactMap { record in
             if let hit = OutgoingHit(record: record) { return hit }
@@ -145,7 +148,7 @@ struct PostgresStoreProvider: SharedStoreProvider {
         }
         let shared = PostgresHitQueue(store: store, envId: envId, owner: store.instanceName,
                                       leaseMilliseconds: Int64(((store.leaseDuration ?? leaseDuration) * 1000).rounded()),
-                                      logger: logger, now: now)
+                                      claimsThroughBackoff: store.claimsThroughBackoff, logger: logger, now: now)
         return SpillingHitQueue(primary: shared, spill: local, retryAfter: store.retryAfter, logger: logger, now: now)
     }
 

@@ -55,11 +55,13 @@ struct PostgresHitStore {
     }
 
     /// Leases up to `limit` of the endpoint's oldest rows that nobody holds and whose backoff
-    /// has ended, to `owner` until `leaseUntil`; returns them oldest first. The rows are chosen
+    /// has ended (or, `throughBackoff`, whatever their backoff: a replay sends now), to `owner`
+    /// until `leaseUntil`; returns them oldest first. The rows are chosen
     /// once, in a materialized CTE: as a subquery in FROM, a nested-loop plan may scan it again
     /// per row, and each rescan skips the rows this statement already locked and takes the next
     /// ones, claiming more than `limit` (seen once the table had more columns).
-    func claim(_ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [HitRecord] {
+    func claim(_ endpoint: HitEndpoint, owner: String, now: Int64, leaseUntil: Int64, limit: Int,
+               throughBackoff: Bool = false) async throws -> [HitRecord] {
         let activate = endpoint == .activate
         var claimed: [HitRecord] = []
         let rows = try await connection.query("""
@@ -67,7 +69,7 @@ struct PostgresHitStore {
                 SELECT id FROM flagship.hits
                 WHERE env_id = \(envId) AND (type = 'ACTIVATE') = \(activate)
                   AND (lease_until IS NULL OR lease_until <= \(now))
-                  AND (next_attempt_at IS NULL OR next_attempt_at <= \(now))
+                  AND (\(throughBackoff) OR next_attempt_at IS NULL OR next_attempt_at <= \(now))
                 ORDER BY created_at, id
                 LIMIT \(max(0, limit))
                 FOR UPDATE SKIP LOCKED)

@@ -48,7 +48,7 @@ struct APIKeyArguments: ParsableArguments {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw CommandFailure("the API key file \(path) cannot be read: \((error as NSError).localizedDescription)")
+            throw CommandFailure("the API key file \(path) cannot be read: \(Output.reason(readingFile: error))")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw CommandFailure("the API key file \(path) is not UTF-8 text")

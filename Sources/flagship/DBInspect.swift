@@ -21,16 +21,20 @@ struct DBInspect: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<InspectStore>
     @OptionGroup var environment: EnvironmentArguments
 
     @Option(help: ArgumentHelp(
         "With a store file: count the visitors not seen for this many seconds, those the SDK's retention deletes (0: none).",
         valueName: "seconds"))
-    var retention: Double = FlagshipConfig.defaultVisitorRetention
+    var retention: Int = Int(FlagshipConfig.defaultVisitorRetention)
 
     @Flag(help: "Print one JSON document instead of text.")
     var json = false
+
+    func validate() throws {
+        try VisitorRetentionArgument.validate(retention)
+    }
 
     func run() async throws {
         if let location = try database.postgresLocation() {
@@ -45,7 +49,7 @@ struct DBInspect: AsyncParsableCommand {
         let store = try database.openForInspection()
         defer { store.close() }
         let now = Date()
-        let retention = try VisitorRetentionArgument(seconds: retention, now: now)
+        let retention = try VisitorRetentionArgument(seconds: TimeInterval(retention), now: now)
         // The counts, the bucketing files and the visitors' ages from one snapshot.
         let (summary, documents, visitors) = try store.read { db in
             let summary = try StoreSummary(of: store, in: db)

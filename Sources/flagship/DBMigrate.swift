@@ -14,10 +14,10 @@ struct DBMigrate: ParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<MigrateStore>
 
     func run() throws {
-        try database.requireStoreFile(for: "db migrate")
+        try database.requireStoreFile()
         let store = try FlagshipDatabase.open(at: database.url)
         defer { store.close() }
         Self.report(store.opening, of: database.url)

@@ -20,10 +20,10 @@ struct DBPrune: ParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<PruneStore>
 
     @Option(help: ArgumentHelp("Delete the visitors not seen for this many seconds (0: none).", valueName: "seconds"))
-    var retention: Double = FlagshipConfig.defaultVisitorRetention
+    var retention: Int = Int(FlagshipConfig.defaultVisitorRetention)
 
     @Option(help: ArgumentHelp("Keep this many visitors at most, the least recently seen deleted first.", valueName: "count"))
     var maxVisitors: Int?
@@ -32,13 +32,14 @@ struct DBPrune: ParsableCommand {
     var dryRun = false
 
     func validate() throws {
+        try VisitorRetentionArgument.validate(retention)
         if let maxVisitors, maxVisitors < 0 { throw ValidationError("--max-visitors must be 0 or more") }
     }
 
     func run() throws {
-        try database.requireStoreFile(for: "db prune")
+        try database.requireStoreFile()
         let now = Date()
-        let retention = try VisitorRetentionArgument(seconds: retention, now: now)
+        let retention = try VisitorRetentionArgument(seconds: TimeInterval(retention), now: now)
         if dryRun {
             try countDue(retention)
             return
@@ -99,6 +100,11 @@ struct VisitorRetentionArgument {
     let seconds: TimeInterval?
     /// Unix ms: visitors last seen before it are due; `nil` without a retention.
     let boundary: Int64?
+
+    /// Refuses a negative `--retention`, in `validate()`: a usage error.
+    static func validate(_ seconds: Int) throws {
+        guard seconds >= 0 else { throw ValidationError("--retention must be a number of seconds, 0 or more") }
+    }
 
     init(seconds: TimeInterval, now: Date) throws {
         guard seconds.isFinite, seconds >= 0 else { throw ValidationError("--retention must be a number of seconds, 0 or more") }

@@ -19,11 +19,11 @@ struct DBSalvage: ParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<SalvageStore>
     @Option(help: ArgumentHelp("The damaged store file to read.", valueName: "path")) var from: String
 
     func run() throws {
-        try database.requireStoreFile(for: "db salvage")
+        try database.requireStoreFile()
         let source = URL(fileURLWithPath: from).standardizedFileURL
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw CommandFailure("no file at \(source.path)")

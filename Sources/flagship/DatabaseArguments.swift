@@ -3,16 +3,10 @@ import FlagshipPostgres
 import FlagshipStore
 import Foundation
 
-/// `--db PATH`: the store file a command works on; for the commands that read a PostgreSQL store
-/// as well (`db inspect`, `visitors`, `hits`, `why`), a `postgres://` URL.
-struct DatabaseArguments: ParsableArguments {
-    @Option(
-        name: .customLong("db"),
-        help: ArgumentHelp(
-            "The store file (usually <cache dir>/flagship-<envId>.sqlite) or, for db inspect, visitors, hits and why, a PostgreSQL "
-                + "store: postgres://user@host:port/database (the password from PGPASSWORD, or in the URL).",
-            valueName: "path|url")
-    )
+/// `--db`: the store a command works on; a `postgres://` URL for the commands whose `Store`
+/// takes one. `Store` says what `--db` means for the command, in its help.
+struct DatabaseArguments<Store: StoreOption>: ParsableArguments {
+    @Option(name: .customLong("db"), help: Store.help)
     var path: String
 
     /// The file as an absolute path, which is how every message names it.
@@ -24,8 +18,8 @@ struct DatabaseArguments: ParsableArguments {
     }
 
     /// For a command that works on store files only: refuses a PostgreSQL URL, saying so.
-    func requireStoreFile(for command: String) throws {
-        try PostgresURL.refuse(path, command: command)
+    func requireStoreFile() throws {
+        try PostgresURL.refuse(path, command: Store.command)
     }
 
     /// Opens the existing file read-only: nothing in it is changed, and a file that is not a
@@ -91,6 +85,13 @@ enum PostgresURL {
         guard isPostgres(text) else { return }
         let store = (try? location(text)).map { "\($0)" } ?? "a PostgreSQL store"
         throw CommandFailure("`flagship \(command)` needs a SQLite store file, not \(store): with PostgreSQL, "
-            + "`db inspect`, `visitors`, `hits` and `replay` take --db postgres://...")
+            + "\(commandsTakingPostgres) take --db postgres://...")
+    }
+
+    /// `` `db inspect`, `visitors`, `hits`, `why` and `replay` ``: the commands whose `--db` takes a PostgreSQL store.
+    static var commandsTakingPostgres: String {
+        let names = StoreOptions.all.filter { $0.takesPostgres }.map { "`\($0.command)`" }
+        guard let last = names.last else { return "no command" }
+        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " and " + last
     }
 }

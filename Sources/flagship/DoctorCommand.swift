@@ -2,9 +2,6 @@ import ArgumentParser
 import Flagship
 import FlagshipStore
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `flagship doctor`: checks a configuration before an app runs with it, one line per check.
 struct DoctorCommand: AsyncParsableCommand {
@@ -12,21 +9,27 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check a configuration: env id, API key, endpoints, store. One line per check.",
         discussion: """
-            Takes the options of fetch. Checks the env id's and the key's shape, that the Decision \
-            API accepts the key for the environment (a decision request for a visitor named \
-            flagship-doctor, which sends no hit), that the events endpoint answers (a GET, which \
-            sends nothing), in bucketing mode that the bucketing file exists, and that the store \
-            file can be written, with its schema version and the age of its stored bucketing file. \
-            Exits 0 when every check passes, else 1, naming every failure.
+            Checks, one line each: the shape of --env-id and of the API key (--api-key, \
+            --api-key-file or FLAGSHIP_API_KEY); that the Decision API at --decision-url accepts \
+            the key for the environment (a decision request for a visitor named flagship-doctor, \
+            as the SDK sends it, which sends no hit); that the events endpoint at --events-url \
+            answers (a GET, which sends nothing); with --mode bucketing, that the bucketing file \
+            is served at --bucketing-url; that the store file (--db) can be written, its schema \
+            version and, with --mode bucketing, the age of its stored bucketing file. Each network \
+            check may take --timeout milliseconds; a server that cannot be reached is named in the \
+            SDK's own words. Exits 0 when every check passes, else 1, naming every failure on \
+            stderr after the checks.
             """
     )
 
-    @OptionGroup var sdk: SDKArguments
-    @Option(help: ArgumentHelp("How flags are decided: api or bucketing.", valueName: "api|bucketing"))
+    @OptionGroup var sdk: SDKArguments<DoctorStore>
+    @Option(help: ArgumentHelp("How flags are decided: api or bucketing (then the bucketing file is checked).",
+                               valueName: "api|bucketing"))
     var mode: FetchCommand.Mode = .api
-    @Option(help: ArgumentHelp("The bucketing file's base URL: the file is <url>/<envId>/bucketing.json.", valueName: "url"))
+    @Option(help: ArgumentHelp("The bucketing file's base URL (--mode bucketing): the file is <url>/<envId>/bucketing.json.",
+                               valueName: "url"))
     var bucketingURL: String?
-    @Option(help: ArgumentHelp("Milliseconds each network check may take.", valueName: "ms")) var timeout: Double = 5000
+    @Option(help: ArgumentHelp("Milliseconds each network check may take.", valueName: "ms")) var timeout: Int = 5000
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of milliseconds") }
@@ -44,16 +47,17 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try sdk.requireStoreFile(for: "doctor")
+        try sdk.requireStoreFile()
         let config = sdk.configBuilder().build()
         var checks: [Check] = []
         let apiKey = try sdk.key.key()
         checks.append(shapeCheck(apiKey: apiKey))
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
-        checks.append(await decisionCheck(config: config, apiKey: apiKey, session: session))
-        checks.append(await eventsCheck(config: config, session: session))
-        checks.append(await bucketingCheck(session: session))
+        // The SDK's own transport: a failure is said as the SDK says it.
+        let transport = URLSessionTransport()
+        defer { transport.shutdown() }
+        checks.append(await decisionCheck(config: config, apiKey: apiKey, transport: transport))
+        checks.append(await eventsCheck(config: config, transport: transport))
+        checks.append(await bucketingCheck(transport: transport))
         checks += storeChecks()
         for check in checks {
             print("\(check.verdict.rawValue.padding(toLength: 4, withPad: " ", startingAt: 0)) \(check.name): \(TerminalText.escaped(check.detail, limit: 400))")
@@ -66,6 +70,8 @@ struct DoctorCommand: AsyncParsableCommand {
 
     // MARK: Checks
 
+    private var seconds: TimeInterval { Double(timeout) / 1000 }
+
     private func shapeCheck(apiKey: String) -> Check {
         if let problem = Flagship.problem(envId: sdk.envId, apiKey: apiKey) {
             return Check(name: "env id and key", verdict: .fail, detail: problem)
@@ -73,39 +79,44 @@ struct DoctorCommand: AsyncParsableCommand {
         return Check(name: "env id and key", verdict: .ok, detail: "'\(sdk.envId)', a key of \(apiKey.count) characters")
     }
 
-    private func decisionCheck(config: FlagshipConfig, apiKey: String, session: URLSession) async -> Check {
-        let url = config.decisionBaseURL.appendingPathComponent(sdk.envId).appendingPathComponent("campaigns")
-        var request = URLRequest(url: url, timeoutInterval: timeout / 1000)
-        request.httpMethod = "POST"
-        request.setValue(apiKey, forHTTPHeaderField: "x-api-key")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(#"{"visitorId":"flagship-doctor","anonymousId":null,"context":{},"trigger_hit":false,"visitor_consent":false}"#.utf8)
-        return await probe("Decision API accepts the key", request, session: session) { status in
-            switch status {
-            case 200..<300: (.ok, nil)
-            case 401: (.fail, "the API key was refused")
-            case 403: (.fail, "this key may not be used for environment '\(sdk.envId)'")
-            case 404: (.fail, "no environment '\(sdk.envId)' there (check the env id and --decision-url)")
-            default: (.fail, nil)
+    /// The SDK's decision request, by the SDK's client: what it would get at start.
+    private func decisionCheck(config: FlagshipConfig, apiKey: String, transport: URLSessionTransport) async -> Check {
+        let name = "Decision API accepts the key"
+        let client = DecisionAPIClient(envId: sdk.envId, apiKey: apiKey, baseURL: config.decisionBaseURL, timeout: seconds,
+                                       transport: transport)
+        let url = config.decisionBaseURL.appendingPathComponent(sdk.envId).appendingPathComponent("campaigns").absoluteString
+        let started = ContinuousClock.now
+        do {
+            _ = try await client.fetchCampaigns(visitorId: "flagship-doctor", anonymousId: nil, context: [:], hasConsented: false)
+            return Check(name: name, verdict: .ok, detail: "\(url) answered with a decision in \(Self.milliseconds(since: started))")
+        } catch {
+            guard case .httpStatus(let status) = error else {
+                return Check(name: name, verdict: .fail, detail: "\(url): \(error)")
             }
+            let advice: String? = switch status {
+            case 401: "the API key was refused"
+            case 403: "this key may not be used for environment '\(sdk.envId)'"
+            case 404: "no environment '\(sdk.envId)' there (check the env id and --decision-url)"
+            default: nil
+            }
+            return Check(name: name, verdict: .fail,
+                         detail: "\(url) answered \(status) in \(Self.milliseconds(since: started))" + (advice.map { ": \($0)" } ?? ""))
         }
     }
 
-    private func eventsCheck(config: FlagshipConfig, session: URLSession) async -> Check {
-        var request = URLRequest(url: config.eventsBaseURL, timeoutInterval: timeout / 1000)
-        request.httpMethod = "GET"
+    private func eventsCheck(config: FlagshipConfig, transport: URLSessionTransport) async -> Check {
         // Any HTTP answer to a GET shows the host is there: hits are POSTed.
-        return await probe("events endpoint reachable", request, session: session) { _ in (.ok, "the host answers (hits are POSTed)") }
+        await probe("events endpoint reachable", service: "the events endpoint", config.eventsBaseURL, transport: transport) { _ in
+            (.ok, "the host answers (hits are POSTed)")
+        }
     }
 
-    private func bucketingCheck(session: URLSession) async -> Check {
+    private func bucketingCheck(transport: URLSessionTransport) async -> Check {
         let name = "bucketing file"
         guard mode == .bucketing else { return Check(name: name, verdict: .note, detail: "not used in api mode") }
         let base = bucketingURL.flatMap(URL.init(string:)) ?? FSConfigBuilder().build().bucketingBaseURL
         let url = base.appendingPathComponent(sdk.envId).appendingPathComponent("bucketing.json")
-        var request = URLRequest(url: url, timeoutInterval: timeout / 1000)
-        request.httpMethod = "GET"
-        return await probe(name, request, session: session) { status in
+        return await probe(name, service: "the bucketing file's host", url, transport: transport) { status in
             switch status {
             case 200: (.ok, nil)
             case 404: (.fail, "no file for '\(sdk.envId)' (check the env id, that bucketing is enabled for it, and --bucketing-url)")
@@ -114,17 +125,19 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 
-    /// Sends `request`: unreachable fails; an answer is judged by `verdict` (its verdict, and
-    /// what to add to the status and time).
-    private func probe(_ name: String, _ request: URLRequest, session: URLSession,
+    /// GETs `url`: no answer fails, said as the SDK says it (`<service> could not be reached:
+    /// <why>`); an answer is judged by `verdict` (its verdict, and what to add to the status and time).
+    private func probe(_ name: String, service: String, _ url: URL, transport: URLSessionTransport,
                        verdict: (Int) -> (Check.Verdict, String?)) async -> Check {
-        let url = request.url?.absoluteString ?? ""
-        switch await exchange(request, session: session) {
-        case .failure(let error):
-            return Check(name: name, verdict: .fail, detail: "\(url) unreachable: \(error)")
-        case .success(let (status, elapsed)):
-            let (judged, advice) = verdict(status)
-            return Check(name: name, verdict: judged, detail: "\(url) answered \(status) in \(elapsed)" + (advice.map { ": \($0)" } ?? ""))
+        let started = ContinuousClock.now
+        do {
+            let response = try await transport.send(HTTPRequest(method: .get, url: url, timeout: seconds))
+            let (judged, advice) = verdict(response.status)
+            return Check(name: name, verdict: judged,
+                         detail: "\(url.absoluteString) answered \(response.status) in \(Self.milliseconds(since: started))"
+                             + (advice.map { ": \($0)" } ?? ""))
+        } catch {
+            return Check(name: name, verdict: .fail, detail: "\(url.absoluteString): \(service) could not be reached: \(error)")
         }
     }
 
@@ -173,17 +186,11 @@ struct DoctorCommand: AsyncParsableCommand {
 
     // MARK: Helpers
 
-    /// The status and how long the answer took, or why there was none.
-    private func exchange(_ request: URLRequest, session: URLSession) async -> Result<(Int, String), Unanswered> {
-        let started = ContinuousClock.now
-        do {
-            let (_, response) = try await session.data(for: request)
-            let elapsed = ContinuousClock.now - started
-            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-            return .success(((response as? HTTPURLResponse)?.statusCode ?? 0, "\(Int(milliseconds.rounded())) ms"))
-        } catch {
-            return .failure(Unanswered(description: (error as NSError).localizedDescription))
-        }
+    /// `12 ms`: the time since `started`.
+    private static func milliseconds(since started: ContinuousClock.Instant) -> String {
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        return "\(Int(milliseconds.rounded())) ms"
     }
 
     static func describe(age seconds: Double) -> String {
@@ -194,9 +201,4 @@ struct DoctorCommand: AsyncParsableCommand {
         default: "\(Int(seconds / 86_400)) days"
         }
     }
-}
-
-/// Why a check's request got no answer.
-private struct Unanswered: Error, CustomStringConvertible {
-    let description: String
 }

@@ -102,7 +102,7 @@ struct EvalCommand: ParsableCommand {
         do {
             text = try String(contentsOf: URL(fileURLWithPath: visitorsFile), encoding: .utf8)
         } catch {
-            throw CommandFailure("cannot read the visitors file \(visitorsFile): \(error.localizedDescription)")
+            throw CommandFailure("cannot read the visitors file \(visitorsFile): \(Output.reason(readingFile: error))")
         }
         return text.split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }

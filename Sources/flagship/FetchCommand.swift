@@ -12,17 +12,22 @@ struct FetchCommand: AsyncParsableCommand {
             any network call (fetchReason FETCHED_FROM_CACHE with --offline), and keeps them when the \
             fetch fails (FETCH_ERROR). In bucketing mode the stored bucketing file decides at once \
             (online, a newer one is downloaded in the background and stored for the next run); \
-            with none stored, the fetch waits for the first download. With --offline nothing leaves \
-            the process, not even the consent hit: it waits in the store for the next online run.
+            with none stored, the fetch waits for the first download, and --bootstrap FILE decides \
+            meanwhile (reason STATIC). With --offline nothing leaves the process, not even the \
+            consent hit: it waits in the store for the next online run. Offline in bucketing mode \
+            the stored bucketing file, else the --bootstrap file, decides, as online; with neither, \
+            the fetch fails at once ("error"). Offline in api mode nothing decides: a cached \
+            visitor keeps its stored flags (FETCHED_FROM_CACHE).
             """
     )
 
-    @OptionGroup var sdk: SDKArguments
+    @OptionGroup var sdk: SDKArguments<FetchStore>
     @Option(help: "The visitor id.") var visitorId: String
     @Option(help: ArgumentHelp("The visitor context, a JSON object of strings, numbers and booleans.", valueName: "json"))
     var context: String?
-    @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Double = 2000
-    @Flag(help: "Nothing leaves the process: show what the local store alone gives; the consent hit waits in the store.")
+    @Option(help: ArgumentHelp("Milliseconds the Decision API may take.", valueName: "ms")) var timeout: Int = 2000
+    @Flag(help: ArgumentHelp("Nothing leaves the process: the local store alone gives the flags (in bucketing mode, its bucketing "
+                             + "file or --bootstrap decides); the consent hit waits in the store."))
     var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
     @Option(help: ArgumentHelp("How flags are decided: api (the Decision API) or bucketing (the bucketing file, on this machine).",
@@ -48,10 +53,12 @@ struct FetchCommand: AsyncParsableCommand {
             guard mode == .bucketing else { throw ValidationError("--bucketing-url needs --mode bucketing") }
         }
         if bootstrap != nil, mode != .bucketing { throw ValidationError("--bootstrap needs --mode bucketing") }
+        // Here, not in run(): a usage error is said with this command's usage.
+        _ = try parseContext()
     }
 
     private func config() -> FlagshipConfig {
-        let builder = sdk.configBuilder().withTimeout(timeout)
+        let builder = sdk.configBuilder().withTimeout(TimeInterval(timeout))
         if offline { builder.withNetworkDisabled() }
         if mode == .bucketing {
             builder.Bucketing()
@@ -62,7 +69,7 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try sdk.requireStoreFile(for: "fetch")
+        try sdk.requireStoreFile()
         if let bootstrap {
             // Read here too, so that a file that is not there is an error, not a log line.
             _ = try BucketingFileArgument.load(bootstrap)
@@ -73,7 +80,9 @@ struct FetchCommand: AsyncParsableCommand {
             .withContext(context: visitorContext)
             .buildAsync()
         var fetchError: String?
-        if !offline {
+        // Offline in bucketing mode the file on this machine decides, as online; in api mode
+        // nothing could, and the visitor keeps what the store gave it.
+        if !offline || mode == .bucketing {
             do {
                 try await visitor.fetchFlags()
             } catch {

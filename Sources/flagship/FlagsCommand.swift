@@ -106,7 +106,7 @@ enum BucketingFileArgument {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw CommandFailure("cannot read the bucketing file \(path): \(error.localizedDescription)")
+            throw CommandFailure("cannot read the bucketing file \(path): \(Output.reason(readingFile: error))")
         }
         do {
             return try BucketingFile(json: data)

@@ -19,7 +19,7 @@ struct HitsCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<HitsStore>
     @OptionGroup var environment: EnvironmentArguments
 
     @Flag(help: "Print a JSON array of rows, with each hit's cache document, instead of text.")
@@ -29,7 +29,7 @@ struct HitsCommand: AsyncParsableCommand {
     var limit = 100
 
     func validate() throws {
-        guard limit > 0 else { throw ValidationError("--limit must be a positive number of hits, not \(limit).") }
+        guard limit > 0 else { throw ValidationError("--limit must be a positive number of hits, not \(limit)") }
     }
 
     func run() async throws {

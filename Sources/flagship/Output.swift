@@ -77,9 +77,36 @@ enum Output {
         }
     }
 
-    /// Writes `warning: <message>` to stderr: something the user must know that did not stop the command.
+    /// Writes `warning: <message>` to stderr: something the user must know that did not stop the
+    /// command. What was printed on stdout before it is flushed first, so that the two streams
+    /// read in order when they go to one pipe or file.
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("warning: \(TerminalText.escaped(message, limit: 4_096))\n".utf8))
+        flushStandardOutput()
+        FileHandle.standardError.write(Data("\(warningLabel) \(TerminalText.escaped(message, limit: 4_096))\n".utf8))
+    }
+
+    /// The two labels of every line the tool writes on stderr: a failure (ArgumentParser's own,
+    /// for `CommandFailure` and usage errors, and the SDK's error lines) and a warning.
+    static let errorLabel = "Error:"
+    static let warningLabel = "warning:"
+
+    /// Writes out what `print` buffered for stdout (a pipe or a file is block-buffered): before
+    /// anything goes to stderr, which is not buffered.
+    static func flushStandardOutput() {
+        // Every C output stream: `stdout` itself is a global C variable Swift 6 will not read.
+        fflush(nil)
+    }
+
+    /// Why a file named on the command line could not be read, as the tool's other messages say
+    /// things (`no such file`), rather than Foundation's sentence ("The operation could not be
+    /// completed. The file doesn't exist.").
+    static func reason(readingFile error: any Error) -> String {
+        switch (error as? CocoaError)?.code {
+        case .fileReadNoSuchFile?, .fileNoSuchFile?: return "no such file"
+        case .fileReadNoPermission?: return "permission denied"
+        case .fileReadInapplicableStringEncoding?: return "not UTF-8 text"
+        default: return (error as NSError).localizedDescription
+        }
     }
 
     private static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
@@ -88,7 +115,8 @@ enum Output {
     }
 }
 
-/// A failure the user can act on, printed as `Error: <description>` with a non-zero exit status.
+/// A failure the user can act on, printed as `Error: <description>` with exit status 1 (a misused
+/// option, a `ValidationError`, exits 64 with the command's usage).
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
 

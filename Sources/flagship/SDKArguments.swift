@@ -4,16 +4,13 @@ import FlagshipPostgres
 import FlagshipStore
 import Foundation
 
-/// The options of the commands that run the SDK itself (`fetch`, `send-hit`, `replay`): which
-/// environment, which store file, which servers.
-struct SDKArguments: ParsableArguments {
+/// The options of the commands that run the SDK itself (`fetch`, `send-hit`, `replay`,
+/// `doctor`): which environment, which store, which servers. `Store` says what `--db` means for
+/// the command.
+struct SDKArguments<Store: StoreOption>: ParsableArguments {
     @Option(help: "The environment id.") var envId: String
     @OptionGroup var key: APIKeyArguments
-    @Option(help: ArgumentHelp(
-        "The store file (default: <cache dir>/flagship-<envId>.sqlite) or, for replay, a PostgreSQL store: "
-            + "postgres://user@host:port/database (the password from PGPASSWORD, or in the URL).",
-        valueName: "path|url"))
-    var db: String?
+    @Option(help: Store.help) var db: String?
     @Option(help: ArgumentHelp("The Decision API base, /v2 included.", valueName: "url")) var decisionURL: String?
     @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
 
@@ -29,8 +26,8 @@ struct SDKArguments: ParsableArguments {
     }
 
     /// For a command that runs the SDK on a store file only: refuses a PostgreSQL URL, saying so.
-    func requireStoreFile(for command: String) throws {
-        if let db { try PostgresURL.refuse(db, command: command) }
+    func requireStoreFile() throws {
+        if let db { try PostgresURL.refuse(db, command: Store.command) }
     }
 
     /// The store file the SDK will use: `--db`, else where the SDK looks by default.
@@ -39,9 +36,10 @@ struct SDKArguments: ParsableArguments {
             ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
     }
 
-    /// A configuration builder with the store file (not a PostgreSQL URL) and the servers set.
+    /// A configuration builder with the store file (not a PostgreSQL URL) and the servers set,
+    /// the SDK's log lines written as the tool writes its own.
     func configBuilder() -> FSConfigBuilder {
-        let builder = FSConfigBuilder().DecisionApi()
+        let builder = FSConfigBuilder().DecisionApi().withLogger(ToolLogHandler.logger)
         if let db, !PostgresURL.isPostgres(db) { builder.withCacheFile(URL(fileURLWithPath: db)) }
         if let decisionURL, let url = URL(string: decisionURL) { builder.withDecisionBaseURL(url) }
         if let eventsURL, let url = URL(string: eventsURL) { builder.withEventsBaseURL(url) }

@@ -33,7 +33,7 @@ struct SendHitCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var sdk: SDKArguments
+    @OptionGroup var sdk: SDKArguments<SendHitStore>
     @Option(help: "The visitor id.") var visitorId: String
     @OptionGroup(title: "Hit") var hit: HitArguments
     @Option(help: ArgumentHelp("How many times to send the hit.", valueName: "n")) var count = 1
@@ -62,7 +62,7 @@ struct SendHitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try sdk.requireStoreFile(for: "send-hit")
+        try sdk.requireStoreFile()
         try sdk.checkStoreIsUsable()
         let config = sdk.configBuilder()
             .withTrackingManagerConfig(FSTrackingManagerConfig(strategy: strategy.caching))

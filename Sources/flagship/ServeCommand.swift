@@ -77,31 +77,17 @@ struct ServeCommand: AsyncParsableCommand {
         let source = served.map { "bucketing file \(bucketingFile ?? "built-in sample"), \($0.campaignCount) campaign(s)" }
             ?? decisionFile ?? "built-in sample"
         let bucketingOption = served == nil ? "" : " --bucketing-url \(server.bucketingBaseURL.absoluteString)"
+        // Caught before the ready line: whoever reads it may send SIGTERM at once.
+        let termination = TerminationSignals()
         Output.line("""
             Flagship local server on \(server.baseURL.absoluteString) (env \(envId), \
             decision: \(source)\(record.map { ", recording to \($0)" } ?? ""))
             SDK options: --decision-url \(server.decisionBaseURL.absoluteString) --events-url \(server.eventsBaseURL.absoluteString)\(bucketingOption)
             Ctrl-C to stop.
             """)
-        let signal = await Self.waitForTermination()
+        let signal = await termination.first()
         server.stop()
         Output.line("stopped (\(signal))")
-    }
-
-    /// Suspends until SIGINT or SIGTERM arrives, and names it. The signals' default action (exit
-    /// at once) is turned off first, so the server is stopped and the record file complete.
-    private static func waitForTermination() async -> String {
-        let queue = DispatchQueue(label: "flagship.serve.signals")
-        return await withCheckedContinuation { continuation in
-            let resumed = SignalOnce(continuation)
-            for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler { resumed.resume(name) }
-                source.resume()
-                resumed.keep(source)
-            }
-        }
     }
 
     /// `POST /v2/activate → 204`, `GET /env/bucketing.json → 304`, with the faults that applied.
@@ -113,27 +99,49 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// Resumes the waiting command once, for the first signal, and keeps the signal sources alive
-/// until then.
-private final class SignalOnce: @unchecked Sendable {
+/// SIGINT and SIGTERM, caught from creation on (their default action, exit at once, turned off),
+/// so the server is stopped and the record file complete: `first()` names the first that came,
+/// waiting for it if none has.
+private final class TerminationSignals: @unchecked Sendable {
+    // `lock` guards `arrived`, `waiter` and `sources`.
     private let lock = NSLock()
-    private var continuation: CheckedContinuation<String, Never>?
+    private var arrived: String?
+    private var waiter: CheckedContinuation<String, Never>?
     private var sources: [any DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "flagship.serve.signals")
 
-    init(_ continuation: CheckedContinuation<String, Never>) {
-        self.continuation = continuation
+    init() {
+        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { [weak self] in self?.received(name) }
+            source.resume()
+            sources.append(source)
+        }
     }
 
-    func keep(_ source: any DispatchSourceSignal) {
-        lock.lock()
-        sources.append(source)
-        lock.unlock()
+    func first() async -> String {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if let arrived {
+                lock.unlock()
+                continuation.resume(returning: arrived)
+                return
+            }
+            waiter = continuation
+            lock.unlock()
+        }
     }
 
-    func resume(_ signal: String) {
+    private func received(_ signal: String) {
         lock.lock()
-        let pending = continuation
-        continuation = nil
+        guard arrived == nil else {
+            lock.unlock()
+            return
+        }
+        arrived = signal
+        let pending = waiter
+        waiter = nil
         let done = sources
         sources = []
         lock.unlock()

@@ -16,7 +16,7 @@ struct VisitorsCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<VisitorsStore>
     @OptionGroup var environment: EnvironmentArguments
 
     @Flag(help: "Print a JSON array of rows, with each visitor's cache document, instead of text.")

@@ -23,7 +23,7 @@ struct WhyCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var database: DatabaseArguments
+    @OptionGroup var database: DatabaseArguments<WhyStore>
     @OptionGroup var environment: EnvironmentArguments
     @Option(help: "The visitor whose decisions to show.") var visitorId: String?
     @Option(help: ArgumentHelp("Only the decisions that set this flag.", valueName: "key")) var flag: String?
@@ -227,7 +227,7 @@ struct DecisionHistorySource {
 
     /// Store reads are awaited (the file's on the store's own queue): no thread of Swift's pool
     /// waits for SQLite or the network.
-    static func open(_ database: DatabaseArguments, _ environment: EnvironmentArguments,
+    static func open(_ database: DatabaseArguments<WhyStore>, _ environment: EnvironmentArguments,
                      visitorId: String?) async throws -> DecisionHistorySource {
         if let location = try database.postgresLocation() {
             // One read-only snapshot: the decisions asked for and every kept version, then replayed here.

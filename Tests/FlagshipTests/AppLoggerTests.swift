@@ -70,10 +70,11 @@ final class AppLoggerTests: XCTestCase {
         }
     }
 
-    /// A failure is thrown or logged, not both: the caller of `try await fetchFlags()` has the
-    /// error; the callback form logs one warning when fetches start failing and one when they
-    /// work again, not one per failed fetch.
-    func testAFetchFailureIsThrownOrLoggedOnceNotBoth() async throws {
+    /// A failed fetch is thrown and logged: `try? await visitor.fetchFlags()` must not make a
+    /// refused key or a wrong URL look like success. Logged bounded: one warning when fetches
+    /// start failing, one per other kind of failure while they fail, one when they work again;
+    /// the callback form logs the same, not twice.
+    func testAFailedFetchIsThrownAndLoggedOncePerKindOfFailure() async throws {
         let capture = LogCapture()
         var logger = capture.logger
         logger.logLevel = .info
@@ -85,24 +86,52 @@ final class AppLoggerTests: XCTestCase {
         Flagship.sharedInstance.start(envId: "logger_env", apiKey: "logger_key", config: config)
         let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "v", hasConsented: true, instanceType: .NEW_INSTANCE)
             .buildAsync()
+        let fetchWarnings = { capture.entries.filter { $0.level >= .warning && $0.message.contains("etch") }.map(\.message) }
         server.injectFault(.status(500), on: .campaigns, share: .next(5))
 
         do {
             try await visitor.fetchFlags()
             XCTFail("a 500 is thrown")
         } catch FlagshipError.fetchFailed(.httpStatus(500)) {}
-        XCTAssertEqual(capture.entries.filter { $0.level >= .warning }.map(\.message), [], "thrown, not logged")
+        XCTAssertEqual(fetchWarnings().count, 1, "thrown and logged: \(fetchWarnings())")
+        XCTAssertTrue(fetchWarnings().first?.hasPrefix("Flags cannot be fetched (the Decision API answered with HTTP status 500): visitors keep") ?? false,
+                      "\(fetchWarnings())")
 
-        for _ in 1...4 {
-            await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } }
-        }
-        await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } }
+        // A storm of the same failure: no more warnings, by either form.
+        for _ in 1...2 { try? await visitor.fetchFlags() }
+        for _ in 1...2 { await withCheckedContinuation { done in visitor.fetchFlags { done.resume() } } }
+        XCTAssertEqual(fetchWarnings().count, 1, "\(fetchWarnings())")
+
+        // Another kind of failure while they fail is said too, once.
+        server.injectFault(.status(403), on: .campaigns, share: .next(2))
+        for _ in 1...2 { try? await visitor.fetchFlags() }
+        XCTAssertEqual(fetchWarnings().count, 2, "\(fetchWarnings())")
+        XCTAssertTrue(fetchWarnings().last?.hasPrefix("Flags cannot be fetched (the Decision API answered with HTTP status 403)") ?? false,
+                      "\(fetchWarnings())")
+
+        try await visitor.fetchFlags()
         await Flagship.sharedInstance.close()
 
-        let said = capture.entries.filter { $0.level >= .warning }.map(\.message)
-        XCTAssertEqual(said.count, 2, "\(said)")
-        XCTAssertTrue(said.first?.hasPrefix("Flags cannot be fetched (the Decision API answered with HTTP status 500): visitors keep") ?? false, "\(said)")
-        XCTAssertTrue(said.last?.hasPrefix("Flags are fetched again, after 4 failed fetch(es) over ") ?? false, "\(said)")
+        XCTAssertEqual(fetchWarnings().count, 3, "\(fetchWarnings())")
+        XCTAssertTrue(fetchWarnings().last?.hasPrefix("Flags are fetched again, after 7 failed fetch(es) over ") ?? false, "\(fetchWarnings())")
+    }
+
+    /// However many kinds of failure come during one outage, at most a bounded number are warnings.
+    func testTheKindsOfFailureToldPerOutageAreBounded() {
+        let capture = LogCapture()
+        var logger = capture.logger
+        logger.logLevel = .trace
+        let outage = OutageLog(logger: logger, now: { Date() })
+        let kinds = OutageLog.causesToldPerOutage + 20
+        for kind in 0..<kinds {
+            for _ in 0..<3 { outage.failed(cause: "kind \(kind)", started: { _ in "failing: kind \(kind)" }, retrying: { _ in "again" }) }
+        }
+        XCTAssertEqual(capture.messages(at: .warning).count, OutageLog.causesToldPerOutage)
+        XCTAssertEqual(capture.messages(at: .debug).count, kinds * 3 - OutageLog.causesToldPerOutage)
+
+        outage.succeeded { failures, _ in "back after \(failures)" }
+        outage.failed(cause: "kind 0", started: { _ in "failing again" }, retrying: { _ in "again" })
+        XCTAssertEqual(capture.messages(at: .warning).suffix(2), ["back after \(kinds * 3)", "failing again"], "a new outage tells its causes anew")
     }
 
     func testTheDefaultCachesLogThroughTheLoggerTheyAreGiven() throws {

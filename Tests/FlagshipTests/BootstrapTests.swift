@@ -46,11 +46,16 @@ final class BootstrapTests: SDKTestCase {
         XCTAssertEqual(details.source, .bucketingFile)
     }
 
-    func testAStoredFileWinsOverTheBootstrap() async throws {
-        try server.setBucketingFile(Self.allGreen)
+    /// A start that downloads `file` and stores it, then closes.
+    private func storeDownloaded(_ file: Data) async throws {
+        try server.setBucketingFile(file)
         start(bucketing(server.bucketingBaseURL))
-        _ = try await fetched("warm-up")   // downloads and stores the file
+        _ = try await fetched("warm-up")
         await flagship.close()
+    }
+
+    func testAStoredFileWinsOverTheBootstrap() async throws {
+        try await storeDownloaded(Self.allGreen)
 
         let restarted = Flagship()
         restarted.start(envId: Self.envId, apiKey: Self.apiKey,
@@ -59,6 +64,51 @@ final class BootstrapTests: SDKTestCase {
         XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").value, "green")
         XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").reason, .SPLIT)
         await restarted.close()
+    }
+
+    /// `withNetworkDisabled` (`flagship fetch --offline`): the bootstrap decides, as online.
+    func testWithTheNetworkDisabledTheBootstrapDecides() async throws {
+        start(bucketing(TrackingTestCase.deadURL).withBootstrap(bucketingFile: Self.allBlue).withNetworkDisabled())
+        let visitor = try await fetched("dora")
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").value, "blue")
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").reason, .STATIC)
+    }
+
+    /// With the network disabled, the file downloaded by an earlier start decides a new visitor.
+    func testWithTheNetworkDisabledTheStoredFileDecides() async throws {
+        try await storeDownloaded(Self.allGreen)
+
+        let offline = Flagship()
+        offline.start(envId: Self.envId, apiKey: Self.apiKey, config: bucketing(server.bucketingBaseURL).withNetworkDisabled().build())
+        server.clearReceived()
+        let visitor = try await fetched("erin", on: offline)
+        await offline.close()
+
+        XCTAssertEqual(visitor.fetchStatus, .FETCHED)
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").value, "green")
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").details(defaultValue: "none").reason, .SPLIT)
+        XCTAssertEqual(server.received.count, 0)
+    }
+
+    /// With the network disabled and no file at all, a fetch fails at once: no download can
+    /// come to end its wait.
+    func testWithTheNetworkDisabledAndNoFileAFetchFailsAtOnce() async throws {
+        start(bucketing(TrackingTestCase.deadURL).withNetworkDisabled())
+        let visitor = await flagship.newVisitor(visitorId: "fay", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+
+        let outcome: String? = await firstOf(deadline: Date().addingTimeInterval(10), clock: SystemClock()) { finish in
+            Task {
+                do {
+                    try await visitor.fetchFlags()
+                    finish("fetched")
+                } catch {
+                    finish("\(error)")
+                }
+            }
+        }
+
+        XCTAssertEqual(outcome, "\(FlagshipError.fetchFailed(.noBucketingFile))", "within 10 s")
+        XCTAssertEqual(visitor.requiredFetchReason, .FETCH_ERROR)
     }
 
     func testAnUnusableBootstrapIsLoggedAndIgnored() async throws {

@@ -163,7 +163,7 @@ final class HitsCommandTests: CommandTestCase {
 
             XCTAssertNotEqual(result.status, 0)
             XCTAssertEqual(result.stdout, "")
-            XCTAssertTrue(result.stderr.hasPrefix("Error: --limit must be a positive number of hits, not \(limit).\n"), result.stderr)
+            XCTAssertTrue(result.stderr.hasPrefix("Error: --limit must be a positive number of hits, not \(limit)\n"), result.stderr)
         }
     }
 }

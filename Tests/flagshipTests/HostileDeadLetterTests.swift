@@ -30,7 +30,10 @@ final class HostileDeadLetterTests: HitCommandTestCase {
         }
 
         let first = try replay()
+        // They remain, but no replay can send them: named, and no failure.
         XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.stderr.contains("warning: 2 dead letter(s) stay in \(storeFile.path), never sent"), first.stderr)
+        XCTAssertEqual(try summary(first)["remaining"], 2)
         let sentFirst = server.hits.filter { $0["vid"] == "v9" }.count
         server.clearReceived()
         let second = try replay()

@@ -71,26 +71,14 @@ public final class FSVisitor: Sendable {
     /// Fetches the visitor's flags; `onFetchCompleted` runs once, whatever the outcome, off the
     /// caller's thread. See `fetchFlags() async throws` for what happens.
     ///
-    /// This form has no error to give: failures are logged instead, one warning when fetches
-    /// start failing and one when a fetch succeeds again (each failure between is a debug line).
+    /// Failures are logged as `fetchFlags() async throws` logs them (this form has no error to give).
     public func fetchFlags(onFetchCompleted: @escaping @Sendable () -> Void) {
         let queue = callbackQueue
         Task {
             do {
                 try await fetchFlags()
-                runtime?.fetchOutage.succeeded { failures, seconds in
-                    "Flags are fetched again, after \(failures) failed fetch(es) over \(seconds) s"
-                }
-            } catch FlagshipError.fetchFailed(let failure) {
-                let reason = failure.description
-                if let outage = runtime?.fetchOutage {
-                    outage.failed(
-                        started: { _ in "Flags cannot be fetched (\(reason)): visitors keep their previous flags; said again once a fetch succeeds" },
-                        retrying: { failures in "A visitor's flags were not fetched (\(reason)) (failure \(failures) in a row)" },
-                        metadata: self.logger.visitorMetadata(self.visitorId))
-                } else {
-                    logger.error("A visitor's flags were not fetched: \(reason)")
-                }
+            } catch FlagshipError.fetchFailed {
+                // Logged by the fetch itself.
             } catch {
                 logger.error("fetchFlags ignored: \(error)")
             }
@@ -104,6 +92,10 @@ public final class FSVisitor: Sendable {
     /// `FETCHING`, then `FETCHED` (flags replaced, visitor cache written), `PANIC`, or, on a
     /// failure or timeout, `FETCH_REQUIRED` + `FETCH_ERROR` with the previous flags kept and
     /// `FlagshipError.fetchFailed` thrown.
+    ///
+    /// A failure is logged too, whoever catches it (`try?` swallows it): one warning when fetches
+    /// start failing, one for each other kind of failure while they fail (a refused key after a
+    /// timeout), and one when a fetch succeeds again; each failure between is a debug line.
     public func fetchFlags() async throws {
         guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else {
             throw FlagshipError.sdkNotInitialized
@@ -130,12 +122,20 @@ public final class FSVisitor: Sendable {
             }
         } catch {
             runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
-            // Thrown, not logged: the caller decides what a failure is worth (the callback form,
-            // which cannot throw, logs it).
-            logger.debug("A visitor's flags were not fetched, the previous ones are kept: \(error)",
-                         metadata: logger.visitorMetadata(request.visitorId))
+            let failure = error as? FSFetchFailure ?? .transport(String(describing: error))
+            // Thrown and logged: `try? await fetchFlags()` must not make a wrong key or URL look
+            // like success. Bounded: a storm of failing fetches says it once per kind of failure.
+            let reason = failure.description
+            runtime.fetchOutage.failed(
+                cause: failure.causeKey,
+                started: { _ in "Flags cannot be fetched (\(reason)): visitors keep their previous flags; said again once a fetch succeeds" },
+                retrying: { failures in "A visitor's flags were not fetched (\(reason)) (failure \(failures) in a row)" },
+                metadata: logger.visitorMetadata(request.visitorId))
             setFetch(.FETCH_REQUIRED, .FETCH_ERROR, ifGeneration: generation)
-            throw FlagshipError.fetchFailed(error as? FSFetchFailure ?? .transport(String(describing: error)))
+            throw FlagshipError.fetchFailed(failure)
+        }
+        runtime.fetchOutage.succeeded { failures, seconds in
+            "Flags are fetched again, after \(failures) failed fetch(es) over \(seconds) s"
         }
         for skipped in response.skippedCampaigns + response.droppedFlags {
             logger.warning("Decision for a visitor: \(skipped)", metadata: logger.visitorMetadata(request.visitorId))

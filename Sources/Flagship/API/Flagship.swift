@@ -161,8 +161,10 @@ public final class Flagship: Sendable {
     /// As `close() async`, blocking the calling thread until done. The work runs on a thread of
     /// its own, so this is safe from a task too, even with every thread of the cooperative pool
     /// busy; from async code `await close()` is still better, as it holds no thread.
-    @available(*, noasync, renamed: "close()", message: "blocks its thread until closed: use await close() from async code")
     public func close() {
+        // Not `noasync`: top-level code in a main.swift is type-checked as synchronous, so there
+        // `await close()` picks this overload, and `noasync` made it an error. In an async
+        // function the `async` overload wins anyway, and a `close()` without `await` is refused.
         ThreadExecutor.runBlocking(name: "io.flagship.close") { await self.close() }
     }
 

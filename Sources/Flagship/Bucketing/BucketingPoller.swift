@@ -265,6 +265,16 @@ final class BucketingPoller: Sendable {
         await queuedCall(on: storeQueue, until: deadline, clock: clock) { true } ?? false
     }
 
+    /// The network is disabled: no download is made, so none is waited for. Decisions use the
+    /// stored file, the shared one or the bootstrap; without any, a fetch fails at once.
+    func startOffline() {
+        // Said at info: each fetch that fails for want of a file says so as a warning.
+        if file == nil {
+            logger.info("No bucketing file stored and the network is disabled: fetches fail until a start with the network downloads one (or withBootstrap gives one)")
+        }
+        endFirstAttempt()
+    }
+
     /// Stops polling; a download under way is cancelled. Safe to call twice.
     func close() {
         let task = state.withLock { state -> Task<Void, Never>? in

@@ -19,8 +19,8 @@ final class SDKRuntime: Sendable {
     /// Bucketing mode: the stored file, and the downloads that refresh it.
     let bucketing: BucketingPoller?
     let tracking: TrackingManager
-    /// Failed fetches made with `fetchFlags(onFetchCompleted:)`, which has no error to throw:
-    /// one warning when they start failing, one when a fetch succeeds again.
+    /// Failed fetches, whichever form made them: one warning when they start failing (and one
+    /// per other kind of failure while they fail), one when a fetch succeeds again.
     let fetchOutage: OutageLog
     /// The bucketing file's change listeners and the watched visitors (`flagChanges()`).
     let flagWatch = FlagWatch()
@@ -150,7 +150,13 @@ final class SDKRuntime: Sendable {
         }
         bucketing.loadStored()
         if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
-        if !config.networkDisabled { bucketing.start() }
+        if config.networkDisabled {
+            // No download will come: a fetch decides from the stored file or the bootstrap at
+            // once, and without either fails at once rather than wait for one.
+            bucketing.startOffline()
+        } else {
+            bucketing.start()
+        }
     }
 
     /// Where hits wait: a shared store's queue (FlagshipPostgres's tables), with the queue below

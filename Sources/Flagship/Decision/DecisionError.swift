@@ -40,5 +40,20 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
+extension FSFetchFailure {
+    /// The kind of failure, for logging each kind once per outage: the case (and the status),
+    /// not the message, which may vary from one failure to the next (byte counts, hosts).
+    package var causeKey: String {
+        switch self {
+        case .timedOut: return "timedOut"
+        case .transport: return "transport"
+        case .httpStatus(let status): return "httpStatus \(status)"
+        case .malformedBody: return "malformedBody"
+        case .noBucketingFile: return "noBucketingFile"
+        case .storeUnavailable: return "storeUnavailable"
+        }
+    }
+}
+
 /// The SDK's own name for it.
 package typealias DecisionError = FSFetchFailure

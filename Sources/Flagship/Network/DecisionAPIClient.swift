@@ -5,7 +5,7 @@ import Foundation
 /// `POST {baseURL}/{envId}/campaigns?exposeAllKeys=true&extras%5B%5D=accountSettings`: the brackets
 /// of `extras[]` are percent-encoded, as RFC 3986 wants and as Foundation's `URL` always writes them;
 /// servers decode the query either way.
-final class DecisionAPIClient: Sendable {
+package final class DecisionAPIClient: Sendable {
     let envId: String
     let baseURL: URL
     /// Seconds; bounds the whole call, connection included.
@@ -14,7 +14,7 @@ final class DecisionAPIClient: Sendable {
     private let apiKey: String
     private let transport: any HTTPTransport
 
-    init(envId: String, apiKey: String, baseURL: URL, timeout: TimeInterval, sdkVersion: String = SDKInfo.version,
+    package init(envId: String, apiKey: String, baseURL: URL, timeout: TimeInterval, sdkVersion: String = SDKInfo.version,
          transport: any HTTPTransport) {
         self.envId = envId
         self.apiKey = apiKey
@@ -25,13 +25,13 @@ final class DecisionAPIClient: Sendable {
     }
 
     /// The campaigns URL for this environment.
-    var campaignsURL: URL {
+    package var campaignsURL: URL {
         baseURL.flagshipEndpoint(path: [envId, "campaigns"], query: "exposeAllKeys=true&extras%5B%5D=accountSettings")
     }
 
     /// The visitor's decision. `context` is sent as given (the caller adds the predefined keys);
     /// `trigger_hit` is always false, because the SDK reports exposure itself (activate).
-    func fetchCampaigns(visitorId: String, anonymousId: String?, context: [String: JSONValue],
+    package func fetchCampaigns(visitorId: String, anonymousId: String?, context: [String: JSONValue],
                         hasConsented: Bool) async throws(DecisionError) -> DecisionResponse {
         let body = JSONValue.object([
             "visitorId": .string(visitorId),

@@ -22,15 +22,15 @@ import FoundationNetworking
 ///
 /// One session per transport, ephemeral: no cookies, no URL cache, no credentials kept.
 /// ``shutdown()`` cancels what is in flight and invalidates the session; safe to call twice.
-final class URLSessionTransport: HTTPTransport {
-    static let defaultMaxResponseBytes = 10 * 1024 * 1024
+package final class URLSessionTransport: HTTPTransport {
+    package static let defaultMaxResponseBytes = 10 * 1024 * 1024
 
     let maxResponseBytes: Int
     private let session: URLSession
     private let exchanges: ExchangeTable
     private let state = Locked(false)  // shut down
 
-    init(maxResponseBytes: Int = URLSessionTransport.defaultMaxResponseBytes) {
+    package init(maxResponseBytes: Int = URLSessionTransport.defaultMaxResponseBytes) {
         self.maxResponseBytes = maxResponseBytes
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpCookieStorage = nil
@@ -52,7 +52,7 @@ final class URLSessionTransport: HTTPTransport {
     static let maxRedirects = 5
 
     /// Sends `request`, following redirects within its origin; its timeout bounds them all.
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    package func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let timeout = Self.sane(request.timeout)
         let started = DispatchTime.now()
         var current = request
@@ -109,7 +109,7 @@ final class URLSessionTransport: HTTPTransport {
         return next
     }
 
-    func shutdown() {
+    package func shutdown() {
         let first = state.withLock { shutDown in
             defer { shutDown = true }
             return !shutDown

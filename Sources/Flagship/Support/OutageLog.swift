@@ -14,7 +14,12 @@ package final class OutageLog: Sendable {
     private struct Outage {
         var failures: Int
         let since: Date
+        /// The causes told as warnings during this outage (`failed(cause:)`).
+        var causesTold: Set<String> = []
     }
+
+    /// How many causes one outage tells as warnings: a flood of distinct causes stays bounded.
+    package static let causesToldPerOutage = 8
 
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -27,15 +32,20 @@ package final class OutageLog: Sendable {
 
     /// Records a failure: `started` is logged as a warning when it begins an outage, `retrying`
     /// at debug level while one goes on. Each gets the failures in a row, this one included.
-    package func failed(started: (Int) -> Logger.Message, retrying: (Int) -> Logger.Message,
-                metadata: @autoclosure () -> Logger.Metadata? = nil) {
+    ///
+    /// `cause` (a short key: `"httpStatus 401"`, `"timedOut"`): a failure of a cause not yet told
+    /// in this outage is a warning too (`started` again), so a wrong key that follows a timeout is
+    /// not hidden by it; at most `causesToldPerOutage` causes per outage.
+    package func failed(cause: String? = nil, started: (Int) -> Logger.Message, retrying: (Int) -> Logger.Message,
+                        metadata: @autoclosure () -> Logger.Metadata? = nil) {
         let now = now()
-        let failures = outage.withLock { outage -> Int in
+        let (failures, newCause) = outage.withLock { outage -> (Int, Bool) in
             if outage == nil { outage = Outage(failures: 0, since: now) }
             outage!.failures += 1
-            return outage!.failures
+            guard let cause, outage!.causesTold.count < Self.causesToldPerOutage else { return (outage!.failures, false) }
+            return (outage!.failures, outage!.causesTold.insert(cause).inserted)
         }
-        if failures == 1 {
+        if failures == 1 || newCause {
             logger.warning(started(failures), metadata: metadata())
         } else {
             logger.debug(retrying(failures), metadata: metadata())
