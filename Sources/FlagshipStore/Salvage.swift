@@ -45,7 +45,10 @@ package struct Salvage: Sendable, Equatable {
             if let scratch { try? FileManager.default.removeItem(at: scratch) }
         }
         let hits = try readableRows(of: .hits, in: source, salvage: &salvage)
-        let visitors = try readableRows(of: .visitors, in: source, salvage: &salvage)
+        // From schema version 5 on, a row may be compact: it is read whole, through the view that
+        // puts its shared parts back (a damaged shared table costs the rows that refer to it).
+        let hasDocumentsView = (try? source.read { try $0.tableExists("visitor_documents") }) == true
+        let visitors = try readableRows(of: hasDocumentsView ? .visitorDocuments : .visitors, in: source, salvage: &salvage)
         try store.write { connection in
             for row in hits {
                 do {
@@ -92,6 +95,10 @@ package struct Salvage: Sendable, Equatable {
             name: "visitors",
             page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
             probe: "SELECT rowid FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
+        static let visitorDocuments = Table(
+            name: "visitor_documents",
+            page: "SELECT row_id, visitor_id, anonymous_id, consent, document, updated_at FROM visitor_documents WHERE row_id > ? ORDER BY row_id LIMIT ?",
+            probe: "SELECT row_id FROM visitor_documents WHERE row_id > ? ORDER BY row_id LIMIT 1")
     }
 
     /// The rows of `table` that can be read, in rowid order, 500 at a time. A read that meets a

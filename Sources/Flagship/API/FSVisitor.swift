@@ -195,6 +195,7 @@ public final class FSVisitor: Sendable {
                                         at decidedAt: Int64, by source: FSFlagSource, fileVersion: String?) -> [DecisionRecord] {
         guard !campaigns.isEmpty else { return [] }
         let contextText = JSONValue.object(context).jsonString()
+        let split = VisitorCacheDocument.splitPreset(context, asDecisionContext: true)
         let recordSource: DecisionRecord.Source = switch source {
         case .decisionAPI: .decisionAPI
         case .bootstrap: .bootstrap
@@ -205,7 +206,8 @@ public final class FSVisitor: Sendable {
                            variationGroupId: campaign.variationGroupId, variationId: campaign.variationId,
                            source: recordSource, reason: FSFlagReason.decided(by: source, isSplit: campaign.type == "ab").rawValue,
                            fileVersion: source == .decisionAPI ? nil : fileVersion, context: contextText,
-                           flags: JSONValue.object(campaign.flags).jsonString())
+                           flags: JSONValue.object(campaign.flags).jsonString(),
+                           shared: split.map { SharedDecisionParts(variation: campaign.variationText(), context: $0.rest, preset: $0.preset) })
         }
     }
 

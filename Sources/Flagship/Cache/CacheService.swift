@@ -169,7 +169,8 @@ final class CacheService: Sendable {
         let text = document.jsonText()
         if let pending {
             pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions))
+                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions,
+                                      compact: document.compactParts()))
             return true
         }
         visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, Data(text.utf8)) }
