@@ -165,10 +165,18 @@ final class SharedPartsTests: StoreTestCase {
         let source = try openStore(at: damaged)
         try source.write { try $0.visitors.save([compactRecord("v1"), .sample("v2")]) }
         source.close()
+        // The receiving store has shared rows of its own: the copies get other ids.
+        let other = #"{"campaignId":"c0","flags":{},"variationGroupId":"vg0","variationId":"var0"}"#
+        try store.write {
+            try $0.visitors.save(VisitorRecord(visitorId: "here", anonymousId: nil, consent: true, document: visitorDocument(visitorId: "here"),
+                                               updatedAt: 1, compact: CompactVisitorDocument(variations: [other], activated: [false], context: "{}",
+                                                                                              preset: #"{"sdk_x":1}"#, assignmentsHistory: "{}")))
+        }
 
         let salvage = try Salvage.copy(from: damaged, into: store.database, now: fixedNow)
 
         XCTAssertEqual(salvage.visitorsCopied, 2)
+        XCTAssertEqual(try store.read { try $0.sharedParts.counts() }.variations, 3)
         XCTAssertEqual(try object(try XCTUnwrap(try store.read { try $0.visitors.visitor(id: "v1") }).document),
                        try object(compactRecord("v1").document))
         XCTAssertEqual(try store.read { try $0.visitors.visitor(id: "v2") }, .sample("v2"))

@@ -186,7 +186,7 @@ public final class FSVisitor: Sendable {
             // Encoded here, out of the visitor's lock.
             let decisions = Self.decisionRecords(outcome.decided, visitorId: document.visitorId, context: request.context,
                                                  at: decidedAt, by: decidedBy, fileVersion: response.fileVersion)
-            runtime.cacheVisitor(document, decisions: decisions)
+            runtime.cacheVisitor(document, decisions: decisions, fromFile: decidedBy == .bucketingFile || decidedBy == .bootstrap)
         }
     }
 
@@ -195,7 +195,8 @@ public final class FSVisitor: Sendable {
                                         at decidedAt: Int64, by source: FSFlagSource, fileVersion: String?) -> [DecisionRecord] {
         guard !campaigns.isEmpty else { return [] }
         let contextText = JSONValue.object(context).jsonString()
-        let split = VisitorCacheDocument.splitPreset(context, asDecisionContext: true)
+        // Only a file's variations are shared (see `CacheService.cacheVisitor`).
+        let split = source == .bucketingFile || source == .bootstrap ? VisitorCacheDocument.splitPreset(context, asDecisionContext: true) : nil
         let recordSource: DecisionRecord.Source = switch source {
         case .decisionAPI: .decisionAPI
         case .bootstrap: .bootstrap
