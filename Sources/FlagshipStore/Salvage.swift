@@ -46,6 +46,10 @@ package struct Salvage: Sendable, Equatable {
         }
         let hits = try readableRows(of: .hits, in: source, salvage: &salvage)
         let visitors = try readableRows(of: .visitors, in: source, salvage: &salvage)
+        // From schema version 5 on, a visitor row may be compact: its shared parts are copied too,
+        // by content (the store's ids may differ), and its references rewritten to the copies.
+        let variations = try readableRows(of: .sharedVariations, in: source, salvage: &salvage)
+        let contexts = try readableRows(of: .sharedContexts, in: source, salvage: &salvage)
         try store.write { connection in
             for row in hits {
                 do {
@@ -59,13 +63,11 @@ package struct Salvage: Sendable, Equatable {
                     salvage.rowsRefused += 1
                 }
             }
+            let compactRows = try copySharedParts(variations: variations, contexts: contexts, into: connection)
             for row in visitors {
                 do {
                     let inserted = try connection.execute(
-                        """
-                        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (visitor_id) DO NOTHING
-                        """, Array(row.prefix(5)))
+                        compactRows ? Self.insertVisitorRewritingSharedIds : Self.insertVisitor, Array(row.prefix(5)))
                     if inserted == 1 { salvage.visitorsCopied += 1 } else { salvage.visitorsAlreadyThere += 1 }
                 } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
                     salvage.rowsRefused += 1
@@ -76,6 +78,53 @@ package struct Salvage: Sendable, Equatable {
             try connection.state.setValue(note, forKey: stateKey(damaged), now: now.unixMilliseconds)
         }
         return salvage
+    }
+
+    private static let insertVisitor = """
+        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+        ON CONFLICT (visitor_id) DO NOTHING
+        """
+
+    /// As `insertVisitor`, a compact row's shared ids mapped to the copies' (`salvaged_ids`); a
+    /// part that could not be read is left out (its campaign, or the preset keys).
+    private static let insertVisitorRewritingSharedIds = """
+        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at)
+        VALUES (?1, ?2, ?3, CASE WHEN substr(?4, 1, 11) <> '{"compact":' THEN ?4 ELSE json_set(?4,
+            '$.campaigns', json((SELECT coalesce(json_group_array(json(r.reference)), '[]') FROM (
+                SELECT json_array(m.new_id, json(CASE WHEN json_extract(c.value, '$[1]') THEN 'true' ELSE 'false' END)) AS reference
+                FROM json_each(?4, '$.campaigns') AS c
+                JOIN salvaged_ids AS m ON m.kind = 'variation' AND m.old_id = json_extract(c.value, '$[0]')
+                ORDER BY c.key) AS r)),
+            '$.preset', (SELECT m.new_id FROM salvaged_ids AS m WHERE m.kind = 'context' AND m.old_id = json_extract(?4, '$.preset')))
+            END, ?5)
+        ON CONFLICT (visitor_id) DO NOTHING
+        """
+
+    /// Writes the readable shared rows into `connection`'s store by content, and records each one's
+    /// new id in the temporary table `salvaged_ids`; returns whether the store can hold compact rows.
+    private static func copySharedParts(variations: [[SQLiteValue]], contexts: [[SQLiteValue]], into connection: Connection) throws -> Bool {
+        let shared = connection.sharedParts
+        guard try shared.available() else { return false }
+        try shared.revalidate()
+        try connection.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS salvaged_ids (kind TEXT NOT NULL, old_id INTEGER NOT NULL, new_id INTEGER NOT NULL, PRIMARY KEY (kind, old_id))")
+        try connection.execute("DELETE FROM salvaged_ids")
+        try copy(variations, kind: "variation", into: connection) { (text: String) throws(StoreError) -> Int64 in try shared.variationId(text) }
+        try copy(contexts, kind: "context", into: connection) { (text: String) throws(StoreError) -> Int64 in try shared.contextId(text) }
+        return true
+    }
+
+    /// One kind of shared row (id, JSON text) written by `write`, and its ids recorded. A text
+    /// that is not a JSON object (damage) is not copied: the rows that refer to it lose that part.
+    private static func copy(_ rows: [[SQLiteValue]], kind: String, into connection: Connection,
+                             write: (String) throws(StoreError) -> Int64) throws(StoreError) {
+        for row in rows {
+            guard row.count == 2, let oldId = row[0].int64, let text = row[1].text else { continue }
+            guard try connection.scalar("SELECT json_valid(?1) AND json_type(?1) = 'object'", [.text(text)])?.int64 == 1 else { continue }
+            let newId = try write(text)
+            try connection.execute("INSERT OR REPLACE INTO salvaged_ids (kind, old_id, new_id) VALUES (?, ?, ?)",
+                                   [.text(kind), .integer(oldId), .integer(newId)])
+        }
     }
 
     /// A table salvaged, with the two statements that read it by rowid.
@@ -92,6 +141,14 @@ package struct Salvage: Sendable, Equatable {
             name: "visitors",
             page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
             probe: "SELECT rowid FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
+        static let sharedVariations = Table(
+            name: "shared_variations",
+            page: "SELECT id, id, entry FROM shared_variations WHERE id > ? ORDER BY id LIMIT ?",
+            probe: "SELECT id FROM shared_variations WHERE id > ? ORDER BY id LIMIT 1")
+        static let sharedContexts = Table(
+            name: "shared_contexts",
+            page: "SELECT id, id, context FROM shared_contexts WHERE id > ? ORDER BY id LIMIT ?",
+            probe: "SELECT id FROM shared_contexts WHERE id > ? ORDER BY id LIMIT 1")
     }
 
     /// The rows of `table` that can be read, in rowid order, 500 at a time. A read that meets a

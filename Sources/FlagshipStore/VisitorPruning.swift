@@ -13,6 +13,9 @@ package struct VisitorPrune: Sendable, Equatable {
     package var transactions = 0
     /// Pages the incremental vacuum gave back to the file system (0 for a file not switched to it).
     package var pagesReturned = 0
+    /// Shared variations and contexts no row referred to any more, deleted once the shared
+    /// tables outgrew their bound (`SharedPartsStore.collectionDue`).
+    package var sharedPartsDeleted = 0
 
     package var visitors: Int { expired + evicted }
 
@@ -54,19 +57,23 @@ extension FlagshipDatabase {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
         // Most runs find nothing to do: they say so from a read, without taking the write lock.
-        if sightings.count == 0, try !read({ try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }) {
-            return prune
-        }
-        if let boundary {
+        let due = try sightings.count > 0 || read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
+        if due, let boundary {
             while shouldContinue(),
                   prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) {}
         }
-        if let maxVisitors {
+        if due, let maxVisitors {
             while shouldContinue(),
                   prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
                             expired: false, batchSize: batch) {}
         }
-        if prune.visitors > 0 { prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue) }
+        if shouldContinue(), try read({ try $0.sharedParts.collectionDue() }) {
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            prune.sharedPartsDeleted = try write { try $0.sharedParts.collect(now: now) }
+        }
+        if prune.visitors > 0 || prune.sharedPartsDeleted > 0 {
+            prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue)
+        }
         return prune
     }
 

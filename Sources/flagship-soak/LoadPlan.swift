@@ -19,6 +19,8 @@ struct LoadPlan: Sendable {
     var seed: UInt64 = 31
     /// The SDK's visitor retention (seconds); `nil`: the SDK's default (30 days).
     var retention: TimeInterval?
+    /// Whether the SDK records each decision's provenance (its default: yes).
+    var provenance = true
 
     func validated() throws(SoakError) -> LoadPlan {
         guard rate > 0, rate.isFinite else { throw .invalidOption("the rate must be a positive number of visitors per second") }

@@ -20,7 +20,7 @@ enum OpenLoop {
     /// Offers `plan.rate` visitors per second to a fresh session for `plan.duration`, samples it,
     /// lets the visitors in flight finish (within the grace), and closes it.
     static func run(_ plan: LoadPlan, fixture: SoakFixture, onSample: @escaping @Sendable (Sample) -> Void) async throws(SoakError) -> SoakRun {
-        let session = try await SoakSession.start(fixture: fixture, retention: plan.retention)
+        let session = try await SoakSession.start(fixture: fixture, retention: plan.retention, provenance: plan.provenance)
         let counters = LoadCounters()
         let latencies = LatencyLog()
         let journey = VisitorJourney(flagship: session.flagship, latencies: latencies)

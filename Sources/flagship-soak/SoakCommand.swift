@@ -72,6 +72,9 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     @Option(help: "Seconds the SDK keeps a visitor not seen (its retention; default: the SDK's, 30 days).")
     var retention: Double?
 
+    @Flag(help: "Run the SDK without decision provenance (no decisions rows, no kept file versions).")
+    var noProvenance = false
+
     @Option(help: "Seeds the draw of new and returning visitors.")
     var seed: UInt64 = 31
 
@@ -125,7 +128,7 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
         guard seconds > 0, seconds.isFinite else { throw .invalidOption("a duration must be a positive number of seconds") }
         let interval = sampleInterval ?? min(10, seconds / 12)
         return try LoadPlan(rate: rate, duration: .seconds(seconds), sampleInterval: .seconds(interval), newVisitorShare: newShare,
-                            maxInFlight: maxInFlight, seed: seed, retention: retention).validated()
+                            maxInFlight: maxInFlight, seed: seed, retention: retention, provenance: !noProvenance).validated()
     }
 
     private func soak(fixture: SoakFixture) async throws(SoakError) {

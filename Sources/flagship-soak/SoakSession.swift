@@ -25,7 +25,7 @@ final class SoakSession: Sendable {
 
     /// Starts a server and the shared SDK in bucketing mode, then downloads the bucketing file
     /// before the first visitor, so that every visitor is decided on the fixture's campaigns.
-    static func start(fixture: SoakFixture, retention: TimeInterval? = nil) async throws(SoakError) -> SoakSession {
+    static func start(fixture: SoakFixture, retention: TimeInterval? = nil, provenance: Bool = true) async throws(SoakError) -> SoakSession {
         let server: LocalFlagshipServer
         do {
             server = LocalFlagshipServer(.init(
@@ -53,6 +53,7 @@ final class SoakSession: Sendable {
             .withCacheFile(session.storeFile)
             .withLogLevel(.NONE)
             .withVisitorRetention(retention ?? FlagshipConfig.defaultVisitorRetention)
+            .withDecisionProvenance(provenance)
             .build()
         flagship.start(envId: SoakFixture.envId, apiKey: SoakFixture.apiKey, config: config)
         await flagship.pollBucketingFileNow()

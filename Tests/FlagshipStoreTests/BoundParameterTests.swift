@@ -26,8 +26,9 @@ final class BoundParameterTests: StoreTestCase {
     override func tearDownWithError() throws {
         if let store {
             XCTAssertEqual(try store.database.schemaObjectNames(), [
-                "bucketing", "bucketing_files", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
-                "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+                "bucketing", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits", "hits_readable",
+                "hits_total", "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence",
+                "visitor_documents", "visitors", "visitors_readable",
             ], "every table and view is still there")
         }
         try super.tearDownWithError()

@@ -36,8 +36,9 @@ final class MigratorTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertEqual(try store.database.schemaObjectNames(), [
-            "bucketing", "bucketing_files", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
-            "schema_migrations", "sdk_state", "visitors", "visitors_readable",
+            "bucketing", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
+            "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence", "visitor_documents",
+            "visitors", "visitors_readable",
         ])
     }
 
@@ -74,7 +75,8 @@ final class MigratorTests: StoreTestCase {
             "1 initial_schema fnv1a64:d44fb3dd4fef8a68",
             "2 hit_delivery fnv1a64:5d8311d38cfc90a7",
             "3 decision_provenance fnv1a64:76186d3148c2ba34",
-            "4 visitor_retention \(Migration.embedded[3].checksum)",
+            "4 visitor_retention fnv1a64:32595d719f04a13c",
+            "5 shared_parts \(Migration.embedded[4].checksum)",
         ])
     }
 
@@ -200,6 +202,8 @@ final class MigratorTests: StoreTestCase {
         3: seeds3,
         // Version 4 adds the visitors' last-seen time (retention), NULL for rows written before it.
         4: seeds4,
+        // Version 5 adds compact rows: shared variations and contexts, referred to by id.
+        5: seeds5,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -259,6 +263,32 @@ final class MigratorTests: StoreTestCase {
              .integer(visitor.updatedAt), .integer(1_732_170_009_000)]
         ))
         seed.visitors.append(visitor)
+        return seed
+    }()
+
+    private static let seeds5: SchemaSeed = {
+        var seed = seeds4
+        let entry = #"{"campaignId":"c1","campaignName":"Checkout","flags":{"btnColor":"green"},"isReference":false,"slug":null,"type":"ab","variationGroupId":"vg1","variationGroupName":"All users","variationId":"var1","variationName":"Green"}"#
+        seed.statements.append(("INSERT INTO shared_variations (id, entry) VALUES (7, ?)", [.text(entry)]))
+        seed.statements.append(("INSERT INTO shared_contexts (id, context) VALUES (3, ?)", [.text(#"{"sdk_osName":"linux"}"#)]))
+        // A compact visitor, read back whole: the parts put together in the view's order.
+        seed.statements.append((
+            "INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at) VALUES (?, NULL, 1, ?, ?, ?)",
+            [.text("visitor-5"),
+             .text(#"{"compact":1,"context":{"plan":"pro"},"preset":3,"campaigns":[[7,true]],"assignmentsHistory":{"vg1":"var1"}}"#),
+             .integer(1_732_170_003_000), .integer(1_732_170_003_000)]
+        ))
+        let whole = #"{"data":{"anonymousId":null,"assignmentsHistory":{"vg1":"var1"},"campaigns":["#
+            + entry.dropLast() + #","activated":true}],"consent":true,"context":{"sdk_osName":"linux","plan":"pro"},"visitorId":"visitor-5"},"version":1}"#
+        seed.visitors.append(VisitorRecord(visitorId: "visitor-5", anonymousId: nil, consent: true, document: whole, updatedAt: 1_732_170_003_000))
+        // A compact decision, read back whole.
+        seed.statements.append((
+            "INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, context_preset, assignments) VALUES (?, ?, ?, NULL, ?, 3, ?)",
+            [.text("visitor-5"), .integer(1_732_170_003_000), .text("decision_api"), .text(#"{"plan":"pro"}"#), .text(#"[[7,"TARGETING_MATCH"]]"#)]
+        ))
+        seed.decisions.append(DecisionRecord(visitorId: "visitor-5", decidedAt: 1_732_170_003_000, campaignId: "c1", variationGroupId: "vg1",
+                                             variationId: "var1", source: .decisionAPI, reason: "TARGETING_MATCH", fileVersion: nil,
+                                             context: #"{"sdk_osName":"linux","plan":"pro"}"#, flags: #"{"btnColor":"green"}"#))
         return seed
     }()
 

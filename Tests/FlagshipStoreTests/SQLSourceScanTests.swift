@@ -31,9 +31,11 @@ final class SQLSourceScanTests: XCTestCase {
         Allowance(file: "HitRecordStore.swift", expression: "Self.pageColumns",
                   reason: "a constant list of the table's column names"),
         Allowance(file: "DecisionRecordStore.swift", expression: "Self.selectColumns",
-                  reason: "a constant SELECT of the table's column names"),
-        Allowance(file: "VisitorRecordStore.swift", expression: "Self.selectColumns",
-                  reason: "a constant SELECT of the table's column names"),
+                  reason: "a constant SELECT of the kept bucketing files' column names"),
+        Allowance(file: "DecisionRecordStore.swift", expression: "try selectColumns()",
+                  reason: "one of two constant SELECTs of column names, from the table or its view by schema version"),
+        Allowance(file: "VisitorRecordStore.swift", expression: "try selectColumns()",
+                  reason: "one of two constant SELECTs of column names, from the table or its view by schema version"),
     ]
 
     private static let sources = URL(fileURLWithPath: #filePath)

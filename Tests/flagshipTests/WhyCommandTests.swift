@@ -126,18 +126,28 @@ final class WhyCommandTests: CommandTestCase {
         XCTAssertTrue(clean.stdout.hasPrefix("60 decision(s) replayed in "), clean.stdout)
         XCTAssertTrue(clean.stdout.contains(": 60 agree, 0 disagree (agreement 100.00 %)"), clean.stdout)
 
-        // One recorded variation changed by hand, one version dropped: the replay says so.
+        // One recorded variation changed by hand, one version dropped: the replay says so. A
+        // decision of a file is a compact row: its assignment refers to a shared variation, so
+        // the hand edit points it at the other variation of the group.
         try withStore { store in
             try store.write { db in
+                let flipped = """
+                    json_set(s.entry, '$.variationId', CASE json_extract(s.entry, '$.variationId') WHEN 'v_blue' THEN 'v_green' ELSE 'v_blue' END)
+                    """
                 _ = try db.execute("""
-                    UPDATE decisions SET assignments = (
-                        SELECT json_group_array(CASE WHEN json_extract(a.value, '$.variationGroupId') = 'vg_all'
-                            THEN json_set(a.value, '$.variationId',
-                                          CASE json_extract(a.value, '$.variationId') WHEN 'v_blue' THEN 'v_green' ELSE 'v_blue' END)
-                            ELSE json(a.value) END)
-                        FROM json_each(decisions.assignments) AS a)
-                    WHERE visitor_id = 'visitor-7'
+                    INSERT OR IGNORE INTO shared_variations (entry)
+                    SELECT \(flipped) FROM decisions AS d, json_each(d.assignments) AS a
+                    JOIN shared_variations AS s ON s.id = json_extract(a.value, '$[0]')
+                    WHERE d.visitor_id = 'visitor-7' AND json_extract(s.entry, '$.variationGroupId') = 'vg_all'
                     """)
+                XCTAssertEqual(try db.execute("""
+                    UPDATE decisions SET assignments = (
+                        SELECT json_group_array(CASE WHEN json_extract(s.entry, '$.variationGroupId') = 'vg_all'
+                            THEN json_array((SELECT t.id FROM shared_variations AS t WHERE t.entry = \(flipped)), json_extract(a.value, '$[1]'))
+                            ELSE json(a.value) END)
+                        FROM json_each(decisions.assignments) AS a JOIN shared_variations AS s ON s.id = json_extract(a.value, '$[0]'))
+                    WHERE visitor_id = 'visitor-7'
+                    """), 1)
                 _ = try db.execute("UPDATE decisions SET file_version = '\(String(repeating: "0", count: 64))' WHERE visitor_id = 'visitor-8'")
             }
         }

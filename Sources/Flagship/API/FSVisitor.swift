@@ -190,7 +190,7 @@ public final class FSVisitor: Sendable {
             // Encoded here, out of the visitor's lock.
             let decisions = Self.decisionRecords(outcome.decided, visitorId: document.visitorId, context: request.context,
                                                  at: decidedAt, by: decidedBy, fileVersion: response.fileVersion)
-            runtime.cacheVisitor(document, decisions: decisions)
+            runtime.cacheVisitor(document, decisions: decisions, fromFile: decidedBy == .bucketingFile || decidedBy == .bootstrap)
         }
     }
 
@@ -199,6 +199,8 @@ public final class FSVisitor: Sendable {
                                         at decidedAt: Int64, by source: FSFlagSource, fileVersion: String?) -> [DecisionRecord] {
         guard !campaigns.isEmpty else { return [] }
         let contextText = JSONValue.object(context).jsonString()
+        // Only a file's variations are shared (see `CacheService.cacheVisitor`).
+        let split = source == .bucketingFile || source == .bootstrap ? VisitorCacheDocument.splitPreset(context, asDecisionContext: true) : nil
         let recordSource: DecisionRecord.Source = switch source {
         case .decisionAPI: .decisionAPI
         case .bootstrap: .bootstrap
@@ -209,7 +211,8 @@ public final class FSVisitor: Sendable {
                            variationGroupId: campaign.variationGroupId, variationId: campaign.variationId,
                            source: recordSource, reason: FSFlagReason.decided(by: source, isSplit: campaign.type == "ab").rawValue,
                            fileVersion: source == .decisionAPI ? nil : fileVersion, context: contextText,
-                           flags: JSONValue.object(campaign.flags).jsonString())
+                           flags: JSONValue.object(campaign.flags).jsonString(),
+                           shared: split.map { SharedDecisionParts(variation: campaign.variationText(), context: $0.rest, preset: $0.preset) })
         }
     }
 

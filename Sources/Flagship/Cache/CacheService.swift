@@ -165,11 +165,15 @@ final class CacheService: Sendable {
     /// caller schedules it); a custom cache gets it on its own queue (`false`).
     /// `decisions` (the assignments the fetch made) are recorded with the document in the default
     /// cache's store; a custom cache gets the document only.
-    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = []) -> Bool {
+    /// `fromFile`: the campaigns come from a bucketing file, the same for every visitor placed in
+    /// them, and the store may share them (a Decision API answer may be made for the visitor
+    /// alone: flag values built from its data; it stays in its row, and goes with it).
+    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = [], fromFile: Bool = false) -> Bool {
         let text = document.jsonText()
         if let pending {
             pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions))
+                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions,
+                                      compact: fromFile ? document.compactParts() : nil))
             return true
         }
         visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, Data(text.utf8)) }

@@ -1,4 +1,5 @@
 import Foundation
+import FlagshipStore
 
 /// The visitor cache document, version 1: what `FSVisitorCacheDelegate.cacheVisitor` receives and
 /// `lookupVisitor` gives back. Compatible with the official SDKs' custom-cache format.
@@ -264,5 +265,38 @@ extension AssignedCampaign {
             slug: try object.optional("slug", \.stringValue),
             activated: try object.optional("activated", \.boolValue) ?? false,
             flags: try object.optional("flags") { $0.objectValue?.mapValues(\.asDecoded) } ?? [:])
+    }
+}
+
+extension VisitorCacheDocument {
+    /// The document in parts for the default store's compact row (`CompactVisitorDocument`),
+    /// written as `jsonText()` writes them; `nil` when a context value is `null` (the parts are
+    /// put together with `json_patch`, which would drop it): then the whole document is stored.
+    package func compactParts() -> CompactVisitorDocument? {
+        guard let (rest, preset) = Self.splitPreset(context) else { return nil }
+        var history = ""
+        JSONValue.object(assignmentsHistory.mapValues(JSONValue.string)).write(into: &history)
+        return CompactVisitorDocument(variations: campaigns.map { $0.variationText() }, activated: campaigns.map(\.activated),
+                                      context: rest, preset: preset, assignmentsHistory: history)
+    }
+
+    /// A context as the compact rows hold it: the keys the SDK sets itself (`sdk_*`, `fs_*`,
+    /// the same for every visitor of a process) apart, each part a JSON object text; `nil` when
+    /// a value is `null`. Numbers are written as the whole context is where it goes: as the
+    /// document writes them, or (`asDecisionContext`) as a decision row's context.
+    package static func splitPreset(_ context: [String: JSONValue], asDecisionContext: Bool = false) -> (rest: String, preset: String?)? {
+        let integralDoubles: JSONValue.IntegralDoubles = asDecisionContext ? .asDoubles : .asIntegers
+        var rest: [String: JSONValue] = [:]
+        var preset: [String: JSONValue] = [:]
+        for (key, value) in context {
+            if case .null = value { return nil }
+            if key.hasPrefix("sdk_") || key.hasPrefix("fs_") { preset[key] = value } else { rest[key] = value }
+        }
+        var restText = ""
+        JSONValue.object(rest).write(into: &restText, integralDoubles: integralDoubles)
+        guard !preset.isEmpty else { return (restText, nil) }
+        var presetText = ""
+        JSONValue.object(preset).write(into: &presetText, integralDoubles: integralDoubles)
+        return (restText, presetText)
     }
 }

@@ -165,6 +165,9 @@ final class VisitorRetention: Sendable {
             let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
             logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))")
         }
+        if prune.sharedPartsDeleted > 0 {
+            logger.info("Shared variations and contexts no visitor refers to any more deleted: \(prune.sharedPartsDeleted)")
+        }
         return prune
     }
 

@@ -208,9 +208,11 @@ final class SDKRuntime: Sendable {
         await caches?.waitForPendingWrites()
     }
 
-    /// Accepts a visitor's newest document for the visitor cache; returns at once.
-    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = []) {
-        if caches?.cacheVisitor(document, decisions: decisions) == true { tracking.writeVisitorDocumentsSoon() }
+    /// Accepts a visitor's newest document for the visitor cache; returns at once. `fromFile`:
+    /// its campaigns were decided from a bucketing file (downloaded, stored or bootstrap), so
+    /// the default store may keep each variation once for every visitor (`compactParts()`).
+    func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = [], fromFile: Bool = false) {
+        if caches?.cacheVisitor(document, decisions: decisions, fromFile: fromFile) == true { tracking.writeVisitorDocumentsSoon() }
     }
 
     func purgeVisitor(_ visitorId: String) {

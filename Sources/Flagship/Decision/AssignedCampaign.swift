@@ -72,7 +72,21 @@ extension AssignedCampaign {
     func write(into text: inout String) {
         text += "{\"activated\":"
         text += activated ? "true" : "false"
-        text += ",\"campaignId\":"
+        text += ","
+        writeVariation(into: &text)
+    }
+
+    /// The campaign as the document lists it without `activated` (which is the visitor's own):
+    /// what the default store keeps once for every visitor placed in that variation.
+    func variationText() -> String {
+        var text = "{"
+        writeVariation(into: &text)
+        return text
+    }
+
+    /// Every key but `activated`, sorted, then the closing brace.
+    private func writeVariation(into text: inout String) {
+        text += "\"campaignId\":"
         JSONValue.writeString(campaignId, into: &text)
         text += ",\"campaignName\":"
         JSONValue.writeString(campaignName, into: &text)

@@ -27,9 +27,14 @@ package struct DecisionRecord: Sendable, Equatable {
     package var context: String?
     /// The variation's flags then, as a JSON object text.
     package var flags: String?
+    /// The same decision in parts: with them for every assignment of a fetch, a store at schema
+    /// version 5 writes the compact row (shared parts by id). Never read back.
+    package var shared: SharedDecisionParts?
 
     package init(visitorId: String, decidedAt: Int64, campaignId: String?, variationGroupId: String, variationId: String,
-                 source: Source, reason: String, fileVersion: String?, context: String?, flags: String?) {
+                 source: Source, reason: String, fileVersion: String?, context: String?, flags: String?,
+                 shared: SharedDecisionParts? = nil) {
+        self.shared = shared
         self.visitorId = visitorId
         self.decidedAt = decidedAt
         self.campaignId = campaignId
@@ -52,29 +57,62 @@ package struct DecisionRecordStore {
     /// Writes `records`, one row per run of records of the same fetch.
     package func insert(_ records: [DecisionRecord]) throws(StoreError) {
         guard !records.isEmpty else { return }
+        let shared = connection.sharedParts
+        var compacting = records.contains { $0.shared != nil }
+        if compacting { compacting = try shared.available() }
+        if !compacting {
+            _ = try connection.executeMany(
+                """
+                INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+                Self.fetches(records).map { fetch in
+                    let first = fetch[fetch.startIndex]
+                    return [.text(first.visitorId), .integer(first.decidedAt), .text(first.source.rawValue),
+                            SQLiteValue(first.fileVersion), SQLiteValue(first.context), .text(Self.assignmentsJSON(fetch))]
+                }
+            )
+            return
+        }
+        try shared.revalidate()
+        var rows: [[SQLiteValue]] = []
+        for fetch in Self.fetches(records) {
+            let first = fetch[fetch.startIndex]
+            // A fetch is compact whole or not at all: its row has one shape.
+            guard let parts = first.shared, fetch.allSatisfy({ $0.shared?.context == parts.context && $0.shared?.preset == parts.preset }) else {
+                rows.append([.text(first.visitorId), .integer(first.decidedAt), .text(first.source.rawValue),
+                             SQLiteValue(first.fileVersion), SQLiteValue(first.context), .null, .text(Self.assignmentsJSON(fetch))])
+                continue
+            }
+            var assignments = "["
+            for (index, record) in fetch.enumerated() {
+                if index > 0 { assignments += "," }
+                assignments += "[\(try shared.variationId(record.shared?.variation ?? "{}")),\(Self.jsonString(record.reason))]"
+            }
+            assignments += "]"
+            let preset: SQLiteValue = try parts.preset.map { preset throws(StoreError) in .integer(try shared.contextId(preset)) } ?? .null
+            rows.append([.text(first.visitorId), .integer(first.decidedAt), .text(first.source.rawValue),
+                         SQLiteValue(first.fileVersion), .text(parts.context), preset, .text(assignments)])
+        }
         _ = try connection.executeMany(
             """
-            INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments)
-            VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, context_preset, assignments)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            Self.fetches(records).map { fetch in
-                let first = fetch[fetch.startIndex]
-                return [.text(first.visitorId), .integer(first.decidedAt), .text(first.source.rawValue),
-                        SQLiteValue(first.fileVersion), SQLiteValue(first.context), .text(Self.assignmentsJSON(fetch))]
-            }
+            rows
         )
     }
 
     /// One visitor's decisions, oldest first.
     package func decisions(visitorId: String) throws -> [DecisionRecord] {
-        try connection.query("\(Self.selectColumns) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
+        try connection.query("\(try selectColumns()) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
             .flatMap(Self.records)
     }
 
     /// Every decision, in the order they were recorded, from the rows after row `after`,
     /// `limit` rows at most: (row id, record) pairs, for a walk over the whole table in pages.
     package func page(after rowId: Int64, limit: Int) throws -> [(rowId: Int64, record: DecisionRecord)] {
-        try connection.query("\(Self.selectColumns) WHERE id > ? ORDER BY id LIMIT ?", [.integer(rowId), SQLiteValue(limit)])
+        try connection.query("\(try selectColumns()) WHERE id > ? ORDER BY id LIMIT ?", [.integer(rowId), SQLiteValue(limit)])
             .flatMap { row in try Self.records(row).map { (try row.int64(6), $0) } }
     }
 
@@ -94,8 +132,13 @@ package struct DecisionRecordStore {
         Int(try connection.scalar("SELECT count(DISTINCT visitor_id) FROM decisions")?.int64 ?? 0)
     }
 
-    private static let selectColumns =
-        "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decisions"
+    /// Rows in the full shape: through `decision_rows` from schema version 5 on (compact rows put
+    /// together again), from the table itself in older files.
+    private func selectColumns() throws(StoreError) -> String {
+        try connection.sharedParts.available()
+            ? "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decision_rows"
+            : "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decisions"
+    }
 
     /// Runs of records made by one fetch (same visitor, time, source, version and context).
     package static func fetches(_ records: [DecisionRecord]) -> [ArraySlice<DecisionRecord>] {

@@ -10,15 +10,19 @@ package struct VisitorRecord: Sendable, Equatable {
     /// The assignments decided since the visitor's last write, recorded with it in `decisions`
     /// (not read back with the row: `db.decisions` reads them).
     package var decisions: [DecisionRecord]
+    /// The same document in parts: with it, a store at schema version 5 writes the compact row
+    /// (shared parts by id) instead of `document`. Never read back: a read gives `document`.
+    package var compact: CompactVisitorDocument?
 
     package init(visitorId: String, anonymousId: String?, consent: Bool, document: String, updatedAt: Int64,
-                 decisions: [DecisionRecord] = []) {
+                 decisions: [DecisionRecord] = [], compact: CompactVisitorDocument? = nil) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
         self.consent = consent
         self.document = document
         self.updatedAt = updatedAt
         self.decisions = decisions
+        self.compact = compact
     }
 }
 
@@ -30,6 +34,19 @@ package struct VisitorRecordStore {
     /// Inserts each visitor, or replaces the row of the same id, and records its new decisions.
     package func save(_ records: [VisitorRecord]) throws(StoreError) {
         guard !records.isEmpty else { return }
+        let shared = connection.sharedParts
+        var compacting = records.contains { $0.compact != nil }
+        if compacting { compacting = try shared.available() }
+        if compacting { try shared.revalidate() }
+        var documents: [String] = []
+        documents.reserveCapacity(records.count)
+        for record in records {
+            if compacting, let compact = record.compact {
+                documents.append(try shared.documentText(compact))
+            } else {
+                documents.append(record.document)
+            }
+        }
         _ = try connection.executeMany(
             """
             INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
@@ -39,9 +56,9 @@ package struct VisitorRecordStore {
                 document = excluded.document, updated_at = excluded.updated_at,
                 last_seen_at = max(coalesce(visitors.last_seen_at, visitors.updated_at), excluded.last_seen_at)
             """,
-            records.map { record in
+            zip(records, documents).map { record, document in
                 [.text(record.visitorId), SQLiteValue(record.anonymousId), SQLiteValue(record.consent),
-                 .text(record.document), .integer(record.updatedAt)]
+                 .text(document), .integer(record.updatedAt)]
             }
         )
         let decisions = records.flatMap(\.decisions)
@@ -54,7 +71,7 @@ package struct VisitorRecordStore {
     }
 
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
-        try connection.query("\(Self.selectColumns) WHERE visitor_id = ?", [.text(visitorId)])
+        try connection.query("\(try selectColumns()) WHERE visitor_id = ?", [.text(visitorId)])
             .first.map(Self.record)
     }
 
@@ -69,13 +86,10 @@ package struct VisitorRecordStore {
     /// The visitor and when it was last seen (looked up or written, unix ms), for a lookup that
     /// records the sighting when the row's is old (`VisitorSightings`).
     package func visitorAndLastSeen(id visitorId: String) throws -> (record: VisitorRecord, lastSeenAt: Int64)? {
-        try connection.query(
-            """
-            SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at)
-            FROM visitors WHERE visitor_id = ?
-            """,
-            [.text(visitorId)]
-        ).first.map { row in (try Self.record(row), try row.int64(5)) }
+        let sql = try connection.sharedParts.available()
+            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM visitor_documents WHERE visitor_id = ?"
+            : "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM visitors WHERE visitor_id = ?"
+        return try connection.query(sql, [.text(visitorId)]).first.map { row in (try Self.record(row), try row.int64(5)) }
     }
 
     /// Records that these visitors were seen (looked up), at the unix ms given for each: a
@@ -96,7 +110,7 @@ package struct VisitorRecordStore {
 
     /// Visitors, most recently updated first.
     package func visitors(limit: Int = .max) throws -> [VisitorRecord] {
-        try connection.query("\(Self.selectColumns) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
+        try connection.query("\(try selectColumns()) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
             .map(Self.record)
     }
 
@@ -179,7 +193,14 @@ package struct VisitorRecordStore {
         return VisitorsDeleted(visitors: visitors, decisionRows: decisions)
     }
 
-    private static let selectColumns = "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitors"
+    /// Rows in the full shape: through `visitor_documents` from schema version 5 on (compact rows
+    /// put together again), from the table itself in older files (`flagship db inspect` opens
+    /// them as they are).
+    private func selectColumns() throws(StoreError) -> String {
+        try connection.sharedParts.available()
+            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitor_documents"
+            : "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitors"
+    }
 
     private static func record(_ row: Row) throws -> VisitorRecord {
         VisitorRecord(

@@ -7,6 +7,8 @@ import CSQLite
 package final class Connection {
     let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
+    /// The ids of shared parts this connection wrote or found (`db.sharedParts`).
+    let sharedPartsCache = SharedPartsCache()
 
     init(handle: OpaquePointer) {
         self.handle = handle
