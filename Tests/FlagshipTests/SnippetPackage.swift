@@ -148,8 +148,10 @@ struct SnippetPackage {
             let included = modules.filter { !excluded.contains($0.name) }
             try writeIfChanged(try manifest(for: included), to: packageDirectory.appendingPathComponent("Package.swift"))
             report.builds += 1
+            // No debug information: nobody debugs a snippet, and without it the objects are
+            // smaller and the links faster (about a quarter of the build, measured on 2 cores).
             let (status, output) = try Self.run(swift, ["build", "--package-path", packageDirectory.path,
-                                                        "--scratch-path", scratch.path])
+                                                        "--scratch-path", scratch.path, "-debug-info-format", "none"])
             var failed = Set<String>()
             for diagnostic in Self.diagnostics(in: output) {
                 guard let module = moduleName(of: diagnostic.file) else { continue }
