@@ -70,10 +70,6 @@ struct SnippetBuildReport: Sendable {
     var builds = 0
     var seconds = 0.0
 
-    func errors(of module: String) -> [SnippetDiagnostic] {
-        diagnostics[module, default: []].filter { $0.severity == "error" }
-    }
-
     /// `file:line: severity: message` lines of a module; `place` maps a file and line to where the
     /// snippet is written (a document's line).
     func describe(_ module: String, severities: Set<String> = ["error"],
