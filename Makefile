@@ -55,6 +55,26 @@ demo: deps
 	$(SWIFT) build --product flagship
 	@./Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/flagship"
 
+# The DocC catalogs of the library products, each into .build/docs/<product>/ (swift-docc-plugin,
+# a dependency only while FLAGSHIP_DOCS is set). Any warning of docc or of our code (a link that
+# does not resolve, say) fails it; the dependencies' own warnings are theirs. Once the package
+# declares traits, all are enabled, for the integrations' catalogs.
+DOC_TARGETS := Flagship FlagshipLocalServer FlagshipTesting FlagshipServiceLifecycle FlagshipMetrics \
+	FlagshipTracing FlagshipConfiguration FlagshipPostgres
+.PHONY: docs
+docs: deps
+	@mkdir -p .build/docs
+	@traits=$$(grep -q '\.trait(' Package.swift && echo --enable-all-traits); warnings=0; \
+	for target in $(DOC_TARGETS); do \
+		FLAGSHIP_DOCS=1 $(SWIFT) package $$traits --allow-writing-to-directory .build/docs \
+			generate-documentation --target $$target --output-path .build/docs/$$target \
+			> .build/docs/$$target.log 2>&1 || { cat .build/docs/$$target.log; exit 1; }; \
+		grep "warning:" .build/docs/$$target.log | grep -v -e "which are unhandled" -e "/.build/checkouts/" > .build/docs/$$target.warnings; \
+		count=$$(wc -l < .build/docs/$$target.warnings); cat .build/docs/$$target.warnings; \
+		echo "$$target: $$count docc warning(s), .build/docs/$$target"; warnings=$$((warnings + count)); \
+	done; \
+	[ $$warnings -eq 0 ] || { echo "$$warnings docc warning(s) in all: fix them"; exit 1; }
+
 # The long torture runs (about half an hour on 2 cores): kill points, corruption seeds, simulated
 # minutes of network faults, the stress test, then every fuzz target for minutes.
 TORTURE_KILLS ?= 60

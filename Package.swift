@@ -267,3 +267,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// `make docs` (FLAGSHIP_DOCS=1) generates the DocC catalogs with swift-docc-plugin. Only then is
+// the plugin a dependency: an app that depends on this package never resolves it.
+if Context.environment["FLAGSHIP_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

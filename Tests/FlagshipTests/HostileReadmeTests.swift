@@ -1,11 +1,13 @@
 import Foundation
 import XCTest
 
-/// What a new user meets first runs as written: every shell example of the README runs offline
-/// (`OfflineSandbox`) with the built `flagship` on `PATH`, in an empty directory, and prints the
-/// output it shows; the `Package.swift` it shows resolves; the tool's table names exactly the
-/// commands and options of `--help`; the `inspect --json` example has the keys and schema version
-/// `inspect` prints. The Swift blocks are built and run by `ReferenceSnippetTests`.
+/// What a new user meets runs as written: every shell example of the README and of the DocC
+/// articles runs offline (`OfflineSandbox`) with the built `flagship` on `PATH`, in an empty
+/// directory, and prints the output it shows; Getting started builds as shown from a checkout
+/// whose folder is not named like the package; every SQLite query runs on a store the tool made;
+/// the tool's table names exactly the commands and options of `--help`; the `inspect --json`
+/// example has the keys and schema version `inspect` prints. The Swift blocks are built and run
+/// by `DocumentationSnippetTests`.
 final class HostileReadmeTests: XCTestCase {
     private var root = URL(fileURLWithPath: "/nonexistent")
 
@@ -22,34 +24,42 @@ final class HostileReadmeTests: XCTestCase {
 
     // MARK: Shell examples
 
-    func testEveryShellExampleOfTheReadmeRunsOfflineAsWrittenAndPrintsWhatItShows() throws {
+    func testEveryShellExampleOfTheDocumentationRunsOfflineAsWrittenAndPrintsWhatItShows() throws {
         try XCTSkipUnless(OfflineSandbox.isAvailable, "no network namespace can be made here (unshare)")
-        let blocks = ReadmeExamples.shellBlocks(try Self.readme())
-        let runnable = blocks.filter { !$0.isBuildCommand }
-        XCTAssertGreaterThanOrEqual(runnable.count, 3, "the README's shell examples were not found")
+        let documents = try Documentation.documents()
         let binDirectory = try Self.productsDirectory().path
-        for block in runnable {
-            let directory = root.appendingPathComponent("block-\(block.line)", isDirectory: true)
-            let home = root.appendingPathComponent("home-\(block.line)", isDirectory: true)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-            let script = directory.appendingPathComponent(".example.sh")
-            // The block as written, under `set -euo pipefail` so that a failing line fails it.
-            try ("set -euo pipefail\n" + block.text + "\n").write(to: script, atomically: true, encoding: .utf8)
-            let result = try OfflineSandbox.run("/bin/bash", [script.path], in: directory,
-                                                environment: ["PATH": "\(binDirectory):/usr/local/bin:/usr/bin:/bin", "HOME": home.path,
-                                                              "LANG": "C.UTF-8"],
-                                                timeout: 60)
-            XCTAssertEqual(result.status, 0, "README line \(block.line): the example failed:\n\(block.text)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-            let printed = result.stdout.split(separator: "\n").compactMap { Self.jsonValue(String($0)) }
-            for expected in block.expectedJSON {
-                guard let value = Self.jsonValue(expected) else {
-                    XCTFail("README line \(block.line): the output it shows is not JSON: \(expected)")
-                    continue
+        var run = 0
+        for document in documents {
+            for block in ReadmeExamples.shellBlocks(document.text) where !block.isBuildCommand {
+                run += 1
+                let place = "\(document.path) line \(block.line)"
+                let directory = root.appendingPathComponent("block-\(run)", isDirectory: true)
+                let home = root.appendingPathComponent("home-\(run)", isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+                let script = directory.appendingPathComponent(".example.sh")
+                // The block as written, under `set -euo pipefail` so that a failing line fails it.
+                try ("set -euo pipefail\n" + block.text + "\n").write(to: script, atomically: true, encoding: .utf8)
+                let result = try OfflineSandbox.run("/bin/bash", [script.path], in: directory,
+                                                    environment: ["PATH": "\(binDirectory):/usr/local/bin:/usr/bin:/bin", "HOME": home.path,
+                                                                  "LANG": "C.UTF-8"],
+                                                    timeout: 60)
+                XCTAssertEqual(result.status, 0, "\(place): the example failed:\n\(block.text)\nstdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+                let printed = result.stdout.split(separator: "\n").compactMap { Self.jsonValue(String($0)) }
+                for expected in block.expectedJSON {
+                    guard let value = Self.jsonValue(expected) else {
+                        XCTFail("\(place): the output it shows is not JSON: \(expected)")
+                        continue
+                    }
+                    XCTAssertTrue(printed.contains(value), "\(place) shows \(expected), but it printed:\n\(result.stdout)")
                 }
-                XCTAssertTrue(printed.contains(value), "README line \(block.line) shows \(expected), but it printed:\n\(result.stdout)")
+                if let shown = block.shownOutput {
+                    XCTAssertTrue(ReadmeExamples.output(result.stdout, shows: shown),
+                                  "\(place): the output shown after it is not what it printed:\n\(result.stdout)")
+                }
             }
         }
+        XCTAssertGreaterThanOrEqual(run, 5, "the documentation's shell examples were not found")
     }
 
     func testTheExtractorFindsBlocksTheirShownOutputAndTellsBuildCommandsApart() {
@@ -64,51 +74,109 @@ final class HostileReadmeTests: XCTestCase {
             #  "b": [2]}     (one line)
             echo done
             ```
+            It prints:
+            ```text
+            KEY  TYPES
+            a    string
+            ```
             """
         let blocks = ReadmeExamples.shellBlocks(text)
         XCTAssertEqual(blocks.map(\.line), [3, 6])
         XCTAssertEqual(blocks.map(\.isBuildCommand), [true, false])
         XCTAssertEqual(blocks[1].expectedJSON, [#"{"a": 1, "b": [2]}"#])
         XCTAssertEqual(blocks[1].text, "flagship eval --x 1\n# {\"a\": 1,\n#  \"b\": [2]}     (one line)\necho done")
+        XCTAssertEqual(blocks[0].shownOutput, nil)
+        XCTAssertEqual(blocks[1].shownOutput, ["KEY  TYPES", "a    string"])
+        XCTAssertTrue(ReadmeExamples.output("first\nKEY  TYPES   \na    string\ndone\n", shows: ["KEY  TYPES", "a    string"]))
+        XCTAssertFalse(ReadmeExamples.output("KEY  TYPES\nb    string\n", shows: ["KEY  TYPES", "a    string"]))
     }
 
-    // MARK: The manifest
+    // MARK: Getting started
 
-    func testThePackageManifestOfTheReadmeResolvesAgainstThisCheckout() throws {
-        let manifests = ReadmeExamples.fenced(try Self.readme(), info: "swift Package.swift")
-        XCTAssertEqual(manifests.count, 1, "the README shows one Package.swift")
-        guard let manifest = manifests.first else { return }
-        XCTAssertTrue(manifest.text.contains(#".package(url: ""#) && manifest.text.contains(".package(path: "),
-                      "the README names both ways to depend on the package")
-        XCTAssertTrue(manifest.text.contains(#".product(name: "Flagship", package: "flagship-swift-linux")"#))
-        // Its `.package(path: "../flagship-swift-linux")`, as written, names this checkout.
-        let app = root.appendingPathComponent("MyService", isDirectory: true)
-        try FileManager.default.createDirectory(at: app.appendingPathComponent("Sources/MyService"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("flagship-swift-linux"),
-                                                   withDestinationURL: SharedData.packageRoot)
-        try manifest.text.write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
-        try "import Flagship\nprint(FSConfigBuilder().build().timeout)\n"
-            .write(to: app.appendingPathComponent("Sources/MyService/main.swift"), atomically: true, encoding: .utf8)
+    /// The README's `Package.swift` and the `main.swift` after it, written as shown into a new
+    /// package, with the one change a reader makes: the path to the checkout, here a folder named
+    /// unlike the package. It builds. So does every other manifest of the documentation.
+    func testGettingStartedBuildsAsShownFromACheckoutWhoseFolderIsNotNamedLikeThePackage() throws {
+        let blocks = Documentation.blocks(try Self.readme())
+        guard let manifestIndex = blocks.firstIndex(where: { $0.info == "swift Package.swift" }),
+              let main = blocks[(manifestIndex + 1)...].first(where: { $0.info == "swift" }) else {
+            return XCTFail("the README shows no Package.swift followed by a Swift block")
+        }
+        XCTAssertTrue(main.text.contains("await Flagship.sharedInstance.close()"), "Getting started ends by closing the SDK")
+        let manifests = try Documentation.documents().flatMap { document in
+            Documentation.fenced(document.text, info: "swift Package.swift").map { (document.path, $0) }
+        }
+        XCTAssertGreaterThanOrEqual(manifests.count, 2, "the README and Getting started show a Package.swift")
         guard let swift = SnippetPackage.swiftExecutable() else { return XCTFail("no swift executable") }
-        let (status, output) = try SnippetPackage.run(swift, ["package", "--package-path", app.path,
-                                                              "--scratch-path", root.appendingPathComponent("scratch").path,
-                                                              "describe", "--type", "json"])
-        XCTAssertEqual(status, 0, output)
-        XCTAssertTrue(output.contains(#""name" : "MyService""#), output)
+
+        // Kept between runs (like the snippet package), so that a second run rebuilds nothing.
+        let workspace = SnippetBuild.package.root.appendingPathComponent("getting-started", isDirectory: true)
+        let checkout = workspace.appendingPathComponent("checkout-named-otherwise")
+        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: checkout.path)) != SharedData.packageRoot.path {
+            try? FileManager.default.removeItem(at: checkout)
+            try FileManager.default.createSymbolicLink(at: checkout, withDestinationURL: SharedData.packageRoot)
+        }
+        for (number, (path, manifest)) in manifests.enumerated() {
+            let shownPath = #"path: "../flagship-swift-linux""#
+            XCTAssertTrue(manifest.text.contains(shownPath), "\(path) line \(manifest.line): the manifest names its checkout \(shownPath)")
+            XCTAssertTrue(manifest.text.contains(#".package(name: "flagship-swift-linux", path:"#),
+                          "\(path) line \(manifest.line): the path dependency names the package, so that any folder name works")
+            let app = workspace.appendingPathComponent("app-\(number)/MyService", isDirectory: true)
+            let sources = app.appendingPathComponent("Sources/MyService")
+            try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+            try Self.writeIfChanged(manifest.text.replacingOccurrences(of: shownPath, with: #"path: "../../checkout-named-otherwise""#),
+                                    to: app.appendingPathComponent("Package.swift"))
+            try Self.writeIfChanged(main.text + "\n", to: sources.appendingPathComponent("main.swift"))
+            let (status, output) = try SnippetPackage.run(swift, ["build", "--package-path", app.path,
+                                                                  "--scratch-path", workspace.appendingPathComponent("scratch").path])
+            XCTAssertEqual(status, 0, "\(path) line \(manifest.line), with README line \(main.line) as main.swift, does not build:\n"
+                + output.split(separator: "\n").filter { $0.contains("error") || $0.contains("warning: ") }.joined(separator: "\n"))
+        }
+    }
+
+    private static func writeIfChanged(_ text: String, to url: URL) throws {
+        if let existing = try? String(contentsOf: url, encoding: .utf8), existing == text { return }
+        try text.write(to: url, atomically: true, encoding: .utf8)
+    }
+
+    // MARK: The SQL recipes
+
+    /// Every `sql` block of the documentation that reads the SQLite store runs on a store
+    /// `flagship demo seed` made (PostgreSQL's recipes, which name the `flagship` schema, run in
+    /// `FlagshipPostgresTests`).
+    func testEverySQLiteRecipeOfTheDocumentationRunsOnAStore() throws {
+        let sqlite3 = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: sqlite3.path), "no sqlite3 shell (make deps installs it)")
+        let cache = root.appendingPathComponent("cache")
+        _ = try runFlagship(["demo", "seed", "--cache-dir", cache.path])
+        let store = cache.appendingPathComponent("flagship-demo_env.sqlite")
+        var recipes = 0
+        for document in try Documentation.documents() {
+            for block in Documentation.fenced(document.text, info: "sql") where !block.text.contains("flagship.") {
+                recipes += 1
+                let recipe = root.appendingPathComponent("recipe-\(recipes).sql")
+                try block.text.write(to: recipe, atomically: true, encoding: .utf8)
+                let (status, output) = try SnippetPackage.run(sqlite3, ["-bail", "-readonly", store.path, ".read \(recipe.path)"])
+                XCTAssertEqual(status, 0, "\(document.path) line \(block.line): sqlite3 refused it:\n\(output)")
+                XCTAssertFalse(output.contains("Error"), "\(document.path) line \(block.line):\n\(output)")
+            }
+        }
+        XCTAssertGreaterThanOrEqual(recipes, 3, "the documentation's SQLite recipes were not found")
     }
 
     // MARK: The tool's table
 
     func testTheToolTableNamesExactlyTheCommandsAndOptionsOfTheHelp() throws {
-        let table = ReadmeExamples.toolTable(try Self.readme())
-        XCTAssertFalse(table.isEmpty, "no `flagship …` rows found in the README's tool table")
+        let table = ReadmeExamples.toolTable(try Self.article("CommandLineTool.md"))
+        XCTAssertFalse(table.isEmpty, "no `flagship …` rows found in the tool table of CommandLineTool.md")
         var helped: [String: Set<String>] = [:]
         try collectHelp(path: [], into: &helped)
-        XCTAssertEqual(Set(table.keys), Set(helped.keys), "commands in the README's table vs `flagship --help`")
+        XCTAssertEqual(Set(table.keys), Set(helped.keys), "commands in the article's table vs `flagship --help`")
         for (command, options) in helped.sorted(by: { $0.key < $1.key }) {
             guard let documented = table[command] else { continue }
-            XCTAssertEqual(documented.subtracting(options).sorted(), [], "`flagship \(command)`: in the README's table, not in --help")
-            XCTAssertEqual(options.subtracting(documented).sorted(), [], "`flagship \(command)`: in --help, not in the README's table")
+            XCTAssertEqual(documented.subtracting(options).sorted(), [], "`flagship \(command)`: in the article's table, not in --help")
+            XCTAssertEqual(options.subtracting(documented).sorted(), [], "`flagship \(command)`: in --help, not in the article's table")
         }
     }
 
@@ -127,10 +195,10 @@ final class HostileReadmeTests: XCTestCase {
     // MARK: The inspect example
 
     func testTheInspectJSONExampleHasTheKeysAndSchemaVersionInspectPrints() throws {
-        let readme = try Self.readme()
-        guard let example = ReadmeExamples.fenced(readme, info: "json").first(where: { $0.text.contains("schemaVersion") }),
+        let examples = try Documentation.documents().flatMap { Documentation.fenced($0.text, info: "json") }
+        guard let example = examples.first(where: { $0.text.contains("schemaVersion") }),
               let shown = Self.jsonValue(example.text) as? [String: Any] else {
-            return XCTFail("no `inspect --json` example in the README")
+            return XCTFail("no `inspect --json` example in the documentation")
         }
         let cache = root.appendingPathComponent("cache")
         _ = try runFlagship(["demo", "seed", "--cache-dir", cache.path])
@@ -164,6 +232,10 @@ final class HostileReadmeTests: XCTestCase {
         try String(contentsOf: SharedData.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
     }
 
+    private static func article(_ name: String) throws -> String {
+        try String(contentsOf: SharedData.packageRoot.appendingPathComponent("Sources/Flagship/Flagship.docc/\(name)"), encoding: .utf8)
+    }
+
     private static func jsonValue(_ text: String) -> NSObject? {
         guard let data = text.data(using: .utf8) else { return nil }
         return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) as? NSObject
@@ -188,12 +260,15 @@ final class HostileReadmeTests: XCTestCase {
     }
 }
 
-/// The README's fenced blocks and its tool table, read as a reader reads them.
+/// The documentation's shell examples and its tool table, read as a reader reads them.
 enum ReadmeExamples {
     struct Block: Equatable {
         /// The document line of the block's first line.
         let line: Int
         let text: String
+        /// The lines of the `text` block that comes next in the document, before any other block:
+        /// what the example prints, shown.
+        var shownOutput: [String]?
 
         /// A block of `make …` lines: the build's own commands (`make test` is what CI runs, `make
         /// torture` the long runs), not examples of the tool, so not run by the example test.
@@ -230,37 +305,30 @@ enum ReadmeExamples {
         }
     }
 
+    /// The `sh` blocks, each with the output shown after it.
     static func shellBlocks(_ markdown: String) -> [Block] {
-        fenced(markdown, info: "sh")
-    }
-
-    /// The blocks fenced with exactly `info` after the backticks.
-    static func fenced(_ markdown: String, info: String) -> [Block] {
-        var blocks: [Block] = []
-        var open: (line: Int, lines: [String])?
-        for (index, line) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if let current = open {
-                if trimmed == "```" {
-                    blocks.append(Block(line: current.line, text: current.lines.joined(separator: "\n")))
-                    open = nil
-                } else {
-                    open = (current.line, current.lines + [String(line)])
-                }
-            } else if trimmed.hasPrefix("```"), trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces) == info {
-                open = (index + 2, [])
-            }
+        let blocks = Documentation.blocks(markdown)
+        return blocks.enumerated().filter { $0.element.info == "sh" }.map { index, block in
+            let next = blocks.indices.contains(index + 1) ? blocks[index + 1] : nil
+            let shown = next.flatMap { $0.info == "text" ? $0.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) : nil }
+            return Block(line: block.line, text: block.text, shownOutput: shown)
         }
-        return blocks
     }
 
-    /// The rows of the section "The `flagship` tool": command path → the options its first cell names.
+    /// Whether `output` holds the `shown` lines one after the other (trailing spaces aside).
+    static func output(_ output: String, shows shown: [String]) -> Bool {
+        let printed = output.split(separator: "\n", omittingEmptySubsequences: false).map { String($0.reversed().drop { $0 == " " }.reversed()) }
+        let expected = shown.map { String($0.reversed().drop { $0 == " " }.reversed()) }
+        guard !expected.isEmpty, printed.count >= expected.count else { return false }
+        return (0...(printed.count - expected.count)).contains { Array(printed[$0..<($0 + expected.count)]) == expected }
+    }
+
+    /// The rows of the tool's table (the article on the tool): command path → the options its
+    /// first cell names.
     static func toolTable(_ markdown: String) -> [String: Set<String>] {
         var rows: [String: Set<String>] = [:]
-        var inSection = false
         for line in markdown.split(separator: "\n").map(String.init) {
-            if line.hasPrefix("## ") { inSection = line.contains("The `flagship` tool") }
-            guard inSection, line.hasPrefix("| `flagship ") else { continue }
+            guard line.hasPrefix("| `flagship ") else { continue }
             let cell = line.dropFirst(3).prefix { $0 != "`" }
             let words = cell.split(separator: " ").dropFirst()
             let path = words.prefix { $0.first?.isLetter == true && $0.allSatisfy { $0.isLowercase || $0 == "-" } }

@@ -4,8 +4,7 @@ import XCTest
 
 @testable import Flagship
 
-/// Every Swift example of the Flagship Swift reference builds against this SDK unchanged, and so
-/// does every Swift block of the README.
+/// Every Swift example of the Flagship Swift reference builds against this SDK unchanged.
 ///
 /// The references are read from `$FLAGSHIP_REFERENCE_DIR`, else `$FLAGSHIP_SHARED_DIR/reference`,
 /// else `../shared/reference` beside the package:
@@ -18,11 +17,12 @@ import XCTest
 ///   `FlagsLoader`, LaunchDarkly's Objective-C client, Spotify's Confidence): not this SDK's API,
 ///   so out of scope and not built.
 ///
-/// Each snippet becomes an executable target, once in Swift 6 mode and once in Swift 5 mode, of one
-/// throwaway package built together (`SnippetPackage`); what the harness may add to a snippet is
-/// stated in `SnippetHarness`. A snippet must build without error in both modes (warnings, such as
-/// the 3.2 calls' deprecations, are allowed), unless it is in `expectedFailures`, where it must
-/// still fail. The README's blocks build as they are, in Swift 6 mode with warnings as errors.
+/// Each snippet becomes an executable target, once in Swift 6 mode and once in Swift 5 mode, of the
+/// one snippet package that also holds the documentation's blocks (`SnippetBuild`); what the
+/// harness may add to a snippet is stated in `SnippetHarness`. A snippet must build without error
+/// in both modes (warnings, such as the 3.2 calls' deprecations, are allowed), unless it is in
+/// `expectedFailures`: those stay out of the package (a module that fails would stop the build) and
+/// must still fail when the compiler parses them alone.
 final class ReferenceSnippetTests: XCTestCase {
     /// A snippet that is not valid Swift as written, and why. Matched by its document and a piece
     /// of its text, so a renumbering of the reference does not detach it; it must fail with an
@@ -43,92 +43,27 @@ final class ReferenceSnippetTests: XCTestCase {
                         reason: #"`newVisitor(visitorId:"visitor_1",hasConsented:true")`: a stray quote opens a string that never ends"#),
     ]
 
-    // MARK: The build, shared by the two tests
-
-    private struct Outcome {
-        let targets: [SnippetTarget]
-        let report: SnippetBuildReport
-        /// The references' snippets, or why they could not be read (a skip, or a failure under CI).
-        let references: Result<[DocumentSnippet], any Error>
-    }
-
-    private static let outcome = Locked<Result<Outcome, any Error>?>(nil)
-
-    private static func sharedOutcome() throws -> Outcome {
-        try outcome.withLock { stored in
-            if let stored { return try stored.get() }
-            let result = Result { try buildEverything() }
-            stored = result
-            return try result.get()
-        }
-    }
-
-    private static func buildEverything() throws -> Outcome {
-        let references = Result { () throws -> [DocumentSnippet] in
-            let directory = try referenceDirectory()
-            return SnippetExtraction.fenced(try document("000_", in: directory), languages: ["swift", "groovy"], document: "000")
-                + SnippetExtraction.plainText(try document("001_", in: directory), document: "001")
-        }
-        let snippets = (try? references.get()) ?? []
-        let readme = try String(contentsOf: SharedData.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let readmeBlocks = SnippetExtraction.fenced(readme, languages: ["swift"], document: "README")
-
-        var targets: [SnippetTarget] = []
-        for snippet in snippets {
-            let prepared = SnippetHarness.prepare(snippet)
-            targets += [SnippetMode.swift6, .swift5].map { SnippetTarget(snippet: snippet, mode: $0, prepared: prepared) }
-        }
-        for block in readmeBlocks {
-            let asWritten = SnippetHarness.Prepared(main: block.text + "\n", context: nil, linesBefore: 0, rules: [])
-            targets.append(SnippetTarget(snippet: block, mode: .swift6NoWarnings, prepared: asWritten))
-        }
-        let report = try SnippetPackage(repository: SharedData.packageRoot).build(targets)
-        return Outcome(targets: targets, report: report, references: references)
-    }
-
-    private static func referenceDirectory() throws -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let directory: URL
-        if let path = environment["FLAGSHIP_REFERENCE_DIR"], !path.isEmpty {
-            directory = URL(fileURLWithPath: path, isDirectory: true)
-        } else if let shared = environment["FLAGSHIP_SHARED_DIR"], !shared.isEmpty {
-            directory = URL(fileURLWithPath: shared, isDirectory: true).appendingPathComponent("reference", isDirectory: true)
-        } else {
-            directory = SharedData.besidePackage("reference")
-        }
-        let marker = (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix("000_") } ?? "000_*.txt"
-        return try SharedData.require(directory, holding: marker, what: "The Flagship Swift reference",
-                                      setting: "FLAGSHIP_REFERENCE_DIR to the folder of 000_*.txt and 001_*.txt")
-    }
-
-    private static func document(_ prefix: String, in directory: URL) throws -> String {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(prefix) }.sorted()
-        guard let name = names.first else {
-            throw MissingSharedData(description: "No \(prefix)* file in \(directory.path)")
-        }
-        return try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-    }
-
     // MARK: Tests
 
     func testEverySwiftSnippetOfTheReferencesBuilds() throws {
-        let outcome = try Self.sharedOutcome()
+        let outcome = try SnippetBuild.shared()
         _ = try outcome.references.get()
         if let problem = outcome.report.problem { return XCTFail(problem) }
-        let targets = outcome.targets.filter { $0.snippet.document != "README" }
+        let targets = outcome.referenceTargets
 
-        print(Self.table(targets, outcome.report))
+        print(Self.table(targets, outcome))
         var failures: [String] = []
         for target in targets {
-            let built = outcome.report.built.contains(target.name)
             if let expected = Self.expectedFailures.first(where: { $0.matches(target.snippet) }) {
-                if built {
-                    failures.append("\(target.snippet.name) [\(target.mode.label)] builds but is listed as failing (\(expected.reason)): take it off the list")
-                } else if !outcome.report.errors(of: target).contains(where: { $0.message.contains(expected.error) }) {
-                    failures.append("\(target.snippet.name) [\(target.mode.label)] fails, but not with \"\(expected.error)\":\n" + outcome.report.describe(target))
+                let errors = outcome.expectedFailureErrors[target.name, default: []]
+                if !errors.contains(where: { $0.contains(expected.error) }) {
+                    failures.append("\(target.snippet.name) [\(target.mode.label)] is listed as failing with \"\(expected.error)\" (\(expected.reason)), "
+                        + "but the compiler says: \(errors.isEmpty ? "nothing" : errors.joined(separator: "; ")); take it off the list")
                 }
-            } else if !built {
-                failures.append("\(target.snippet.name) [\(target.mode.label)] does not build:\n" + outcome.report.describe(target))
+            } else if !outcome.report.built.contains(target.name) {
+                failures.append("\(target.snippet.name) [\(target.mode.label)] does not build:\n" + outcome.report.describe(target.name) { file, line in
+                    file == "main.swift" ? "\(target.snippet.document) line \(target.documentLine(ofMainLine: line))" : "\(file):\(line)"
+                })
             }
         }
         for expected in Self.expectedFailures where !targets.contains(where: { expected.matches($0.snippet) }) {
@@ -140,40 +75,6 @@ final class ReferenceSnippetTests: XCTestCase {
         if !failures.isEmpty {
             XCTFail(failures.joined(separator: "\n"))
             print(Self.listing(targets))
-        }
-    }
-
-    func testEverySwiftBlockOfTheReadmeBuildsWithoutWarnings() throws {
-        let outcome = try Self.sharedOutcome()
-        if let problem = outcome.report.problem { return XCTFail(problem) }
-        let blocks = outcome.targets.filter { $0.snippet.document == "README" }
-
-        XCTAssertFalse(blocks.isEmpty, "the README has no ```swift block")
-        print(Self.table(blocks, outcome.report))
-        for block in blocks where !outcome.report.built.contains(block.name) {
-            XCTFail("README block \(block.snippet.name), \(block.snippet.summary), does not build without warnings:\n"
-                + outcome.report.describe(block, severities: ["error", "warning"]))
-        }
-    }
-
-    /// Built, each README block runs to its end with exit status 0, offline: in a network
-    /// namespace of its own (a request to Flagship's hosts fails at once, the local server on
-    /// loopback works), with an empty home directory for its store.
-    func testEverySwiftBlockOfTheReadmeRunsOffline() throws {
-        try XCTSkipUnless(OfflineSandbox.isAvailable, "no network namespace can be made here (unshare)")
-        let outcome = try Self.sharedOutcome()
-        if let problem = outcome.report.problem { return XCTFail(problem) }
-        let blocks = outcome.targets.filter { $0.snippet.document == "README" }
-        XCTAssertFalse(blocks.isEmpty, "the README has no ```swift block")
-        let scratch = SnippetPackage(repository: SharedData.packageRoot).scratch
-        for block in blocks where outcome.report.built.contains(block.name) {
-            let home = FileManager.default.temporaryDirectory.appendingPathComponent("readme-run-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: home) }
-            let binary = scratch.appendingPathComponent("debug").appendingPathComponent(block.name)
-            let result = try OfflineSandbox.run(binary.path, in: home, environment: ["HOME": home.path, "PATH": "/usr/bin:/bin"], timeout: 60)
-            XCTAssertEqual(result.status, 0, "README block \(block.snippet.name), \(block.snippet.summary), failed when run offline:\n"
-                + "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         }
     }
 
@@ -282,7 +183,8 @@ final class ReferenceSnippetTests: XCTestCase {
     // MARK: Reporting
 
     /// Compiled / total per document and mode, and the expected failures.
-    private static func table(_ targets: [SnippetTarget], _ report: SnippetBuildReport) -> String {
+    private static func table(_ targets: [SnippetTarget], _ outcome: SnippetBuild.Outcome) -> String {
+        let report = outcome.report
         var lines = ["Snippets that build (compiled / total):"]
         var seen: [(document: String, mode: SnippetMode)] = []
         for target in targets where !seen.contains(where: { $0.document == target.snippet.document && $0.mode == target.mode }) {
@@ -298,6 +200,7 @@ final class ReferenceSnippetTests: XCTestCase {
                 lines.append("  expected to fail: \(target.snippet.name): \(expected.reason)")
             }
         }
+        lines.append("  (the snippet package: \(report.built.count) modules in \(report.builds) build(s), \(Int(report.seconds)) s)")
         return lines.joined(separator: "\n")
     }
 
@@ -309,5 +212,120 @@ final class ReferenceSnippetTests: XCTestCase {
             lines.append("  \(target.snippet.name): \(target.snippet.summary)\(rules)")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// One reference snippet in one language mode: an executable module of the snippet package.
+struct SnippetTarget: Sendable {
+    let snippet: DocumentSnippet
+    let mode: SnippetMode
+    let prepared: SnippetHarness.Prepared
+
+    /// A module name: `Ref000_07_Swift6`.
+    var name: String {
+        "Ref\(snippet.document)_\(String(format: "%02d", snippet.number))_\(mode.rawValue)"
+    }
+
+    /// The document line of a `main.swift` line.
+    func documentLine(ofMainLine line: Int) -> Int {
+        snippet.line + line - 1 - prepared.linesBefore
+    }
+
+    var module: SnippetModule {
+        var files = ["main.swift": prepared.main]
+        if let context = prepared.context { files["Context.swift"] = context }
+        var module = SnippetModule(name: name, kind: .executable, mode: mode, files: files)
+        module.linksRuntime = module.imports.subtracting(SnippetPackage.toolchainModules) == ["Flagship"]
+        return module
+    }
+}
+
+/// The one build of the snippet package: the references' snippets (`ReferenceSnippetTests`) and
+/// the documentation's Swift blocks (`DocumentationSnippetTests`), made once per test run.
+enum SnippetBuild {
+    struct Outcome: Sendable {
+        /// The references' snippets, or why they could not be read (a skip, or a failure under CI).
+        let references: Result<[DocumentSnippet], any Error>
+        let referenceTargets: [SnippetTarget]
+        /// The compiler's errors for each expected failure, parsed alone.
+        let expectedFailureErrors: [String: [String]]
+        let documentation: [DocumentationSnippet]
+        let report: SnippetBuildReport
+    }
+
+    private static let outcome = Locked<Result<Outcome, any Error>?>(nil)
+
+    static var package: SnippetPackage { SnippetPackage(repository: SharedData.packageRoot) }
+
+    static func shared() throws -> Outcome {
+        try outcome.withLock { stored in
+            if let stored { return try stored.get() }
+            let result = Result { try buildEverything() }
+            stored = result
+            return try result.get()
+        }
+    }
+
+    private static func buildEverything() throws -> Outcome {
+        let references = Result { () throws -> [DocumentSnippet] in
+            let directory = try referenceDirectory()
+            return SnippetExtraction.fenced(try document("000_", in: directory), languages: ["swift", "groovy"], document: "000")
+                + SnippetExtraction.plainText(try document("001_", in: directory), document: "001")
+        }
+        var targets: [SnippetTarget] = []
+        for snippet in (try? references.get()) ?? [] {
+            let prepared = SnippetHarness.prepare(snippet)
+            targets += [SnippetMode.swift6, .swift5].map { SnippetTarget(snippet: snippet, mode: $0, prepared: prepared) }
+        }
+        let expected = targets.filter { target in ReferenceSnippetTests.expectedFailures.contains { $0.matches(target.snippet) } }
+        var expectedErrors: [String: [String]] = [:]
+        for target in expected {
+            expectedErrors[target.name] = try parseErrors(target)
+        }
+        let documentation = DocumentationSnippet.all(in: try Documentation.documents())
+        let modules = targets.filter { target in !expected.contains { $0.name == target.name } }.map(\.module)
+            + documentation.compactMap(\.module)
+        let report = try package.build(modules)
+        return Outcome(references: references, referenceTargets: targets, expectedFailureErrors: expectedErrors,
+                       documentation: documentation, report: report)
+    }
+
+    /// The errors of `swiftc -parse` on a snippet alone: a snippet that is not Swift fails there,
+    /// with no module to import.
+    private static func parseErrors(_ target: SnippetTarget) throws -> [String] {
+        guard let swiftc = SnippetPackage.swiftExecutable()?.deletingLastPathComponent().appendingPathComponent("swiftc") else {
+            throw SnippetPackageError(description: "no swiftc beside swift")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snippet-parse-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let main = directory.appendingPathComponent("main.swift")
+        try target.prepared.main.write(to: main, atomically: true, encoding: .utf8)
+        let version = target.mode == .swift5 ? "5" : "6"
+        let (_, output) = try SnippetPackage.run(swiftc, ["-parse", "-swift-version", version, main.path])
+        return SnippetPackage.diagnostics(in: output).filter { $0.severity == "error" }.map(\.message)
+    }
+
+    private static func referenceDirectory() throws -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let directory: URL
+        if let path = environment["FLAGSHIP_REFERENCE_DIR"], !path.isEmpty {
+            directory = URL(fileURLWithPath: path, isDirectory: true)
+        } else if let shared = environment["FLAGSHIP_SHARED_DIR"], !shared.isEmpty {
+            directory = URL(fileURLWithPath: shared, isDirectory: true).appendingPathComponent("reference", isDirectory: true)
+        } else {
+            directory = SharedData.besidePackage("reference")
+        }
+        let marker = (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix("000_") } ?? "000_*.txt"
+        return try SharedData.require(directory, holding: marker, what: "The Flagship Swift reference",
+                                      setting: "FLAGSHIP_REFERENCE_DIR to the folder of 000_*.txt and 001_*.txt")
+    }
+
+    private static func document(_ prefix: String, in directory: URL) throws -> String {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(prefix) }.sorted()
+        guard let name = names.first else {
+            throw MissingSharedData(description: "No \(prefix)* file in \(directory.path)")
+        }
+        return try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
 
-/// The language mode a snippet target builds in.
+/// The language mode a snippet module builds in.
 enum SnippetMode: String, CaseIterable, Sendable {
     case swift6 = "Swift6"
     case swift5 = "Swift5"
-    /// Swift 6 with `-warnings-as-errors` (the README's blocks).
+    /// Swift 6 with `-warnings-as-errors` (the README's and the articles' blocks).
     case swift6NoWarnings = "Swift6NoWarnings"
 
     var label: String {
@@ -24,21 +24,31 @@ enum SnippetMode: String, CaseIterable, Sendable {
     }
 }
 
-/// One snippet in one language mode: an executable target of the snippet package.
-struct SnippetTarget: Sendable {
-    let snippet: DocumentSnippet
+/// One module of the snippet package: an executable target (a program, with its `main.swift`) or
+/// a library target (declarations only: compiled, never linked).
+struct SnippetModule: Sendable {
+    enum Kind: Sendable { case executable, library }
+
+    let name: String
+    let kind: Kind
     let mode: SnippetMode
-    let prepared: SnippetHarness.Prepared
+    /// File name → contents.
+    let files: [String: String]
+    /// An executable that imports Flagship alone can link it from the package's shared library
+    /// (`SnippetPackage.runtimeDirectory`) instead of linking a copy of its objects: the link is
+    /// a fraction of the time, and it is the link that dominates a small program's build.
+    var linksRuntime = false
 
-    /// A module name: `Ref000_07_Swift6`, `README_02_Swift6NoWarnings`.
-    var name: String {
-        let document = snippet.document.allSatisfy(\.isNumber) ? "Ref" + snippet.document : snippet.document
-        return "\(document)_\(String(format: "%02d", snippet.number))_\(mode.rawValue)"
-    }
-
-    /// The document line of a `main.swift` line.
-    func documentLine(ofMainLine line: Int) -> Int {
-        snippet.line + line - 1 - prepared.linesBefore
+    /// The modules its files import (`import X`, `@testable import X`, `@_exported import X`).
+    var imports: Set<String> {
+        var found = Set<String>()
+        for text in files.values {
+            for line in text.split(separator: "\n") {
+                let words = line.split(separator: " ").filter { !$0.hasPrefix("@") }
+                if words.count == 2, words[0] == "import" { found.insert(String(words[1])) }
+            }
+        }
+        return found
     }
 }
 
@@ -50,72 +60,112 @@ struct SnippetDiagnostic: Hashable, Sendable {
     let message: String
 }
 
-/// Every target of the snippet package: which built, and what the compiler said of each.
+/// Every module of the snippet package: which built, and what the compiler said of each.
 struct SnippetBuildReport: Sendable {
     var built: Set<String> = []
     var diagnostics: [String: [SnippetDiagnostic]] = [:]
     /// Set when the build failed for a reason no snippet explains (the package itself, resolution).
     var problem: String?
+    /// How many times `swift build` ran (1 when every module built), and how long they took.
+    var builds = 0
+    var seconds = 0.0
 
-    func errors(of target: SnippetTarget) -> [SnippetDiagnostic] {
-        diagnostics[target.name, default: []].filter { $0.severity == "error" }
-    }
-
-    /// `000 line 902: error: …` lines for a target, mapped back to the document where they come
-    /// from its `main.swift`.
-    func describe(_ target: SnippetTarget, severities: Set<String> = ["error"]) -> String {
-        diagnostics[target.name, default: []].filter { severities.contains($0.severity) }.map { diagnostic in
-            let place = diagnostic.file.hasSuffix("/main.swift")
-                ? "\(target.snippet.document) line \(target.documentLine(ofMainLine: diagnostic.line))"
-                : "\((diagnostic.file as NSString).lastPathComponent):\(diagnostic.line)"
-            return "    \(place): \(diagnostic.severity): \(diagnostic.message)"
+    /// `file:line: severity: message` lines of a module; `place` maps a file and line to where the
+    /// snippet is written (a document's line).
+    func describe(_ module: String, severities: Set<String> = ["error"],
+                  place: (_ file: String, _ line: Int) -> String) -> String {
+        diagnostics[module, default: []].filter { severities.contains($0.severity) }.map { diagnostic in
+            "    \(place((diagnostic.file as NSString).lastPathComponent, diagnostic.line)): \(diagnostic.severity): \(diagnostic.message)"
         }.joined(separator: "\n")
     }
 }
 
-/// One throwaway package that depends on this one by path, with an executable target per
-/// snippet and mode, built with `swift build`. It lives in `<repo>/.build-snippets` (ignored by
-/// git like every `.build-*`) and is kept between runs: files are rewritten only when their
-/// contents change, so a re-run rebuilds only what changed.
+/// One throwaway package holding every snippet as a module of its own, built with one `swift
+/// build`. It depends on this repository the way Getting started tells an app to: by path, through
+/// a folder named unlike the package (`.build-snippets/flagship-checkout`, a symbolic link), with
+/// `name: "flagship-swift-linux"`; and on the repository's traits that its modules' imports need,
+/// when the repository declares them. It lives in `<repo>/.build-snippets` (ignored by git like
+/// every `.build-*`) and is kept between runs: files are rewritten only when their contents change,
+/// so a re-run rebuilds only what changed.
 ///
-/// `swift build` stops scheduling work at the first target that fails, so a failed build is run
-/// again without the targets that failed, until it succeeds or fails for a reason no snippet
-/// explains.
+/// `swift build` stops scheduling work at the first module that fails, so a failed build is run
+/// again without the modules that failed, until it succeeds or fails for a reason no snippet
+/// explains. When every snippet builds, the package is built once.
 struct SnippetPackage {
+    /// The name an app's manifest gives the dependency, whatever its folder is called.
+    static let packageName = "flagship-swift-linux"
+
+    /// Where each module a snippet imports comes from: a product of this repository (`package`
+    /// nil), with the trait that brings it, or of one of its dependencies.
+    static let products: [String: (product: String, package: String?, trait: String?)] = [
+        "Flagship": ("Flagship", nil, nil),
+        "FlagshipLocalServer": ("FlagshipLocalServer", nil, nil),
+        "FlagshipTesting": ("FlagshipTesting", nil, nil),
+        "FlagshipServiceLifecycle": ("FlagshipServiceLifecycle", nil, "ServiceLifecycle"),
+        "FlagshipMetrics": ("FlagshipMetrics", nil, "Metrics"),
+        "FlagshipTracing": ("FlagshipTracing", nil, "Tracing"),
+        "FlagshipConfiguration": ("FlagshipConfiguration", nil, "Configuration"),
+        "FlagshipPostgres": ("FlagshipPostgres", nil, "Postgres"),
+        "Logging": ("Logging", "swift-log", nil),
+        "ServiceLifecycle": ("ServiceLifecycle", "swift-service-lifecycle", nil),
+        "Metrics": ("Metrics", "swift-metrics", nil),
+        "Tracing": ("Tracing", "swift-distributed-tracing", nil),
+        "Configuration": ("Configuration", "swift-configuration", nil),
+    ]
+
+    /// Modules of the toolchain, which need no dependency.
+    static let toolchainModules: Set<String> = ["Foundation", "Dispatch", "Glibc", "XCTest", "FoundationEssentials"]
+
     let repository: URL
 
     var root: URL { repository.appendingPathComponent(".build-snippets", isDirectory: true) }
     var packageDirectory: URL { root.appendingPathComponent("pkg", isDirectory: true) }
     var scratch: URL { root.appendingPathComponent("build", isDirectory: true) }
+    /// The repository under a folder name that is not the package's.
+    var checkoutLink: URL { root.appendingPathComponent("flagship-checkout", isDirectory: true) }
+    /// A package of one dynamic library product, `SnippetRuntime`: the `Flagship` library, linked
+    /// once, for the modules that `linksRuntime`.
+    var runtimeDirectory: URL { root.appendingPathComponent("snippet-runtime", isDirectory: true) }
 
-    func build(_ targets: [SnippetTarget]) throws -> SnippetBuildReport {
-        try writeSources(targets)
+    /// The modules' imports that no dependency provides, if any.
+    static func unknownImports(of module: SnippetModule) -> Set<String> {
+        module.imports.subtracting(toolchainModules).filter { products[$0] == nil }
+    }
+
+    func build(_ modules: [SnippetModule]) throws -> SnippetBuildReport {
+        try writeSources(modules)
         guard let swift = Self.swiftExecutable() else {
             return SnippetBuildReport(problem: "No `swift` found next to the running toolchain or on PATH")
         }
         var report = SnippetBuildReport()
         var excluded = Set<String>()
+        let started = Date()
         while true {
-            let included = targets.filter { !excluded.contains($0.name) }
-            try writeIfChanged(manifest(for: included), to: packageDirectory.appendingPathComponent("Package.swift"))
+            let included = modules.filter { !excluded.contains($0.name) }
+            try writeIfChanged(try manifest(for: included), to: packageDirectory.appendingPathComponent("Package.swift"))
+            report.builds += 1
+            // No debug information: nobody debugs a snippet, and without it the objects are
+            // smaller and the links faster (about a quarter of the build, measured on 2 cores).
             let (status, output) = try Self.run(swift, ["build", "--package-path", packageDirectory.path,
-                                                        "--scratch-path", scratch.path])
+                                                        "--scratch-path", scratch.path, "-debug-info-format", "none"])
             var failed = Set<String>()
             for diagnostic in Self.diagnostics(in: output) {
-                guard let target = targetName(of: diagnostic.file) else { continue }
-                if !report.diagnostics[target, default: []].contains(diagnostic) {
-                    report.diagnostics[target, default: []].append(diagnostic)
+                guard let module = moduleName(of: diagnostic.file) else { continue }
+                if !report.diagnostics[module, default: []].contains(diagnostic) {
+                    report.diagnostics[module, default: []].append(diagnostic)
                 }
-                if diagnostic.severity == "error" { failed.insert(target) }
+                if diagnostic.severity == "error" { failed.insert(module) }
             }
             if status == 0 {
                 report.built = Set(included.map(\.name))
+                report.seconds = Date().timeIntervalSince(started)
                 return report
             }
             failed.subtract(excluded)
             if failed.isEmpty {
                 report.problem = "`swift build` of \(packageDirectory.path) failed outside the snippets:\n"
                     + output.split(separator: "\n").suffix(40).joined(separator: "\n")
+                report.seconds = Date().timeIntervalSince(started)
                 return report
             }
             excluded.formUnion(failed)
@@ -124,24 +174,45 @@ struct SnippetPackage {
 
     // MARK: Files
 
-    private func writeSources(_ targets: [SnippetTarget]) throws {
+    private func writeSources(_ modules: [SnippetModule]) throws {
         let sources = packageDirectory.appendingPathComponent("Sources", isDirectory: true)
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-        let names = Set(targets.map(\.name))
+        let names = Set(modules.map(\.name))
         for stale in try FileManager.default.contentsOfDirectory(atPath: sources.path) where !names.contains(stale) {
             try FileManager.default.removeItem(at: sources.appendingPathComponent(stale))
         }
-        for target in targets {
-            let directory = sources.appendingPathComponent(target.name, isDirectory: true)
+        for module in modules {
+            let directory = sources.appendingPathComponent(module.name, isDirectory: true)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try writeIfChanged(target.prepared.main, to: directory.appendingPathComponent("main.swift"))
-            let context = directory.appendingPathComponent("Context.swift")
-            if let text = target.prepared.context {
-                try writeIfChanged(text, to: context)
-            } else if FileManager.default.fileExists(atPath: context.path) {
-                try FileManager.default.removeItem(at: context)
+            for stale in try FileManager.default.contentsOfDirectory(atPath: directory.path) where module.files[stale] == nil {
+                try FileManager.default.removeItem(at: directory.appendingPathComponent(stale))
+            }
+            for (file, text) in module.files {
+                try writeIfChanged(text, to: directory.appendingPathComponent(file))
             }
         }
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: checkoutLink.path)) != repository.path {
+            try? FileManager.default.removeItem(at: checkoutLink)
+            try FileManager.default.createSymbolicLink(at: checkoutLink, withDestinationURL: repository)
+        }
+        let runtimeSources = runtimeDirectory.appendingPathComponent("Sources/SnippetRuntime", isDirectory: true)
+        try FileManager.default.createDirectory(at: runtimeSources, withIntermediateDirectories: true)
+        try writeIfChanged("@_exported import Flagship\n", to: runtimeSources.appendingPathComponent("SnippetRuntime.swift"))
+        try writeIfChanged("""
+            // swift-tools-version: 6.1
+            // Generated by the snippet tests: the Flagship library as one shared library, which the
+            // snippets' programs link instead of a copy each.
+            import PackageDescription
+
+            let package = Package(
+                name: "snippet-runtime",
+                platforms: [.macOS(.v13)],
+                products: [.library(name: "SnippetRuntime", type: .dynamic, targets: ["SnippetRuntime"])],
+                dependencies: [.package(name: "\(Self.packageName)", path: "../\(checkoutLink.lastPathComponent)")],
+                targets: [.target(name: "SnippetRuntime", dependencies: [.product(name: "Flagship", package: "\(Self.packageName)")])]
+            )
+
+            """, to: runtimeDirectory.appendingPathComponent("Package.swift"))
         // The same dependency versions as this package, so the nested resolution needs no network
         // when SwiftPM's cache has them.
         let resolved = repository.appendingPathComponent("Package.resolved")
@@ -150,36 +221,68 @@ struct SnippetPackage {
         }
     }
 
-    private func manifest(for targets: [SnippetTarget]) -> String {
-        let identity = repository.lastPathComponent.lowercased()
-        let lines = targets.map { target in
-            let products = target.snippet.document == "README" ? "readme" : "sdk"
-            return #"        .executableTarget(name: "\#(target.name)", dependencies: \#(products), path: "Sources/\#(target.name)"\#(target.mode.manifestSettings)),"#
+    /// The repository's own dependencies, by identity: their URL and lowest version.
+    private func repositoryDependencies() throws -> [String: (url: String, from: String)] {
+        let manifest = try String(contentsOf: repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"\.package\(\s*url:\s*"([^"]+)",\s*from:\s*"([^"]+)""#)
+        var found: [String: (url: String, from: String)] = [:]
+        for match in pattern.matches(in: manifest, range: NSRange(manifest.startIndex..., in: manifest)) {
+            guard let url = Range(match.range(at: 1), in: manifest).map({ String(manifest[$0]) }),
+                  let from = Range(match.range(at: 2), in: manifest).map({ String(manifest[$0]) }) else { continue }
+            let identity = (url as NSString).lastPathComponent.replacingOccurrences(of: ".git", with: "").lowercased()
+            found[identity] = (url, from)
+        }
+        return found
+    }
+
+    /// The traits the repository's manifest declares.
+    func declaredTraits() throws -> Set<String> {
+        let manifest = try String(contentsOf: repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"\.trait\(\s*name:\s*"([^"]+)""#)
+        return Set(pattern.matches(in: manifest, range: NSRange(manifest.startIndex..., in: manifest)).compactMap {
+            Range($0.range(at: 1), in: manifest).map { String(manifest[$0]) }
+        })
+    }
+
+    private func manifest(for modules: [SnippetModule]) throws -> String {
+        let imported = modules.reduce(into: Set<String>()) { $0.formUnion($1.imports) }
+        // The traits the snippets' products need, among those the repository declares: before it
+        // declares any, its integration products need none, and naming one would be refused.
+        let traits = Set(imported.compactMap { Self.products[$0]?.trait }).intersection(try declaredTraits()).sorted()
+        let traitsArgument = traits.isEmpty ? "" : ", traits: [" + traits.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        let known = try repositoryDependencies()
+        var dependencies = [#"        .package(name: "\#(Self.packageName)", path: "../\#(checkoutLink.lastPathComponent)"\#(traitsArgument)),"#]
+        if modules.contains(where: \.linksRuntime) {
+            dependencies.append(#"        .package(path: "../\#(runtimeDirectory.lastPathComponent)"),"#)
+        }
+        for package in Set(modules.filter { !$0.linksRuntime }.flatMap(\.imports).compactMap { Self.products[$0]?.package }).sorted() {
+            guard let source = known[package] else {
+                throw SnippetPackageError(description: "a snippet needs \(package), which Package.swift does not depend on")
+            }
+            dependencies.append(#"        .package(url: "\#(source.url)", from: "\#(source.from)"),"#)
+        }
+        let targets = modules.map { module -> String in
+            let products = module.linksRuntime ? [#".product(name: "SnippetRuntime", package: "snippet-runtime")"#]
+                : module.imports.sorted().compactMap { name -> String? in
+                    guard let product = Self.products[name] else { return nil }
+                    return #".product(name: "\#(product.product)", package: "\#(product.package ?? Self.packageName)")"#
+                }
+            let kind = module.kind == .executable ? "executableTarget" : "target"
+            return #"        .\#(kind)(name: "\#(module.name)", dependencies: [\#(products.joined(separator: ", "))], path: "Sources/\#(module.name)"\#(module.mode.manifestSettings)),"#
         }
         return """
-            // swift-tools-version: 6.0
-            // Generated by ReferenceSnippetTests: one executable target per snippet and language mode.
+            // swift-tools-version: 6.1
+            // Generated by the snippet tests: one module per snippet and language mode.
             import PackageDescription
 
-            let sdk: [Target.Dependency] = [.product(name: "Flagship", package: "\(identity)")]
-            let sdkAndServer = sdk + [.product(name: "FlagshipLocalServer", package: "\(identity)")]
-            // The README's blocks may also run the SDK as a service of swift-service-lifecycle, and
-            // against test data (FlagshipTesting).
-            let readme = sdkAndServer + [
-                .product(name: "FlagshipTesting", package: "\(identity)"),
-                .product(name: "FlagshipServiceLifecycle", package: "\(identity)"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
-
             let package = Package(
-                name: "ReferenceSnippets",
+                name: "DocumentationSnippets",
                 platforms: [.macOS(.v13)],
                 dependencies: [
-                    .package(path: "\(repository.path)"),
-                    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+            \(dependencies.joined(separator: "\n"))
                 ],
                 targets: [
-            \(lines.joined(separator: "\n"))
+            \(targets.joined(separator: "\n"))
                 ]
             )
 
@@ -191,10 +294,15 @@ struct SnippetPackage {
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
 
-    private func targetName(of file: String) -> String? {
+    private func moduleName(of file: String) -> String? {
         let prefix = packageDirectory.appendingPathComponent("Sources").path + "/"
         guard file.hasPrefix(prefix) else { return nil }
         return file.dropFirst(prefix.count).split(separator: "/").first.map(String.init)
+    }
+
+    /// Where an executable module's program is after the build.
+    func executable(_ module: String) -> URL {
+        scratch.appendingPathComponent("debug").appendingPathComponent(module)
     }
 
     // MARK: Running the build
@@ -232,10 +340,11 @@ struct SnippetPackage {
     }
 
     /// Runs a command to its end; its output and error output, interleaved.
-    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func run(_ executable: URL, _ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -244,4 +353,8 @@ struct SnippetPackage {
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
+}
+
+struct SnippetPackageError: Error, CustomStringConvertible {
+    let description: String
 }
