@@ -83,9 +83,16 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
-    /// Parses JSON text.
+    /// Parses JSON text, strictly: a value `TolerantJSON` would replace (a number beyond a double,
+    /// a lone surrogate, nesting past its depth) refuses the whole text. Numbers are read exactly
+    /// (`-114688.00000000001` stays that double; `JSONSerialization` here read it as the integer
+    /// -114688), so a hit or a context read back from the store is the one that was written.
     package init(json data: Data) throws {
-        try self.init(any: JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]))
+        let parsed = try TolerantJSON(data)
+        if let first = parsed.unusable.first {
+            throw TolerantJSON.UnusableValue(first)
+        }
+        self = parsed.value
     }
 
     /// Converts what `JSONSerialization` gives, or a caller's `[String: Any]`, without a round

@@ -38,6 +38,17 @@ package struct TolerantJSON {
         package let offset: Int
     }
 
+    /// A value that strict parsing (`JSONValue(json:)`) refuses.
+    package struct UnusableValue: Error, Equatable, CustomStringConvertible {
+        package let unusable: Unusable
+
+        package init(_ unusable: Unusable) {
+            self.unusable = unusable
+        }
+
+        package var description: String { unusable.sentence }
+    }
+
     /// Deeper than this, a value is unusable (`JSONSerialization` refuses about 500 levels).
     package static let maximumDepth = 256
 
