@@ -21,6 +21,12 @@ package struct Salvage: Sendable, Equatable {
     package var rowsRefused = 0
     /// Stretches of a table that could not be read (damaged pages), skipped.
     package var unreadableStretches = 0
+    /// Tables whose scan stopped at its time bound (`scanBound`): the rows read so far are copied.
+    package var tablesCutShort = 0
+
+    /// How long the scan of one table may take: a salvage runs while the SDK starts, and a file
+    /// damaged so that every row needs a search must not hold the start for ever.
+    static let scanBound: Duration = .seconds(3)
 
     /// The `sdk_state` key recording that `file` was salvaged into a store.
     static func stateKey(_ file: URL) -> String {
@@ -163,7 +169,12 @@ package struct Salvage: Sendable, Equatable {
         func readable(after start: Int64) -> Bool {
             (try? database.read { try $0.query(probe, [.integer(start)]) }) != nil
         }
+        let deadline = ContinuousClock.now + scanBound
         while true {
+            guard ContinuousClock.now < deadline else {
+                salvage.tablesCutShort += 1
+                return rows
+            }
             do {
                 let batch = try database.read { try $0.query(page, [.integer(last), .integer(limit)]) }
                 // A damaged b-tree may hand back rows out of order: only rowids past `last` count,

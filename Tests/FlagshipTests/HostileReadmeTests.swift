@@ -102,7 +102,8 @@ final class HostileReadmeTests: XCTestCase {
               let main = blocks[(manifestIndex + 1)...].first(where: { $0.info == "swift" }) else {
             return XCTFail("the README shows no Package.swift followed by a Swift block")
         }
-        XCTAssertTrue(main.text.contains("await Flagship.sharedInstance.close()"), "Getting started ends by closing the SDK")
+        XCTAssertTrue(main.text.contains("Flagship.sharedInstance.close()"), "Getting started ends by closing the SDK")
+        XCTAssertTrue(main.text.contains("until: .committed"), "top-level code sends with the form that has no synchronous twin")
         let manifests = try Documentation.documents().flatMap { document in
             Documentation.fenced(document.text, info: "swift Package.swift").map { (document.path, $0) }
         }
