@@ -176,6 +176,12 @@ let package = Package(
             name: "FlagshipStoreTests",
             dependencies: ["FlagshipStore"]
         ),
+        // The migrations' build tool run as the plugin runs it: deterministic, and a no-op build
+        // left a no-op (the generated file untouched when its text is unchanged).
+        .testTarget(
+            name: "EmbedMigrationsToolTests",
+            dependencies: ["EmbedMigrationsTool"]
+        ),
         .testTarget(
             name: "FlagshipTests",
             dependencies: [
