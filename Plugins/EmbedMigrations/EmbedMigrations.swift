@@ -18,7 +18,8 @@ struct EmbedMigrations: BuildToolPlugin {
         let isPostgres = target.name == "FlagshipPostgres"
         let folder = isPostgres ? "Migrations/PostgreSQL" : "Migrations"
         let migrationsDirectory = context.package.directoryURL.appending(path: folder)
-        let options = isPostgres ? ["--member", "postgres", "--import", "FlagshipStore"] : []
+        // FlagshipPostgres's steps compile with its sources, under the package trait `Postgres`.
+        let options = isPostgres ? ["--member", "postgres", "--import", "FlagshipStore", "--condition", "Postgres"] : []
         let sqlFiles = try FileManager.default
             .contentsOfDirectory(at: migrationsDirectory, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "sql" }

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import PostgresNIO
 
@@ -85,3 +86,4 @@ extension FlagshipPostgresError {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipStore
 import Foundation
@@ -219,3 +220,4 @@ public final class FlagshipPostgresStore: Sendable {
         await runner.value
     }
 }
+#endif

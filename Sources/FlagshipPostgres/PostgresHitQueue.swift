@@ -1,3 +1,4 @@
+#if Postgres
 import Dispatch
 import Flagship
 import FlagshipStore
@@ -167,3 +168,4 @@ extension FSConfigBuilder {
         withSharedStore(PostgresStoreProvider(store: store))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tracing
 import Flagship
 import Tracing
 
@@ -66,3 +67,4 @@ private struct HeadersInjector: Injector {
         headers[key] = value
     }
 }
+#endif

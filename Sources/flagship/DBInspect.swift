@@ -33,10 +33,12 @@ struct DBInspect: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
+        #if Postgres
         if let location = try database.postgresLocation() {
             try await inspect(location)
             return
         }
+        #endif
         environment.warnIfGivenForAFile()
         try inspectFile()
     }

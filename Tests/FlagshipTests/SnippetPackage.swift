@@ -175,7 +175,7 @@ struct SnippetPackage {
                 name: "ReferenceSnippets",
                 platforms: [.macOS(.v13)],
                 dependencies: [
-                    .package(path: "\(repository.path)"),
+                    .package(path: "\(repository.path)", traits: ["ServiceLifecycle"]),
                     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
                 ],
                 targets: [

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipLocalServer
 import FlagshipStore
 import Foundation
@@ -553,3 +554,4 @@ private extension BucketingRecord {
         BucketingRecord(envId: envId, document: document, lastModified: lastModified, downloadedAt: downloadedAt)
     }
 }
+#endif
