@@ -117,4 +117,4 @@ fuzz-long: deps
 	SWIFT=$(SWIFT) ./Scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-all .build-tsan .build-snippets Benchmarks/.build Fuzz/.build
+	rm -rf .build .build-all .build-without-traits .build-tsan .build-snippets Benchmarks/.build Fuzz/.build
