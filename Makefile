@@ -2,6 +2,12 @@
 #   make demo   a walkthrough of the local store, in a temporary directory
 #   make test   build, then run every test
 # Each installs what is missing first (libsqlite3-dev, pkg-config, sqlite3, postgresql... via apt-get).
+#
+# Two builds, each in its own directory so that neither recompiles the other's modules:
+#   .build      the default build, no package trait: the `flagship` tool without PostgreSQL (no
+#               SwiftNIO), as a plain `swift build --product flagship` builds it (`make demo`)
+#   .build-all  every package trait on (PostgreSQL, service lifecycle, metrics, tracing,
+#               configuration: Package.swift), every test: what `make test` builds and runs
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -10,7 +16,15 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # postgresql: the server binaries the FlagshipPostgres tests start (never as a system service).
 APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl postgresql
 
-.PHONY: demo test build deps tsan bench clean torture hostile example
+.PHONY: demo test build tool deps tsan bench clean torture hostile example
+
+# The build with every trait, and its tests (every command that reads that build takes these).
+ALL_TRAITS := --scratch-path .build-all --enable-all-traits
+# SwiftPM 6.3 passes a package's traits to the compiler (-DPostgres -DMetrics...) in an order drawn
+# afresh each time it plans a build (a changed manifest, a file added): every module of this
+# package then recompiles (swiftlang/swift-package-manager#10525). A fixed hash seed for SwiftPM
+# itself keeps the order. Only its builds get it: the tests keep Swift's random seeds.
+BUILD_ALL := SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build $(ALL_TRAITS)
 
 deps:
 	@missing=""; \
@@ -23,34 +37,43 @@ deps:
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "Swift 6.1 or later is needed: https://www.swift.org/install/linux/"; exit 1; }
 
-build: deps
+# The `flagship` tool of the default build (no trait): `make demo`'s, the example's local
+# server, and the one PostgresNotBuiltInTests runs. Checked for warnings, as the full build is:
+# its sources are compiled without the traits' code.
+tool: deps
 	@mkdir -p .build
-	$(SWIFT) build --build-tests 2>&1 | tee .build/build-output.log; exit $${PIPESTATUS[0]}
-	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
+	$(SWIFT) build --product flagship 2>&1 | tee .build/tool-output.log; exit $${PIPESTATUS[0]}
+	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/tool-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
+
+build: tool
+	@mkdir -p .build-all
+	$(BUILD_ALL) --build-tests 2>&1 | tee .build-all/build-output.log; exit $${PIPESTATUS[0]}
+	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build-all/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
 # Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes), then
 # Examples/HummingbirdServer built and run against the local server.
 # A failing run ends by repeating its failures, so that the last lines of a long log name them.
 test: build
-	@$(SWIFT) test --skip-build --disable-swift-testing 2>&1 | tee .build/test-output.log; status=$${PIPESTATUS[0]}; \
+	@$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing 2>&1 | tee .build-all/test-output.log; status=$${PIPESTATUS[0]}; \
 	if [ $$status -ne 0 ]; then \
 		echo "== The failures above, again:"; \
-		grep -E ": error: |Test Case .* failed|Fatal error|Crash" .build/test-output.log | tail -40; \
+		grep -E ": error: |Test Case .* failed|Fatal error|Crash" .build-all/test-output.log | tail -40; \
 		exit $$status; \
 	fi
 	$(MAKE) fuzz
 	$(MAKE) example
 
-# Examples/HummingbirdServer built and run against `flagship serve`: a request, the metrics, SIGTERM.
-example: deps
-	$(SWIFT) build --product flagship
+# Examples/HummingbirdServer built and run against `flagship serve` (the default build's tool,
+# already built by `make test`): a request, the metrics, SIGTERM.
+example: tool
 	./Scripts/example.sh
 
 # The hostile suite alone (part of `make test`): symlinks, refused and damaged files, locks, full
 # disks, redirects, bad input, forged lines, and the README's examples run as written.
 hostile: build
-	$(SWIFT) test --skip-build --disable-swift-testing --filter 'Hostile'
+	$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing --filter 'Hostile'
 
+# The tool alone, without SwiftNIO: a few hundred build steps.
 demo: deps
 	$(SWIFT) build --product flagship
 	@./Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/flagship"
@@ -81,15 +104,15 @@ TORTURE_KILLS ?= 60
 TORTURE_SEEDS ?= 1000
 TORTURE_FAULT_MINUTES ?= 60
 torture: build
-	"$$($(SWIFT) build --show-bin-path)/flagship-torture" crash --kills $(TORTURE_KILLS)
+	"$$($(BUILD_ALL) --show-bin-path)/flagship-torture" crash --kills $(TORTURE_KILLS)
 	FLAGSHIP_TORTURE_SEEDS=$(TORTURE_SEEDS) FLAGSHIP_TORTURE_FAULT_MINUTES=$(TORTURE_FAULT_MINUTES) \
-		$(SWIFT) test --skip-build --disable-swift-testing \
+		$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing \
 		--filter 'CorruptionTortureTests|NetworkFaultSoakTests|DiskFaultTests|StressTests'
 	$(MAKE) fuzz-long
 
 # The suite under the thread sanitizer (slower; not part of `make test`).
 tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --enable-all-traits --disable-swift-testing
 
 # The soak (release build): the SDK under an open-loop flow of visitors against the local server,
 # sampled to CSV and SVG. SOAK_ARGS="--find-steady" bisects for the highest steady rate instead.
@@ -114,4 +137,4 @@ fuzz-long: deps
 	SWIFT=$(SWIFT) ./Scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-tsan .build-snippets Benchmarks/.build Fuzz/.build
+	rm -rf .build .build-all .build-without-traits .build-tsan .build-snippets Benchmarks/.build Fuzz/.build

@@ -1,6 +1,13 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// What each trait brings (see `traits` below).
+let postgres = TargetDependencyCondition.when(traits: ["Postgres"])
+let serviceLifecycle = TargetDependencyCondition.when(traits: ["ServiceLifecycle"])
+let metrics = TargetDependencyCondition.when(traits: ["Metrics"])
+let tracing = TargetDependencyCondition.when(traits: ["Tracing"])
+let configuration = TargetDependencyCondition.when(traits: ["Configuration"])
+
 let package = Package(
     name: "flagship-swift-linux",
     platforms: [.macOS(.v13)],
@@ -8,22 +15,26 @@ let package = Package(
         .library(name: "Flagship", targets: ["Flagship"]),
         // A Flagship-compatible backend on loopback, so apps can test against it offline.
         .library(name: "FlagshipLocalServer", targets: ["FlagshipLocalServer"]),
-        .executable(name: "flagship", targets: ["flagship"]),
-        // The SDK as a swift-service-lifecycle `Service`: its own product, so that an app that
-        // depends on `Flagship` alone never compiles ServiceLifecycle.
+        // No `.executable` product: the tools (`flagship`, `flagship-soak`, `flagship-torture`) are
+        // built in this repository, where SwiftPM makes a product of each executable target
+        // (`swift build --product flagship`). A declared product would make every app that depends
+        // on this package resolve and clone swift-argument-parser, which only the tools use:
+        // SwiftPM resolves a dependency package's dependencies for all of its declared products.
+        //
+        // The integrations: each its own product, with the trait that brings its dependency and
+        // its code, so that an app that depends on `Flagship` alone never resolves them.
+        // The SDK as a swift-service-lifecycle `Service` (trait `ServiceLifecycle`).
         .library(name: "FlagshipServiceLifecycle", targets: ["FlagshipServiceLifecycle"]),
-        // The SDK's instrumentation reported through swift-metrics: its own product, so that an
-        // app that depends on `Flagship` alone never compiles swift-metrics.
+        // The SDK's instrumentation reported through swift-metrics (trait `Metrics`).
         .library(name: "FlagshipMetrics", targets: ["FlagshipMetrics"]),
-        // Spans and W3C trace context through swift-distributed-tracing: its own product too.
+        // Spans and W3C trace context through swift-distributed-tracing (trait `Tracing`).
         .library(name: "FlagshipTracing", targets: ["FlagshipTracing"]),
-        // The SDK's configuration read with swift-configuration (environment, JSON file...): its own product.
+        // The SDK's configuration read with swift-configuration, environment, JSON file... (trait `Configuration`).
         .library(name: "FlagshipConfiguration", targets: ["FlagshipConfiguration"]),
         // The fuzz targets' bodies (`FuzzEntry`, `package` access), for `Fuzz/` and the regression
         // tests: out of the `Flagship` product, so that no app ships them.
         .library(name: "FlagshipFuzzing", targets: ["FlagshipFuzzing"]),
-        // The store on PostgreSQL for a fleet of instances (postgres-nio): its own product, so that
-        // an app that depends on `Flagship` alone never compiles SwiftNIO.
+        // The store on PostgreSQL for a fleet of instances, with postgres-nio (trait `Postgres`).
         .library(name: "FlagshipPostgres", targets: ["FlagshipPostgres"]),
         // Flag values set by a test, answered in-process to the real SDK, with every hit and
         // activate it sent read back: apps' tests run without a server and without a mock.
@@ -31,9 +42,18 @@ let package = Package(
         // A throwaway PostgreSQL server (Debian's binaries, a temporary directory, a free port):
         // for the tests and the benchmarks (`Benchmarks/`, a package of its own).
         .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
-        // The SDK under a flow of visitors at a rate, against the local server, sampled over time
-        // (`flagship-soak --rate 500 --duration 600 --csv soak.csv --svg soak.svg`).
-        .executable(name: "flagship-soak", targets: ["flagship-soak"]),
+    ],
+    // None on by default: an app that asks for `Flagship` alone resolves swift-log and nothing
+    // else (SwiftPM leaves out of resolution a package that only trait-guarded dependencies use).
+    // A trait also compiles its modules' sources, empty without it (`#if Postgres`...); an app
+    // names the ones it needs: `.package(url: ..., from: ..., traits: ["Postgres"])`.
+    traits: [
+        .trait(name: "Postgres", description: "FlagshipPostgres (postgres-nio, SwiftNIO), and PostgreSQL stores in the flagship tool."),
+        .trait(name: "ServiceLifecycle", description: "FlagshipServiceLifecycle: the SDK as a swift-service-lifecycle Service."),
+        .trait(name: "Metrics", description: "FlagshipMetrics: the SDK's instrumentation through swift-metrics."),
+        .trait(name: "Tracing", description: "FlagshipTracing: spans and trace context through swift-distributed-tracing."),
+        .trait(name: "Configuration", description: "FlagshipConfiguration: the SDK's configuration read with swift-configuration."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -84,7 +104,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
-                "FlagshipPostgres",
+                .target(name: "FlagshipPostgres", condition: postgres),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // The SDK's log lines written in the tool's style (`ToolLogHandler`).
                 .product(name: "Logging", package: "swift-log"),
@@ -94,7 +114,7 @@ let package = Package(
             name: "FlagshipServiceLifecycle",
             dependencies: [
                 "Flagship",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -102,21 +122,21 @@ let package = Package(
             name: "FlagshipMetrics",
             dependencies: [
                 "Flagship",
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics", condition: metrics),
             ]
         ),
         .target(
             name: "FlagshipTracing",
             dependencies: [
                 "Flagship",
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
             ]
         ),
         .target(
             name: "FlagshipConfiguration",
             dependencies: [
                 "Flagship",
-                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Configuration", package: "swift-configuration", condition: configuration),
             ]
         ),
         .target(
@@ -124,7 +144,7 @@ let package = Package(
             dependencies: [
                 "Flagship",
                 "FlagshipStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ],
             plugins: ["EmbedMigrations"]
@@ -141,7 +161,7 @@ let package = Package(
             dependencies: [
                 "Flagship",
                 "FlagshipServiceLifecycle",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/Support/flagship-service-probe"
@@ -178,6 +198,12 @@ let package = Package(
             name: "FlagshipStoreTests",
             dependencies: ["FlagshipStore"]
         ),
+        // The migrations' build tool run as the plugin runs it: deterministic, and a no-op build
+        // left a no-op (the generated file untouched when its text is unchanged).
+        .testTarget(
+            name: "EmbedMigrationsToolTests",
+            dependencies: ["EmbedMigrationsTool"]
+        ),
         .testTarget(
             name: "FlagshipTests",
             dependencies: [
@@ -199,9 +225,9 @@ let package = Package(
                 "flagship-torture",
                 "FlagshipStore",
                 "FlagshipLocalServer",
-                "FlagshipPostgres",
-                "PostgresTestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .target(name: "FlagshipPostgres", condition: postgres),
+                .target(name: "PostgresTestSupport", condition: postgres),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -215,8 +241,8 @@ let package = Package(
                 "FlagshipMetrics",
                 "Flagship",
                 "FlagshipLocalServer",
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics", condition: metrics),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: metrics),
             ]
         ),
         .testTarget(
@@ -225,8 +251,8 @@ let package = Package(
                 "FlagshipTracing",
                 "Flagship",
                 "FlagshipLocalServer",
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing", condition: tracing),
             ]
         ),
         .testTarget(
@@ -234,7 +260,7 @@ let package = Package(
             dependencies: [
                 "FlagshipConfiguration",
                 "Flagship",
-                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Configuration", package: "swift-configuration", condition: configuration),
             ]
         ),
         .testTarget(
@@ -245,7 +271,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -261,7 +287,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
             ]
         ),
     ],

@@ -19,7 +19,8 @@ let package = Package(
     name: "flagship-benchmarks",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(name: "flagship-swift-linux", path: ".."),
+        // `Postgres`: FlagshipPostgres, for the ServerLoop and Fleet suites.
+        .package(name: "flagship-swift-linux", path: "..", traits: ["Postgres"]),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

@@ -9,7 +9,9 @@ let package = Package(
     name: "HummingbirdServer",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(name: "flagship-swift-linux", path: "../.."),
+        // The traits bring the integrations this server uses (and their dependencies): without
+        // them, FlagshipServiceLifecycle, FlagshipMetrics and FlagshipConfiguration are empty.
+        .package(name: "flagship-swift-linux", path: "../..", traits: ["ServiceLifecycle", "Metrics", "Configuration"]),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),

@@ -1,3 +1,4 @@
+#if Configuration
 import Configuration
 import Flagship
 import Foundation
@@ -175,3 +176,4 @@ public enum FlagshipSettingsError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+#endif

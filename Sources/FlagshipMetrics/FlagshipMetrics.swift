@@ -1,3 +1,4 @@
+#if Metrics
 import Flagship
 import Metrics
 
@@ -123,3 +124,4 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
         shed[kind]?.increment(by: count)
     }
 }
+#endif

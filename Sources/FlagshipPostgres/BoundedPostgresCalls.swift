@@ -1,3 +1,4 @@
+#if Postgres
 import Dispatch
 import Flagship
 import FlagshipStore
@@ -82,3 +83,4 @@ struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import PostgresNIO
 
@@ -89,3 +90,4 @@ extension FlagshipPostgresError {
         }
     }
 }
+#endif

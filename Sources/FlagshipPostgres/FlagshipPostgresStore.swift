@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipStore
 import Foundation
@@ -245,3 +246,4 @@ public final class FlagshipPostgresStore: Sendable {
         await runner.value
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Dispatch
 import Flagship
 import FlagshipStore
@@ -171,3 +172,4 @@ extension FSConfigBuilder {
         withSharedStore(PostgresStoreProvider(store: store))
     }
 }
+#endif

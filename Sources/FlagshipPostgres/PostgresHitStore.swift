@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import Logging
@@ -143,3 +144,4 @@ struct PostgresHitStore {
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }
 }
+#endif

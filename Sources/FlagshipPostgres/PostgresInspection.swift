@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipStore
 import Foundation
@@ -325,3 +326,4 @@ package struct PostgresInspection: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import Logging
@@ -116,3 +117,4 @@ struct PostgresMigrator {
         return Outcome(fromVersion: fromVersion, toVersion: max(fromVersion, latestVersion))
     }
 }
+#endif

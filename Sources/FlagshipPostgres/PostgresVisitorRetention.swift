@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipStore
 import Foundation
@@ -72,3 +73,4 @@ extension PostgresStoreProvider: SharedVisitorRetention {
                                              shouldContinue: shouldContinue)
     }
 }
+#endif

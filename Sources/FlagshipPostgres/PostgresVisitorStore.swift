@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import Logging
@@ -198,3 +199,4 @@ struct PostgresBucketingStore {
         return nil
     }
 }
+#endif

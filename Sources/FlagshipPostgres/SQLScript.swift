@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 
 /// A migration file cut into its statements.
@@ -101,3 +102,4 @@ extension StringProtocol {
         String(self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+#endif

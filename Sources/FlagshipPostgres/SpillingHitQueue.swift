@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipStore
 import Foundation
@@ -335,3 +336,4 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         spill.waitingHitsSurvive
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Flagship
 import Foundation
 import Logging
@@ -127,3 +128,4 @@ public enum FlagshipServiceError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Tracing
 import Flagship
 import Tracing
 
@@ -71,3 +72,4 @@ private struct HeadersInjector: Injector {
         headers[key] = value
     }
 }
+#endif

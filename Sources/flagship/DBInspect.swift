@@ -37,10 +37,12 @@ struct DBInspect: AsyncParsableCommand {
     }
 
     func run() async throws {
+        #if Postgres
         if let location = try database.postgresLocation() {
             try await inspect(location)
             return
         }
+        #endif
         environment.warnIfGivenForAFile()
         try inspectFile()
     }

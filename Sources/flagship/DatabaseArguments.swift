@@ -1,5 +1,7 @@
 import ArgumentParser
+#if Postgres
 import FlagshipPostgres
+#endif
 import FlagshipStore
 import Foundation
 
@@ -12,10 +14,16 @@ struct DatabaseArguments<Store: StoreOption>: ParsableArguments {
     /// The file as an absolute path, which is how every message names it.
     var url: URL { URL(fileURLWithPath: path).standardizedFileURL }
 
+    func validate() throws {
+        try PostgresURL.requireSupport(path)
+    }
+
+    #if Postgres
     /// Where the PostgreSQL store is, when `--db` is a `postgres://` URL; `nil` for a file.
     func postgresLocation() throws -> FlagshipPostgresStore.Location? {
         try PostgresURL.location(path)
     }
+    #endif
 
     /// For a command that works on store files only: refuses a PostgreSQL URL, saying so.
     func requireStoreFile() throws {
@@ -67,6 +75,25 @@ enum PostgresURL {
         return lowercased.hasPrefix("postgres://") || lowercased.hasPrefix("postgresql://")
     }
 
+    /// Whether this build reads and writes PostgreSQL stores: built with the package trait
+    /// `Postgres`, which brings FlagshipPostgres (and SwiftNIO); the default build has neither.
+    #if Postgres
+    static let isBuiltIn = true
+    #else
+    static let isBuiltIn = false
+    #endif
+
+    /// What a build without PostgreSQL support answers to a `postgres://` URL: how to get one.
+    static let notBuiltIn = "PostgreSQL support is not built in: build flagship with the Postgres trait "
+        + "(swift build --traits Postgres --product flagship)"
+
+    /// Refuses a PostgreSQL URL when this build cannot open one, saying how to get a build that can.
+    static func requireSupport(_ text: String?) throws {
+        guard !isBuiltIn, let text, isPostgres(text) else { return }
+        throw CommandFailure("--db: \(notBuiltIn)")
+    }
+
+    #if Postgres
     /// The location `text` names, or `nil` for a path. The URL as given is never in a message:
     /// it may hold the password.
     static func location(_ text: String) throws -> FlagshipPostgresStore.Location? {
@@ -79,11 +106,16 @@ enum PostgresURL {
             throw CommandFailure("--db: \(error)")
         }
     }
+    #endif
 
     /// Refuses a PostgreSQL URL for a command that works on store files only.
     static func refuse(_ text: String, command: String) throws {
         guard isPostgres(text) else { return }
+        #if Postgres
         let store = (try? location(text)).map { "\($0)" } ?? "a PostgreSQL store"
+        #else
+        let store = "a PostgreSQL store"
+        #endif
         throw CommandFailure("`flagship \(command)` needs a SQLite store file, not \(store): with PostgreSQL, "
             + "\(commandsTakingPostgres) take --db postgres://...")
     }

@@ -28,25 +28,29 @@ struct HitsCommand: AsyncParsableCommand {
     @Option(help: "The most hits to list.")
     var limit = 100
 
+    /// The page and the total, from one snapshot.
+    private func read() async throws -> ([HitRecord], Int) {
+        #if Postgres
+        if let location = try database.postgresLocation() {
+            let (envId, limit) = (environment.envId, limit)
+            return try await PostgresReading.read(location) { inspection in
+                let envId = try await PostgresReading.environment(envId, in: inspection, location: location)
+                return (try await inspection.hits(envId: envId, limit: limit), try await inspection.hitCount(envId: envId))
+            }
+        }
+        #endif
+        environment.warnIfGivenForAFile()
+        let store = try database.openForInspection()
+        defer { store.close() }
+        return try await store.read { db in (try db.hits.page(limit: limit), try db.hits.count()) }
+    }
+
     func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be a positive number of hits, not \(limit)") }
     }
 
     func run() async throws {
-        // The page and the total from one snapshot.
-        let (hits, total): ([HitRecord], Int)
-        if let location = try database.postgresLocation() {
-            let (envId, limit) = (environment.envId, limit)
-            (hits, total) = try await PostgresReading.read(location) { inspection in
-                let envId = try await PostgresReading.environment(envId, in: inspection, location: location)
-                return (try await inspection.hits(envId: envId, limit: limit), try await inspection.hitCount(envId: envId))
-            }
-        } else {
-            environment.warnIfGivenForAFile()
-            let store = try database.openForInspection()
-            defer { store.close() }
-            (hits, total) = try await store.read { db in (try db.hits.page(limit: limit), try db.hits.count()) }
-        }
+        let (hits, total) = try await read()
         let documents = hits.map(Self.cachedDocument)
         let now = Date()
         if json {

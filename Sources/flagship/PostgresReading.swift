@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipPostgres
 import FlagshipStore
 import Foundation
@@ -117,3 +118,4 @@ extension DBInspect {
         return Output.table(rows)
     }
 }
+#endif

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Flagship
+#if Postgres
 import FlagshipPostgres
+#endif
 import FlagshipStore
 import Foundation
 
@@ -50,10 +52,12 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        #if Postgres
         if let location = try sdk.postgresLocation() {
             try await replay(on: location)
             return
         }
+        #endif
         guard FileManager.default.fileExists(atPath: sdk.storeFile.path) else {
             throw CommandFailure("no store at \(sdk.storeFile.path): nothing to replay")
         }
@@ -96,6 +100,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
     }
 
+    #if Postgres
     /// Replays the hits of `--env-id` that wait in the PostgreSQL store.
     private func replay(on location: FlagshipPostgresStore.Location) async throws {
         // Read first, writing nothing: a database without the store has nothing to replay and
@@ -119,4 +124,5 @@ struct ReplayCommand: AsyncParsableCommand {
         await store.close()
         try report(statistics, remainingIn: "\(location) (environment \(envId))")
     }
+    #endif
 }

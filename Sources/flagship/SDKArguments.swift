@@ -1,6 +1,8 @@
 import ArgumentParser
 import Flagship
+#if Postgres
 import FlagshipPostgres
+#endif
 import FlagshipStore
 import Foundation
 
@@ -15,15 +17,18 @@ struct SDKArguments<Store: StoreOption>: ParsableArguments {
     @Option(help: ArgumentHelp("The events base.", valueName: "url")) var eventsURL: String?
 
     func validate() throws {
+        try PostgresURL.requireSupport(db)
         for (name, value) in [("--decision-url", decisionURL), ("--events-url", eventsURL)] {
             if let value, URL(string: value)?.scheme == nil { throw ValidationError("\(name) must be an absolute URL, not '\(value)'") }
         }
     }
 
+    #if Postgres
     /// Where the PostgreSQL store is, when `--db` is a `postgres://` URL; `nil` for a file.
     func postgresLocation() throws -> FlagshipPostgresStore.Location? {
         try db.flatMap { try PostgresURL.location($0) }
     }
+    #endif
 
     /// For a command that runs the SDK on a store file only: refuses a PostgreSQL URL, saying so.
     func requireStoreFile() throws {

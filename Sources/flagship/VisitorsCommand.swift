@@ -22,19 +22,23 @@ struct VisitorsCommand: AsyncParsableCommand {
     @Flag(help: "Print a JSON array of rows, with each visitor's cache document, instead of text.")
     var json = false
 
-    func run() async throws {
-        let visitors: [VisitorRecord]
+    private func read() async throws -> [VisitorRecord] {
+        #if Postgres
         if let location = try database.postgresLocation() {
             let envId = environment.envId
-            visitors = try await PostgresReading.read(location) { inspection in
+            return try await PostgresReading.read(location) { inspection in
                 try await inspection.visitors(envId: PostgresReading.environment(envId, in: inspection, location: location))
             }
-        } else {
-            environment.warnIfGivenForAFile()
-            let store = try database.openForInspection()
-            defer { store.close() }
-            visitors = try await store.read { try $0.visitors.visitors() }
         }
+        #endif
+        environment.warnIfGivenForAFile()
+        let store = try database.openForInspection()
+        defer { store.close() }
+        return try await store.read { try $0.visitors.visitors() }
+    }
+
+    func run() async throws {
+        let visitors = try await read()
         let documents = visitors.map(Self.cachedDocument)
         if json {
             try Output.printJSON(visitors.map(jsonRow))

@@ -229,6 +229,7 @@ struct DecisionHistorySource {
     /// waits for SQLite or the network.
     static func open(_ database: DatabaseArguments<WhyStore>, _ environment: EnvironmentArguments,
                      visitorId: String?) async throws -> DecisionHistorySource {
+        #if Postgres
         if let location = try database.postgresLocation() {
             // One read-only snapshot: the decisions asked for and every kept version, then replayed here.
             let envId = environment.envId
@@ -243,6 +244,7 @@ struct DecisionHistorySource {
                 documents: Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first },
                 close: {})
         }
+        #endif
         environment.warnIfGivenForAFile()
         let store = try database.openForInspection()
         let versions = try await store.read { try $0.bucketingFiles.versions() }

@@ -1,3 +1,4 @@
+#if Configuration
 import Configuration
 import Flagship
 import FlagshipConfiguration
@@ -116,3 +117,4 @@ final class FlagshipConfigurationTests: XCTestCase {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Metrics
 import Flagship
 import FlagshipLocalServer
 import FlagshipMetrics
@@ -143,3 +144,4 @@ final class FlagshipMetricsTests: XCTestCase {
         XCTAssertEqual(try counter("flagship_fetches_total", [("outcome", "success"), ("source", "bucketing")]), 1)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipLocalServer
 import Foundation
 import PostgresTestSupport
@@ -257,3 +258,4 @@ final class ProbeProcess: @unchecked Sendable {
         let description: String
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipLocalServer
 import FlagshipStore
 import PostgresTestSupport
@@ -418,3 +419,4 @@ private extension FSEvent {
         return self
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import PostgresNIO
@@ -128,3 +129,4 @@ final class PostgresHitStoreTests: PostgresTestCase {
         try await connection.close()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import Logging
@@ -206,3 +207,4 @@ final class SQLScriptTests: XCTestCase {
         }
     }
 }
+#endif

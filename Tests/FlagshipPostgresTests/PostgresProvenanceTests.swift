@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipLocalServer
 import FlagshipStore
@@ -135,3 +136,4 @@ final class PostgresProvenanceTests: PostgresTestCase {
             """), "2:2-10:download,3:3-3:download,4:4-4:download")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import PostgresNIO
@@ -114,3 +115,4 @@ final class PostgresRetentionTests: PostgresTestCase {
         await store.close()
     }
 }
+#endif

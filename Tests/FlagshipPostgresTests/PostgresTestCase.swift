@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Logging
 import PostgresNIO
@@ -49,3 +50,4 @@ class PostgresTestCase: XCTestCase {
             id: Int.random(in: 1...Int.max), logger: logger)
     }
 }
+#endif

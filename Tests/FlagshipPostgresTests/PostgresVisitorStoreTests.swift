@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipStore
 import Foundation
 import PostgresNIO
@@ -96,3 +97,4 @@ final class PostgresVisitorStoreTests: PostgresTestCase {
         return try rows[0].decode(String.self)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Flagship
 import FlagshipLocalServer
 import FlagshipServiceLifecycle
@@ -193,3 +194,4 @@ final class FlagshipServiceTests: XCTestCase {
         let description: String
     }
 }
+#endif

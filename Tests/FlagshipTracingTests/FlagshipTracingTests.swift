@@ -1,3 +1,4 @@
+#if Tracing
 import Flagship
 import FlagshipLocalServer
 import FlagshipTracing
@@ -106,3 +107,4 @@ final class FlagshipTracingTests: XCTestCase {
         XCTAssertEqual(sent, Set(events.map(\.spanID)))
     }
 }
+#endif

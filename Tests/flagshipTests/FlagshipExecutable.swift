@@ -103,9 +103,10 @@ enum FlagshipExecutable {
     /// `flagship` (or `flagship-torture`) sits in the products directory with the test bundle:
     /// on Linux the runner executable itself is `<products>/<package>PackageTests.xctest`; on
     /// macOS the `.xctest` bundle is a directory there. `FLAGSHIP_EXECUTABLE` overrides the
-    /// search for `flagship`.
+    /// search for `flagship`; a path (`/...`) names the executable itself.
     static func location(of name: String = "flagship") throws -> URL {
         let fileManager = FileManager.default
+        if name.hasPrefix("/") { return URL(fileURLWithPath: name) }
         if name == "flagship", let override = ProcessInfo.processInfo.environment["FLAGSHIP_EXECUTABLE"], !override.isEmpty {
             return URL(fileURLWithPath: override)
         }

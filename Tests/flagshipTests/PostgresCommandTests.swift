@@ -1,3 +1,4 @@
+#if Postgres
 import FlagshipLocalServer
 import FlagshipStore
 import Foundation
@@ -580,3 +581,4 @@ private extension BucketingRecord {
         BucketingRecord(envId: envId, document: document, lastModified: lastModified, downloadedAt: downloadedAt)
     }
 }
+#endif

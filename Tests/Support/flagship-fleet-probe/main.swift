@@ -1,3 +1,4 @@
+#if Postgres
 import Flagship
 import FlagshipPostgres
 import Foundation
@@ -102,3 +103,9 @@ func closeAll() async {
 }
 await closeAll()
 say("closed")
+#else
+import Foundation
+
+FileHandle.standardError.write(Data("flagship-fleet-probe is built with the package trait Postgres: swift build --traits Postgres\n".utf8))
+exit(2)
+#endif

@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Flagship
 import FlagshipServiceLifecycle
 import Foundation
@@ -68,3 +69,9 @@ do {
     say("failed: \(error)")
     exit(1)
 }
+#else
+import Foundation
+
+FileHandle.standardError.write(Data("flagship-service-probe is built with the package trait ServiceLifecycle: swift build --traits ServiceLifecycle\n".utf8))
+exit(2)
+#endif
