@@ -89,7 +89,8 @@ docs: deps
 	@mkdir -p .build/docs
 	@traits=$$(grep -q '\.trait(' Package.swift && echo --enable-all-traits); warnings=0; \
 	for target in $(DOC_TARGETS); do \
-		FLAGSHIP_DOCS=1 $(SWIFT) package $$traits --allow-writing-to-directory .build/docs \
+		FLAGSHIP_DOCS=1 SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) package --scratch-path .build-docs $$traits \
+			--allow-writing-to-directory .build/docs \
 			generate-documentation --target $$target --output-path .build/docs/$$target \
 			> .build/docs/$$target.log 2>&1 || { cat .build/docs/$$target.log; exit 1; }; \
 		grep "warning:" .build/docs/$$target.log | grep -v -e "which are unhandled" -e "/.build/checkouts/" > .build/docs/$$target.warnings; \
@@ -97,6 +98,8 @@ docs: deps
 		echo "$$target: $$count docc warning(s), .build/docs/$$target"; warnings=$$((warnings + count)); \
 	done; \
 	[ $$warnings -eq 0 ] || { echo "$$warnings docc warning(s) in all: fix them"; exit 1; }
+	@# Every public symbol documented, as DocC sees it (the symbol graphs it just read).
+	python3 Scripts/doc-coverage.py --symbol-graphs "$$(find .build-docs -maxdepth 2 -type d -name extracted-symbols | head -1)"
 
 # The long torture runs (about half an hour on 2 cores): kill points, corruption seeds, simulated
 # minutes of network faults, the stress test, then every fuzz target for minutes.
@@ -137,4 +140,4 @@ fuzz-long: deps
 	SWIFT=$(SWIFT) ./Scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf .build .build-all .build-without-traits .build-tsan .build-snippets Benchmarks/.build Fuzz/.build
+	rm -rf .build .build-all .build-without-traits .build-tsan .build-snippets .build-docs Benchmarks/.build Fuzz/.build

@@ -51,6 +51,7 @@ public final class FlagshipTestEnvironment: Sendable {
     /// Starts the SDK against `testData`.
     ///
     /// - Parameters:
+    ///   - testData: the flag values and the campaigns that give them, answered to every fetch.
     ///   - envId: the env id the SDK is started with (in every hit's `envId`).
     ///   - usingSharedInstance: starts `Flagship.sharedInstance` rather than an instance of its own.
     ///   - configure: sets what the app sets (callbacks, log level, timeout, tracking config,

@@ -24,6 +24,8 @@ public final class FSCacheManager: Sendable {
     public let hitCacheLookupTimeout: TimeInterval
 
     /// - Parameters:
+    ///   - visitorCacheImp: the visitor cache; `nil`: the default one (the SQLite store).
+    ///   - hitCacheImp: the hit cache; `nil`: the default one (the SQLite store).
     ///   - visitorLookupTimeOut: in seconds, as every `TimeInterval`: the default 0.2 is 200 ms.
     ///   - hitCacheLookupTimeout: in seconds, default 0.2 (200 ms).
     public convenience init(

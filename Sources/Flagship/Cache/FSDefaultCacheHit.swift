@@ -20,7 +20,14 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
     private static let pageSize = 500
 
     /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
-    /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
+    /// - Parameters:
+    ///   - envId: the environment the store is for (it names the file).
+    ///   - cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`, else
+    ///     `~/.cache/flagship`.
+    ///   - hitLifetime: seconds a hit waits for delivery before it is deleted unsent (4 h).
+    ///   - maxHits: the most hits the table holds (100,000); past it the oldest are evicted,
+    ///     counted and logged.
+    ///   - logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
     public convenience init(
         envId: String,
         cacheDirectory: URL? = nil,

@@ -14,6 +14,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
     private let fileGoneLogged = Locked(false)
 
     /// Opens (creating or upgrading it) `<cacheDirectory>/flagship-<envId>.sqlite`.
+    /// - Parameter envId: the environment the store is for (it names the file).
     /// - Parameter cacheDirectory: default `$FLAGSHIP_CACHE_DIR`, else `$XDG_CACHE_HOME/flagship`,
     ///   else `~/.cache/flagship`.
     /// - Parameter logger: where the cache logs (the app's); by default its own, labelled `io.flagship`.
