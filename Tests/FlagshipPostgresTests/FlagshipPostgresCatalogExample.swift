@@ -1,3 +1,4 @@
+#if Postgres
 // The example of FlagshipPostgres's catalog (Sources/FlagshipPostgres/FlagshipPostgres.docc), verbatim:
 // compiled here, by the build that compiles SwiftNIO for these tests (DocumentationSnippetTests checks it).
 import Flagship
@@ -10,3 +11,4 @@ func startOnTheFleetStore() async throws -> FlagshipPostgresStore {
                                   config: FSConfigBuilder().withPostgresStore(store).build())
     return store                                // close it after Flagship.sharedInstance.close()
 }
+#endif

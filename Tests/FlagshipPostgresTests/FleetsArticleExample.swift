@@ -1,3 +1,4 @@
+#if Postgres
 // The example of the article "Fleets on PostgreSQL" (Sources/Flagship/Flagship.docc/Fleets.md), verbatim:
 // compiled here, by the build that compiles SwiftNIO for these tests (DocumentationSnippetTests checks it).
 import Flagship
@@ -13,3 +14,4 @@ func serve() async throws {
     await Flagship.sharedInstance.close()
     await store.close()
 }
+#endif

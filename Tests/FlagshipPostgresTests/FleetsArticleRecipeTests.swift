@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import PostgresTestSupport
 import XCTest
@@ -36,3 +37,4 @@ final class FleetsArticleRecipeTests: PostgresTestCase {
         return blocks
     }
 }
+#endif

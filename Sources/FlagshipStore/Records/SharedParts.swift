@@ -109,32 +109,27 @@ package struct SharedPartsStore {
 
     /// The id of the shared variation with that text, inserting it when new.
     func variationId(_ entry: String) throws(StoreError) -> Int64 {
-        let cache = connection.sharedPartsCache
-        if let id = cache.variations[entry] { return id }
-        let id = try upsert(
-            "INSERT INTO shared_variations (entry) VALUES (?) ON CONFLICT (entry) DO UPDATE SET entry = excluded.entry RETURNING id",
-            entry, column: "shared_variations.id")
-        if cache.variations.count >= SharedPartsCache.limit { cache.variations.removeAll(keepingCapacity: true) }
-        cache.variations[entry] = id
-        return id
+        try sharedId(entry, cached: \.variations, column: "shared_variations.id",
+                     upsert: "INSERT INTO shared_variations (entry) VALUES (?) ON CONFLICT (entry) DO UPDATE SET entry = excluded.entry RETURNING id")
     }
 
     /// The id of the shared context with that text, inserting it when new.
     func contextId(_ context: String) throws(StoreError) -> Int64 {
-        let cache = connection.sharedPartsCache
-        if let id = cache.contexts[context] { return id }
-        let id = try upsert(
-            "INSERT INTO shared_contexts (context) VALUES (?) ON CONFLICT (context) DO UPDATE SET context = excluded.context RETURNING id",
-            context, column: "shared_contexts.id")
-        if cache.contexts.count >= SharedPartsCache.limit { cache.contexts.removeAll(keepingCapacity: true) }
-        cache.contexts[context] = id
-        return id
+        try sharedId(context, cached: \.contexts, column: "shared_contexts.id",
+                     upsert: "INSERT INTO shared_contexts (context) VALUES (?) ON CONFLICT (context) DO UPDATE SET context = excluded.context RETURNING id")
     }
 
-    private func upsert(_ sql: String, _ text: String, column: String) throws(StoreError) -> Int64 {
-        guard let id = try connection.scalar(sql, [.text(text)])?.int64 else {
+    /// The id of `text` in the cache at `cached`, else from `upsert` (which returns the id of the
+    /// row it wrote or found), then cached.
+    private func sharedId(_ text: String, cached: ReferenceWritableKeyPath<SharedPartsCache, [String: Int64]>, column: String,
+                          upsert: String) throws(StoreError) -> Int64 {
+        let cache = connection.sharedPartsCache
+        if let id = cache[keyPath: cached][text] { return id }
+        guard let id = try connection.scalar(upsert, [.text(text)])?.int64 else {
             throw StoreError.unexpectedValue(column: column, found: "no id")
         }
+        if cache[keyPath: cached].count >= SharedPartsCache.limit { cache[keyPath: cached].removeAll(keepingCapacity: true) }
+        cache[keyPath: cached][text] = id
         return id
     }
 
