@@ -1,3 +1,4 @@
+import FlagshipLocalServer
 import FlagshipStore
 import Foundation
 import XCTest
@@ -82,5 +83,22 @@ class CommandTestCase: XCTestCase {
         let garbage = Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
         try garbage.write(to: url)
         return garbage
+    }
+}
+
+/// A command test with a local server (env `env`, key `key`) serving the sample bucketing file,
+/// started before each test and stopped after it.
+class SampleServerCommandTestCase: CommandTestCase {
+    private(set) var server: LocalFlagshipServer!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        server = LocalFlagshipServer(envId: "env", apiKey: "key", bucketingFile: .sample())
+        try server.start()
+    }
+
+    override func tearDownWithError() throws {
+        server.stop()
+        try super.tearDownWithError()
     }
 }

@@ -4,20 +4,7 @@ import Foundation
 import XCTest
 
 /// `flagship doctor`: one line per check, exit 0 only when all pass, every failure named.
-final class DoctorCommandTests: CommandTestCase {
-    private var server: LocalFlagshipServer!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        server = LocalFlagshipServer(envId: "env", apiKey: "key", bucketingFile: .sample())
-        try server.start()
-    }
-
-    override func tearDownWithError() throws {
-        server.stop()
-        try super.tearDownWithError()
-    }
-
+final class DoctorCommandTests: SampleServerCommandTestCase {
     private func doctor(envId: String = "env", key: String = "key", decisionURL: String? = nil, eventsURL: String? = nil,
                         _ extra: [String] = [], readOnlyDirectory: URL? = nil) throws -> FlagshipExecutable.Result {
         try FlagshipExecutable.start(

@@ -6,20 +6,7 @@ import XCTest
 /// `fetch --offline --mode bucketing`: deciding needs no network, so a visitor the store has never
 /// seen is decided from the stored bucketing file, else from `--bootstrap`, exactly as online,
 /// and nothing leaves the process.
-final class OfflineBucketingFetchTests: CommandTestCase {
-    private var server: LocalFlagshipServer!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        server = LocalFlagshipServer(envId: "env", apiKey: "key", bucketingFile: .sample())
-        try server.start()
-    }
-
-    override func tearDownWithError() throws {
-        server.stop()
-        try super.tearDownWithError()
-    }
-
+final class OfflineBucketingFetchTests: SampleServerCommandTestCase {
     private func fetch(_ visitorId: String, _ extra: [String]) throws -> [String: Any] {
         let result = try FlagshipExecutable.run(
             ["fetch", "--env-id", "env", "--api-key", "key", "--visitor-id", visitorId, "--db", storeFile.path, "--mode", "bucketing",
