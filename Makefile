@@ -24,7 +24,10 @@ ALL_TRAITS := --scratch-path .build-all --enable-all-traits
 # afresh each time it plans a build (a changed manifest, a file added): every module of this
 # package then recompiles (swiftlang/swift-package-manager#10525). A fixed hash seed for SwiftPM
 # itself keeps the order. Only its builds get it: the tests keep Swift's random seeds.
-BUILD_ALL := SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build $(ALL_TRAITS)
+# FLAGSHIP_EXAMPLE=1 adds Examples/HummingbirdServer's program to this build (Package.swift, at
+# its end): every command on .build-all sets it, so that they all read the same manifest.
+BUILD_ALL := FLAGSHIP_EXAMPLE=1 SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build $(ALL_TRAITS)
+TEST_ALL := FLAGSHIP_EXAMPLE=1 $(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing
 
 deps:
 	@missing=""; \
@@ -48,30 +51,26 @@ tool: deps
 build: tool
 	@mkdir -p .build-all
 	$(BUILD_ALL) --build-tests 2>&1 | tee .build-all/build-output.log; exit $${PIPESTATUS[0]}
-	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build-all/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
+	@! grep -E "^/.*/(Sources|Tests|Plugins|Examples)/.*: warning:" .build-all/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
-# Every test, then each fuzz target for a few seconds (`make torture` runs them for minutes), then
-# Examples/HummingbirdServer built and run against the local server.
-# A failing run ends by repeating its failures, so that the last lines of a long log name them.
+# Every test, each fuzz target for a few seconds (`make torture` runs them for minutes) and
+# Examples/HummingbirdServer as built above, run against the local server: four jobs at once, the
+# suite's output shown as it runs, the others' after it (Scripts/test.sh says why and how).
 test: build
-	@$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing 2>&1 | tee .build-all/test-output.log; status=$${PIPESTATUS[0]}; \
-	if [ $$status -ne 0 ]; then \
-		echo "== The failures above, again:"; \
-		grep -E ": error: |Test Case .* failed|Fatal error|Crash" .build-all/test-output.log | tail -40; \
-		exit $$status; \
-	fi
-	$(MAKE) fuzz
-	$(MAKE) example
+	@bin="$$($(BUILD_ALL) --show-bin-path)"; \
+	./Scripts/test.sh "$$bin/flagship-swift-linuxPackageTests.xctest" "$$bin/HummingbirdServer"
 
-# Examples/HummingbirdServer built and run against `flagship serve` (the default build's tool,
-# already built by `make test`): a request, the metrics, SIGTERM.
+# Examples/HummingbirdServer as a user builds it, its own package (which compiles SwiftNIO and the
+# integrations again, a few minutes), run against `flagship serve` (the default build's tool): a
+# request, the health and the metrics, SIGTERM. `make test` runs the same program built in
+# .build-all; `make torture` runs this.
 example: tool
 	./Scripts/example.sh
 
 # The hostile suite alone (part of `make test`): symlinks, refused and damaged files, locks, full
 # disks, redirects, bad input, forged lines, and the README's examples run as written.
 hostile: build
-	$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing --filter 'Hostile'
+	$(TEST_ALL) --filter 'Hostile'
 
 # The tool alone, without SwiftNIO: a few hundred build steps.
 demo: deps
@@ -109,9 +108,9 @@ TORTURE_FAULT_MINUTES ?= 60
 torture: build
 	"$$($(BUILD_ALL) --show-bin-path)/flagship-torture" crash --kills $(TORTURE_KILLS)
 	FLAGSHIP_TORTURE_SEEDS=$(TORTURE_SEEDS) FLAGSHIP_TORTURE_FAULT_MINUTES=$(TORTURE_FAULT_MINUTES) \
-		$(SWIFT) test $(ALL_TRAITS) --skip-build --disable-swift-testing \
-		--filter 'CorruptionTortureTests|NetworkFaultSoakTests|DiskFaultTests|StressTests'
+		$(TEST_ALL) --filter 'CorruptionTortureTests|NetworkFaultSoakTests|DiskFaultTests|StressTests'
 	$(MAKE) fuzz-long
+	$(MAKE) example
 
 # The suite under the thread sanitizer (slower; not part of `make test`).
 tsan: deps

@@ -299,3 +299,31 @@ let package = Package(
 if Context.environment["FLAGSHIP_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
 }
+
+// `make test` (FLAGSHIP_EXAMPLE=1) builds Examples/HummingbirdServer's program here, in the build
+// with every trait, where SwiftNIO and the integrations are already compiled: the example's own
+// package would compile them all a second time. Only then are Hummingbird and swift-prometheus
+// dependencies. The example's manifest stays what a user copies; ExampleManifestTests keeps the
+// two lists below equal to it, and `make example` builds it as its own package.
+if Context.environment["FLAGSHIP_EXAMPLE"] != nil {
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    ]
+    package.targets.append(.executableTarget(
+        name: "HummingbirdServer",
+        dependencies: [
+            "Flagship",
+            "FlagshipServiceLifecycle",
+            "FlagshipMetrics",
+            "FlagshipConfiguration",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Configuration", package: "swift-configuration"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "Examples/HummingbirdServer/Sources/HummingbirdServer"
+    ))
+}

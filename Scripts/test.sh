@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM      (`make test`, after `make build`)
+#
+# Every check of `make test`, four jobs at once on the build with every trait:
+#   suite           every test but the documentation's builds, its output shown as it runs
+#   documentation   the tests that build packages of their own: the documentation's and the
+#                   reference's Swift blocks (one snippet package), Getting started as pasted,
+#                   the README's shell examples (DocumentationSnippetTests, ReferenceSnippetTests,
+#                   HostileReadmeTests)
+#   fuzz            each libFuzzer target for 10 s (`make fuzz`)
+#   example         Examples/HummingbirdServer, as `make build` built it, against the local server
+# The suite alone keeps about one core of two busy, waiting on sockets, processes and timeouts; the
+# other three fill the rest. Their logs print after the suite's, then a summary; the exit status is
+# non-zero when any job failed, and the failures are repeated last.
+#
+# The test bundle is run directly, not through `swift test`: SwiftPM holds a lock on the build
+# folder for as long as its command runs, so two `swift test` would run one after the other.
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bundle="${1:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
+example="${2:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
+logs="$root/.build-all"
+documentation='^FlagshipTests\.(DocumentationSnippetTests|ReferenceSnippetTests|HostileReadmeTests)$'
+
+[ -x "$bundle" ] || { echo "No test bundle at $bundle: run make build"; exit 2; }
+classes="$("$bundle" --list-tests | grep -E '^[A-Za-z_]+\.[A-Za-z_]+/' | cut -d/ -f1 | sort -u)"
+suite_classes="$(grep -Ev "$documentation" <<< "$classes" | paste -sd, -)"
+documentation_classes="$(grep -E "$documentation" <<< "$classes" | paste -sd, -)"
+[ -n "$suite_classes" ] && [ -n "$documentation_classes" ] || { echo "No tests listed by $bundle"; exit 2; }
+
+# job NAME COMMAND...: runs COMMAND with its output in .build-all/NAME-output.log; writes its exit
+# status and seconds to .build-all/NAME.status.
+job() {
+    local name="$1"; shift
+    local start=$SECONDS status=0
+    "$@" > "$logs/$name-output.log" 2>&1 || status=$?
+    echo "$status $(( SECONDS - start ))" > "$logs/$name.status"
+}
+rm -f "$logs"/*.status
+job documentation "$bundle" "$documentation_classes" &
+job fuzz make --no-print-directory -C "$root" fuzz &
+job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh" &
+
+start=$SECONDS
+"$bundle" "$suite_classes" 2>&1 | tee "$logs/suite-output.log"
+echo "${PIPESTATUS[0]} $(( SECONDS - start ))" > "$logs/suite.status"
+wait
+
+for name in documentation fuzz example; do
+    echo "== $name (run beside the suite): .build-all/$name-output.log"
+    cat "$logs/$name-output.log"
+done
+
+failed=0
+echo "== make test"
+for name in suite documentation fuzz example; do
+    read -r status seconds < "$logs/$name.status" || { status=1; seconds="?"; }
+    tests="$(grep -oE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
+    if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
+    printf "%-14s %-18s %5s s  %s\n" "$name" "$result" "$seconds" "$tests"
+done
+if [ "$failed" -ne 0 ]; then
+    echo "== The failures, again:"
+    for name in suite documentation; do
+        grep -E ": error: |Test Case .* failed|Fatal error|Crash" "$logs/$name-output.log" | tail -40
+    done
+    grep -E "FAILED|crash" "$logs/fuzz-output.log" "$logs/example-output.log" | tail -20
+fi
+exit "$failed"
