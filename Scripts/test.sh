@@ -24,7 +24,8 @@ logs="$root/.build-all"
 documentation='^FlagshipTests\.(DocumentationSnippetTests|ReferenceSnippetTests|HostileReadmeTests)$'
 
 [ -x "$bundle" ] || { echo "No test bundle at $bundle: run make build"; exit 2; }
-classes="$("$bundle" --list-tests | grep -E '^[A-Za-z_]+\.[A-Za-z_]+/' | cut -d/ -f1 | sort -u)"
+listed="$("$bundle" --list-tests | grep -E '^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*/')"
+classes="$(cut -d/ -f1 <<< "$listed" | sort -u)"
 suite_classes="$(grep -Ev "$documentation" <<< "$classes" | paste -sd, -)"
 documentation_classes="$(grep -E "$documentation" <<< "$classes" | paste -sd, -)"
 [ -n "$suite_classes" ] && [ -n "$documentation_classes" ] || { echo "No tests listed by $bundle"; exit 2; }
@@ -60,6 +61,18 @@ for name in suite documentation fuzz example; do
     if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
     printf "%-14s %-18s %5s s  %s\n" "$name" "$result" "$seconds" "$tests"
 done
+# Every test the bundle lists ran, in one job or the other.
+executed=0
+for name in suite documentation; do
+    count="$(grep -oE 'Executed [0-9]+ tests?' "$logs/$name-output.log" | tail -1 | grep -oE '[0-9]+')"
+    executed=$(( executed + ${count:-0} ))
+done
+expected="$(grep -c . <<< "$listed")"
+if [ "$executed" -ne "$expected" ]; then
+    echo "$executed tests ran, but the bundle lists $expected"; failed=1
+else
+    echo "$executed tests in all"
+fi
 if [ "$failed" -ne 0 ]; then
     echo "== The failures, again:"
     for name in suite documentation; do
