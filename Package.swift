@@ -233,7 +233,7 @@ let package = Package(
         ),
         .testTarget(
             name: "flagship-soakTests",
-            dependencies: ["flagship-soak"]
+            dependencies: ["flagship-soak", "FlagshipStore"]
         ),
         .testTarget(
             name: "FlagshipMetricsTests",

@@ -14,6 +14,9 @@ struct SoakRun: Sendable {
     let deliveredAtClose: Int
     /// Ended before its duration by an interrupt (Ctrl-C).
     var interrupted = false
+    /// Visitors the store shows decided at two moments or more: returning visitors decided again
+    /// without their history. `nil` when not counted (no decision provenance, store unreadable).
+    var decidedAgain: Int?
 }
 
 enum OpenLoop {
@@ -62,10 +65,11 @@ enum OpenLoop {
         }
         let samples = await sampled
         let interrupted = Task.isCancelled
+        let decidedAgain = plan.provenance ? await session.visitorsDecidedAgain() : nil
         let closing = await SoakSession.closeEvenIfCancelled(session)
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
-                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted)
+                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted, decidedAgain: decidedAgain)
     }
 
     enum ChildEnd: Sendable {

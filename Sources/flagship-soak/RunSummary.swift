@@ -29,6 +29,8 @@ struct RunSummary: Sendable {
     let storeSlope: Double?
     let rssSlope: Double?
     let rssAnonymousSlope: Double?
+    /// Returning visitors decided again without their history; `nil` when not counted.
+    let decidedAgain: Int?
     /// Why the run is not steady; empty when it is.
     let unsteadyReasons: [String]
 
@@ -60,6 +62,7 @@ struct RunSummary: Sendable {
         lost = run.closing?.lost ?? last?.lost ?? 0
         shed = run.closing?.shed ?? last?.shed ?? 0
         refusedOverloaded = run.closing?.refusedOverloaded ?? last?.refusedOverloaded ?? 0
+        decidedAgain = run.decidedAgain
 
         let lastHalf = samples.filter { $0.elapsed >= seconds / 2 - 1e-9 }
         if let first = lastHalf.first, let end = lastHalf.last, end.elapsed > first.elapsed {
@@ -89,6 +92,7 @@ struct RunSummary: Sendable {
             reasons.append("\(notStarted) of \(run.load.offered) visitors not started (\(run.plan.maxInFlight) in flight)")
         }
         if failedVisitors > 0 { reasons.append("\(failedVisitors) visitor(s) failed") }
+        if let decidedAgain, decidedAgain > 0 { reasons.append("\(decidedAgain) returning visitor(s) decided again without their history") }
         unsteadyReasons = reasons
     }
 
@@ -111,6 +115,8 @@ struct RunSummary: Sendable {
             "hits      accepted \(accepted), delivered \(deliveredAtEnd) at the end, \(deliveredAtClose) once closed",
             "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed \(shed), "
                 + "refused as overloaded \(refusedOverloaded)",
+            "continuity " + (decidedAgain.map { "\($0) returning visitor(s) decided again without their history" }
+                ?? "not counted (no decision provenance)"),
         ]
         if let backlogSlope {
             lines.append(String(format: "backlog   %+.1f hits/s over the last half, %+.2f%% of the intake (%.1f hits/s)",

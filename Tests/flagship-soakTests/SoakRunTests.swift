@@ -5,6 +5,7 @@ import FoundationXML
 import XCTest
 
 @testable import flagship_soak
+import FlagshipStore
 
 /// The tool's core loop for two seconds at a low rate, against the real local server and the real
 /// SDK on a real store: what it writes must be readable.
@@ -34,6 +35,7 @@ final class SoakRunTests: XCTestCase {
         XCTAssertEqual(run.deliveredAtClose, run.closing?.delivered, "what the SDK delivered is what the server counted")
         XCTAssertEqual(run.closing?.waiting, 0, "close sent the rest")
         XCTAssertGreaterThan(run.samples.last?.visitorRows ?? 0, 0, "the store's visitor rows are read while the SDK has it open")
+        XCTAssertEqual(run.decidedAgain, 0, "every returning visitor was decided from its history")
 
         let lines = try String(contentsOf: csvURL, encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(lines.count, 1 + run.samples.count)
@@ -73,6 +75,31 @@ final class RunSummaryTests: XCTestCase {
         ])
     }
 
+    func testAReturningVisitorDecidedAgainWithoutItsHistoryIsNotSteady() {
+        XCTAssertEqual(summary(backlogGrowth: 0, decidedAgain: 3).unsteadyReasons, ["3 returning visitor(s) decided again without their history"])
+        XCTAssertTrue(summary(backlogGrowth: 0, decidedAgain: 3).report().contains("continuity 3 returning visitor(s) decided again"))
+        XCTAssertTrue(summary(backlogGrowth: 0, decidedAgain: nil).report().contains("continuity not counted"))
+        XCTAssertEqual(summary(backlogGrowth: 0, decidedAgain: 0).unsteadyReasons, [])
+    }
+
+    /// The store's decision rows say who was decided twice: a visitor with rows from two moments.
+    func testAVisitorWithDecisionRowsFromTwoMomentsIsCountedOnce() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("soak-decided-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("flagship.sqlite")
+        let store = try FlagshipDatabase.open(at: file)
+        try store.write { connection in
+            // alice: two campaigns decided at once, then once more later; bob: once.
+            for (visitor, decidedAt) in [("alice", 1_000), ("alice", 1_000), ("alice", 9_000), ("bob", 1_000), ("bob", 1_000)] {
+                try connection.execute("INSERT INTO decisions (visitor_id, decided_at, source, assignments) VALUES (?, ?, 'bucketing_file', '[]')",
+                                       [.text(visitor), .integer(Int64(decidedAt))])
+            }
+        }
+        store.close()
+        XCTAssertEqual(try SoakSession.visitorsDecidedAgain(in: file), 1)
+    }
+
     func testPercentilesAreNearestRank() {
         let values = (1...200).map(Double.init).shuffled()
         XCTAssertEqual(LatencyPercentiles(values), LatencyPercentiles(p50: 100, p99: 198))
@@ -92,7 +119,7 @@ final class RunSummaryTests: XCTestCase {
     }
 
     /// A 10-second run taking 1,000 hits/s, sampled every second, its backlog growing linearly.
-    private func summary(backlogGrowth: Int, evicted: Int = 0, lost: Int = 0, notStarted: Int = 0) -> RunSummary {
+    private func summary(backlogGrowth: Int, evicted: Int = 0, lost: Int = 0, notStarted: Int = 0, decidedAgain: Int? = 0) -> RunSummary {
         let samples = (0...10).map { second in
             Sample(elapsed: Double(second), offered: 10 * second, completed: 10 * second, offeredRate: 10, achievedRate: 10,
                    notStarted: 0, failedVisitors: 0, inFlight: 0, accepted: 1_000 * second, acceptedRate: 1_000,
@@ -106,6 +133,7 @@ final class RunSummaryTests: XCTestCase {
         load.completed = 100 - notStarted
         load.notStarted = notStarted
         let plan = LoadPlan(rate: 10, duration: .seconds(10), sampleInterval: .seconds(1))
-        return RunSummary(SoakRun(plan: plan, samples: samples, load: load, abandoned: 0, closing: nil, deliveredAtClose: 0))
+        return RunSummary(SoakRun(plan: plan, samples: samples, load: load, abandoned: 0, closing: nil, deliveredAtClose: 0,
+                                  decidedAgain: decidedAgain))
     }
 }
