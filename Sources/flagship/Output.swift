@@ -60,14 +60,17 @@ enum Output {
         return String(whole.dropLast()) + "." + String(String(milliseconds + 1000).dropFirst()) + "Z"
     }
 
-    /// Whole seconds from `unixMilliseconds` to `now`.
+    /// Whole seconds from `unixMilliseconds` to `now`. A row may hold any integer (an edited file,
+    /// a clock gone wrong): a difference past `Int64`'s range is clamped to it, never a trap.
     static func ageSeconds(sinceUnixMilliseconds unixMilliseconds: Int64, now: Date) -> Int64 {
-        floorDivision(now.unixMilliseconds - unixMilliseconds, by: 1000).quotient
+        let (difference, overflow) = now.unixMilliseconds.subtractingReportingOverflow(unixMilliseconds)
+        let milliseconds = overflow ? (unixMilliseconds < 0 ? Int64.max : Int64.min) : difference
+        return floorDivision(milliseconds, by: 1000).quotient
     }
 
     /// `41s`, `5m12s`, `3h02m`, `2d04h`: an age as a person reads it.
     static func age(seconds: Int64) -> String {
-        guard seconds >= 0 else { return "-" + age(seconds: -seconds) }
+        guard seconds >= 0 else { return "-" + age(seconds: seconds == .min ? .max : -seconds) }
         func twoDigits(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
         switch seconds {
         case ..<60: return "\(seconds)s"
@@ -109,9 +112,10 @@ enum Output {
         }
     }
 
-    private static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-        let remainder = (value % divisor + divisor) % divisor
-        return ((value - remainder) / divisor, remainder)
+    /// Rounded down, for any `value` (`Int64.min` included) and a positive `divisor`.
+    static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 }
 

@@ -1,0 +1,65 @@
+import Foundation
+import XCTest
+
+/// Every command that reads rows survives any value SQLite can hold in them: an edited file, a clock
+/// gone wrong, an integer SQLite turned into a REAL past 2^63 − 1. It prints the row, or says in an
+/// `Error:` line which column it cannot read, with exit status 1; it never traps.
+final class HostileRowValueTests: CommandTestCase {
+    /// The extremes of each storage class: both ends of a 64-bit integer, REALs past them, text and
+    /// a blob where an integer belongs, NULL.
+    private static let values = ["-9223372036854775808", "9223372036854775807", "1e300", "-1e300", "0.5",
+                                 "'not a number'", "x'00ff'", "NULL"]
+    /// The time and count columns the commands compute with.
+    private static let columns = [("hits", "created_at"), ("hits", "attempts"), ("hits", "next_attempt_at"),
+                                  ("hits", "lease_until"), ("hits", "decided_at"),
+                                  ("visitors", "updated_at"), ("visitors", "last_seen_at")]
+    private static let commands = [["hits"], ["hits", "--json"], ["db", "inspect"], ["db", "inspect", "--json"],
+                                   ["visitors"], ["visitors", "--json"], ["why", "--visitor-id", "bob"]]
+
+    func testEveryReadingCommandPrintsOrRefusesAnyValueAColumnCanHoldAndNeverTraps() throws {
+        XCTAssertEqual(try flagship("demo", "seed", "--cache-dir", storeDirectory.path, "--env-id", "env").status, 0)
+        let seeded = try Data(contentsOf: storeFile)
+        var printed = 0
+        for (table, column) in Self.columns {
+            for value in Self.values {
+                for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeFile.path + suffix) }
+                try seeded.write(to: storeFile)
+                // A NOT NULL column refuses NULL: that case is the file as seeded.
+                try? withStore { store in
+                    _ = try store.write { try $0.execute("UPDATE \(table) SET \(column) = \(value)") }
+                }
+                for command in Self.commands {
+                    let result = try FlagshipExecutable.run(command + ["--db", storeFile.path], outputDirectory: outputDirectory)
+                    let place = "\(command.joined(separator: " ")) with \(table).\(column) = \(value)"
+                    XCTAssertFalse(result.signaled, "\(place): killed by signal \(result.status)\n\(result.stderr)")
+                    XCTAssertTrue([0, 1].contains(result.status), "\(place): exit \(result.status)\n\(result.stderr)")
+                    if result.status == 1 {
+                        XCTAssertTrue(result.stderr.hasPrefix("Error: "), "\(place): \(result.stderr)")
+                        XCTAssertTrue(result.stderr.contains(column), "\(place) names the column it cannot read: \(result.stderr)")
+                    } else {
+                        printed += 1
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(printed, 0)
+    }
+
+    /// The ages the commands print, at the ends of the range: clamped, not trapped.
+    func testAnAgeFromEitherEndOfTheIntegerRangeIsClampedAndPrinted() throws {
+        XCTAssertEqual(try flagship("demo", "seed", "--cache-dir", storeDirectory.path, "--env-id", "env").status, 0)
+        try withStore { store in
+            _ = try store.write { try $0.execute("UPDATE hits SET created_at = -9223372036854775808") }
+        }
+        let result = try flagship("hits", "--json", "--db", storeFile.path)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try parseJSON(result.stdout) as? [[String: Any]])
+        XCTAssertFalse(rows.isEmpty)
+        for row in rows {
+            XCTAssertEqual(row["ageSeconds"] as? Int, Int(Int64.max / 1000), "the age of the oldest possible hit, clamped")
+        }
+        let text = try flagship("db", "inspect", "--db", storeFile.path)
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdout.contains("106751991167d07h ago"), text.stdout)
+    }
+}
