@@ -8,7 +8,7 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
     /// The kind of failure.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case unreachable, authenticationFailed, databaseMissing, foreignSchema, sharedDatabase,
+            case unreachable, invalidURL, authenticationFailed, databaseMissing, foreignSchema, sharedDatabase,
                  schemaTooNew, migrationHistoryMismatch, query
         }
 
@@ -20,6 +20,10 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
 
         /// No connection could be made: wrong host or port, server down, network cut.
         public static let unreachable = Code(.unreachable)
+        /// The URL (or `PGSSLMODE`) asks for what this store cannot do as written: a port outside
+        /// 1–65535, a query parameter it does not read, a TLS mode it cannot honour. Nothing was
+        /// connected.
+        public static let invalidURL = Code(.invalidURL)
         /// The server refused the user or the password.
         public static let authenticationFailed = Code(.authenticationFailed)
         /// The database named in the configuration does not exist.

@@ -43,9 +43,39 @@ public final class FlagshipPostgresStore: Sendable {
             }
             self.host = host
             port = components.port ?? 5432
+            // SwiftNIO keeps 16 bits of a port: 99999 would silently become 34463.
+            guard (1...65_535).contains(port) else {
+                throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL's port \(port) is not a TCP port (1 to 65535)")
+            }
+            try Self.checkTransportSecurity(query: components.queryItems ?? [], environment: environment)
             username = user.removingPercentEncoding ?? user
             password = components.password.map { $0.removingPercentEncoding ?? $0 } ?? environment["PGPASSWORD"]
             self.database = database.removingPercentEncoding ?? database
+        }
+
+        /// The libpq modes that allow a connection in clear: the only ones this store can honour, as
+        /// it does not encrypt its connections yet. `prefer` (libpq's default) and `allow` accept a
+        /// server without TLS; this store never tries TLS under them.
+        static let modesAllowingClearText: Set<String> = ["disable", "allow", "prefer"]
+
+        /// Refuses a query parameter this store does not read, and an `sslmode` (from the URL, else
+        /// `PGSSLMODE`) that demands encryption: connecting in clear instead would send the password
+        /// and every row where the operator asked for TLS.
+        static func checkTransportSecurity(query: [URLQueryItem], environment: [String: String]) throws(FlagshipPostgresError) {
+            var mode: (value: String, origin: String)? = environment["PGSSLMODE"].map { ($0, "PGSSLMODE") }
+            for item in query {
+                guard item.name == "sslmode" else {
+                    throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL's query parameter '\(item.name)' is not one this store reads (it reads sslmode only)")
+                }
+                mode = (item.value ?? "", "sslmode in the URL")
+            }
+            guard let mode, !modesAllowingClearText.contains(mode.value) else { return }
+            let known: Set<String> = ["require", "verify-ca", "verify-full"]
+            guard known.contains(mode.value) else {
+                throw FlagshipPostgresError(code: .invalidURL, description: "\(mode.origin) is '\(mode.value)', which is not a libpq sslmode (disable, allow, prefer, require, verify-ca, verify-full)")
+            }
+            throw FlagshipPostgresError(code: .invalidURL, description: "\(mode.origin) is '\(mode.value)', but this store does not encrypt its connections yet: "
+                + "it would connect in clear. Reach PostgreSQL over a trusted network or a tunnel, with sslmode=disable")
         }
 
         /// A location given part by part; `password` is used as given (`PGPASSWORD` is not read).

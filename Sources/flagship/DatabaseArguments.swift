@@ -100,11 +100,24 @@ enum PostgresURL {
         guard isPostgres(text) else { return nil }
         // Location parses lowercase schemes only.
         let scheme = text.prefix { $0 != ":" }
+        let location: FlagshipPostgresStore.Location
         do {
-            return try FlagshipPostgresStore.Location(url: scheme.lowercased() + text.dropFirst(scheme.count))
+            location = try FlagshipPostgresStore.Location(url: scheme.lowercased() + text.dropFirst(scheme.count))
         } catch {
             throw CommandFailure("--db: \(error)")
         }
+        if URLComponents(string: text)?.password != nil {
+            warnOnce("--db holds a password: any user of this machine can read it in `ps`. "
+                + "Leave it out of the URL and set PGPASSWORD instead")
+        }
+        return location
+    }
+
+    private static let warned = Locked<Set<String>>([])
+
+    private static func warnOnce(_ message: String) {
+        guard warned.withLock({ $0.insert(message).inserted }) else { return }
+        Output.warn(message)
     }
     #endif
 

@@ -178,6 +178,39 @@ final class PostgresMigratorTests: PostgresTestCase {
             XCTAssertThrowsError(try FlagshipPostgresStore.Location(url: bad, environment: [:]), bad)
         }
     }
+
+    /// What the store cannot do as asked is refused before any connection, naming what: a port
+    /// SwiftNIO would cut to 16 bits, a parameter it does not read, a TLS mode it cannot honour.
+    func testAURLAskingForWhatTheStoreCannotDoIsRefusedNamingIt() throws {
+        func refusal(_ url: String, environment: [String: String] = [:]) -> FlagshipPostgresError? {
+            do {
+                _ = try FlagshipPostgresStore.Location(url: url, environment: environment)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        for (url, named) in [("postgres://a@db:99999/flags", "port 99999"), ("postgres://a@db:0/flags", "port 0"),
+                             ("postgres://a@db/flags?application_name=x", "'application_name'"),
+                             ("postgres://a@db/flags?sslmode=require", "'require'"),
+                             ("postgres://a@db/flags?sslmode=verify-full", "'verify-full'"),
+                             ("postgres://a@db/flags?sslmode=verify-ca", "'verify-ca'"),
+                             ("postgres://a@db/flags?sslmode=secure", "not a libpq sslmode")] {
+            let error = refusal(url)
+            XCTAssertEqual(error?.code, .invalidURL, url)
+            XCTAssertTrue(error?.description.contains(named) == true, "\(url): \(error?.description ?? "accepted")")
+        }
+        XCTAssertTrue(refusal("postgres://a@db/flags?sslmode=require")?.description.contains("does not encrypt") == true)
+        let fromEnvironment = refusal("postgres://a@db/flags", environment: ["PGSSLMODE": "verify-full"])
+        XCTAssertEqual(fromEnvironment?.code, .invalidURL)
+        XCTAssertTrue(fromEnvironment?.description.contains("PGSSLMODE") == true, fromEnvironment?.description ?? "accepted")
+        // The modes that allow a connection in clear, from the URL or the environment; the URL's wins.
+        for mode in ["disable", "allow", "prefer"] {
+            XCTAssertNil(refusal("postgres://a@db:65535/flags?sslmode=\(mode)"), mode)
+            XCTAssertNil(refusal("postgres://a@db/flags", environment: ["PGSSLMODE": mode]), mode)
+        }
+        XCTAssertNil(refusal("postgres://a@db/flags?sslmode=disable", environment: ["PGSSLMODE": "require"]))
+    }
 }
 
 final class SQLScriptTests: XCTestCase {
