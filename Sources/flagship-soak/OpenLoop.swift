@@ -1,5 +1,6 @@
 import Flagship
 import FlagshipLocalServer
+import FlagshipStore
 
 /// What a run measured: its samples, and the counts once the SDK was closed.
 struct SoakRun: Sendable {
@@ -17,6 +18,10 @@ struct SoakRun: Sendable {
     /// Visitors the store shows decided at two moments or more: returning visitors decided again
     /// without their history. `nil` when not counted (no decision provenance, store unreadable).
     var decidedAgain: Int?
+    /// Visitors with a returning visit that began before an earlier visit of theirs was decided
+    /// (`VisitOverlaps`): left out of `decidedAgain`.
+    var overlappedVisits = 0
+    var overlapsOverflowed = false
 }
 
 enum OpenLoop {
@@ -28,6 +33,7 @@ enum OpenLoop {
         let latencies = LatencyLog()
         let journey = VisitorJourney(flagship: session.flagship, latencies: latencies)
         let sampler = Sampler(session: session, counters: counters, latencies: latencies)
+        let overlaps = VisitOverlaps()
         let clock = ContinuousClock()
         let start = clock.now
         let end = start + plan.duration
@@ -46,13 +52,19 @@ enum OpenLoop {
                     offered += 1
                     let index = picker.next()
                     guard counters.admit(limit: plan.maxInFlight) else { continue }
+                    overlaps.begin(index)
                     group.addTask {
+                        let decided = Locked(false)
+                        let decide: @Sendable () -> Void = {
+                            if decided.withLock({ done in defer { done = true }; return !done }) { overlaps.decided(index) }
+                        }
                         do {
-                            try await journey.run(visitor: index)
+                            try await journey.run(visitor: index, decided: decide)
                             counters.finish(failure: nil)
                         } catch {
                             counters.finish(failure: error)
                         }
+                        decide()
                         return .visitor
                     }
                 }
@@ -65,11 +77,17 @@ enum OpenLoop {
         }
         let samples = await sampled
         let interrupted = Task.isCancelled
-        let decidedAgain = plan.provenance ? await session.visitorsDecidedAgain() : nil
+        let overlapped = overlaps.overlapped
+        var decidedAgain: Int?
+        if plan.provenance, let visitors = await session.visitorsDecidedAgain() {
+            let excused = Set(overlapped.indexes.map(SoakFixture.visitorId))
+            decidedAgain = visitors.filter { !excused.contains($0) }.count
+        }
         let closing = await SoakSession.closeEvenIfCancelled(session)
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
-                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted, decidedAgain: decidedAgain)
+                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted, decidedAgain: decidedAgain,
+                       overlappedVisits: overlapped.indexes.count, overlapsOverflowed: overlapped.overflowed)
     }
 
     enum ChildEnd: Sendable {

@@ -31,6 +31,9 @@ struct RunSummary: Sendable {
     let rssAnonymousSlope: Double?
     /// Returning visitors decided again without their history; `nil` when not counted.
     let decidedAgain: Int?
+    /// Visitors left out of that count: a visit began before an earlier one of theirs was decided.
+    let overlappedVisits: Int
+    let overlapsOverflowed: Bool
     /// Why the run is not steady; empty when it is.
     let unsteadyReasons: [String]
 
@@ -63,6 +66,8 @@ struct RunSummary: Sendable {
         shed = run.closing?.shed ?? last?.shed ?? 0
         refusedOverloaded = run.closing?.refusedOverloaded ?? last?.refusedOverloaded ?? 0
         decidedAgain = run.decidedAgain
+        overlappedVisits = run.overlappedVisits
+        overlapsOverflowed = run.overlapsOverflowed
 
         let lastHalf = samples.filter { $0.elapsed >= seconds / 2 - 1e-9 }
         if let first = lastHalf.first, let end = lastHalf.last, end.elapsed > first.elapsed {
@@ -116,7 +121,9 @@ struct RunSummary: Sendable {
             "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed \(shed), "
                 + "refused as overloaded \(refusedOverloaded)",
             "continuity " + (decidedAgain.map { "\($0) returning visitor(s) decided again without their history" }
-                ?? "not counted (no decision provenance)"),
+                ?? "not counted (no decision provenance)")
+                + (overlappedVisits > 0 ? "; \(overlapsOverflowed ? "over " : "")\(overlappedVisits) visitor(s) returned before their first visit "
+                    + "was decided (decided twice from the allocations, not counted)" : ""),
         ]
         if let backlogSlope {
             lines.append(String(format: "backlog   %+.1f hits/s over the last half, %+.2f%% of the intake (%.1f hits/s)",

@@ -91,7 +91,7 @@ final class SoakSession: Sendable {
     /// Visitors decided at more than one moment (`nil` when the store cannot be read): in a soak,
     /// whose file and contexts never change, each was decided again without its assignment
     /// history. Read before the SDK closes (closing removes the store).
-    func visitorsDecidedAgain() async -> Int? {
+    func visitorsDecidedAgain() async -> [String]? {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(returning: try? Self.visitorsDecidedAgain(in: self.storeFile))
@@ -102,14 +102,13 @@ final class SoakSession: Sendable {
     /// A visitor decided from its stored history adds no decision row: one with rows from two
     /// moments or more was decided without it (or after its retention ended, which a soak's
     /// returning visitors, picked among recent ones, never reach).
-    static func visitorsDecidedAgain(in storeFile: URL) throws -> Int {
+    static func visitorsDecidedAgain(in storeFile: URL) throws -> [String] {
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
         return try store.read { connection in
-            Int(try connection.scalar("""
-                SELECT count(*) FROM (SELECT visitor_id FROM decisions
-                                      GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1)
-                """)?.int64 ?? 0)
+            try connection.query("""
+                SELECT visitor_id FROM decisions GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1
+                """).map { try $0.text(0) }
         }
     }
 

@@ -7,13 +7,15 @@ struct VisitorJourney: Sendable {
     let flagship: Flagship
     let latencies: LatencyLog
 
-    func run(visitor index: Int) async throws {
+    /// `decided` is called once the visitor's flags are decided (`fetchFlags` returned).
+    func run(visitor index: Int, decided: @Sendable () -> Void = {}) async throws {
         let visitor = await flagship.newVisitor(visitorId: SoakFixture.visitorId(index), hasConsented: true, instanceType: .NEW_INSTANCE)
             .withContext(context: SoakFixture.context(index))
             .buildAsync()
         let clock = ContinuousClock()
         let fetchStart = clock.now
         try await visitor.fetchFlags()
+        decided()
         let fetched = clock.now
         for key in SoakFixture.flagKeys {
             _ = visitor.getFlag(key: key).value(defaultValue: "none")

@@ -97,7 +97,23 @@ final class RunSummaryTests: XCTestCase {
             }
         }
         store.close()
-        XCTAssertEqual(try SoakSession.visitorsDecidedAgain(in: file), 1)
+        XCTAssertEqual(try SoakSession.visitorsDecidedAgain(in: file), ["alice"])
+    }
+
+    /// A visit that began before an earlier visit of the same visitor was decided could not read
+    /// its history: such visitors are left out of the continuity count.
+    func testAVisitBeganWhileAnEarlierOneOfTheSameVisitorWasBeingDecidedIsAnOverlap() {
+        let overlaps = VisitOverlaps()
+        overlaps.begin(1)
+        overlaps.begin(2)
+        overlaps.decided(2)
+        overlaps.begin(2)      // 2's first visit was decided: its history was there to read
+        overlaps.begin(1)      // 1's first visit was not
+        overlaps.decided(1)
+        overlaps.decided(1)
+        overlaps.begin(1)      // nothing of 1 in flight any more
+        XCTAssertEqual(overlaps.overlapped.indexes, [1])
+        XCTAssertFalse(overlaps.overlapped.overflowed)
     }
 
     func testPercentilesAreNearestRank() {
