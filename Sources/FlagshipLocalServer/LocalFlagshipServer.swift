@@ -30,6 +30,8 @@ public final class LocalFlagshipServer: Sendable {
 
     private let responder: Responder
     private let lifecycle = Locked(Lifecycle())
+    /// Connections refused because their bytes would have passed `Configuration.maximumBufferedBytes`.
+    private let refusedOverBuffer = Locked(0)
 
     /// A server answering as `configuration` says; it listens only once `start()` is called.
     public init(_ configuration: Configuration = Configuration()) {
@@ -61,7 +63,8 @@ public final class LocalFlagshipServer: Sendable {
         try responder.log.openRecordFile()
         let port = try lifecycle.withLock { lifecycle -> UInt16 in
             if let loop = lifecycle.loop { return loop.port }
-            let loop = try ConnectionLoop(port: lifecycle.port ?? configuration.port) { [responder] message, reply in
+            let loop = try ConnectionLoop(port: lifecycle.port ?? configuration.port, maximumBufferedBytes: configuration.maximumBufferedBytes,
+                                          refusals: refusedOverBuffer) { [responder] message, reply in
                 responder.handle(message, reply: reply)
             }
             lifecycle.loop = loop
@@ -163,6 +166,12 @@ public final class LocalFlagshipServer: Sendable {
     /// `clearReceived()` forgot.
     public var totals: ReceivedTotals {
         responder.log.totals
+    }
+
+    /// Connections answered 503 and closed because the bytes they sent would have taken the
+    /// requests held at once past `Configuration.maximumBufferedBytes`, since the server was made.
+    public var refusedOverBufferLimit: Int {
+        refusedOverBuffer.withLock { $0 }
     }
 
     /// The requests of `received` on `route`, in arrival order.

@@ -22,6 +22,11 @@ extension LocalFlagshipServer {
         public var recordLimit: Int?
         /// Called with every request once answered (the CLI prints them), from a server task.
         public var onRequest: (@Sendable (RecordedRequest) -> Void)?
+        /// The bytes of requests being received that the server holds at once, over all its
+        /// connections (one body may be 64 MiB). A connection whose bytes would go past it is
+        /// answered 503 with `Retry-After: 1` and closed, and counted in
+        /// `LocalFlagshipServer.refusedOverBufferLimit`. Default 256 MiB.
+        public var maximumBufferedBytes: Int
 
         /// A configuration with each setting given; by default `local_env`, `local_api_key`, a
         /// free port, the sample decision, no bucketing file, no record file and no limit.
@@ -33,7 +38,8 @@ extension LocalFlagshipServer {
             bucketingFile: ServedBucketingFile? = nil,
             recordFile: URL? = nil,
             recordLimit: Int? = nil,
-            onRequest: (@Sendable (RecordedRequest) -> Void)? = nil
+            onRequest: (@Sendable (RecordedRequest) -> Void)? = nil,
+            maximumBufferedBytes: Int = 256 * 1024 * 1024
         ) {
             self.envId = envId
             self.apiKey = apiKey
@@ -43,6 +49,7 @@ extension LocalFlagshipServer {
             self.recordFile = recordFile
             self.recordLimit = recordLimit
             self.onRequest = onRequest
+            self.maximumBufferedBytes = maximumBufferedBytes
         }
     }
 }

@@ -83,3 +83,49 @@ final class HTTPConnectionTests: ServerTestCase {
         XCTAssertEqual(reply.body, decision)
     }
 }
+
+/// What the server holds of requests still arriving is bounded over all its connections
+/// (`Configuration.maximumBufferedBytes`): past it a connection is answered 503 and closed, and
+/// counted; the others go on. A head is held to its limit whether it is complete or not.
+final class BufferedBytesLimitTests: XCTestCase {
+    func testAConnectionWhoseBytesWouldPassTheServersLimitIsRefusedWith503AndTheOthersAreAnswered() throws {
+        let server = LocalFlagshipServer(.init(envId: "env_1", apiKey: "key_1", maximumBufferedBytes: 100_000))
+        try server.start()
+        defer { server.stop() }
+        let port = try XCTUnwrap(server.port)
+        func request(number: Int) -> String {
+            let padding = String(repeating: "x", count: 60_000)
+            return rawPost("/", body: #"{"h":[{"n":\#(number),"pad":"\#(padding)"}]}"#, headers: ["Connection: close"])
+        }
+
+        // The first request arrives in part and waits for the rest: 50,000 of its bytes held.
+        let first = try RawConnection(port: port)
+        let whole = request(number: 1)
+        let cut = whole.utf8.index(whole.utf8.startIndex, offsetBy: 50_000)
+        try first.write(String(whole[..<cut]))
+        // The second would take the server past 100,000 bytes held.
+        let second = try RawConnection(port: port)
+        try? second.write(request(number: 2))
+        let refused = second.receiveAll()
+        try first.write(String(whole[cut...]))
+        let answered = first.receiveAll()
+
+        XCTAssertTrue(answered.hasPrefix("HTTP/1.1 200 OK\r\n"), String(answered.prefix(200)))
+        // The refusal is sent; a client still sending when the server closes may see a reset instead.
+        if !refused.isEmpty {
+            XCTAssertTrue(refused.hasPrefix("HTTP/1.1 503 "), String(refused.prefix(200)))
+            XCTAssertTrue(refused.contains("Retry-After: 1\r\n"), refused)
+        }
+        XCTAssertEqual(server.refusedOverBufferLimit, 1)
+        XCTAssertEqual(server.hits.count, 1, "only the first request's hit was taken")
+    }
+
+    func testACompleteHeadOverTheLimitIsRefusedLikeOneStillArriving() throws {
+        let server = LocalFlagshipServer(envId: "env_1", apiKey: "key_1")
+        try server.start()
+        defer { server.stop() }
+        let connection = try RawConnection(port: try XCTUnwrap(server.port))
+        try connection.write("GET / HTTP/1.1\r\n" + String(repeating: "X-Long: yes\r\n", count: 6_000) + "\r\n")
+        XCTAssertTrue(connection.receiveAll().hasPrefix("HTTP/1.1 431 "))
+    }
+}

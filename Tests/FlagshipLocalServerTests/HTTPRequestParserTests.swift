@@ -50,6 +50,7 @@ final class HTTPRequestParserTests: XCTestCase {
             ("POST / HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", 413),
             ("POST / HTTP/1.1\r\nbad header\r\n\r\n", 400),
             ("GET / HTTP/1.1\r\n" + String(repeating: "X-Long: yes\r\n", count: 6000), 431),
+            ("GET / HTTP/1.1\r\n" + String(repeating: "X-Long: yes\r\n", count: 6000) + "\r\n", 431),
         ]
         for (text, expected) in cases {
             guard case .invalid(let status, _) = parse(text) else {

@@ -31,16 +31,23 @@ final class ConnectionLoop: @unchecked Sendable {
     private let mailbox = Locked(Mailbox())
     private let started = DispatchSemaphore(value: 0)
     private let handler: Handler
+    /// The input bytes all connections may hold at once (`Configuration.maximumBufferedBytes`),
+    /// and the count of connections refused at that bound.
+    private let maximumBufferedBytes: Int
+    private let refusals: Locked<Int>
     private let listener: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
     // Confined to the polling thread.
     private var connections: [Int: HTTPConnection] = [:]
+    /// The sum of the connections' `input` counts.
+    private var bufferedBytes = 0
     private var nextConnectionID = 0
 
     /// Listens on 127.0.0.1:`port` (`0`: any free port) and starts the polling thread.
-    init(port requestedPort: UInt16, handler: @escaping Handler) throws {
+    init(port requestedPort: UInt16, maximumBufferedBytes: Int = 256 * 1024 * 1024, refusals: Locked<Int> = Locked(0),
+         handler: @escaping Handler) throws {
         let (listener, port) = try Socket.makeListener(port: requestedPort)
         let wake: (read: Int32, write: Int32)
         do {
@@ -54,6 +61,8 @@ final class ConnectionLoop: @unchecked Sendable {
         self.wakeRead = wake.read
         self.wakeWrite = wake.write
         self.handler = handler
+        self.maximumBufferedBytes = maximumBufferedBytes
+        self.refusals = refusals
         // The thread holds the loop until `run` returns; `stop()` joins it.
         let context = Unmanaged.passRetained(self).toOpaque()
         #if canImport(Darwin)
@@ -192,9 +201,34 @@ final class ConnectionLoop: @unchecked Sendable {
                 closeConnection(connection)
                 return
             }
+            // Over the bound for all connections: this one is refused, and what it sent let go.
+            guard bufferedBytes + received <= maximumBufferedBytes else {
+                refuseOverBufferLimit(connection)
+                return
+            }
             connection.input.append(contentsOf: chunk[..<received])
+            bufferedBytes += received
         }
         takeRequest(from: connection)
+    }
+
+    private func refuseOverBufferLimit(_ connection: HTTPConnection) {
+        refusals.withLock { $0 += 1 }
+        // A reply still owed on this connection would come after the refusal: close instead.
+        guard !connection.awaitingReply else { return closeConnection(connection) }
+        release(connection)
+        let reason = "the server holds \(maximumBufferedBytes) bytes of requests at most, over all connections: try again"
+        let response = HTTPResponseMessage(status: 503, headers: [("Content-Type", "application/json"), ("Retry-After", "1")],
+                                           body: Data(#"{"message":\#(jsonString(reason))}"#.utf8))
+        connection.output.append(contentsOf: response.serialized(closing: true))
+        connection.closeWhenFlushed = true
+        flush(connection)
+    }
+
+    /// The connection's input no longer counts against the bound (taken, refused or closed).
+    private func release(_ connection: HTTPConnection) {
+        bufferedBytes -= connection.input.count
+        connection.input = []
     }
 
     /// Hands the next complete request to the handler, unless one is being answered: requests
@@ -210,12 +244,14 @@ final class ConnectionLoop: @unchecked Sendable {
             }
         case .request(let request, let consumed):
             connection.input.removeFirst(consumed)
+            bufferedBytes -= consumed
             connection.sentContinue = false
             connection.awaitingReply = true
             connection.keepAlive = request.keepAlive
             let id = connection.id
             handler(request) { [self] reply in post(reply, to: id) }
         case .invalid(let status, let reason):
+            release(connection)
             let body = Data(#"{"message":\#(jsonString(reason))}"#.utf8)
             let response = HTTPResponseMessage(status: status, headers: [("Content-Type", "application/json")], body: body)
             connection.output.append(contentsOf: response.serialized(closing: true))
@@ -265,6 +301,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     private func closeConnection(_ connection: HTTPConnection) {
         guard !connection.isClosed else { return }
+        release(connection)
         connection.isClosed = true
         connections[connection.id] = nil
         Socket.closeDescriptor(connection.descriptor)

@@ -27,6 +27,10 @@ enum HTTPRequestParser {
             }
             return .incomplete(expectsContinue: false)
         }
+        // A complete head is held to the same limit as one still arriving.
+        guard headEnd + headTerminator.count <= maximumHeadBytes else {
+            return .invalid(status: 431, reason: "the request head is over \(maximumHeadBytes) bytes")
+        }
         let headText = String(decoding: input[..<headEnd], as: UTF8.self)
         var lines = headText.components(separatedBy: "\r\n")
         let requestLine = lines.removeFirst().split(separator: " ", omittingEmptySubsequences: false)
