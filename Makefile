@@ -14,7 +14,8 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # iproute2 and curl: the README's examples run offline in a network namespace of their own.
 # postgresql: the server binaries the FlagshipPostgres tests start (never as a system service).
-APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl postgresql
+# python3: Scripts/example.sh reads the example's JSON answers, and `make docs` its symbol graphs.
+APT_PACKAGES := libsqlite3-dev pkg-config sqlite3 iproute2 curl postgresql python3
 
 .PHONY: demo test build tool deps tsan bench clean torture hostile example
 

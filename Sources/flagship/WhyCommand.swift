@@ -17,7 +17,9 @@ struct WhyCommand: AsyncParsableCommand {
             from a store older than provenance. --flag keeps the decisions that set that flag. \
             --replay decides each again on its recorded file version and context, and says whether \
             this build agrees; without --visitor-id it replays every decision of the store and \
-            lists the disagreements only. The exit status is 1 when a replayed decision disagrees. \
+            lists the disagreements only. Each kept file is checked against its version (its sha256) \
+            first, and a version must match whole. The exit status is 2 when a kept file was edited \
+            (nothing is replayed on it), else 1 when a replayed decision disagrees. \
             --explain adds how the recorded file decides the recorded context (targeting, bucket). \
             With --db postgres://..., the decisions of the environment --env-id names.
             """
@@ -89,6 +91,12 @@ struct WhyCommand: AsyncParsableCommand {
                 }
             }
         }
+        let tampered = rows.filter { $0.outcome == .notReplayable(.tampered) }.count
+        if tampered > 0 {
+            Output.warn("\(tampered) decision(s) recorded on a kept file whose bytes no longer hash to its version: "
+                + "the evidence was edited, and nothing was replayed on it")
+            throw ExitCode(Self.tamperedExitStatus)
+        }
         if rows.contains(where: { if case .disagrees? = $0.outcome { true } else { false } }) {
             throw ExitCode(1)
         }
@@ -158,8 +166,17 @@ struct WhyCommand: AsyncParsableCommand {
             }
             print(Self.text(summary, seconds: Self.seconds(elapsed)))
         }
+        if let tampered = summary.notReplayable[.tampered], tampered > 0 {
+            Output.warn("\(tampered) decision(s) recorded on a kept file whose bytes no longer hash to its version: "
+                + "the evidence was edited, and nothing was replayed on it")
+            throw ExitCode(Self.tamperedExitStatus)
+        }
         if summary.disagree > 0 { throw ExitCode(1) }
     }
+
+    /// `why --replay`'s exit status when a kept file was edited: the evidence itself is wrong,
+    /// which is not the engine disagreeing (1).
+    static let tamperedExitStatus: Int32 = 2
 
     private static func text(_ summary: DecisionReplaySummary, seconds: Double) -> String {
         let replayed = summary.replayed
@@ -218,11 +235,8 @@ struct DecisionHistorySource {
 
     func replay() -> DecisionReplay {
         let documents = documents
-        return DecisionReplay { version in
-            if let document = documents[version] { return document }
-            let matches = documents.filter { $0.key.hasPrefix(version.lowercased()) }
-            return matches.count == 1 ? matches.first?.value : nil
-        }
+        // Exactly the recorded version: a prefix, or an empty version, names no evidence.
+        return DecisionReplay { version in documents[version] }
     }
 
     /// Store reads are awaited (the file's on the store's own queue): no thread of Swift's pool

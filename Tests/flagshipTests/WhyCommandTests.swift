@@ -161,6 +161,42 @@ final class WhyCommandTests: CommandTestCase {
         XCTAssertEqual(disagreement["visitorId"] as? String, "visitor-7")
     }
 
+    /// The evidence is checked before it is used: a kept file edited after the fact no longer
+    /// hashes to its version, and nothing is replayed on it (exit 2, distinct from a disagreement);
+    /// a version must match whole, so a prefix or an empty version finds no file.
+    func testAKeptFileEditedAfterTheFactIsTamperedAndAPartialVersionFindsNoFile() throws {
+        try decide(["visitor-1", "visitor-2", "visitor-3"])
+        try withStore { store in
+            try store.write { db in
+                _ = try db.execute("UPDATE decisions SET file_version = substr(file_version, 1, 12) WHERE visitor_id = 'visitor-2'")
+                _ = try db.execute("UPDATE decisions SET file_version = '' WHERE visitor_id = 'visitor-3'")
+            }
+        }
+        let partial = try flagship("why", "--db", storeFile.path, "--replay", "--json")
+        XCTAssertEqual(partial.status, 0, partial.stderr)
+        let before = try XCTUnwrap(try parseJSON(partial.stdout) as? [String: Any])
+        XCTAssertEqual(before["agree"] as? Int, 2, "visitor-1's two decisions")
+        XCTAssertEqual(before["notReplayable"] as? [String: Int],
+                       ["file version no longer kept": 2, "file version not recorded": 2])
+
+        // The kept file edited: still JSON, still a bucketing file, no longer the bytes that decided.
+        try withStore { store in
+            try store.write { db in
+                XCTAssertEqual(try db.execute("UPDATE bucketing_files SET document = document || ' '"), 1)
+            }
+        }
+        let tampered = try flagship("why", "--db", storeFile.path, "--replay", "--json")
+        XCTAssertEqual(tampered.status, 2, tampered.stderr)
+        XCTAssertTrue(tampered.stderr.contains("no longer hash to its version"), tampered.stderr)
+        let after = try XCTUnwrap(try parseJSON(tampered.stdout) as? [String: Any])
+        XCTAssertEqual(after["replayed"] as? Int, 0)
+        XCTAssertEqual((after["notReplayable"] as? [String: Int])?["file version tampered with (its kept bytes do not hash to it)"], 2)
+
+        let oneVisitor = try flagship("why", "--db", storeFile.path, "--visitor-id", "visitor-1", "--replay")
+        XCTAssertEqual(oneVisitor.status, 2, oneVisitor.stderr)
+        XCTAssertTrue(oneVisitor.stdout.contains("not replayable (file version tampered with"), oneVisitor.stdout)
+    }
+
     func testInspectCountsTheRecordedDecisionsAndKeptVersions() throws {
         try decide(["dan", "eve"])
 

@@ -19,12 +19,15 @@ package struct DecisionReplay {
         case unknownVersion = "file version not recorded"
         case versionNotKept = "file version no longer kept"
         case unusableFile = "file version unusable"
+        /// The kept bytes no longer hash to the version they are kept as: edited after the fact.
+        /// Nothing is replayed on them; `flagship why --replay` exits 2.
+        case tampered = "file version tampered with (its kept bytes do not hash to it)"
         case noContext = "context not recorded"
     }
 
-    /// The document of a kept version (`nil`: not kept).
+    /// The document kept under exactly that version (`nil`: not kept).
     private let document: (String) throws -> String?
-    private var files: [String: BucketingFile?] = [:]
+    private var files: [String: Result<BucketingFile, NotReplayable>] = [:]
     private var lastContext: (text: String, parsed: [String: JSONValue])?
 
     package init(document: @escaping (String) throws -> String?) {
@@ -65,7 +68,7 @@ package struct DecisionReplay {
         case .unknown: return .failure(.unknownVersion)
         case .bucketingFile, .bootstrap: break
         }
-        guard let version = record.fileVersion else { return .failure(.unknownVersion) }
+        guard let version = record.fileVersion, !version.isEmpty else { return .failure(.unknownVersion) }
         guard let contextText = record.context else { return .failure(.noContext) }
         // A fetch's assignments share their context: parsed once for all of them.
         let context: [String: JSONValue]
@@ -76,16 +79,22 @@ package struct DecisionReplay {
             context = parsed
             lastContext = (contextText, parsed)
         }
-        let file: BucketingFile?
+        let file: Result<BucketingFile, NotReplayable>
         if let cached = files[version] {
             file = cached
         } else {
+            // The version is the sha256 of the file's bytes: kept bytes that hash otherwise are not
+            // the file that decided, and replaying on them would blame or clear the engine wrongly.
             guard let text = try? document(version) else { return .failure(.versionNotKept) }
-            file = try? BucketingFile(json: Data(text.utf8))
+            let bytes = Data(text.utf8)
+            if SHA256.hex(of: bytes) != version.lowercased() {
+                file = .failure(.tampered)
+            } else {
+                file = (try? BucketingFile(json: bytes)).map { .success($0) } ?? .failure(.unusableFile)
+            }
             files[version] = file
         }
-        guard let file else { return .failure(.unusableFile) }
-        return .success((file, context))
+        return file.map { ($0, context) }
     }
 }
 
@@ -116,7 +125,7 @@ extension DecisionReplay {
         let store = try FlagshipDatabase.openForInspection(at: url)
         defer { store.close() }
         func document(_ version: String) throws -> String? {
-            try store.read { try $0.bucketingFiles.file(version: version)?.document }
+            try store.read { try $0.bucketingFiles.file(exactVersion: version)?.document }
         }
         var replay = DecisionReplay(document: document)
         var summary = DecisionReplaySummary()

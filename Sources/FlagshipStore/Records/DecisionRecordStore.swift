@@ -282,6 +282,11 @@ package struct BucketingFileVersionStore {
         )
     }
 
+    /// The file kept under exactly that version (a replay's lookup: evidence matches whole or not at all).
+    package func file(exactVersion version: String) throws -> BucketingFileVersion? {
+        try connection.query("\(Self.selectColumns) WHERE version = ?", [.text(version)]).first.map(Self.record)
+    }
+
     /// The version of that sha256, or of the only version that starts with that prefix (at
     /// least 4 hex digits); `nil` when none or several match.
     package func file(version: String) throws -> BucketingFileVersion? {
