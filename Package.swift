@@ -191,6 +191,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -29,6 +29,10 @@ struct RunSummary: Sendable {
     let storeSlope: Double?
     let rssSlope: Double?
     let rssAnonymousSlope: Double?
+    /// Over the last two thirds, MB per minute: SQLite's heap, malloc's bytes in use and free.
+    let sqliteHeapSlope: Double?
+    let mallocInUseSlope: Double?
+    let mallocFreeSlope: Double?
     /// Returning visitors decided again without their history; `nil` when not counted.
     let decidedAgain: Int?
     /// Visitors left out of that count: a visit began before an earlier one of theirs was decided.
@@ -82,6 +86,12 @@ struct RunSummary: Sendable {
         rssAnonymousSlope = Self.slope(lastTwoThirds.compactMap { sample in
             sample.rssAnonymousBytes.map { (sample.elapsed / 60, Double($0) / 1e6) }
         })
+        func heapSlope(_ bytes: (HeapUsage) -> Int64?) -> Double? {
+            Self.slope(lastTwoThirds.compactMap { sample in sample.heap.flatMap(bytes).map { (sample.elapsed / 60, Double($0) / 1e6) } })
+        }
+        sqliteHeapSlope = heapSlope { $0.sqliteBytes }
+        mallocInUseSlope = heapSlope { $0.mallocInUseBytes }
+        mallocFreeSlope = heapSlope { $0.mallocFreeBytes }
 
         var reasons: [String] = []
         if run.interrupted { reasons.append(String(format: "interrupted after %.1f s", seconds)) }
@@ -132,6 +142,11 @@ struct RunSummary: Sendable {
         lines.append("store     " + (storeSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a") + " over the last two thirds")
         lines.append("RSS       " + (rssSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a")
             + (rssAnonymousSlope.map { String(format: " (anonymous %+.3f MB/min)", $0) } ?? "") + " over the last two thirds")
+        if let sqliteHeapSlope {
+            lines.append(String(format: "heap      SQLite %+.3f MB/min", sqliteHeapSlope)
+                + (mallocInUseSlope.map { String(format: ", malloc in use %+.3f MB/min", $0) } ?? "")
+                + (mallocFreeSlope.map { String(format: ", free in its arenas %+.3f MB/min", $0) } ?? "") + " over the last two thirds")
+        }
         lines.append("verdict   " + (isSteady ? "steady" : "not steady: " + unsteadyReasons.joined(separator: "; ")))
         return lines.joined(separator: "\n")
     }

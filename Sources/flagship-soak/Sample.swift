@@ -39,6 +39,8 @@ struct Sample: Sendable, Equatable {
     /// bytes; `nil` off Linux.
     var rssBytes: Int64?
     var rssAnonymousBytes: Int64?
+    /// Where the heap goes (`HeapUsage`): SQLite's allocations, malloc's in use and free bytes.
+    var heap: HeapUsage?
     /// Of the visitors that finished in the interval; `nil` when none did.
     var fetchFlags: LatencyPercentiles?
     var sendHit: LatencyPercentiles?

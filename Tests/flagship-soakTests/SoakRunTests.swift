@@ -116,6 +116,30 @@ final class RunSummaryTests: XCTestCase {
         XCTAssertFalse(overlaps.overlapped.overflowed)
     }
 
+    /// glibc's `malloc_info` document: the process-wide lines come after the last arena's.
+    func testMallocInfoTotalsAreTheLinesAfterTheLastHeap() throws {
+        let xml = """
+            <malloc version="1">
+            <heap nr="0">
+            <total type="fast" count="1" size="10"/>
+            <total type="rest" count="2" size="20"/>
+            <system type="current" size="1000"/>
+            </heap>
+            <total type="fast" count="3" size="100"/>
+            <total type="rest" count="4" size="200"/>
+            <total type="mmap" count="1" size="4096"/>
+            <system type="current" size="50000"/>
+            <system type="max" size="60000"/>
+            </malloc>
+            """
+        let totals = try XCTUnwrap(HeapUsage.totals(inMallocInfo: xml))
+        XCTAssertEqual(totals.system, 54_096)
+        XCTAssertEqual(totals.free, 300)
+        let live = HeapUsage.current()
+        XCTAssertGreaterThan(live.sqliteBytes, -1)
+        XCTAssertGreaterThan(live.mallocInUseBytes ?? 0, 0, "this process's malloc, read through malloc_info")
+    }
+
     func testPercentilesAreNearestRank() {
         let values = (1...200).map(Double.init).shuffled()
         XCTAssertEqual(LatencyPercentiles(values), LatencyPercentiles(p50: 100, p99: 198))
