@@ -20,9 +20,9 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
 
         /// No connection could be made: wrong host or port, server down, network cut.
         public static let unreachable = Code(.unreachable)
-        /// The URL (or `PGSSLMODE`) asks for what this store cannot do as written: a port outside
-        /// 1–65535, a query parameter it does not read, a TLS mode it cannot honour. Nothing was
-        /// connected.
+        /// The URL (or `PGSSLMODE`) cannot be used as written: not a `postgres://` URL, no user or
+        /// database, a port outside 1–65535, a query parameter this store does not read, a TLS mode
+        /// it cannot honour. Nothing was connected.
         public static let invalidURL = Code(.invalidURL)
         /// The server refused the user or the password.
         public static let authenticationFailed = Code(.authenticationFailed)

@@ -35,11 +35,11 @@ public final class FlagshipPostgresStore: Sendable {
             guard let components = URLComponents(string: text),
                   components.scheme == "postgres" || components.scheme == "postgresql",
                   let host = components.host, !host.isEmpty else {
-                throw FlagshipPostgresError(code: .unreachable, description: "not a PostgreSQL URL: expected postgres://user@host:port/database")
+                throw FlagshipPostgresError(code: .invalidURL, description: "not a PostgreSQL URL: expected postgres://user@host:port/database")
             }
             let database = String(components.path.drop { $0 == "/" })
             guard let user = components.user, !user.isEmpty, !database.isEmpty else {
-                throw FlagshipPostgresError(code: .unreachable, description: "the PostgreSQL URL names no user or no database: expected postgres://user@host:port/database")
+                throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL names no user or no database: expected postgres://user@host:port/database")
             }
             self.host = host
             port = components.port ?? 5432

@@ -26,6 +26,20 @@ struct HeapUsage: Sendable, Equatable {
         return HeapUsage(sqliteBytes: sqlite3_memory_used(), mallocSystemBytes: arenas?.system, mallocFreeBytes: arenas?.free)
     }
 
+    /// glibc's `malloc_trim(0)`: every arena's free pages given back to the system. Returns
+    /// whether it ran (glibc only).
+    @discardableResult
+    static func trim() -> Bool {
+        #if os(Linux)
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        guard let program = dlopen(nil, RTLD_LAZY), let symbol = dlsym(program, "malloc_trim") else { return false }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        return true
+        #else
+        return false
+        #endif
+    }
+
     /// `malloc_info(0, stream)` (glibc; its header is not in Swift's Glibc module, so it is looked
     /// up by name) read from its XML: the last `<system type="current">` and the `<total>` lines
     /// of free chunks (`fast`, `rest`) are the whole process's, after each arena's own; mmap'd

@@ -21,6 +21,8 @@ struct LoadPlan: Sendable {
     var retention: TimeInterval?
     /// Whether the SDK records each decision's provenance (its default: yes).
     var provenance = true
+    /// Whether each sample ends with `malloc_trim(0)` (`HeapUsage.trim()`): a diagnostic.
+    var trimMalloc = false
 
     func validated() throws(SoakError) -> LoadPlan {
         guard rate > 0, rate.isFinite else { throw .invalidOption("the rate must be a positive number of visitors per second") }

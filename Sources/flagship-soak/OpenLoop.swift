@@ -32,7 +32,7 @@ enum OpenLoop {
         let counters = LoadCounters()
         let latencies = LatencyLog()
         let journey = VisitorJourney(flagship: session.flagship, latencies: latencies)
-        let sampler = Sampler(session: session, counters: counters, latencies: latencies)
+        let sampler = Sampler(session: session, counters: counters, latencies: latencies, trimMalloc: plan.trimMalloc)
         let overlaps = VisitOverlaps()
         let clock = ContinuousClock()
         let start = clock.now

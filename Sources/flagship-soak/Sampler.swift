@@ -7,6 +7,8 @@ struct Sampler: Sendable {
     let session: SoakSession
     let counters: LoadCounters
     let latencies: LatencyLog
+    /// `LoadPlan.trimMalloc`.
+    var trimMalloc = false
 
     /// Samples at the start, then every `interval` and at `end` (a shorter last interval when
     /// the duration is not a multiple of it). `onSample` sees each as it is taken.
@@ -20,6 +22,7 @@ struct Sampler: Sendable {
             let due = min(start + interval * tick, end)
             try? await clock.sleep(until: due)
             let sample = await take(at: clock.now - start, after: previous)
+            if trimMalloc { HeapUsage.trim() }
             samples.append(sample)
             onSample(sample)
             previous = sample

@@ -75,6 +75,9 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     @Flag(help: "Run the SDK without decision provenance (no decisions rows, no kept file versions).")
     var noProvenance = false
 
+    @Flag(help: "After each sample, give malloc's free pages back to the system (glibc's malloc_trim): whether RSS growth is memory in use or kept free.")
+    var trimMalloc = false
+
     @Option(help: "Seeds the draw of new and returning visitors.")
     var seed: UInt64 = 31
 
@@ -128,7 +131,8 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
         guard seconds > 0, seconds.isFinite else { throw .invalidOption("a duration must be a positive number of seconds") }
         let interval = sampleInterval ?? min(10, seconds / 12)
         return try LoadPlan(rate: rate, duration: .seconds(seconds), sampleInterval: .seconds(interval), newVisitorShare: newShare,
-                            maxInFlight: maxInFlight, seed: seed, retention: retention, provenance: !noProvenance).validated()
+                            maxInFlight: maxInFlight, seed: seed, retention: retention, provenance: !noProvenance,
+                            trimMalloc: trimMalloc).validated()
     }
 
     private func soak(fixture: SoakFixture) async throws(SoakError) {

@@ -95,8 +95,8 @@ enum PostgresURL {
 
     #if Postgres
     /// The location `text` names, or `nil` for a path. The URL as given is never in a message:
-    /// it may hold the password.
-    static func location(_ text: String) throws -> FlagshipPostgresStore.Location? {
+    /// it may hold the password, which draws a warning (once) when `warnsOfPassword`.
+    static func location(_ text: String, warnsOfPassword: Bool = true) throws -> FlagshipPostgresStore.Location? {
         guard isPostgres(text) else { return nil }
         // Location parses lowercase schemes only.
         let scheme = text.prefix { $0 != ":" }
@@ -106,7 +106,7 @@ enum PostgresURL {
         } catch {
             throw CommandFailure("--db: \(error)")
         }
-        if URLComponents(string: text)?.password != nil {
+        if warnsOfPassword, URLComponents(string: text)?.password != nil {
             warnOnce("--db holds a password: any user of this machine can read it in `ps`. "
                 + "Leave it out of the URL and set PGPASSWORD instead")
         }
@@ -125,7 +125,8 @@ enum PostgresURL {
     static func refuse(_ text: String, command: String) throws {
         guard isPostgres(text) else { return }
         #if Postgres
-        let store = (try? location(text)).map { "\($0)" } ?? "a PostgreSQL store"
+        // Refused whatever it holds: its password is not worth a warning of its own.
+        let store = (try? location(text, warnsOfPassword: false)).map { "\($0)" } ?? "a PostgreSQL store"
         #else
         let store = "a PostgreSQL store"
         #endif

@@ -188,10 +188,17 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertNotNil(pending, "kept in the local store until PostgreSQL takes it")
 
         try postgres.start()
-        try await Task.sleep(for: .seconds(1.2))  // past the spill's window: PostgreSQL is tried again
+        // Writes go on; once the spill's window has passed, one of them tries PostgreSQL again and
+        // carries the erasure. On a busy machine the first try may still find it starting: the
+        // next write tries again (20 s at most).
         let staying = await flagship.newVisitor(visitorId: "staying", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
-        try await staying.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click"))
-        await runtime.flushCaches()
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            try await Task.sleep(for: .milliseconds(400))
+            try await staying.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click"))
+            await runtime.flushCaches()
+        } while try await local.read({ try $0.state.value(forKey: "postgres_erasure_pending.leaving") }) != nil
+            && ContinuousClock.now < deadline
 
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.visitors WHERE visitor_id = 'leaving'"), "0")
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.decisions WHERE visitor_id = 'leaving'"), "0")

@@ -175,7 +175,9 @@ final class PostgresMigratorTests: PostgresTestCase {
         XCTAssertEqual(fromEnvironment.password, "p")
         XCTAssertEqual(fromEnvironment.port, 5432)
         for bad in ["mysql://a@b/c", "postgres://b/c", "postgres://a@b", "not a url"] {
-            XCTAssertThrowsError(try FlagshipPostgresStore.Location(url: bad, environment: [:]), bad)
+            XCTAssertThrowsError(try FlagshipPostgresStore.Location(url: bad, environment: [:]), bad) { error in
+                XCTAssertEqual((error as? FlagshipPostgresError)?.code, .invalidURL, bad)
+            }
         }
     }
 

@@ -138,6 +138,7 @@ final class RunSummaryTests: XCTestCase {
         let live = HeapUsage.current()
         XCTAssertGreaterThan(live.sqliteBytes, -1)
         XCTAssertGreaterThan(live.mallocInUseBytes ?? 0, 0, "this process's malloc, read through malloc_info")
+        XCTAssertTrue(HeapUsage.trim(), "glibc's malloc_trim, found and called")
     }
 
     func testPercentilesAreNearestRank() {
