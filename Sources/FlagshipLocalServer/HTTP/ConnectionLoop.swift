@@ -201,6 +201,8 @@ final class ConnectionLoop: @unchecked Sendable {
                 closeConnection(connection)
                 return
             }
+            // Its answer is the last (a refusal being sent): what else it sends is read and dropped.
+            if connection.closeWhenFlushed { continue }
             // Over the bound for all connections: this one is refused, and what it sent let go.
             guard bufferedBytes + received <= maximumBufferedBytes else {
                 refuseOverBufferLimit(connection)
