@@ -31,14 +31,24 @@ struct HeapUsage: Sendable, Equatable {
     @discardableResult
     static func trim() -> Bool {
         #if os(Linux)
-        typealias MallocTrim = @convention(c) (Int) -> Int32
-        guard let program = dlopen(nil, RTLD_LAZY), let symbol = dlsym(program, "malloc_trim") else { return false }
-        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        guard let symbol = UnsafeMutableRawPointer(bitPattern: glibc.trim) else { return false }
+        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
         return true
         #else
         return false
         #endif
     }
+
+    #if os(Linux)
+    /// glibc's `malloc_trim` and `malloc_info`, looked up once in the process's global scope (the
+    /// main program and the libraries it loaded); their header is not in Swift's Glibc module.
+    /// Kept as addresses (0: not found), which are Sendable.
+    private static let glibc: (trim: UInt, info: UInt) = {
+        let program = dlopen(nil, RTLD_LAZY)
+        func address(_ name: String) -> UInt { dlsym(program, name).map { UInt(bitPattern: $0) } ?? 0 }
+        return (address("malloc_trim"), address("malloc_info"))
+    }()
+    #endif
 
     /// `malloc_info(0, stream)` (glibc; its header is not in Swift's Glibc module, so it is looked
     /// up by name) read from its XML: the last `<system type="current">` and the `<total>` lines
@@ -47,8 +57,7 @@ struct HeapUsage: Sendable, Equatable {
     private static func mallocTotals() -> (system: Int64, free: Int64)? {
         #if os(Linux)
         typealias MallocInfo = @convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32
-        // The process's global scope (the main program and the libraries it loaded: libc).
-        guard let program = dlopen(nil, RTLD_LAZY), let symbol = dlsym(program, "malloc_info") else { return nil }
+        guard let symbol = UnsafeMutableRawPointer(bitPattern: glibc.info) else { return nil }
         let mallocInfo = unsafeBitCast(symbol, to: MallocInfo.self)
         var buffer: UnsafeMutablePointer<CChar>?
         var size = 0

@@ -105,11 +105,7 @@ final class SoakSession: Sendable {
     static func visitorsDecidedAgain(in storeFile: URL) throws -> [String] {
         let store = try FlagshipDatabase.openForInspection(at: storeFile)
         defer { store.close() }
-        return try store.read { connection in
-            try connection.query("""
-                SELECT visitor_id FROM decisions GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1
-                """).map { try $0.text(0) }
-        }
+        return try store.read { try $0.decisions.visitorsDecidedMoreThanOnce() }
     }
 
     private func storeBytes() -> Int64 {

@@ -106,19 +106,16 @@ enum PostgresURL {
         } catch {
             throw CommandFailure("--db: \(error)")
         }
-        if warnsOfPassword, URLComponents(string: text)?.password != nil {
-            warnOnce("--db holds a password: any user of this machine can read it in `ps`. "
+        if warnsOfPassword, URLComponents(string: text)?.password != nil,
+           !warnedOfPassword.withLock({ warned in defer { warned = true }; return warned }) {
+            Output.warn("--db holds a password: any user of this machine can read it in `ps`. "
                 + "Leave it out of the URL and set PGPASSWORD instead")
         }
         return location
     }
 
-    private static let warned = Locked<Set<String>>([])
-
-    private static func warnOnce(_ message: String) {
-        guard warned.withLock({ $0.insert(message).inserted }) else { return }
-        Output.warn(message)
-    }
+    /// The password warning is printed once per process.
+    private static let warnedOfPassword = Locked(false)
     #endif
 
     /// Refuses a PostgreSQL URL for a command that works on store files only.

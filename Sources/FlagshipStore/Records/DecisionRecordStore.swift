@@ -127,6 +127,14 @@ package struct DecisionRecordStore {
         Int(try connection.scalar("SELECT coalesce(sum(json_array_length(assignments)), 0) FROM decisions")?.int64 ?? 0)
     }
 
+    /// The visitors decided at more than one moment. A visitor decided from its stored assignment
+    /// history adds no row, so while the bucketing file and the visitors' contexts stay the same
+    /// (a soak), each was decided again without its history.
+    package func visitorsDecidedMoreThanOnce() throws -> [String] {
+        try connection.query("SELECT visitor_id FROM decisions GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1")
+            .map { try $0.text(0) }
+    }
+
     /// How many visitors have decisions recorded.
     package func visitorCount() throws(StoreError) -> Int {
         Int(try connection.scalar("SELECT count(DISTINCT visitor_id) FROM decisions")?.int64 ?? 0)
