@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import FlagshipLocalServer
 import FlagshipStore
 import Foundation
@@ -19,7 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             file (--bucketing-file or --sample-bucketing) it also serves that file (GET \
             /<env-id>/bucketing.json, with Last-Modified and 304 answers to If-Modified-Since), and the \
             Decision API answers with the SDK's bucketing engine on it, so both modes get the same \
-            flags. Prints one line per request. Stops cleanly on SIGINT (Ctrl-C) or SIGTERM.
+            flags. Prints one line per request. Stops cleanly on SIGINT (Ctrl-C) or SIGTERM; a second \
+            one ends it at once.
             """
     )
 
@@ -99,53 +99,57 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
+/// The write end of the pipe `TerminationSignals`' handler writes a signal's number to. Set once,
+/// before the handler is installed, and only read after (by the handler, on whichever thread the
+/// signal lands).
+nonisolated(unsafe) private var terminationPipeWriteEnd: Int32 = -1
+
 /// SIGINT and SIGTERM, caught from creation on (their default action, exit at once, turned off),
 /// so the server is stopped and the record file complete: `first()` names the first that came,
 /// waiting for it if none has.
-private final class TerminationSignals: @unchecked Sendable {
-    // `lock` guards `arrived`, `waiter` and `sources`.
-    private let lock = NSLock()
-    private var arrived: String?
-    private var waiter: CheckedContinuation<String, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-    private let queue = DispatchQueue(label: "flagship.serve.signals")
+///
+/// A `sigaction` handler writes the signal's number to a pipe, which a thread of its own reads. A
+/// dispatch signal source would not do: on Linux libdispatch installs its handler later, on its
+/// manager thread, and a SIGTERM sent between `resume()` and then (by whoever reads the ready line
+/// at once) met SIG_IGN and was lost. Once a signal has come, a second SIGINT or SIGTERM has its
+/// default action again: a Ctrl-C on a stop that hangs ends the process.
+private final class TerminationSignals: Sendable {
+    private let readEnd: Int32
 
     init() {
-        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { [weak self] in self?.received(name) }
-            source.resume()
-            sources.append(source)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            preconditionFailure("flagship serve: pipe failed (errno \(errno)), so SIGINT and SIGTERM cannot be caught")
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        readEnd = ends[0]
+        terminationPipeWriteEnd = ends[1]
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                let saved = errno
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(terminationPipeWriteEnd, &byte, 1)
+                errno = saved
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
         }
     }
 
+    /// The first of SIGINT and SIGTERM to come, read off the pipe on a thread of its own (never
+    /// one of the cooperative pool's).
     func first() async -> String {
         await withCheckedContinuation { continuation in
-            lock.lock()
-            if let arrived {
-                lock.unlock()
-                continuation.resume(returning: arrived)
-                return
+            Thread.detachNewThread { [readEnd] in
+                var byte: UInt8 = 0
+                // The write end is never closed, so nothing but a signal ends this read.
+                while read(readEnd, &byte, 1) < 0 && errno == EINTR {}
+                signal(SIGINT, SIG_DFL)
+                signal(SIGTERM, SIG_DFL)
+                continuation.resume(returning: Int32(byte) == SIGINT ? "SIGINT" : "SIGTERM")
             }
-            waiter = continuation
-            lock.unlock()
         }
-    }
-
-    private func received(_ signal: String) {
-        lock.lock()
-        guard arrived == nil else {
-            lock.unlock()
-            return
-        }
-        arrived = signal
-        let pending = waiter
-        waiter = nil
-        let done = sources
-        sources = []
-        lock.unlock()
-        done.forEach { $0.cancel() }
-        pending?.resume(returning: signal)
     }
 }

@@ -87,7 +87,9 @@ enum FlagshipExecutable {
                 guard Date() < deadline else {
                     process.terminate()
                     process.waitUntilExit()
-                    throw Failure("flagship \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+                    let printed = (try? stdoutSoFar()) ?? ""
+                    let said = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+                    throw Failure("flagship \(arguments.joined(separator: " ")) did not finish within \(timeout) s; stdout:\n\(printed)\nstderr:\n\(said)")
                 }
                 Thread.sleep(forTimeInterval: 0.01)
             }

@@ -72,6 +72,23 @@ final class ServeCommandTests: CommandTestCase {
         XCTAssertFalse(lines[0].contains("secret-key-123"), "the API key is masked in the record")
     }
 
+    /// Whoever reads the ready line may signal at once: the handlers are in place before it is
+    /// printed (a dispatch signal source, registered later on libdispatch's thread, lost such a
+    /// SIGTERM now and then, and the server ran on).
+    func testASignalSentTheMomentTheReadyLineIsPrintedStopsItCleanly() throws {
+        for (round, (number, name)) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")].cycled(6).enumerated() {
+            var serving = try serve("--env-id", "env", "--api-key", "k")
+            XCTAssertEqual(kill(serving.process.processIdentifier, number), 0)
+            let deadline = Date().addingTimeInterval(10)
+            while serving.process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            XCTAssertFalse(serving.process.isRunning, "round \(round): \(name) did not stop it within 10 s")
+            serving.stop()
+            XCTAssertEqual(serving.process.terminationReason, .exit, "round \(round)")
+            XCTAssertEqual(serving.process.terminationStatus, 0, "round \(round): \(serving.printed)")
+            XCTAssertTrue(serving.printed.hasSuffix("stopped (\(name))\n"), "round \(round): \(serving.printed)")
+        }
+    }
+
     func testServeRefusesADecisionFileThatIsNotADecision() throws {
         let file = outputDirectory.appendingPathComponent("decision.json")
         try Data("[1, 2]".utf8).write(to: file)
@@ -167,5 +184,12 @@ final class ServeCommandTests: CommandTestCase {
             XCTAssertEqual(api, bucketing, visitor)
             XCTAssertTrue(api.contains(#""btnColor""#) && api.contains(#""bannerText""#), api)
         }
+    }
+}
+
+private extension Array {
+    /// The elements over and over, `count` in all.
+    func cycled(_ count: Int) -> [Element] {
+        (0..<count).map { self[$0 % self.count] }
     }
 }
