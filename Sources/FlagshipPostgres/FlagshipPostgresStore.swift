@@ -104,6 +104,19 @@ public final class FlagshipPostgresStore: Sendable {
     /// Whether this instance's claims take hits under another instance's backoff (their
     /// `next_attempt_at` ahead): an operator's replay, which sends everything waiting now.
     package let claimsThroughBackoff: Bool
+    /// The most hits the fleet's table keeps for one environment. The cap is for outages: while
+    /// the events endpoint answers, each instance's own backpressure keeps its backlog far below
+    /// it. Past it, the instance whose write found the excess deletes the oldest hits no instance
+    /// holds in flight, counts them as evicted (`FlagshipInstrumentation`, the tracking counts) and
+    /// logs it. The check runs on a write at most every `capCheckInterval` per instance, so the
+    /// table may pass the cap by what the fleet writes in that time.
+    public let maximumHits: Int
+    /// 1,000,000 hits per environment: about 1 GB of rows and indexes at the SDK's hit sizes.
+    public static let defaultMaximumHits = 1_000_000
+    /// How often (at most) an instance checks the cap on a write: 5 s, where a test shortens it.
+    package let capCheckInterval: TimeInterval
+    /// When each environment's cap was last checked by this instance (unix ms).
+    private let capChecks = Locked<[String: Int64]>([:])
     /// Who holds a claim on hits, as `hits.lease_owner` shows it: `<host> pid <pid> <instance>`.
     let instanceName = "\(ProcessInfo.processInfo.hostName) pid \(ProcessInfo.processInfo.processIdentifier) \(UUID().uuidString.prefix(8).lowercased())"
     let client: PostgresClient
@@ -126,6 +139,17 @@ public final class FlagshipPostgresStore: Sendable {
         return error
     }
 
+    /// Whether a write at `now` (unix ms) checks `envId`'s cap: the first write, then one every
+    /// `capCheckInterval`. A `true` is taken: the next write within the interval gets `false`.
+    func capCheckIsDue(envId: String, now: Int64) -> Bool {
+        let interval = Int64((capCheckInterval * 1000).rounded())
+        return capChecks.withLock { checks in
+            if let last = checks[envId], now >= last, now - last < interval { return false }
+            checks[envId] = now
+            return true
+        }
+    }
+
     /// Prepares the store unless a `prepare()` succeeded already; throws a refusal at once.
     package func ensurePrepared() async throws(FlagshipPostgresError) {
         switch preparation.withLock({ $0 }) {
@@ -140,9 +164,10 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// A store on its own client, run until `close()`. `sharesDatabase`: the database may hold
     /// other applications' tables beside the `flagship` schema (otherwise it must be empty or ours).
-    public convenience init(_ location: Location, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+    public convenience init(_ location: Location, sharesDatabase: Bool = false, maximumHits: Int = FlagshipPostgresStore.defaultMaximumHits,
+                            logger: Logger = Logger(label: "io.flagship.postgres")) {
         self.init(location, sharesDatabase: sharesDatabase, logger: logger, callTimeout: Self.defaultCallTimeout,
-                  retryAfter: Self.defaultRetryAfter)
+                  retryAfter: Self.defaultRetryAfter, maximumHits: maximumHits)
     }
 
     /// A store whose claims take the hits that other instances' failed sends put under backoff:
@@ -158,7 +183,10 @@ public final class FlagshipPostgresStore: Sendable {
 
     /// With the waits a test shortens.
     package init(_ location: Location, sharesDatabase: Bool, logger: Logger, callTimeout: Duration, retryAfter: TimeInterval,
-                 leaseDuration: TimeInterval? = nil, claimsThroughBackoff: Bool = false) {
+                 leaseDuration: TimeInterval? = nil, claimsThroughBackoff: Bool = false,
+                 maximumHits: Int = FlagshipPostgresStore.defaultMaximumHits, capCheckInterval: TimeInterval = 5) {
+        self.maximumHits = max(1, maximumHits)
+        self.capCheckInterval = capCheckInterval
         self.callTimeout = callTimeout
         self.retryAfter = retryAfter
         self.leaseDuration = leaseDuration
@@ -187,12 +215,16 @@ public final class FlagshipPostgresStore: Sendable {
     /// names (`Location(url:)`).
     /// - Throws: `FlagshipPostgresError` with code `unreachable` when `url` is not a PostgreSQL
     ///   URL naming a user and a database.
-    public convenience init(url: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) throws(FlagshipPostgresError) {
-        self.init(try Location(url: url), sharesDatabase: sharesDatabase, logger: logger)
+    public convenience init(url: String, sharesDatabase: Bool = false, maximumHits: Int = FlagshipPostgresStore.defaultMaximumHits,
+                            logger: Logger = Logger(label: "io.flagship.postgres")) throws(FlagshipPostgresError) {
+        self.init(try Location(url: url), sharesDatabase: sharesDatabase, maximumHits: maximumHits, logger: logger)
     }
 
     /// A store on the app's client, which the app runs (`client.run()`) and closes.
-    public init(client: PostgresClient, location: String, sharesDatabase: Bool = false, logger: Logger = Logger(label: "io.flagship.postgres")) {
+    public init(client: PostgresClient, location: String, sharesDatabase: Bool = false,
+                maximumHits: Int = FlagshipPostgresStore.defaultMaximumHits, logger: Logger = Logger(label: "io.flagship.postgres")) {
+        self.maximumHits = max(1, maximumHits)
+        capCheckInterval = 5
         callTimeout = Self.defaultCallTimeout
         retryAfter = Self.defaultRetryAfter
         leaseDuration = nil

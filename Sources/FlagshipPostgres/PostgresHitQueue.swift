@@ -37,6 +37,9 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                       fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
         }
         guard !records.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
+        let writtenAt = now()
+        let checksCap = !records.isEmpty && store.capCheckIsDue(envId: envId, now: writtenAt)
+        let capacity = store.maximumHits
         return HitsAndVisitorsSaved(Result {
             try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { connection, envId, logger in
                 if visitors.isEmpty {
@@ -44,9 +47,18 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                 } else {
                     try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save(visitors, withHits: records)
                 }
+                guard checksCap else { return 0 }
+                // The hits are committed: an eviction that fails is said, not the write's failure.
+                do {
+                    return try await connection.withTransaction(logger: logger) { connection in
+                        try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                            .evictOldest(beyond: capacity, now: writtenAt)
+                    }
+                } catch {
+                    logger.warning("The fleet's hits table is above its cap of \(capacity) hits, and its oldest could not be evicted: \(FlagshipPostgresError(error, doing: "evicting hits"))")
+                    return 0
+                }
             }
-            // The fleet's table has no cap of its own: nothing is evicted.
-            return 0
         })
     }
 

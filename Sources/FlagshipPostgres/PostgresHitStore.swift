@@ -139,6 +139,47 @@ struct PostgresHitStore {
     }
 
     /// How many hits of the environment wait.
+    /// The environment's rows, counted up to `limit` (at most `limit`): a check against a cap
+    /// reads no more of a long table than the cap.
+    func count(upTo limit: Int) async throws -> Int {
+        let rows = try await connection.query("""
+            SELECT count(*) FROM (SELECT 1 FROM flagship.hits WHERE env_id = \(envId) LIMIT \(max(0, limit))) AS up_to_the_limit
+            """, logger: logger).collect()
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    /// The first key of the transaction advisory lock an eviction holds (the second is the
+    /// environment's `hashtext`): "FSHC" in ASCII, apart from the prune's and the migrator's.
+    static let capLockClass: Int32 = 0x4653_4843
+
+    /// Deletes the environment's oldest rows (by `created_at`, then id) so that at most
+    /// `capacity` remain, and returns exactly how many went. A row leased at `now` (in flight at
+    /// an instance) is never deleted, nor a row another transaction holds, so the table may stay
+    /// above `capacity` by those. One instance evicts an environment at a time: run it in a
+    /// transaction; when another holds the environment's eviction lock, this returns 0 at once
+    /// (that one removes the excess).
+    func evictOldest(beyond capacity: Int, now: Int64) async throws -> Int {
+        let capacity = max(0, capacity)
+        guard try await count(upTo: capacity + 1) > capacity else { return 0 }
+        let locked = try await connection.query(
+            "SELECT pg_try_advisory_xact_lock(\(Self.capLockClass), hashtext(\(envId)))", logger: logger
+        ).collect().first?.decode(Bool.self) ?? false
+        guard locked else { return 0 }
+        let total = try await count()
+        guard total > capacity else { return 0 }
+        return try await connection.query("""
+            WITH doomed AS MATERIALIZED (
+                SELECT id FROM flagship.hits
+                WHERE env_id = \(envId) AND (lease_until IS NULL OR lease_until <= \(now))
+                ORDER BY created_at, id
+                LIMIT \(total - capacity)
+                FOR UPDATE SKIP LOCKED)
+            DELETE FROM flagship.hits h USING doomed
+            WHERE h.env_id = \(envId) AND h.id = doomed.id
+            RETURNING 1
+            """, logger: logger).collect().count
+    }
+
     func count() async throws -> Int {
         let rows = try await connection.query("SELECT count(*) FROM flagship.hits WHERE env_id = \(envId)", logger: logger).collect()
         return Int(try rows.first?.decode(Int64.self) ?? 0)

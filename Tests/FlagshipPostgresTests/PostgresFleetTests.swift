@@ -132,6 +132,43 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0", "delivered hits leave the table")
     }
 
+    /// The fleet's table is capped: an instance whose write finds it above `maximumHits` deletes
+    /// the oldest hits, and counts exactly what it deleted (here nothing is sent: every hit
+    /// acknowledged is a row or was evicted).
+    func testTheFleetsTableKeepsItsCapAndTheInstanceCountsWhatItEvicted() async throws {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                password: postgres.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(5), retryAfter: 5,
+                                          maximumHits: 30, capCheckInterval: 0)
+        try await store.prepare()
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
+            .withLogLevel(.ERROR)
+            .withNetworkDisabled()
+            .withPostgresStore(store)
+            .build())
+        let visitor = await flagship.newVisitor(visitorId: "v", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        for number in 1...60 {
+            try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "click").withLabel("click-\(number)"))
+        }
+        let rows = Int(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE env_id = 'fleet_env'")) ?? -1
+        let newest = try postgres.psql(database, """
+            SELECT string_agg(document::json->'data'->'content'->>'el', ',' ORDER BY created_at DESC, id DESC) FROM (
+                SELECT * FROM flagship.hits WHERE env_id = 'fleet_env' ORDER BY created_at DESC, id DESC LIMIT 2) AS newest
+            """)
+        let reported = await flagship.trackingStatistics()
+        let statistics = try XCTUnwrap(reported)
+        await flagship.close()
+        await store.close()
+
+        XCTAssertEqual(rows, 30)
+        XCTAssertEqual(statistics.evicted, 31, "61 hits acknowledged (the consent hit too), 30 kept")
+        XCTAssertEqual(newest, "click-60,click-59", "the oldest went")
+    }
+
     /// PostgreSQL stopped mid-traffic, then started again: every awaited hit is acknowledged
     /// (committed to the instance's local SQLite file while PostgreSQL is away, sent from there),
     /// and every hit reaches the server once.

@@ -128,5 +128,53 @@ final class PostgresHitStoreTests: PostgresTestCase {
         XCTAssertEqual(again.map(\.attempts), [0, 0], "a release is no failed attempt")
         try await connection.close()
     }
+
+    /// The cap takes the oldest rows nobody holds, exactly as many as put the table above it,
+    /// and only from its own environment; a lease that lapsed is no longer held.
+    func testEvictionTakesTheOldestRowsNoInstanceHoldsAndCountsThem() async throws {
+        let server = try postgres()
+        let connection = try await connect(server, database: try await migratedDatabase(server))
+        let store = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+        try await store.insert(hits(10))
+        try await PostgresHitStore(connection: connection, envId: "other_env", logger: logger).insert(hits(4))
+        let inFlight = try await store.claim(.events, owner: "a", now: now, leaseUntil: now + 60_000, limit: 2)
+
+        let underTheCap = try await store.evictOldest(beyond: 10, now: now)
+        let evicted = try await store.evictOldest(beyond: 5, now: now)
+        let left = try await connection.query("SELECT id FROM flagship.hits WHERE env_id = 'env' ORDER BY created_at", logger: logger)
+            .collect().map { try $0.decode(String.self) }
+        let afterTheLeaseLapsed = try await store.evictOldest(beyond: 3, now: now + 60_000)
+
+        XCTAssertEqual(underTheCap, 0)
+        XCTAssertEqual(evicted, 5)
+        XCTAssertEqual(left, inFlight.map(\.id) + hits(10).suffix(3).map(\.id), "the two in flight stay, with the three newest")
+        XCTAssertEqual(afterTheLeaseLapsed, 2)
+        let counts = (try await store.count(), try await PostgresHitStore(connection: connection, envId: "other_env", logger: logger).count())
+        XCTAssertEqual([counts.0, counts.1], [3, 4], "the other environment keeps its rows")
+        let counted = try await store.count(upTo: 2)
+        XCTAssertEqual(counted, 2, "a count against a cap stops past it")
+        try await connection.close()
+    }
+
+    /// Two instances that find the excess at once do not both delete it: one holds the
+    /// environment's eviction lock for its transaction, and the other evicts nothing.
+    func testOneInstanceEvictsAnEnvironmentAtATime() async throws {
+        let server = try postgres()
+        let database = try await migratedDatabase(server)
+        let (first, second) = (try await connect(server, database: database), try await connect(server, database: database))
+        try await PostgresHitStore(connection: first, envId: "env", logger: logger).insert(hits(10))
+
+        try await first.query("BEGIN", logger: logger)
+        let byFirst = try await PostgresHitStore(connection: first, envId: "env", logger: logger).evictOldest(beyond: 6, now: now)
+        let bySecond = try await second.withTransaction(logger: logger) { connection in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).evictOldest(beyond: 6, now: now)
+        }
+        try await first.query("COMMIT", logger: logger)
+        let left = try await PostgresHitStore(connection: second, envId: "env", logger: logger).count()
+
+        XCTAssertEqual([byFirst, bySecond, left], [4, 0, 6])
+        try await first.close()
+        try await second.close()
+    }
 }
 #endif
