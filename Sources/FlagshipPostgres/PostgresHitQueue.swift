@@ -24,6 +24,13 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     let logger: Logger
     /// The SDK's clock (unix ms): a lookup records when the visitor was seen.
     let now: @Sendable () -> Int64
+    /// PostgreSQL's clock against the SDK's: every time in the fleet's rows is the database's.
+    let clock = DatabaseClockOffset()
+
+    /// The offset from the SDK's time to the database's, on `connection` (measured when stale).
+    private func offset(on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        try await clock.offset(on: connection, now: now, location: store.location, logger: logger)
+    }
 
     func save(_ cached: [CachedHit]) throws -> Int {
         try save(cached, visitors: []).hits.get()
@@ -31,17 +38,17 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 
     /// Hits and visitor documents in one statement: one round trip for a group commit.
     func save(_ cached: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
-        let records = cached.map { cached in
-            HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
-                      isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
-                      fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
-        }
-        guard !records.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
+        guard !cached.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
+        let hits = cached.map(\.hit)
         let writtenAt = now()
-        let checksCap = !records.isEmpty && store.capCheckIsDue(envId: envId, now: writtenAt)
+        let checksCap = !hits.isEmpty && store.capCheckIsDue(envId: envId, now: writtenAt)
         let capacity = store.maximumHits
         return HitsAndVisitorsSaved(Result {
-            try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { connection, envId, logger in
+            try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { [self] connection, envId, logger in
+                let offset = try await offset(on: connection, logger: logger)
+                // In the database's time, the document's `time` too (a claim reads the two as one).
+                let records = hits.map { HitRecord(databaseTime: $0, offset: offset) }
+                let visitors = visitors.map { $0.shiftingTimes(by: offset) }
                 if visitors.isEmpty {
                     try await PostgresHitStore(connection: connection, envId: envId, logger: logger).write(records)
                 } else {
@@ -52,7 +59,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                 do {
                     return try await connection.withTransaction(logger: logger) { connection in
                         try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
-                            .evictOldest(beyond: capacity, now: writtenAt)
+                            .evictOldest(beyond: capacity, now: writtenAt.shifted(by: offset))
                     }
                 } catch {
                     logger.warning("The fleet's hits table is above its cap of \(capacity) hits, and its oldest could not be evicted: \(FlagshipPostgresError(error, doing: "evicting hits"))")
@@ -64,18 +71,22 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 
     func visitor(id visitorId: String) throws -> VisitorRecord? {
         let seenAt = now()
-        return try call("reading a visitor") { connection, envId, logger in
-            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId, seenAt: seenAt)
+        return try call("reading a visitor") { [self] connection, envId, logger in
+            let offset = try await offset(on: connection, logger: logger)
+            return try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
+                .visitor(id: visitorId, seenAt: seenAt.shifted(by: offset))?.shiftingTimes(by: -offset)
         }
     }
 
     /// Not bounded here: the SDK abandons a lookup at its own timeout.
     func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
         let (store, envId, logger, seenAt) = (store, envId, logger, now())
-        return try await withTaskExecutorPreference(store.executor) {
+        return try await withTaskExecutorPreference(store.executor) { [self] in
             try await store.ensurePrepared()
             return try await store.client.withConnection { connection in
-                try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).visitor(id: visitorId, seenAt: seenAt)
+                let offset = try await offset(on: connection, logger: logger)
+                return try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
+                    .visitor(id: visitorId, seenAt: seenAt.shifted(by: offset))?.shiftingTimes(by: -offset)
             }
         }
     }
@@ -86,44 +97,57 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
 
     /// As `erase(visitorId:keeping:)`, sparing what was written after `writtenUpTo` (unix ms).
     func erase(visitorId: String, keeping: Set<String>, writtenUpTo: Int64?) throws -> Int {
-        try call("erasing a visitor") { connection, envId, logger in
-            try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
-                .erase(visitorId: visitorId, keepingHits: keeping, writtenUpTo: writtenUpTo)
+        try call("erasing a visitor") { [self] connection, envId, logger in
+            let offset = try await offset(on: connection, logger: logger)
+            return try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
+                .erase(visitorId: visitorId, keepingHits: keeping, writtenUpTo: writtenUpTo?.shifted(by: offset))
         }
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
-        let (owner, until, throughBackoff) = (owner, now.addingReportingOverflow(leaseMilliseconds), claimsThroughBackoff)
-        let records = try call("claiming hits") { connection, envId, logger in
-            try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
-                .claim(endpoint, owner: owner, now: now, leaseUntil: until.overflow ? .max : until.partialValue, limit: limit,
+        let (owner, until, throughBackoff) = (owner, now.shifted(by: leaseMilliseconds), claimsThroughBackoff)
+        let records = try call("claiming hits") { [self] connection, envId, logger in
+            let offset = try await offset(on: connection, logger: logger)
+            let records = try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                .claim(endpoint, owner: owner, now: now.shifted(by: offset), leaseUntil: until.shifted(by: offset), limit: limit,
                        throughBackoff: throughBackoff)
+            return (records, offset)
         }
-        return records.compactMap { record in
-            if let hit = OutgoingHit(record: record) { return hit }
-            // Not a document this SDK wrote: read it as a hit cache document, or leave it leased
-            // (another instance takes it after the lease, and says the same).
-            guard let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))) else {
+        return records.0.compactMap { record -> OutgoingHit? in
+            let hit: OutgoingHit
+            if let written = OutgoingHit(record: record) {
+                hit = written
+            } else if let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))) {
+                // Not a document this SDK wrote: read as a hit cache document, created when the row says.
+                hit = OutgoingHit(id: record.id, document: document).created(at: record.createdAt)
+            } else {
+                // Left leased: another instance takes it after the lease, and says the same.
                 logger.error("A hit in the PostgreSQL store is not a hit cache document: it is left in place")
                 return nil
             }
-            return OutgoingHit(id: record.id, document: document)
+            // Back in the SDK's time: the base of its qt is its age as the database has it.
+            var moved = hit.created(at: hit.createdAt.shifted(by: -records.1))
+            moved.decidedAt = hit.decidedAt?.shifted(by: -records.1)
+            return moved
         }
     }
 
     func settle(_ settlement: HitSettlement) throws {
         guard !settlement.isEmpty else { return }
         let owner = owner
-        try call("recording what was sent") { connection, envId, logger in
-            try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+        try call("recording what was sent") { [self] connection, envId, logger in
+            let offset = try await offset(on: connection, logger: logger)
+            return try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
                 .settle(done: settlement.delivered + settlement.rejected, failed: settlement.failed, owner: owner,
-                        nextAttemptAt: settlement.nextAttemptAt)
+                        nextAttemptAt: settlement.nextAttemptAt?.shifted(by: offset))
         }
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
-        try call("deleting expired hits") { connection, envId, logger in
-            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).deleteHits(createdBefore: boundary)
+        try call("deleting expired hits") { [self] connection, envId, logger in
+            let offset = try await offset(on: connection, logger: logger)
+            return try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
+                .deleteHits(createdBefore: boundary.shifted(by: offset))
         }
     }
 

@@ -17,12 +17,14 @@ extension FlagshipPostgresStore {
     /// (`pg_try_advisory_lock`) and returns `nil` at once when another instance holds it (the
     /// lock goes with its connection if that instance dies). `shouldContinue` is asked between
     /// batches. `transactions` counts the batches; `pagesReturned` is PostgreSQL's autovacuum's.
+    /// `boundaryTakenAt`: the instance's time `boundary` was reckoned from, when it is not the
+    /// database's; the boundary is then moved into the database's time (the rows' own).
     package func pruneVisitors(
-        envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?,
+        envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, boundaryTakenAt: Int64? = nil,
         batchSize: Int = FlagshipDatabase.pruneBatchSize, shouldContinue: @escaping @Sendable () -> Bool = { true }
     ) async throws(FlagshipPostgresError) -> VisitorPrune? {
         try await ensurePrepared()
-        let (client, logger, executor) = (client, logger, executor)
+        let (client, logger, executor, location) = (client, logger, executor, self.location)
         let batch = max(1, batchSize)
         do {
             return try await withTaskExecutorPreference(executor) {
@@ -31,6 +33,11 @@ extension FlagshipPostgresStore {
                         "SELECT pg_try_advisory_lock(\(Self.pruneLockClass), hashtext(\(envId)))", logger: logger
                     ).collect().first?.decode(Bool.self) ?? false
                     guard locked else { return nil }
+                    var boundary = boundary
+                    if let takenAt = boundaryTakenAt, let given = boundary {
+                        let offset = try await DatabaseClockOffset().offset(on: connection, now: { takenAt }, location: location, logger: logger)
+                        boundary = given.shifted(by: offset)
+                    }
                     let visitors = PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
                     do {
                         let prune = try await Self.prune(visitors, boundary: boundary, maxVisitors: maxVisitors, batch: batch,
@@ -65,11 +72,11 @@ extension FlagshipPostgresStore {
 }
 
 extension PostgresStoreProvider: SharedVisitorRetention {
-    func pruneVisitors(envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?,
+    func pruneVisitors(envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, now: Int64,
                        shouldContinue: @escaping @Sendable () -> Bool) async throws -> VisitorPrune? {
         // A store `prepare()` refused keeps nothing of this instance's: there is nothing to prune.
         guard store.refusal == nil else { return VisitorPrune() }
-        return try await store.pruneVisitors(envId: envId, notSeenSince: boundary, keepingAtMost: maxVisitors,
+        return try await store.pruneVisitors(envId: envId, notSeenSince: boundary, keepingAtMost: maxVisitors, boundaryTakenAt: now,
                                              shouldContinue: shouldContinue)
     }
 }

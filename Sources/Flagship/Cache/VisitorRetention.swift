@@ -8,8 +8,10 @@ import Logging
 package protocol SharedVisitorRetention: Sendable {
     /// Deletes the environment's visitors not seen since `boundary` (unix ms), then the least
     /// recently seen beyond `maxVisitors`, with their decisions, in batches; `shouldContinue` is
-    /// asked between them. `nil`: another instance is pruning the environment now.
-    func pruneVisitors(envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?,
+    /// asked between them. `nil`: another instance is pruning the environment now. `now` is
+    /// the SDK's time `boundary` was reckoned from: a store that keeps its own clock moves the
+    /// boundary into it (the visitors not seen for as long).
+    func pruneVisitors(envId: String, notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, now: Int64,
                        shouldContinue: @escaping @Sendable () -> Bool) async throws -> VisitorPrune?
 }
 
@@ -117,7 +119,8 @@ final class VisitorRetention: Sendable {
     /// instance of the fleet is pruning the shared store.
     @discardableResult
     func prune() async -> VisitorPrune? {
-        let boundary = policy.retention.map { clock.now().addingTimeInterval(-$0).unixMilliseconds }
+        let now = clock.now()
+        let boundary = policy.retention.map { now.addingTimeInterval(-$0).unixMilliseconds }
         let started = ContinuousClock.now
         let shouldContinue: @Sendable () -> Bool = { [state] in !state.withLock { $0.closed } }
         let outcome: Result<VisitorPrune?, any Error>
@@ -137,7 +140,7 @@ final class VisitorRetention: Sendable {
         case .shared(let shared, let envId):
             do {
                 outcome = .success(try await shared.pruneVisitors(envId: envId, notSeenSince: boundary, keepingAtMost: policy.maxVisitors,
-                                                                  shouldContinue: shouldContinue))
+                                                                  now: now.unixMilliseconds, shouldContinue: shouldContinue))
             } catch {
                 outcome = .failure(error)
             }

@@ -52,6 +52,16 @@ package struct OutgoingHit: Sendable, Equatable {
         self.wire = wire
     }
 
+    /// The same hit created at `time` instead (its cache document's `time` with it): a store
+    /// that keeps another clock moves hits into its time, and back out.
+    package func created(at time: Int64) -> OutgoingHit {
+        var moved = OutgoingHit(id: id, type: type, createdAt: time, visitorId: visitorId, anonymousId: anonymousId,
+                                isConsentHit: isConsentHit, wire: wire)
+        moved.fileVersion = fileVersion
+        moved.decidedAt = decidedAt
+        return moved
+    }
+
     /// A hit as the `hits` table holds it, its wire content taken from the stored document's
     /// bytes without parsing them, when the document is one this SDK wrote (`cacheDocumentText`)
     /// for this row; `nil` otherwise (another writer's layout, a hand edit): then parse it.
