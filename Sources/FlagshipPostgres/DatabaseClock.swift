@@ -29,9 +29,6 @@ final class DatabaseClockOffset: Sendable {
 
     private let measure = Locked<Measure?>(nil)
 
-    /// PostgreSQL's time now, in unix ms, as one statement reads it.
-    static let databaseNow = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-
     /// The offset to add to an instance time (from `now`) to get the database's; measured on
     /// `connection` when none is known or the last is older than `remeasureAfter`.
     func offset(on connection: PostgresConnection, now: () -> Int64, location: String, logger: Logger) async throws -> Int64 {
@@ -39,7 +36,8 @@ final class DatabaseClockOffset: Sendable {
         if let known = measure.withLock({ $0 }), before >= known.measuredAt, before - known.measuredAt < Self.remeasureAfter {
             return known.offset
         }
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(Self.databaseNow)"), logger: logger).collect()
+        // PostgreSQL's time now, in unix ms.
+        let rows = try await connection.query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", logger: logger).collect()
         let after = now()
         guard let databaseNow = try rows.first?.decode(Int64.self) else { return 0 }
         let midpoint = before.shifted(by: after.shifted(by: before == .min ? .max : -before) / 2)

@@ -56,4 +56,37 @@ final class HostileDeadLetterTests: HitCommandTestCase {
         let text = try FlagshipExecutable.run(["hits", "--db", storeFile.path], outputDirectory: outputDirectory)
         XCTAssertTrue(text.stdout.contains("dead letter"), text.stdout)
     }
+
+    /// A row whose columns cannot be read as the SDK writes them (an `attempts` past 2^63 − 1,
+    /// which SQLite keeps as a REAL; a `next_attempt_at` edited into text) used to fail every
+    /// claim: nothing was delivered, and after 4 hours every hit expired unsent. Now each such
+    /// row becomes a dead letter alone, named, and the others are delivered.
+    func testARowWhoseColumnsCannotBeReadIsADeadLetterAloneAndTheOthersAreDelivered() throws {
+        try withStore { store in
+            for name in ["good-1", "huge-attempts", "text-backoff", "good-2"] {
+                try insertRaw(id: Array("v9:\(name)".utf8), document: Self.documentBytes(label: Array(name.utf8)), into: store)
+            }
+            _ = try store.database.write { connection in
+                try connection.execute("UPDATE hits SET attempts = 18446744073709551616 WHERE id = 'v9:huge-attempts'")
+                try connection.execute("UPDATE hits SET next_attempt_at = 'soon' WHERE id = 'v9:text-backoff'")
+            }
+            let kinds = try store.database.read { connection in
+                try connection.query("SELECT typeof(attempts) || ',' || typeof(next_attempt_at) FROM hits ORDER BY id").map { try $0.text(0) }
+            }
+            XCTAssertEqual(Set(kinds), ["integer,null", "real,null", "integer,text"], "the rows as the issue found them")
+        }
+
+        let replayed = try replay()
+
+        XCTAssertEqual(replayed.status, 0, replayed.stderr)
+        XCTAssertEqual(Set(server.hits.compactMap { $0["el"]?.stringValue }), ["good-1", "good-2"], replayed.stderr)
+        XCTAssertTrue(replayed.stderr.contains("warning: 2 dead letter(s) stay in \(storeFile.path), never sent"), replayed.stderr)
+        let hits = try FlagshipExecutable.run(["hits", "--json", "--db", storeFile.path], outputDirectory: outputDirectory)
+        XCTAssertEqual(hits.status, 0, hits.stderr)
+        let rows = try XCTUnwrap(try parseJSON(hits.stdout) as? [[String: Any]], hits.stdout)
+        let reasons = rows.compactMap { $0["deadLetter"] as? String }.sorted()
+        XCTAssertEqual(reasons.count, 2, hits.stdout)
+        XCTAssertTrue(reasons.contains { $0.contains("column attempts holds a REAL") }, "\(reasons)")
+        XCTAssertTrue(reasons.contains { $0.contains("column next_attempt_at holds TEXT") }, "\(reasons)")
+    }
 }

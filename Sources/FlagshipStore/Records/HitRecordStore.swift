@@ -178,22 +178,28 @@ package struct HitRecordStore {
             [.text(owner), .integer(leaseUntil), endpoint.isActivate, .integer(now), SQLiteValue(max(0, limit))]
         )
         // A row whose text is not UTF-8 (written by hand or by another program) would be read,
-        // sent and deleted with its bytes replaced: never sent, it becomes a dead letter.
-        var claimed: [Row] = []
-        var dead: [Int64] = []
+        // sent and deleted with its bytes replaced: never sent, it becomes a dead letter. So does a
+        // row a column of which cannot be read as this SDK writes it (an `attempts` past 2^63 − 1,
+        // which SQLite keeps as a REAL, a time edited into text): alone, never failing the claim.
+        var claimed: [(record: HitRecord, rowid: Int64)] = []
+        var dead: [(rowid: Int64, reason: String)] = []
         for row in rows {
-            if Self.isUTF8(row[11]), Self.isUTF8(row[12]) {
-                claimed.append(row)
-            } else if let rowid = row[10].int64 {
-                dead.append(rowid)
+            guard let rowid = row[10].int64 else { continue }
+            guard Self.isUTF8(row[11]), Self.isUTF8(row[12]) else {
+                dead.append((rowid, Self.notUTF8))
+                continue
+            }
+            do {
+                claimed.append((try Self.record(row), rowid))
+            } catch {
+                dead.append((rowid, "dead letter: \(error): it cannot be sent as it was written"))
             }
         }
         try connection.executeMany("UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE rowid = ?1",
-                                   dead.map { [.integer($0), .text(Self.notUTF8), .integer(Self.deadLetterUntil)] })
+                                   dead.map { [.integer($0.rowid), .text($0.reason), .integer(Self.deadLetterUntil)] })
         // RETURNING gives no order: put the claim back in sending order (hits created in the same
         // millisecond in the order they were accepted).
-        return try claimed.sorted { (($0[5].int64 ?? 0), ($0[10].int64 ?? 0)) < (($1[5].int64 ?? 0), ($1[10].int64 ?? 0)) }
-            .map { try Self.record($0) }
+        return claimed.sorted { ($0.record.createdAt, $0.rowid) < ($1.record.createdAt, $1.rowid) }.map(\.record)
     }
 
     /// `lease_until` of a dead letter: a claim that never lapses.
@@ -319,7 +325,27 @@ package struct HitRecordStore {
         } else {
             rows = try connection.query("SELECT \(Self.pageColumns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
         }
-        return try rows.map { try Self.record($0, withProvenance: true) }
+        return try rows.map(Self.listedRecord)
+    }
+
+    /// A row for reading, not for sending: a column the SDK would not have written (an `attempts`
+    /// past 2^63 − 1, which SQLite keeps as a REAL; a time edited into text) is read as near as it
+    /// goes, so that a listing shows the row, which a claim makes a dead letter. Its id and
+    /// `created_at`, the page's cursor, must still be read exactly.
+    private static func listedRecord(_ row: Row) throws -> HitRecord {
+        if let record = try? record(row, withProvenance: true) { return record }
+        func integer(_ index: Int) -> Int64? {
+            switch row[index] {
+            case .integer(let value): return value
+            case .real(let value): return value.isNaN ? nil : Int64(exactly: value.rounded()) ?? (value < 0 ? .min : .max)
+            case .text(let text): return Int64(text)
+            case .null, .blob: return nil
+            }
+        }
+        return HitRecord(id: try row.text(0), visitorId: row[1].text ?? "", type: row[2].text ?? "", isConsent: (integer(3) ?? 0) != 0,
+                         document: row[4].text ?? "", createdAt: try row.int64(5), attempts: Int(integer(6) ?? 0),
+                         nextAttemptAt: integer(7), leaseOwner: row[8].text, leaseUntil: integer(9), fileVersion: row[10].text,
+                         decidedAt: integer(11))
     }
 
     /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
