@@ -29,6 +29,13 @@ public final class FSVisitor: Sendable {
 
     private var logger: Logger { runtime?.logger ?? Flagship.fallbackLogger }
 
+    /// The longest visitor id (and anonymous id) the SDK keeps, in UTF-8 bytes: 1,024. The hit and
+    /// visitor stores index the id (PostgreSQL refuses an index entry past about 2,700 bytes, which
+    /// failed a fleet's whole group commit). A visitor with a longer id still fetches and reads its
+    /// flags; its hits are refused (`FlagshipError.invalidHit`, naming `vid` or `cuid`), its
+    /// exposures and consent hits are not sent, and it is not cached, each said in the log.
+    public static let maximumIdBytes = 1_024
+
     // MARK: Identity and status
 
     /// The visitor's id: the one it was built with, or the one given to `authenticate`.
@@ -183,7 +190,11 @@ public final class FSVisitor: Sendable {
             // Bucketing mode: the platform never saw a request, so it learns the context here.
             let segment = outgoingHit(type: FSTypeTrack.SEGMENT.rawValue,
                                       fields: SDKHit.segment(context: request.context), runtime: runtime)
-            runtime.tracking.track(segment)
+            if let refusal = segment.identityRefusal {
+                logger.error("Segment hit not sent: \(refusal)")
+            } else {
+                runtime.tracking.track(segment)
+            }
         }
         // Written by the next group commit, with the hits: the flags are in memory already.
         if let document = outcome.document {
@@ -314,6 +325,10 @@ public final class FSVisitor: Sendable {
             return (activate, exposed)
         }
         guard let prepared else { return }
+        if let refusal = prepared.activate.identityRefusal {
+            logger.error("Exposure of flag '\(entry.key)' not sent: \(refusal)")
+            return
+        }
         let callback = runtime.config.onVisitorExposed.flatMap { callback -> (@Sendable () -> Void)? in
             guard let exposed = prepared.exposed else { return nil }
             let flag = FSExposedFlag(key: entry.key, value: entry.value, defaultValue: defaultValue(), metadata: metadata)
@@ -465,6 +480,10 @@ public final class FSVisitor: Sendable {
     func sendConsentHit(_ hasConsented: Bool) {
         guard let runtime, runtime.status != .SDK_PANIC, runtime.status != .SDK_NOT_INITIALIZED else { return }
         let hit = outgoingHit(type: "EVENT", fields: SDKHit.consent(hasConsented: hasConsented, clientName: SDKInfo.clientName), runtime: runtime)
+        if let refusal = hit.identityRefusal {
+            logger.error("Consent hit not sent: \(refusal)")
+            return
+        }
         runtime.tracking.track(hit)
     }
 
@@ -576,7 +595,9 @@ public final class FSVisitor: Sendable {
             throw .invalidHit(error)
         }
         guard hasConsented else { throw .consentNotGiven(visitorId: visitorId) }
-        return (outgoingHit(type: encoded.type.rawValue, fields: encoded.fields, runtime: runtime), runtime.tracking)
+        let hit = outgoingHit(type: encoded.type.rawValue, fields: encoded.fields, runtime: runtime)
+        if let refusal = hit.identityRefusal { throw .invalidHit(refusal) }
+        return (hit, runtime.tracking)
     }
 
     /// A hit of this visitor, as it is now, in this environment.

@@ -212,6 +212,11 @@ final class SDKRuntime: Sendable {
     /// its campaigns were decided from a bucketing file (downloaded, stored or bootstrap), so
     /// the default store may keep each variation once for every visitor (`compactParts()`).
     func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = [], fromFile: Bool = false) {
+        let longest = max(document.visitorId.utf8.count, document.anonymousId?.utf8.count ?? 0)
+        guard longest <= FSVisitor.maximumIdBytes else {
+            logger.error("Visitor '\(document.visitorId.prefix(32))…' not cached: an id of \(longest) bytes in UTF-8 is over the \(FSVisitor.maximumIdBytes) the store keeps")
+            return
+        }
         if caches?.cacheVisitor(document, decisions: decisions, fromFile: fromFile) == true { tracking.writeVisitorDocumentsSoon() }
     }
 

@@ -189,6 +189,19 @@ enum JSONText {
 }
 
 extension OutgoingHit {
+    /// Why this hit cannot be kept, when its visitor's id or anonymous id is longer than
+    /// `FSVisitor.maximumIdBytes`; `nil` when they fit. Names the wire field that holds it.
+    var identityRefusal: HitValidationError? {
+        let fields = isActivate ? (visitor: "vid", anonymous: "aid") : (visitor: anonymousId == nil ? "vid" : "cuid", anonymous: "vid")
+        for (field, id) in [(fields.visitor, visitorId), (fields.anonymous, anonymousId ?? "")] {
+            let bytes = id.utf8.count
+            guard bytes > FSVisitor.maximumIdBytes else { continue }
+            return .invalidValue(hit: type, field: field, reason: "must be at most \(FSVisitor.maximumIdBytes) bytes in UTF-8 (got \(bytes)): "
+                                 + "the hit and visitor stores index the visitor's id")
+        }
+        return nil
+    }
+
     /// Who a hit or an activate is about: the visitor's id, and its anonymous id while it is
     /// authenticated.
     struct Identity: Sendable {
