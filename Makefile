@@ -55,8 +55,8 @@ build: tool
 	@! grep -E "^/.*/(Sources|Tests|Plugins|Examples)/.*: warning:" .build-all/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
 # Every test, each fuzz target for a few seconds (`make torture` runs them for minutes) and
-# Examples/HummingbirdServer as built above, run against the local server: four jobs at once, the
-# suite's output shown as it runs, the others' after it (Scripts/test.sh says why and how).
+# Examples/HummingbirdServer as built above, run against the local server: jobs that run at once,
+# the suite's output shown as it runs, the others' after it (Scripts/test.sh says why and how).
 test: build
 	@bin="$$($(BUILD_ALL) --show-bin-path)"; \
 	./Scripts/test.sh "$$bin/flagship-swift-linuxPackageTests.xctest" "$$bin/HummingbirdServer"

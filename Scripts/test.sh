@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM      (`make test`, after `make build`)
 #
-# Every check of `make test`, four jobs at once on the build with every trait:
-#   suite           every test but the documentation's builds, its output shown as it runs
+# Every check of `make test`, on the build with every trait, in jobs that run at once:
+#   suite           every other test, its output shown as it runs: the job that sets how long
+#                   `make test` takes
 #   documentation   the tests that build packages of their own: the documentation's and the
 #                   reference's Swift blocks (one snippet package), Getting started as pasted,
 #                   the README's shell examples (DocumentationSnippetTests, ReferenceSnippetTests,
 #                   HostileReadmeTests)
 #   fuzz            each libFuzzer target for 10 s (`make fuzz`)
+#   long            once the fuzzing ends, the suite's two longest classes (StressTests, 30 s of
+#                   sixteen tasks; HostileRowValueTests, every column value through every reading
+#                   command), 45 s taken off the suite's path
 #   example         Examples/HummingbirdServer, as `make build` built it, against the local server
 # The suite alone keeps about one core of two busy, waiting on sockets, processes and timeouts; the
-# other three fill the rest. Their logs print after the suite's, then a summary; the exit status is
+# other jobs fill the rest. Their logs print after the suite's, then a summary; the exit status is
 # non-zero when any job failed, and the failures are repeated last.
 #
 # The test bundle is run directly, not through `swift test`: SwiftPM holds a lock on the build
@@ -22,13 +26,15 @@ bundle="${1:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
 example="${2:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
 logs="$root/.build-all"
 documentation='^FlagshipTests\.(DocumentationSnippetTests|ReferenceSnippetTests|HostileReadmeTests)$'
+long='^(FlagshipTests\.StressTests|flagshipTests\.HostileRowValueTests)$'
 
 [ -x "$bundle" ] || { echo "No test bundle at $bundle: run make build"; exit 2; }
 listed="$("$bundle" --list-tests | grep -E '^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*/')"
 classes="$(cut -d/ -f1 <<< "$listed" | sort -u)"
-suite_classes="$(grep -Ev "$documentation" <<< "$classes" | paste -sd, -)"
+suite_classes="$(grep -Ev "$documentation|$long" <<< "$classes" | paste -sd, -)"
 documentation_classes="$(grep -E "$documentation" <<< "$classes" | paste -sd, -)"
-[ -n "$suite_classes" ] && [ -n "$documentation_classes" ] || { echo "No tests listed by $bundle"; exit 2; }
+long_classes="$(grep -E "$long" <<< "$classes" | paste -sd, -)"
+[ -n "$suite_classes" ] && [ -n "$documentation_classes" ] && [ -n "$long_classes" ] || { echo "No tests listed by $bundle"; exit 2; }
 
 # job NAME COMMAND...: runs COMMAND with its output in .build-all/NAME-output.log; writes its exit
 # status and seconds to .build-all/NAME.status.
@@ -40,7 +46,7 @@ job() {
 }
 rm -f "$logs"/*.status
 job documentation "$bundle" "$documentation_classes" &
-job fuzz make --no-print-directory -C "$root" fuzz &
+{ job fuzz make --no-print-directory -C "$root" fuzz; job long "$bundle" "$long_classes"; } &
 job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh" &
 
 start=$SECONDS
@@ -48,14 +54,14 @@ start=$SECONDS
 echo "${PIPESTATUS[0]} $(( SECONDS - start ))" > "$logs/suite.status"
 wait
 
-for name in documentation fuzz example; do
+for name in documentation fuzz long example; do
     echo "== $name (run beside the suite): .build-all/$name-output.log"
     cat "$logs/$name-output.log"
 done
 
 failed=0
 echo "== make test"
-for name in suite documentation fuzz example; do
+for name in suite documentation fuzz long example; do
     read -r status seconds < "$logs/$name.status" || { status=1; seconds="?"; }
     tests="$(grep -oE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
     if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
@@ -63,7 +69,7 @@ for name in suite documentation fuzz example; do
 done
 # Every test the bundle lists ran, in one job or the other.
 executed=0
-for name in suite documentation; do
+for name in suite documentation long; do
     count="$(grep -oE 'Executed [0-9]+ tests?' "$logs/$name-output.log" | tail -1 | grep -oE '[0-9]+')"
     executed=$(( executed + ${count:-0} ))
 done
@@ -75,7 +81,7 @@ else
 fi
 if [ "$failed" -ne 0 ]; then
     echo "== The failures, again:"
-    for name in suite documentation; do
+    for name in suite documentation long; do
         grep -E ": error: |Test Case .* failed|Fatal error|Crash" "$logs/$name-output.log" | tail -40
     done
     grep -E "FAILED|crash" "$logs/fuzz-output.log" "$logs/example-output.log" | tail -20
