@@ -33,6 +33,11 @@ struct RunSummary: Sendable {
     let sqliteHeapSlope: Double?
     let mallocInUseSlope: Double?
     let mallocFreeSlope: Double?
+    /// Over the last half: bytes the process wrote per visitor served (`ProcessIO.writtenBytes`,
+    /// the WAL's frames and the checkpoints' pages) and bytes sent to storage per visitor
+    /// (`storageBytes`); `nil` where /proc/self/io cannot be read or no visitor was served.
+    let writtenPerVisitor: Double?
+    let storagePerVisitor: Double?
     /// Returning visitors decided again without their history; `nil` when not counted.
     let decidedAgain: Int?
     /// Visitors left out of that count: a visit began before an earlier one of theirs was decided.
@@ -80,6 +85,13 @@ struct RunSummary: Sendable {
             intakeRate = 0
         }
         backlogSlope = Self.slope(lastHalf.map { ($0.elapsed, Double($0.backlog)) })
+        func perVisitor(_ bytes: (ProcessIO) -> Int64) -> Double? {
+            guard let first = lastHalf.first, let end = lastHalf.last, let from = first.io, let to = end.io,
+                  end.completed > first.completed else { return nil }
+            return Double(bytes(to) - bytes(from)) / Double(end.completed - first.completed)
+        }
+        writtenPerVisitor = perVisitor(\.writtenBytes)
+        storagePerVisitor = perVisitor(\.storageBytes)
         let lastTwoThirds = samples.filter { $0.elapsed >= seconds / 3 - 1e-9 }
         storeSlope = Self.slope(lastTwoThirds.map { ($0.elapsed / 60, Double($0.storeBytes) / 1e6) })
         rssSlope = Self.slope(lastTwoThirds.compactMap { sample in sample.rssBytes.map { (sample.elapsed / 60, Double($0) / 1e6) } })
@@ -138,6 +150,10 @@ struct RunSummary: Sendable {
         if let backlogSlope {
             lines.append(String(format: "backlog   %+.1f hits/s over the last half, %+.2f%% of the intake (%.1f hits/s)",
                                 backlogSlope, (backlogSlopeShare ?? 0) * 100, intakeRate))
+        }
+        if let writtenPerVisitor {
+            lines.append(String(format: "writes    %.0f bytes per visitor over the last half", writtenPerVisitor)
+                + (storagePerVisitor.map { String(format: ", %.0f sent to storage", $0) } ?? ""))
         }
         lines.append("store     " + (storeSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a") + " over the last two thirds")
         lines.append("RSS       " + (rssSlope.map { String(format: "%+.3f MB/min", $0) } ?? "n/a")

@@ -41,6 +41,8 @@ struct Sample: Sendable, Equatable {
     var rssAnonymousBytes: Int64?
     /// Where the heap goes (`HeapUsage`): SQLite's allocations, malloc's in use and free bytes.
     var heap: HeapUsage?
+    /// What the process has written since it started (`ProcessIO`); `nil` off Linux.
+    var io: ProcessIO?
     /// Of the visitors that finished in the interval; `nil` when none did.
     var fetchFlags: LatencyPercentiles?
     var sendHit: LatencyPercentiles?

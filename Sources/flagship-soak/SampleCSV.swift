@@ -32,6 +32,8 @@ enum SampleCSV {
         ("sqlite_heap_bytes", { $0.heap.map { String($0.sqliteBytes) } ?? "" }),
         ("malloc_in_use_bytes", { $0.heap?.mallocInUseBytes.map(String.init) ?? "" }),
         ("malloc_free_bytes", { $0.heap?.mallocFreeBytes.map(String.init) ?? "" }),
+        ("written_bytes", { $0.io.map { String($0.writtenBytes) } ?? "" }),
+        ("storage_write_bytes", { $0.io.map { String($0.storageBytes) } ?? "" }),
         ("fetch_flags_p50_ms", { $0.fetchFlags.map { decimal($0.p50, 3) } ?? "" }),
         ("fetch_flags_p99_ms", { $0.fetchFlags.map { decimal($0.p99, 3) } ?? "" }),
         ("send_hit_p50_ms", { $0.sendHit.map { decimal($0.p50, 3) } ?? "" }),

@@ -46,7 +46,7 @@ struct Sampler: Sendable {
             refusedOverloaded: statistics?.refusedOverloaded ?? 0,
             lost: statistics?.lost ?? 0, rejected: statistics?.rejected ?? 0, failedRequests: statistics?.failedRequests ?? 0,
             storeBytes: storeBytes, visitorRows: visitorRows, rssBytes: memory?.residentBytes,
-            rssAnonymousBytes: memory?.anonymousBytes, heap: HeapUsage.current(),
+            rssAnonymousBytes: memory?.anonymousBytes, heap: HeapUsage.current(), io: ProcessIO.current(),
             fetchFlags: LatencyPercentiles(interval.fetchFlags), sendHit: LatencyPercentiles(interval.sendHit)
         )
         // The first sample, at the start, has no interval: its rates stay 0.

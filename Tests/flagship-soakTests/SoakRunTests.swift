@@ -147,6 +147,42 @@ final class RunSummaryTests: XCTestCase {
         XCTAssertNil(LatencyPercentiles([]))
     }
 
+    func testProcessIOReadsWcharAndWriteBytesAndNothingWithoutThem() throws {
+        let text = "rchar: 6976\nwchar: 1234567\nsyscr: 10\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 40960\ncancelled_write_bytes: 0\n"
+        XCTAssertEqual(ProcessIO.parse(text), ProcessIO(writtenBytes: 1_234_567, storageBytes: 40_960))
+        XCTAssertNil(ProcessIO.parse("rchar: 6976\nwchar: 12\n"))
+        XCTAssertNil(ProcessIO.parse("wchar: twelve\nwrite_bytes: 0\n"))
+        // This process's own, on Linux: read, and never less than what it wrote just before.
+        let before = try XCTUnwrap(ProcessIO.current())
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("soak-io-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(count: 100_000).write(to: file)
+        let after = try XCTUnwrap(ProcessIO.current())
+        XCTAssertGreaterThanOrEqual(after.writtenBytes - before.writtenBytes, 100_000)
+    }
+
+    func testBytesWrittenPerVisitorAreTakenOverTheLastHalf() {
+        // 10 visitors a second; 5,000 bytes written per visitor until second 4, 2,000 after.
+        let samples = (0...10).map { second in
+            Sample(elapsed: Double(second), offered: 10 * second, completed: 10 * second, offeredRate: 10, achievedRate: 10,
+                   notStarted: 0, failedVisitors: 0, inFlight: 0, accepted: 0, acceptedRate: 0,
+                   deliveredBySDK: 0, delivered: 0, deliveredRate: 0, backlog: 0, evicted: 0,
+                   shed: 0, refusedOverloaded: 0, lost: 0, rejected: 0, failedRequests: 0, storeBytes: 0, visitorRows: 0,
+                   io: ProcessIO(writtenBytes: Int64(second <= 4 ? 50_000 * second : 200_000 + 20_000 * (second - 4)),
+                                 storageBytes: Int64(4_096 * second)))
+        }
+        var load = LoadCounters.Snapshot()
+        load.offered = 100
+        load.started = 100
+        load.completed = 100
+        let plan = LoadPlan(rate: 10, duration: .seconds(10), sampleInterval: .seconds(1))
+        let summary = RunSummary(SoakRun(plan: plan, samples: samples, load: load, abandoned: 0, closing: nil, deliveredAtClose: 0,
+                                         decidedAgain: 0))
+        XCTAssertEqual(summary.writtenPerVisitor ?? 0, 2_000, accuracy: 1e-9)
+        XCTAssertEqual(summary.storagePerVisitor ?? 0, 409.6, accuracy: 1e-9)
+        XCTAssertTrue(summary.report().contains("writes    2000 bytes per visitor over the last half, 410 sent to storage"))
+    }
+
     func testReturningVisitorsAreIdsServedBefore() {
         var picker = VisitorPicker(newShare: 0.8, poolSize: 16, seed: 7)
         var served: Set<Int> = []
