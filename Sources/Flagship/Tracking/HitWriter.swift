@@ -47,7 +47,16 @@ final class HitWriter: Sendable {
         var writing = 0
         /// Hits refused since the ingress reached its cap (logged when it starts, told when it ends).
         var refusedAtCap = 0
-        var drainScheduled = false
+        /// A group commit is queued on the store queue (at once, or after the spacing) and has
+        /// not taken its batch yet: what is accepted meanwhile goes with it.
+        var drainQueued = false
+        /// A group commit is writing: what is accepted meanwhile is queued by it once it ends,
+        /// `commitSpacing` later.
+        var committing = false
+        /// Hits or visitor documents came since the last group commit took its batch.
+        var workArrived = false
+        /// When the last group commit ended (`DispatchTime`'s uptime nanoseconds); 0: none yet.
+        var lastCommitEnded: UInt64 = 0
         /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
         var unwritten: [OutgoingHit] = []
         /// Ids of unwritten hits being sent, or being written to the cache: taken by one, left by the other.
@@ -115,7 +124,7 @@ final class HitWriter: Sendable {
     /// Takes a hit, or refuses it (closed, or nobody awaits it past the ingress cap); returns at
     /// once. `durable` is told once the hit is committed (or pooled, under periodic caching).
     func accept(_ hit: OutgoingHit, durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) -> Bool {
-        enum Next { case refused, overCap(first: Bool), drain, pooled(overflow: Bool), none }
+        enum Next { case refused, overCap(first: Bool), drain(after: TimeInterval), pooled(overflow: Bool), none }
         // A hit to be committed at once goes through the group commit, as under continuous caching.
         let pooled = settings.strategy == .PERIODIC_CACHING && !committed
         // A hit's document is made here, on the caller's thread: the writer's one thread only
@@ -140,9 +149,7 @@ final class HitWriter: Sendable {
             }
             guard pooled else {
                 state.ingress.append(Accepted(outgoing: hit, document: document, durable: durable))
-                guard !state.drainScheduled else { return .none }
-                state.drainScheduled = true
-                return .drain
+                return queueDrain(&state).map { .drain(after: $0) } ?? .none
             }
             state.unwritten.append(hit)
             return .pooled(overflow: state.unwritten.count == settings.memoryLimit)
@@ -159,8 +166,8 @@ final class HitWriter: Sendable {
                 logger.error("Hits arrive faster than the hit cache takes them (\(settings.ingressCap) wait for it): hits nobody awaits are dropped, counted as lost, until it catches up; `try await sendHit` waits instead")
             }
             return false
-        case .drain:
-            store.async { [self] in drain(yielding: true) }
+        case .drain(let delay):
+            scheduleDrain(after: delay)
         case .pooled(let overflow):
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
@@ -175,12 +182,39 @@ final class HitWriter: Sendable {
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
     func writeVisitorDocumentsSoon() {
-        let schedule = state.withLock { state -> Bool in
-            guard !state.drainScheduled else { return false }
-            state.drainScheduled = true
-            return true
+        if let delay = state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: delay) }
+    }
+
+    /// Work arrived: the delay after which a group commit must be queued for it, or `nil` when
+    /// one is queued already or one under way will queue the next when it ends.
+    private func queueDrain(_ state: inout State) -> TimeInterval? {
+        state.workArrived = true
+        guard !state.drainQueued, !state.committing else { return nil }
+        state.drainQueued = true
+        return spacingLeft(since: state.lastCommitEnded)
+    }
+
+    /// What is left of `commitSpacing` since a commit ended at `ended` (uptime nanoseconds).
+    private func spacingLeft(since ended: UInt64) -> TimeInterval {
+        guard settings.commitSpacing > 0, ended > 0 else { return 0 }
+        let elapsed = TimeInterval(DispatchTime.now().uptimeNanoseconds &- ended) / 1e9
+        return max(0, settings.commitSpacing - elapsed)
+    }
+
+    /// Queues a group commit on the store queue, at once or after `delay` seconds.
+    private func scheduleDrain(after delay: TimeInterval) {
+        guard delay > 0 else {
+            store.async { [self] in drainAsQueued() }
+            return
         }
-        if schedule { store.async { [self] in drain(yielding: true) } }
+        // Weak: a writer closed meanwhile (everything written by its barrier) is not kept for it.
+        store.async(after: delay) { [weak self] in self?.drainAsQueued() }
+    }
+
+    /// The group commit a `scheduleDrain` queued: what gathered since is its batch.
+    private func drainAsQueued() {
+        state.withLock { $0.drainQueued = false }
+        drain(yielding: true)
     }
 
     /// No hit is taken any more; what was accepted is still written.
@@ -193,11 +227,19 @@ final class HitWriter: Sendable {
     /// Group commit: writes what gathered in the ingress (`ingressLimit` hits at most) and the
     /// visitor documents waiting, in one transaction, until both stay empty.
     ///
+    /// Commits are spaced: work that arrives while one is under way, or less than
+    /// `commitSpacing` after the last ended, waits for the rest of the spacing, and goes with
+    /// what gathers meanwhile. An idle writer commits at once. Under a steady flow the pages each
+    /// commit rewrites (the tables' last pages, the indexes' hot pages, the row count) are
+    /// written once for many visitors instead of once per visitor: what a store runs out of
+    /// first under load is the bytes written to its write-ahead log.
+    ///
     /// `yielding` (a group commit set going by an accepted hit): after each transaction, the rest
     /// is queued again behind what the store queue took meanwhile, the sender's claims and
     /// settlements first. A flow of hits that never stops would otherwise keep the sender from the
     /// store, and the hits from the network, for as long as it lasts. Whatever must see every
-    /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`.
+    /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`,
+    /// which is not spaced.
     ///
     /// `atMost`: hits to write before returning (a barrier's: those accepted before it), so that a
     /// flow that never stops does not hold the store queue either.
@@ -209,8 +251,9 @@ final class HitWriter: Sendable {
             let (batch, refused) = state.withLock { state -> ([Accepted], Int) in
                 let batch = state.ingress.removeFirst(upTo: min(settings.ingressLimit, left))
                 state.writing = batch.count
-                // Hits left beyond `atMost` keep the group commit that was set going for them.
-                if state.ingress.count == 0 { state.drainScheduled = false }
+                state.committing = true
+                // Hits left beyond this batch are work the end of this commit queues a drain for.
+                state.workArrived = state.ingress.count > 0
                 // Room again: the refusals since the cap was reached are told, once.
                 let refused = state.ingress.count < settings.ingressCap ? state.refusedAtCap : 0
                 if refused > 0 { state.refusedAtCap = 0 }
@@ -221,7 +264,10 @@ final class HitWriter: Sendable {
             }
             left -= batch.count
             let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
-            guard !batch.isEmpty || !documents.isEmpty else { return }
+            guard !batch.isEmpty || !documents.isEmpty else {
+                commitEnded(wrote: false)
+                return
+            }
             // Hits committed claimed go to the sender in memory: it sends them without a claim.
             var cached = batch.map(\.hit)
             let reserved = committedHits?.reserve(cached.count) == true ? cached.count : 0
@@ -237,7 +283,11 @@ final class HitWriter: Sendable {
                 documentsFailed = documentsError != nil
                 settle(documents, error: documentsError)
             }
-            guard !batch.isEmpty else { continue }
+            guard !batch.isEmpty else {
+                commitEnded(wrote: true)
+                if yielding { return }
+                continue
+            }
             let hits = batch.map(\.outgoing)
             var outcome: Result<Void, FlagshipError> = .success(())
             do {
@@ -261,13 +311,25 @@ final class HitWriter: Sendable {
                 keepInMemory(hits, notWritten: hits.count, becauseOf: error)
             }
             for accepted in batch { accepted.durable?(outcome) }
-            state.withLock { $0.writing = 0 }
+            commitEnded(wrote: true)
             ready(hits.count(where: { !$0.isActivate }), hits.contains(where: \.isActivate))
-            if yielding {
-                store.async { [self] in drain(yielding: true) }
-                return
-            }
+            // What is left, or arrived meanwhile, has the group commit `commitEnded` queued.
+            if yielding { return }
         }
+    }
+
+    /// A group commit's transaction is over: what arrived while it ran (or is left beyond its
+    /// batch) gets the next, `commitSpacing` from now when it wrote something.
+    private func commitEnded(wrote: Bool) {
+        let delay = state.withLock { state -> TimeInterval? in
+            state.writing = 0
+            state.committing = false
+            if wrote { state.lastCommitEnded = DispatchTime.now().uptimeNanoseconds }
+            guard state.workArrived, !state.drainQueued else { return nil }
+            state.drainQueued = true
+            return spacingLeft(since: state.lastCommitEnded)
+        }
+        if let delay { scheduleDrain(after: delay) }
     }
 
     /// Counts, tells and logs hits evicted past the cap.

@@ -101,6 +101,12 @@ final class TrackingManager: HitTracking {
         var memoryLimit = 10_000
         /// Hits written per group commit at most.
         var ingressLimit = 5_000
+        /// The least time between the end of a group commit and the start of the next when work
+        /// arrived meanwhile (`HitWriter.drain`): an idle writer commits at once; under a flow,
+        /// what arrives in the spacing goes in one transaction. Measured in the soak at 2,000
+        /// visitors/s: commits back to back took about one visitor each and rewrote 15 pages
+        /// (61 KB of write-ahead log) apiece, 78 KB written per visitor. 0: no spacing.
+        var commitSpacing: TimeInterval = 0.005
         /// Hits waiting for the group commit at most, past which a hit nobody awaits (a flag
         /// read's activate, a fire-and-forget `sendHit`) is refused, counted as lost, rather than
         /// making its caller wait for the disk: memory stays bounded. Awaited hits (`try await
