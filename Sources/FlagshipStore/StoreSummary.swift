@@ -19,6 +19,8 @@ package struct StoreSummary: Sendable, Equatable {
     /// Assignments recorded with their provenance (`decisions`), and the visitors they are of.
     package let decisionCount: Int
     package let decidedVisitorCount: Int
+    /// `decisions` rows no reader can take (`assignments` is not a JSON array): skipped by `why`.
+    package let unreadableDecisionRows: Int
     /// Bucketing file versions kept for replaying them (`bucketing_files`).
     package let fileVersionCount: Int
 
@@ -33,6 +35,7 @@ package struct StoreSummary: Sendable, Equatable {
         bucketing = try db.bucketing.summaries()
         decisionCount = try db.decisions.count()
         decidedVisitorCount = try db.decisions.visitorCount()
+        unreadableDecisionRows = try db.decisions.unreadableCount()
         fileVersionCount = try db.bucketingFiles.count()
     }
 }

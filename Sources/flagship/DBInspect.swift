@@ -153,7 +153,7 @@ struct DBInspect: AsyncParsableCommand {
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
             "oldestHitAgeSeconds": oldestHitAge ?? NSNull(),
             "decisions": ["assignments": summary.decisionCount, "visitors": summary.decidedVisitorCount,
-                          "fileVersionsKept": summary.fileVersionCount],
+                          "unreadableRows": summary.unreadableDecisionRows, "fileVersionsKept": summary.fileVersionCount],
             "bucketing": bucketing.map(\.jsonObject),
         ]
     }
@@ -181,6 +181,9 @@ struct DBInspect: AsyncParsableCommand {
             rows.append(["oldest hit", "-"])
         }
         rows.append(["decisions", "\(summary.decisionCount) assignment(s) of \(summary.decidedVisitorCount) visitor(s) (`flagship why`)"])
+        if summary.unreadableDecisionRows > 0 {
+            rows.append(["  unreadable", "\(summary.unreadableDecisionRows) row(s) (`flagship why` skips them, naming them)"])
+        }
         rows.append(["file versions", "\(summary.fileVersionCount) kept for replaying them"])
         let files = bucketing.map { "\($0.envId): \($0.text)" }
         for (index, file) in (files.isEmpty ? ["none"] : files).enumerated() {

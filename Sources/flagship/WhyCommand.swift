@@ -53,7 +53,7 @@ struct WhyCommand: AsyncParsableCommand {
     // MARK: One visitor
 
     private func showVisitor(_ visitorId: String, from source: DecisionHistorySource) async throws {
-        let decisions = try await source.decisions(visitorId: visitorId)
+        let (decisions, unreadable) = try await source.decisions(visitorId: visitorId)
         var replayer = source.replay()
         var rows: [Row] = []
         for decision in decisions {
@@ -91,6 +91,7 @@ struct WhyCommand: AsyncParsableCommand {
                 }
             }
         }
+        Self.warnSkipped(unreadable)
         let tampered = rows.filter { $0.outcome == .notReplayable(.tampered) }.count
         if tampered > 0 {
             Output.warn("\(tampered) decision(s) recorded on a kept file whose bytes no longer hash to its version: "
@@ -141,10 +142,10 @@ struct WhyCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         var replayer = source.replay()
         var summary = DecisionReplaySummary()
-        try await source.forEachDecision { decision in
+        summary.skip(try await source.forEachDecision { decision in
             if let flag, !Self.flagKeys(decision).contains(flag) { return }
             summary.count(decision, replayer.replay(decision))
-        }
+        })
         let elapsed = ContinuousClock.now - started
         if json {
             try Output.printJSON([
@@ -153,6 +154,7 @@ struct WhyCommand: AsyncParsableCommand {
                 "disagree": summary.disagree,
                 "agreementRate": summary.replayed == 0 ? NSNull() : Double(summary.agree) / Double(summary.replayed) as Any,
                 "notReplayable": Dictionary(uniqueKeysWithValues: summary.notReplayable.map { ($0.key.rawValue, $0.value) }),
+                "unreadableRows": summary.unreadable.map { ["rowId": $0.rowId, "reason": $0.reason] as [String: Any] },
                 "seconds": Self.seconds(elapsed),
                 "disagreements": summary.disagreements.map { decision, outcome in
                     Row(decision: decision, flagKeys: Self.flagKeys(decision), outcome: outcome, explanation: nil).json
@@ -166,12 +168,22 @@ struct WhyCommand: AsyncParsableCommand {
             }
             print(Self.text(summary, seconds: Self.seconds(elapsed)))
         }
+        Self.warnSkipped(summary.unreadable)
         if let tampered = summary.notReplayable[.tampered], tampered > 0 {
             Output.warn("\(tampered) decision(s) recorded on a kept file whose bytes no longer hash to its version: "
                 + "the evidence was edited, and nothing was replayed on it")
             throw ExitCode(Self.tamperedExitStatus)
         }
         if summary.disagree > 0 { throw ExitCode(1) }
+    }
+
+    /// Says on stderr which `decisions` rows could not be read and were skipped (the first ten by
+    /// row id and reason; `flagship db inspect` counts them all).
+    private static func warnSkipped(_ unreadable: [UnreadableDecision]) {
+        guard !unreadable.isEmpty else { return }
+        let named = unreadable.prefix(10).map { "row \($0.rowId) (\($0.reason))" }.joined(separator: "; ")
+        Output.warn("\(unreadable.count) decision row(s) could not be read and were skipped: \(named)"
+            + (unreadable.count > 10 ? "; and \(unreadable.count - 10) more" : ""))
     }
 
     /// `why --replay`'s exit status when a kept file was edited: the evidence itself is wrong,
@@ -223,15 +235,20 @@ struct WhyCommand: AsyncParsableCommand {
 
 /// Where `why` reads decisions and file versions: a store file (read-only).
 struct DecisionHistorySource {
-    let decisions: (String) async throws -> [DecisionRecord]
-    /// Calls `body` on every decision, in the order they were recorded, a page at a time.
-    let forEachDecision: (_ body: (DecisionRecord) -> Void) async throws -> Void
+    /// A visitor's decisions, and the rows of its that could not be read (skipped).
+    let decisions: (String) async throws -> (records: [DecisionRecord], unreadable: [UnreadableDecision])
+    /// Calls `body` on every decision, in the order they were recorded, a page at a time; returns
+    /// the rows that could not be read (skipped).
+    let forEachDecision: (_ body: (DecisionRecord) -> Void) async throws -> [UnreadableDecision]
     /// Every kept version's document, by version, read at open: a replay reads no store.
     let documents: [String: String]
     let close: () -> Void
 
-    func decisions(visitorId: String) async throws -> [DecisionRecord] { try await decisions(visitorId) }
-    func forEachDecision(_ body: (DecisionRecord) -> Void) async throws { try await forEachDecision(body) }
+    func decisions(visitorId: String) async throws -> (records: [DecisionRecord], unreadable: [UnreadableDecision]) {
+        try await decisions(visitorId)
+    }
+
+    func forEachDecision(_ body: (DecisionRecord) -> Void) async throws -> [UnreadableDecision] { try await forEachDecision(body) }
 
     func replay() -> DecisionReplay {
         let documents = documents
@@ -253,8 +270,11 @@ struct DecisionHistorySource {
                         try await inspection.bucketingFileVersions(envId: envId))
             }
             return DecisionHistorySource(
-                decisions: { _ in decisions },
-                forEachDecision: { body in decisions.forEach(body) },
+                decisions: { _ in (decisions, []) },
+                forEachDecision: { body in
+                    decisions.forEach(body)
+                    return []
+                },
                 documents: Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first },
                 close: {})
         }
@@ -263,15 +283,23 @@ struct DecisionHistorySource {
         let store = try database.openForInspection()
         let versions = try await store.read { try $0.bucketingFiles.versions() }
         return DecisionHistorySource(
-            decisions: { visitorId in try await store.read { try $0.decisions.decisions(visitorId: visitorId) } },
+            decisions: { visitorId in
+                try await store.read { db in
+                    var unreadable: [UnreadableDecision] = []
+                    let decisions = try db.decisions.decisions(visitorId: visitorId, unreadable: &unreadable)
+                    return (decisions, unreadable)
+                }
+            },
             forEachDecision: { body in
                 var after: Int64 = 0
+                var unreadable: [UnreadableDecision] = []
                 while true {
                     let from = after
                     let page = try await store.read { try $0.decisions.page(after: from, limit: 10_000) }
-                    for (_, record) in page { body(record) }
-                    guard let last = page.last else { return }
-                    after = last.rowId
+                    for (_, record) in page.decisions { body(record) }
+                    unreadable += page.unreadable
+                    guard let last = page.lastRowId else { return unreadable }
+                    after = last
                 }
             },
             documents: Dictionary(versions.map { ($0.version, $0.document) }) { first, _ in first },

@@ -584,7 +584,7 @@ final class MigratorTests: StoreTestCase {
         }
         let state = try store.read { try $0.state.all() }
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: state.map { ($0.key, $0.value) }), seed.state, context)
-        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 1_000).map(\.record) }, seed.decisions, context)
+        XCTAssertEqual(try store.read { try $0.decisions.page(after: 0, limit: 1_000).decisions.map(\.record) }, seed.decisions, context)
         XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }, seed.fileVersions, context)
     }
 }

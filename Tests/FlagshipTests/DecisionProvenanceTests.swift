@@ -27,7 +27,7 @@ final class DecisionProvenanceTests: TrackingTestCase {
         let store = try inspectStore()
         defer { store.close() }
         return try store.read { db in
-            try visitorId.map { try db.decisions.decisions(visitorId: $0) } ?? db.decisions.page(after: 0, limit: 10_000).map(\.record)
+            try visitorId.map { try db.decisions.decisions(visitorId: $0) } ?? db.decisions.page(after: 0, limit: 10_000).decisions.map(\.record)
         }
     }
 

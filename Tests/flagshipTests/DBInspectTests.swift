@@ -32,7 +32,7 @@ final class DBInspectTests: CommandTestCase {
              "dueForPruning": {"retentionSeconds": 2592000, "visitors": 2},
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
-             "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0},
+             "decisions": {"assignments": 0, "visitors": 0, "unreadableRows": 0, "fileVersionsKept": 0},
              "bucketing": [
                 {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
                  "campaignCount": 0, "panic": false, "unusableReason": null},
@@ -52,7 +52,7 @@ final class DBInspectTests: CommandTestCase {
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
              "oldestSeenVisitor": null, "dueForPruning": {"retentionSeconds": 2592000, "visitors": 0},
              "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null,
-             "decisions": {"assignments": 0, "visitors": 0, "fileVersionsKept": 0}, "bucketing": []}
+             "decisions": {"assignments": 0, "visitors": 0, "unreadableRows": 0, "fileVersionsKept": 0}, "bucketing": []}
             """
         XCTAssertEqual(try canonicalJSON(try parseJSON(result.stdout)), try canonicalJSON(try parseJSON(expected)))
     }

@@ -204,7 +204,47 @@ final class WhyCommandTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let decisions = (try parseJSON(result.stdout) as? [String: Any])?["decisions"] as? [String: Int]
-        XCTAssertEqual(decisions, ["assignments": 4, "visitors": 2, "fileVersionsKept": 1])
+        XCTAssertEqual(decisions, ["assignments": 4, "visitors": 2, "unreadableRows": 0, "fileVersionsKept": 1])
+    }
+
+    /// One `decisions` row cut short (its JSON ends mid-way: a hand edit past the schema's checks,
+    /// a damaged page) used to fail the whole replay and `db inspect`. It is named and skipped.
+    func testARowThatCannotBeReadIsNamedAndSkippedByWhyReplayAndInspect() throws {
+        try decide(["visitor-1", "visitor-2", "visitor-3"])
+        try withStore { store in
+            try store.database.withConnection { connection in
+                try connection.query("PRAGMA ignore_check_constraints = ON")
+                XCTAssertEqual(try connection.execute(
+                    "UPDATE decisions SET assignments = substr(assignments, 1, length(assignments) - 3) WHERE visitor_id = 'visitor-2'"), 1)
+                try connection.query("PRAGMA ignore_check_constraints = OFF")
+            }
+        }
+
+        let replay = try flagship("why", "--db", storeFile.path, "--replay", "--json")
+        XCTAssertEqual(replay.status, 0, replay.stderr)
+        let summary = try XCTUnwrap(try parseJSON(replay.stdout) as? [String: Any])
+        XCTAssertEqual(summary["replayed"] as? Int, 4, "the other two visitors' decisions")
+        XCTAssertEqual(summary["agree"] as? Int, 4)
+        let skipped = try XCTUnwrap(summary["unreadableRows"] as? [[String: Any]])
+        XCTAssertEqual(skipped.count, 1)
+        XCTAssertEqual(skipped.first?["rowId"] as? Int, 2)
+        XCTAssertTrue(replay.stderr.contains("warning: 1 decision row(s) could not be read and were skipped: row 2 ("), replay.stderr)
+
+        let visitor = try flagship("why", "--db", storeFile.path, "--visitor-id", "visitor-2")
+        XCTAssertEqual(visitor.status, 0, visitor.stderr)
+        XCTAssertEqual(visitor.stdout, "no decision recorded for visitor visitor-2\n")
+        XCTAssertTrue(visitor.stderr.contains("1 decision row(s) could not be read and were skipped: row 2 ("), visitor.stderr)
+        let other = try flagship("why", "--db", storeFile.path, "--visitor-id", "visitor-3", "--replay")
+        XCTAssertEqual(other.status, 0, other.stderr)
+        XCTAssertEqual(other.stderr, "")
+
+        let inspect = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+        XCTAssertEqual(inspect.status, 0, inspect.stderr)
+        let decisions = (try parseJSON(inspect.stdout) as? [String: Any])?["decisions"] as? [String: Int]
+        XCTAssertEqual(decisions, ["assignments": 4, "visitors": 3, "unreadableRows": 1, "fileVersionsKept": 1])
+        let text = try flagship("db", "inspect", "--db", storeFile.path)
+        XCTAssertTrue(text.stdout.contains("  unreadable") && text.stdout.contains("1 row(s) (`flagship why` skips them, naming them)"),
+                      text.stdout)
     }
 
     func testAStoreWithoutDecisionsAndAMissingVisitorAreSaidPlainly() throws {

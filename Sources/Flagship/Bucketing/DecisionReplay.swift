@@ -104,6 +104,8 @@ package struct DecisionReplaySummary: Sendable {
     package private(set) var agree = 0
     package private(set) var notReplayable: [DecisionReplay.NotReplayable: Int] = [:]
     package private(set) var disagreements: [(decision: DecisionRecord, outcome: DecisionReplay.Outcome)] = []
+    /// Rows that could not be read, so not replayed (`skip`).
+    package private(set) var unreadable: [UnreadableDecision] = []
 
     package init() {}
 
@@ -116,6 +118,10 @@ package struct DecisionReplaySummary: Sendable {
         case .disagrees: disagreements.append((decision, outcome))
         case .notReplayable(let reason): notReplayable[reason, default: 0] += 1
         }
+    }
+
+    package mutating func skip(_ rows: [UnreadableDecision]) {
+        unreadable += rows
     }
 }
 
@@ -132,9 +138,10 @@ extension DecisionReplay {
         var after: Int64 = 0
         while true {
             let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
-            guard let last = page.last else { return summary }
-            for (_, decision) in page { summary.count(decision, replay.replay(decision)) }
-            after = last.rowId
+            guard let last = page.lastRowId else { return summary }
+            for (_, decision) in page.decisions { summary.count(decision, replay.replay(decision)) }
+            summary.skip(page.unreadable)
+            after = last
         }
     }
 }
@@ -149,9 +156,9 @@ extension DecisionReplay {
         var after: Int64 = 0
         while true {
             let page = try store.read { try $0.decisions.page(after: after, limit: 10_000) }
-            guard let last = page.last else { return count }
-            count += page.count
-            after = last.rowId
+            guard let last = page.lastRowId else { return count }
+            count += page.decisions.count
+            after = last
         }
     }
 }

@@ -51,6 +51,27 @@ package struct DecisionRecord: Sendable, Equatable {
 /// The `decisions` table (`db.decisions`), in the caller's transaction. A row holds one fetch's
 /// assignments (those with the same visitor, time, source, version and context): the context is
 /// written once. Records go in and come out one per assignment.
+/// A `decisions` row that could not be read (a hand edit, a damaged page): its row id and why.
+/// The readers skip it and say so; the rows around it are read.
+package struct UnreadableDecision: Sendable, Equatable {
+    package let rowId: Int64
+    package let reason: String
+
+    package init(rowId: Int64, reason: String) {
+        self.rowId = rowId
+        self.reason = reason
+    }
+}
+
+/// A page of the `decisions` table in row order: the decisions of its readable rows, the rows that
+/// could not be read, and the last row id it covered (either kind), where the next page starts.
+package struct DecisionPage: Sendable {
+    package var decisions: [(rowId: Int64, record: DecisionRecord)] = []
+    package var unreadable: [UnreadableDecision] = []
+    /// `nil`: no row after the cursor.
+    package var lastRowId: Int64?
+}
+
 package struct DecisionRecordStore {
     let connection: Connection
 
@@ -103,17 +124,95 @@ package struct DecisionRecordStore {
         )
     }
 
-    /// One visitor's decisions, oldest first.
+    /// One visitor's decisions, oldest first; rows that cannot be read are skipped.
     package func decisions(visitorId: String) throws -> [DecisionRecord] {
-        try connection.query("\(try selectColumns()) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
-            .flatMap(Self.records)
+        var unreadable: [UnreadableDecision] = []
+        return try decisions(visitorId: visitorId, unreadable: &unreadable)
+    }
+
+    /// One visitor's decisions, oldest first; the rows that cannot be read are skipped and added
+    /// to `unreadable`.
+    package func decisions(visitorId: String, unreadable: inout [UnreadableDecision]) throws -> [DecisionRecord] {
+        let rows = try readRows(.visitor(visitorId))
+        unreadable += rows.unreadable
+        return rows.readable.flatMap(\.records)
     }
 
     /// Every decision, in the order they were recorded, from the rows after row `after`,
-    /// `limit` rows at most: (row id, record) pairs, for a walk over the whole table in pages.
-    package func page(after rowId: Int64, limit: Int) throws -> [(rowId: Int64, record: DecisionRecord)] {
-        try connection.query("\(try selectColumns()) WHERE id > ? ORDER BY id LIMIT ?", [.integer(rowId), SQLiteValue(limit)])
-            .flatMap { row in try Self.records(row).map { (try row.int64(6), $0) } }
+    /// `limit` rows at most, for a walk over the whole table in pages. A row that cannot be read
+    /// is in the page's `unreadable`, and the walk goes on past it.
+    package func page(after rowId: Int64, limit: Int) throws -> DecisionPage {
+        let rows = try readRows(.page(after: rowId, limit: limit))
+        var page = DecisionPage()
+        for row in rows.readable {
+            page.decisions += row.records.map { (row.rowId, $0) }
+        }
+        page.unreadable = rows.unreadable
+        let last = max(rows.readable.last?.rowId ?? .min, rows.unreadable.last?.rowId ?? .min)
+        page.lastRowId = last == .min ? nil : last
+        return page
+    }
+
+    /// Which rows `readRows` reads.
+    private enum Rows {
+        /// One visitor's, oldest first.
+        case visitor(String)
+        /// The table's, in row order, after a row id.
+        case page(after: Int64, limit: Int)
+    }
+
+    private func select(_ rows: Rows) throws(StoreError) -> [Row] {
+        switch rows {
+        case .visitor(let visitorId):
+            try connection.query("\(try selectColumns()) WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
+        case .page(let after, let limit):
+            try connection.query("\(try selectColumns()) WHERE id > ? ORDER BY id LIMIT ?", [.integer(after), SQLiteValue(limit)])
+        }
+    }
+
+    /// The row ids of the same rows, from the table: what the view would put together is not read.
+    private func rowIds(_ rows: Rows) throws -> [Int64] {
+        let found: [Row]
+        switch rows {
+        case .visitor(let visitorId):
+            found = try connection.query("SELECT id FROM decisions WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
+        case .page(let after, let limit):
+            found = try connection.query("SELECT id FROM decisions WHERE id > ? ORDER BY id LIMIT ?", [.integer(after), SQLiteValue(limit)])
+        }
+        return try found.map { try $0.int64(0) }
+    }
+
+    /// The rows asked for, each read on its own: one that fails (an `assignments` that is not what
+    /// this SDK writes, a column of another type) is unreadable, the others are read. A row the
+    /// view cannot even put together (JSON that does not parse fails the whole statement) sends
+    /// the read row by row.
+    private func readRows(_ rows: Rows) throws
+        -> (readable: [(rowId: Int64, records: [DecisionRecord])], unreadable: [UnreadableDecision]) {
+        var readable: [(rowId: Int64, records: [DecisionRecord])] = []
+        var unreadable: [UnreadableDecision] = []
+        func read(_ row: Row) throws {
+            let rowId = try row.int64(6)
+            do {
+                readable.append((rowId, try Self.records(row)))
+            } catch {
+                unreadable.append(UnreadableDecision(rowId: rowId, reason: "\(error)"))
+            }
+        }
+        do {
+            for row in try select(rows) { try read(row) }
+            return (readable, unreadable)
+        } catch {
+            readable.removeAll()
+            unreadable.removeAll()
+        }
+        for id in try rowIds(rows) {
+            do {
+                for row in try connection.query("\(try selectColumns()) WHERE id = ?", [.integer(id)]) { try read(row) }
+            } catch {
+                unreadable.append(UnreadableDecision(rowId: id, reason: "\(error)"))
+            }
+        }
+        return (readable, unreadable)
     }
 
     /// Deletes the visitor's decisions (consent withdrawn); returns how many rows went.
@@ -122,9 +221,27 @@ package struct DecisionRecordStore {
         try connection.execute("DELETE FROM decisions WHERE visitor_id = ?", [.text(visitorId)])
     }
 
-    /// How many assignments are recorded.
+    /// How many assignments are recorded, in the rows that can be read.
     package func count() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT coalesce(sum(json_array_length(assignments)), 0) FROM decisions")?.int64 ?? 0)
+        Int(try connection.scalar(
+            """
+            SELECT coalesce(sum(CASE WHEN json_valid(assignments)
+                                     THEN CASE WHEN json_type(assignments) = 'array' THEN json_array_length(assignments) END
+                                END), 0)
+            FROM decisions
+            """
+        )?.int64 ?? 0)
+    }
+
+    /// Rows whose `assignments` is not a JSON array (a hand edit, a damaged page): no reader can
+    /// take their decisions; `why` and the replay skip them, naming them.
+    package func unreadableCount() throws(StoreError) -> Int {
+        Int(try connection.scalar(
+            """
+            SELECT count(*) FROM decisions
+            WHERE CASE WHEN json_valid(assignments) THEN json_type(assignments) <> 'array' ELSE 1 END
+            """
+        )?.int64 ?? 0)
     }
 
     /// The visitors decided at more than one moment. A visitor decided from its stored assignment
