@@ -55,8 +55,6 @@ final class HitWriter: Sendable {
         var committing = false
         /// Hits or visitor documents came since the last group commit took its batch.
         var workArrived = false
-        /// When the last group commit ended (`DispatchTime`'s uptime nanoseconds); 0: none yet.
-        var lastCommitEnded: UInt64 = 0
         /// Accepted but not in the cache: the periodic pool, or hits the cache failed to take.
         var unwritten: [OutgoingHit] = []
         /// Ids of unwritten hits being sent, or being written to the cache: taken by one, left by the other.
@@ -185,20 +183,18 @@ final class HitWriter: Sendable {
         if let delay = state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: delay) }
     }
 
-    /// Work arrived: the delay after which a group commit must be queued for it, or `nil` when
-    /// one is queued already or one under way will queue the next when it ends.
+    /// Work arrived: 0 when a group commit must be queued for it at once (the writer is idle),
+    /// or `nil` when one is queued already, or one under way will queue the next when it ends.
     private func queueDrain(_ state: inout State) -> TimeInterval? {
         state.workArrived = true
         guard !state.drainQueued, !state.committing else { return nil }
         state.drainQueued = true
-        return spacingLeft(since: state.lastCommitEnded)
+        return 0
     }
 
-    /// What is left of `commitSpacing` since a commit ended at `ended` (uptime nanoseconds).
-    private func spacingLeft(since ended: UInt64) -> TimeInterval {
-        guard settings.commitSpacing > 0, ended > 0 else { return 0 }
-        let elapsed = TimeInterval(DispatchTime.now().uptimeNanoseconds &- ended) / 1e9
-        return max(0, settings.commitSpacing - elapsed)
+    /// Whether a group commit is writing now: for tests that make work arrive during one.
+    var isCommitting: Bool {
+        state.withLock { $0.committing }
     }
 
     /// Queues a group commit on the store queue, at once or after `delay` seconds.
@@ -227,12 +223,13 @@ final class HitWriter: Sendable {
     /// Group commit: writes what gathered in the ingress (`ingressLimit` hits at most) and the
     /// visitor documents waiting, in one transaction, until both stay empty.
     ///
-    /// Commits are spaced: work that arrives while one is under way, or less than
-    /// `commitSpacing` after the last ended, waits for the rest of the spacing, and goes with
-    /// what gathers meanwhile. An idle writer commits at once. Under a steady flow the pages each
-    /// commit rewrites (the tables' last pages, the indexes' hot pages, the row count) are
-    /// written once for many visitors instead of once per visitor: what a store runs out of
-    /// first under load is the bytes written to its write-ahead log.
+    /// Commits are spaced: work that arrives while one is under way waits until `commitSpacing`
+    /// after it ended, and goes with what gathers meanwhile. Work that finds the writer idle is
+    /// committed at once, so a caller that awaits each hit before sending the next is never held.
+    /// Under a flow of visitors, work arrives during every commit: the pages each commit rewrites
+    /// (the tables' last pages, the indexes' hot pages, the row count) are written once for many
+    /// visitors instead of once per visitor, and the bytes written to the write-ahead log are
+    /// what a store runs out of first under load.
     ///
     /// `yielding` (a group commit set going by an accepted hit): after each transaction, the rest
     /// is queued again behind what the store queue took meanwhile, the sender's claims and
@@ -310,8 +307,10 @@ final class HitWriter: Sendable {
                 outcome = .failure(.hitNotCached(FSCacheError(error)))
                 keepInMemory(hits, notWritten: hits.count, becauseOf: error)
             }
-            for accepted in batch { accepted.durable?(outcome) }
+            // Ended before the callers hear of it: one that sends its next hit at once finds the
+            // writer idle, and is not held for the spacing.
             commitEnded(wrote: true)
+            for accepted in batch { accepted.durable?(outcome) }
             ready(hits.count(where: { !$0.isActivate }), hits.contains(where: \.isActivate))
             // What is left, or arrived meanwhile, has the group commit `commitEnded` queued.
             if yielding { return }
@@ -324,10 +323,9 @@ final class HitWriter: Sendable {
         let delay = state.withLock { state -> TimeInterval? in
             state.writing = 0
             state.committing = false
-            if wrote { state.lastCommitEnded = DispatchTime.now().uptimeNanoseconds }
             guard state.workArrived, !state.drainQueued else { return nil }
             state.drainQueued = true
-            return spacingLeft(since: state.lastCommitEnded)
+            return wrote ? max(0, settings.commitSpacing) : 0
         }
         if let delay { scheduleDrain(after: delay) }
     }
