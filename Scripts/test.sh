@@ -9,9 +9,10 @@
 #                   the README's shell examples (DocumentationSnippetTests, ReferenceSnippetTests,
 #                   HostileReadmeTests)
 #   fuzz            each libFuzzer target for 10 s (`make fuzz`)
-#   long            once the fuzzing ends, the suite's two longest classes (StressTests, 30 s of
+#   long            once the fuzzing ends, the suite's longest classes (StressTests, 30 s of
 #                   sixteen tasks; HostileRowValueTests, every column value through every reading
-#                   command), 45 s taken off the suite's path
+#                   command; the light tool's build check, the network-fault soak, the corruption
+#                   torture, the kill-and-replay test): about 75 s taken off the suite's path
 #   example         Examples/HummingbirdServer, as `make build` built it, against the local server
 # The suite alone keeps about one core of two busy, waiting on sockets, processes and timeouts; the
 # other jobs fill the rest. Their logs print after the suite's, then a summary; the exit status is
@@ -26,7 +27,7 @@ bundle="${1:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
 example="${2:?usage: Scripts/test.sh TEST_BUNDLE EXAMPLE_PROGRAM}"
 logs="$root/.build-all"
 documentation='^FlagshipTests\.(DocumentationSnippetTests|ReferenceSnippetTests|HostileReadmeTests)$'
-long='^(FlagshipTests\.StressTests|flagshipTests\.HostileRowValueTests)$'
+long='^(FlagshipTests\.(StressTests|NetworkFaultSoakTests|CorruptionTortureTests)|flagshipTests\.(HostileRowValueTests|PostgresNotBuiltInTests|HitDurabilityTests))$'
 
 [ -x "$bundle" ] || { echo "No test bundle at $bundle: run make build"; exit 2; }
 listed="$("$bundle" --list-tests | grep -E '^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*/')"
