@@ -122,7 +122,7 @@ final class HitWriter: Sendable {
     /// Takes a hit, or refuses it (closed, or nobody awaits it past the ingress cap); returns at
     /// once. `durable` is told once the hit is committed (or pooled, under periodic caching).
     func accept(_ hit: OutgoingHit, durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool) -> Bool {
-        enum Next { case refused, overCap(first: Bool), drain(after: TimeInterval), pooled(overflow: Bool), none }
+        enum Next { case refused, overCap(first: Bool), drain, pooled(overflow: Bool), none }
         // A hit to be committed at once goes through the group commit, as under continuous caching.
         let pooled = settings.strategy == .PERIODIC_CACHING && !committed
         // A hit's document is made here, on the caller's thread: the writer's one thread only
@@ -147,7 +147,7 @@ final class HitWriter: Sendable {
             }
             guard pooled else {
                 state.ingress.append(Accepted(outgoing: hit, document: document, durable: durable))
-                return queueDrain(&state).map { .drain(after: $0) } ?? .none
+                return queueDrain(&state) ? .drain : .none
             }
             state.unwritten.append(hit)
             return .pooled(overflow: state.unwritten.count == settings.memoryLimit)
@@ -164,8 +164,8 @@ final class HitWriter: Sendable {
                 logger.error("Hits arrive faster than the hit cache takes them (\(settings.ingressCap) wait for it): hits nobody awaits are dropped, counted as lost, until it catches up; `try await sendHit` waits instead")
             }
             return false
-        case .drain(let delay):
-            scheduleDrain(after: delay)
+        case .drain:
+            scheduleDrain(after: 0)
         case .pooled(let overflow):
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
@@ -180,16 +180,16 @@ final class HitWriter: Sendable {
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
     func writeVisitorDocumentsSoon() {
-        if let delay = state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: delay) }
+        if state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: 0) }
     }
 
-    /// Work arrived: 0 when a group commit must be queued for it at once (the writer is idle),
-    /// or `nil` when one is queued already, or one under way will queue the next when it ends.
-    private func queueDrain(_ state: inout State) -> TimeInterval? {
+    /// Work arrived: `true` when a group commit must be queued for it at once (the writer is
+    /// idle); `false` when one is queued already, or one under way queues the next when it ends.
+    private func queueDrain(_ state: inout State) -> Bool {
         state.workArrived = true
-        guard !state.drainQueued, !state.committing else { return nil }
+        guard !state.drainQueued, !state.committing else { return false }
         state.drainQueued = true
-        return 0
+        return true
     }
 
     /// Whether a group commit is writing now: for tests that make work arrive during one.
