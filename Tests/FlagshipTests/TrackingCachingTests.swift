@@ -113,6 +113,11 @@ final class TrackingCachingTests: TrackingTestCase {
         server.stop()
         start(trackingBuilder(maxCachedHits: 10))
         let visitor = makeVisitor()
+        // The consent hit's send fails and the sender waits out its backoff (the clock stands
+        // still): no click is ever in flight, and eviction, which never takes a row in flight,
+        // may take any. Without this, a first claim that came late (a loaded machine) held some
+        // old clicks, and eviction rightly took newer ones instead.
+        await flagship.waitUntilTrackingIsIdle()
         for number in 1...25 { try await visitor.sendHit(click(number)) }
         await flagship.waitUntilTrackingIsIdle()
 
