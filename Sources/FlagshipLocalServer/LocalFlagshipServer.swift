@@ -32,6 +32,8 @@ public final class LocalFlagshipServer: Sendable {
     private let lifecycle = Locked(Lifecycle())
     /// Connections refused because their bytes would have passed `Configuration.maximumBufferedBytes`.
     private let refusedOverBuffer = Locked(0)
+    /// The bytes of requests still arriving that the server holds now, over all connections.
+    private let heldBytes = Locked(0)
 
     /// A server answering as `configuration` says; it listens only once `start()` is called.
     public init(_ configuration: Configuration = Configuration()) {
@@ -64,7 +66,7 @@ public final class LocalFlagshipServer: Sendable {
         let port = try lifecycle.withLock { lifecycle -> UInt16 in
             if let loop = lifecycle.loop { return loop.port }
             let loop = try ConnectionLoop(port: lifecycle.port ?? configuration.port, maximumBufferedBytes: configuration.maximumBufferedBytes,
-                                          refusals: refusedOverBuffer) { [responder] message, reply in
+                                          refusals: refusedOverBuffer, held: heldBytes) { [responder] message, reply in
                 responder.handle(message, reply: reply)
             }
             lifecycle.loop = loop
@@ -172,6 +174,12 @@ public final class LocalFlagshipServer: Sendable {
     /// requests held at once past `Configuration.maximumBufferedBytes`, since the server was made.
     public var refusedOverBufferLimit: Int {
         refusedOverBuffer.withLock { $0 }
+    }
+
+    /// The bytes of requests still arriving (or not yet taken) that the server holds now, over
+    /// all its connections: what `Configuration.maximumBufferedBytes` bounds.
+    public var bytesHeld: Int {
+        heldBytes.withLock { $0 }
     }
 
     /// The requests of `received` on `route`, in arrival order.

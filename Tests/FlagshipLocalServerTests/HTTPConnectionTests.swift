@@ -103,6 +103,9 @@ final class BufferedBytesLimitTests: XCTestCase {
         let whole = request(number: 1)
         let cut = whole.utf8.index(whole.utf8.startIndex, offsetBy: 50_000)
         try first.write(String(whole[..<cut]))
+        let deadline = Date().addingTimeInterval(10)
+        while server.bytesHeld < 50_000, Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(server.bytesHeld, 50_000, "the server holds what arrived of the first request")
         // The second would take the server past 100,000 bytes held.
         let second = try RawConnection(port: port)
         try? second.write(request(number: 2))

@@ -35,6 +35,8 @@ final class ConnectionLoop: @unchecked Sendable {
     /// and the count of connections refused at that bound.
     private let maximumBufferedBytes: Int
     private let refusals: Locked<Int>
+    /// `bufferedBytes` as other threads may read it (`LocalFlagshipServer.bytesHeld`).
+    private let held: Locked<Int>
     private let listener: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -42,12 +44,14 @@ final class ConnectionLoop: @unchecked Sendable {
     // Confined to the polling thread.
     private var connections: [Int: HTTPConnection] = [:]
     /// The sum of the connections' `input` counts.
-    private var bufferedBytes = 0
+    private var bufferedBytes = 0 {
+        didSet { held.withLock { $0 = bufferedBytes } }
+    }
     private var nextConnectionID = 0
 
     /// Listens on 127.0.0.1:`port` (`0`: any free port) and starts the polling thread.
     init(port requestedPort: UInt16, maximumBufferedBytes: Int = 256 * 1024 * 1024, refusals: Locked<Int> = Locked(0),
-         handler: @escaping Handler) throws {
+         held: Locked<Int> = Locked(0), handler: @escaping Handler) throws {
         let (listener, port) = try Socket.makeListener(port: requestedPort)
         let wake: (read: Int32, write: Int32)
         do {
@@ -63,6 +67,7 @@ final class ConnectionLoop: @unchecked Sendable {
         self.handler = handler
         self.maximumBufferedBytes = maximumBufferedBytes
         self.refusals = refusals
+        self.held = held
         // The thread holds the loop until `run` returns; `stop()` joins it.
         let context = Unmanaged.passRetained(self).toOpaque()
         #if canImport(Darwin)
