@@ -192,3 +192,17 @@ final class CommittedHitsTests: XCTestCase {
         XCTAssertTrue(committed.reserve(1))
     }
 }
+
+final class HandOverLimitTests: XCTestCase {
+    func testTheHandOverReachesBackpressureSoTheSenderNeedNotClaimShortOfIt() {
+        var settings = TrackingManager.Settings()
+        XCTAssertEqual(settings.handOverLimit, 50_000, "the default cap of 100,000: backpressure starts at 50,000")
+        XCTAssertEqual(Backpressure.Settings(capacity: settings.capacity).highWater, settings.handOverLimit)
+        settings.capacity = 1_000
+        XCTAssertEqual(settings.handOverLimit, 500)
+        settings.capacity = 10_000_000
+        XCTAssertEqual(settings.handOverLimit, 50_000, "memory stays bounded under a large cap")
+        settings.committedInMemoryLimit = 7
+        XCTAssertEqual(settings.handOverLimit, 7)
+    }
+}

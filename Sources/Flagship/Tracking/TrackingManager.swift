@@ -119,8 +119,17 @@ final class TrackingManager: HitTracking {
         /// How long `try await sendHit` waits for room under backpressure before it throws.
         var backpressureWait: TimeInterval = 5
         /// Committed hits handed to the sender in memory, claimed, at most (past it they wait in
-        /// the store, claimable): about ten full pages.
-        var committedInMemoryLimit = 5_000
+        /// the store, claimable, and the sender claims them: about 117 pages written per claim of
+        /// 500). `nil`: as many as backpressure lets wait (half the cap), at most 50,000, so that
+        /// short of backpressure the sender never claims under a flow. Measured in the soak: with
+        /// 5,000, a backlog that passed it once at 3,400 visitors/s never came back down, each hit
+        /// then costing the store a claim as well as its settlement.
+        var committedInMemoryLimit: Int?
+
+        /// `committedInMemoryLimit`, or its default from the cap.
+        var handOverLimit: Int {
+            committedInMemoryLimit ?? min(50_000, max(1, capacity / 2))
+        }
         /// The least time between the starts of two send rounds that follow each other at once
         /// (hits accepted while a round was under way). An idle sender still sends at once; under
         /// load, what arrives meanwhile gathers into fuller requests instead of one request, and
@@ -198,7 +207,7 @@ final class TrackingManager: HitTracking {
         let backpressure = Backpressure(settings: .init(capacity: settings.capacity, maxWait: settings.backpressureWait),
                                         logger: logger, instrumentation: settings.instrumentation)
         let committedHits = queue.claimsWhenSaving && settings.sends && settings.strategy == .CONTINUOUS_CACHING
-            ? CommittedHits(limit: settings.committedInMemoryLimit) : nil
+            ? CommittedHits(limit: settings.handOverLimit) : nil
         let writer = HitWriter(settings: settings, store: store, clock: clock, logger: logger, callbacks: callbacks,
                                visitorDocuments: visitorDocuments, committedHits: committedHits,
                                backpressure: backpressure) { [weak box = readyHits] hits, activate in
