@@ -57,25 +57,24 @@ struct FetchCommand: AsyncParsableCommand {
         _ = try parseContext()
     }
 
-    private func config() -> FlagshipConfig {
+    private func config(bootstrap: Data?) -> FlagshipConfig {
         let builder = sdk.configBuilder().withTimeout(TimeInterval(timeout))
         if offline { builder.withNetworkDisabled() }
         if mode == .bucketing {
             builder.Bucketing()
             if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }
-            if let bootstrap { builder.withBootstrap(bucketingFileAt: URL(fileURLWithPath: bootstrap)) }
+            if let bootstrap { builder.withBootstrap(bucketingFile: bootstrap) }
         }
         return builder.build()
     }
 
     func run() async throws {
         try sdk.requireStoreFile()
-        if let bootstrap {
-            // Read here too, so that a file that is not there is an error, not a log line.
-            _ = try BucketingFileArgument.load(bootstrap)
-        }
+        // Read here, once (a FIFO or `<(curl …)` can be read only once), so that a file that is
+        // not there or not usable is an error, not a log line.
+        let bootstrapBytes = try bootstrap.map { try BucketingFileArgument.bytes($0) }
         let visitorContext = try parseContext()
-        let flagship = try sdk.startSDK(config())
+        let flagship = try sdk.startSDK(config(bootstrap: bootstrapBytes))
         let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)
             .withContext(context: visitorContext)
             .buildAsync()

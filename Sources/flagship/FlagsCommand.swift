@@ -102,14 +102,25 @@ struct FlagsCommand: ParsableCommand {
 /// A bucketing file named on the command line, read and parsed, or a clear error.
 enum BucketingFileArgument {
     static func load(_ path: String) throws -> BucketingFile {
+        try read(path).file
+    }
+
+    /// The file's bytes, once checked to be a usable bucketing file.
+    static func bytes(_ path: String) throws -> Data {
+        try read(path).bytes
+    }
+
+    /// Reads the file once, at most `BucketingFile.maximumBytes`: a regular file, or a FIFO or
+    /// a process substitution (`<(curl …)`).
+    private static func read(_ path: String) throws -> (bytes: Data, file: BucketingFile) {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try BucketingFile.bytes(at: URL(fileURLWithPath: path))
         } catch {
-            throw CommandFailure("cannot read the bucketing file \(path): \(Output.reason(readingFile: error))")
+            throw CommandFailure("cannot read the bucketing file \(path): \(error.reason)")
         }
         do {
-            return try BucketingFile(json: data)
+            return (data, try BucketingFile(json: data))
         } catch {
             throw CommandFailure("\(path) is not a usable bucketing file: \(error.reason)")
         }

@@ -99,6 +99,41 @@ final class FetchCommandTests: CommandTestCase {
         XCTAssertEqual(flags["btnColor"]?["campaignId"] as? String, "c_checkout")
     }
 
+    /// A FIFO (what `--bootstrap <(curl …)` gives) is read to its end once, and decides.
+    func testABootstrapFIFOIsReadOnceAndDecides() throws {
+        let source = outputDirectory.appendingPathComponent("bootstrap.json")
+        try Data(FlagsCommandTests.fixture.utf8).write(to: source)
+        let fifo = outputDirectory.appendingPathComponent("bootstrap.fifo")
+        XCTAssertEqual(mkfifo(fifo.path, 0o600), 0)
+        // The writer blocks until the tool opens the FIFO, and closes it once the file is written.
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", "cat \"$0\" > \"$1\"", source.path, fifo.path]
+        try writer.run()
+
+        let result = try fetch("--mode", "bucketing", "--bucketing-url", "http://127.0.0.1:1", "--offline", "--bootstrap", fifo.path)
+        writer.waitUntilExit()
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let flags = try XCTUnwrap(try object(result)["flags"] as? [String: [String: Any]], result.stdout)
+        XCTAssertEqual(flags["btnColor"]?["reason"] as? String, "STATIC")
+        XCTAssertEqual(writer.terminationStatus, 0)
+    }
+
+    func testABootstrapFileOverTheLimitIsRefusedNamingTheLimit() throws {
+        let big = outputDirectory.appendingPathComponent("big.json")
+        XCTAssertTrue(FileManager.default.createFile(atPath: big.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: big)
+        try handle.truncate(atOffset: 10 * 1024 * 1024 + 1)
+        try handle.close()
+
+        let result = try fetch("--mode", "bucketing", "--bootstrap", big.path)
+
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("cannot read the bucketing file \(big.path): it is 10485761 bytes, over the 10485760 bytes (10 MiB) a bucketing file may be"),
+                      result.stderr)
+    }
+
     func testABootstrapFileThatIsNotThereIsAnError() throws {
         let result = try fetch("--mode", "bucketing", "--bootstrap", "/nonexistent/bootstrap.json")
         XCTAssertEqual(result.status, 1)

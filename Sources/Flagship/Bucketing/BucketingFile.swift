@@ -116,6 +116,9 @@ extension BucketingFile {
     /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
     package init(json data: Data) throws(BucketingFileError) {
         guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
+        guard data.count <= Self.maximumBytes else {
+            throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: Self.maximumBytes))
+        }
         let parsed: TolerantJSON
         do {
             parsed = try TolerantJSON(data)

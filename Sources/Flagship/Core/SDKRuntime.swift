@@ -130,9 +130,9 @@ final class SDKRuntime: Sendable {
             return data
         case .file(let url)?:
             do {
-                return try Data(contentsOf: url)
+                return try BucketingFile.bytes(at: url)
             } catch {
-                logger.error("The bootstrap bucketing file \(url.path) cannot be read (\(error.localizedDescription)): it is ignored")
+                logger.error("The bootstrap bucketing file \(url.path) cannot be read (\(error.reason)): it is ignored")
                 return nil
             }
         case nil:

@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+extension BucketingFile {
+    /// The largest bucketing file this SDK reads, 10 MiB, wherever it comes from: a download (the
+    /// transport's response limit), a bootstrap file or data, the store, the command line. A
+    /// campaign with two variation groups of two variations takes about 700 bytes, so it holds
+    /// some 15,000 such campaigns; a larger file is refused whole, never read in part.
+    package static let maximumBytes = URLSessionTransport.defaultMaxResponseBytes
+
+    /// The bytes of the file at `url`, read to its end, at most ``maximumBytes``: a regular file,
+    /// or a pipe or FIFO (read until its writer closes it; a process substitution such as
+    /// `--bootstrap <(curl …)` is one). Throws ``BucketingFileError`` saying what went wrong,
+    /// for the caller to name the file: no such file, permission denied, a directory, or a file
+    /// over the limit (whose bytes past the limit are never read).
+    package static func bytes(at url: URL, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) -> Data {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BucketingFileError(reason: Self.describe(errno: errno)) }
+        defer { close(descriptor) }
+        var status = stat()
+        if fstat(descriptor, &status) == 0 {
+            if status.st_mode & S_IFMT == S_IFDIR { throw BucketingFileError(reason: "it is a directory") }
+            if status.st_mode & S_IFMT == S_IFREG, status.st_size > maximumBytes {
+                throw BucketingFileError(reason: Self.tooLarge("it", size: "\(status.st_size) bytes", limit: maximumBytes))
+            }
+        }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BucketingFileError(reason: Self.describe(errno: errno))
+            }
+            if count == 0 { return data }
+            guard data.count + count <= maximumBytes else {
+                throw BucketingFileError(reason: Self.tooLarge("it", size: "more than \(maximumBytes) bytes", limit: maximumBytes))
+            }
+            data.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    static func tooLarge(_ what: String, size: String, limit: Int) -> String {
+        let mebibytes = limit > 0 && limit % (1024 * 1024) == 0 ? " (\(limit / (1024 * 1024)) MiB)" : ""
+        return "\(what) is \(size), over the \(limit) bytes\(mebibytes) a bucketing file may be"
+    }
+
+    private static func describe(errno code: Int32) -> String {
+        switch code {
+        case ENOENT: return "no such file"
+        case EACCES, EPERM: return "permission denied"
+        case EISDIR: return "it is a directory"
+        default: return String(cString: strerror(code))
+        }
+    }
+}
