@@ -123,7 +123,7 @@ package final class FlagshipDatabase: Sendable {
             let records = try read { try $0.hits.page(after: cursor, limit: max(1, pageSize)) }
             guard let last = records.last else { return }
             try body(records)
-            cursor = HitCursor(createdAt: last.createdAt, id: last.id)
+            cursor = HitCursor(after: last)
         }
     }
 

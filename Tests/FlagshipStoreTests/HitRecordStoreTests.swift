@@ -24,6 +24,31 @@ final class HitRecordStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.hits.page(limit: 2_000) }, records)
     }
 
+    /// A `created_at` edited into a REAL, a text or a blob: each row listed once, in SQLite's
+    /// order (integers, then reals by value among them, then text, then blobs), never a walk
+    /// that stops or goes round for ever (issue 33: the listing failed on such a row).
+    func testAWalkListsRowsWhoseCreationTimeIsNotAnIntegerOnceEach() throws {
+        try store.write { try $0.hits.insert([.sample("a", createdAt: 5), .sample("b", createdAt: 6), .sample("c", createdAt: 7),
+                                              .sample("d", createdAt: 8), .sample("e", createdAt: 9)]) }
+        try store.write { connection in
+            try connection.execute("UPDATE hits SET created_at = 'yesterday' WHERE id = 'visitor-1:a'")
+            try connection.execute("UPDATE hits SET created_at = 6.5 WHERE id = 'visitor-1:b'")
+            try connection.execute("UPDATE hits SET created_at = x'00ff' WHERE id = 'visitor-1:c'")
+            try connection.execute("UPDATE hits SET created_at = 'yesterday' WHERE id = 'visitor-1:d'")
+        }
+
+        for pageSize in [1, 2, 10] {
+            var pages: [[HitRecord]] = []
+            try store.forEachHitPage(pageSize: pageSize) { pages.append($0) }
+            XCTAssertEqual(pages.joined().map(\.id), ["visitor-1:b", "visitor-1:e", "visitor-1:a", "visitor-1:d", "visitor-1:c"],
+                           "pages of \(pageSize)")
+            XCTAssertLessThanOrEqual(pages.count, 5)
+        }
+        let listed = try store.read { try $0.hits.page(limit: 10) }
+        XCTAssertEqual(listed.map(\.createdAt), [7, 9, .min, .min, .min], "a REAL to its nearest integer; text and blob have none")
+        XCTAssertEqual(listed.map(\.storedCreatedAt), [.real(6.5), nil, .text("yesterday"), .text("yesterday"), .blob([0x00, 0xFF])])
+    }
+
     func testInsertingNothingChangesNothing() throws {
         let outcome = try store.write { try $0.hits.insert([]) }
 

@@ -73,4 +73,23 @@ final class HostileRowValueTests: CommandTestCase {
         XCTAssertEqual(text.status, 0, text.stderr)
         XCTAssertTrue(text.stdout.contains("106751991167d07h ago"), text.stdout)
     }
+
+    /// A creation time edited into text, a REAL or a blob: `hits` lists every row, that one too
+    /// (it used to fail the whole listing on it).
+    func testTheHitsListingShowsARowWhoseCreationTimeIsNotAnInteger() throws {
+        XCTAssertEqual(try flagship("demo", "seed", "--cache-dir", storeDirectory.path, "--env-id", "env").status, 0)
+        let seeded = try XCTUnwrap(try parseJSON(try flagship("hits", "--json", "--db", storeFile.path).stdout) as? [[String: Any]])
+        XCTAssertGreaterThan(seeded.count, 1)
+        for update in ["UPDATE hits SET created_at = 'not a number' WHERE rowid = (SELECT min(rowid) FROM hits)",
+                       "UPDATE hits SET created_at = 1.5e300 WHERE rowid = (SELECT min(rowid) FROM hits)",
+                       "UPDATE hits SET created_at = x'00ff' WHERE rowid = (SELECT min(rowid) FROM hits)"] {
+            try withStore { store in _ = try store.write { try $0.execute(update) } }
+            let listed = try flagship("hits", "--json", "--db", storeFile.path)
+            XCTAssertEqual(listed.status, 0, "\(update): \(listed.stderr)")
+            let rows = try XCTUnwrap(try parseJSON(listed.stdout) as? [[String: Any]], update)
+            XCTAssertEqual(Set(rows.compactMap { $0["id"] as? String }), Set(seeded.compactMap { $0["id"] as? String }), update)
+            let text = try flagship("hits", "--db", storeFile.path)
+            XCTAssertEqual(text.status, 0, "\(update): \(text.stderr)")
+        }
+    }
 }

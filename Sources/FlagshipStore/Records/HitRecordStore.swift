@@ -22,6 +22,10 @@ package struct HitRecord: Sendable, Equatable {
     /// hit, the Decision API, or unknown) and when that decision was made (unix ms).
     package var fileVersion: String?
     package var decidedAt: Int64?
+    /// `created_at` as the row holds it when it is not an integer (a hand edit: a REAL, a text),
+    /// and `createdAt` only the nearest integer to it (`Int64.min` when there is none): the value
+    /// an oldest-first walk goes on after (`HitCursor(after:)`).
+    package var storedCreatedAt: SQLiteValue?
 
     /// Why the hit is a dead letter, if it is one: a row the SDK can never send exactly, kept
     /// out of every claim (`lease_until` at its maximum, `lease_owner` saying why).
@@ -50,12 +54,19 @@ package struct HitRecord: Sendable, Equatable {
 
 /// Where an oldest-first walk over `hits` stopped: the next page starts after it.
 package struct HitCursor: Sendable, Equatable {
-    package let createdAt: Int64
+    /// As the row holds it, whatever its type: SQLite orders a page by the stored value.
+    let createdAt: SQLiteValue
     package let id: String
 
     package init(createdAt: Int64, id: String) {
-        self.createdAt = createdAt
+        self.createdAt = .integer(createdAt)
         self.id = id
+    }
+
+    /// After `record`, the last of a page.
+    package init(after record: HitRecord) {
+        createdAt = record.storedCreatedAt ?? .integer(record.createdAt)
+        id = record.id
     }
 }
 
@@ -320,7 +331,7 @@ package struct HitRecordStore {
         if let cursor {
             rows = try connection.query(
                 "SELECT \(Self.pageColumns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                [.integer(cursor.createdAt), .text(cursor.id), limit]
+                [cursor.createdAt, .text(cursor.id), limit]
             )
         } else {
             rows = try connection.query("SELECT \(Self.pageColumns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
@@ -330,8 +341,9 @@ package struct HitRecordStore {
 
     /// A row for reading, not for sending: a column the SDK would not have written (an `attempts`
     /// past 2^63 − 1, which SQLite keeps as a REAL; a time edited into text) is read as near as it
-    /// goes, so that a listing shows the row, which a claim makes a dead letter. Its id and
-    /// `created_at`, the page's cursor, must still be read exactly.
+    /// goes, so that a listing shows the row, which a claim makes a dead letter. Its id must still
+    /// be read exactly; a `created_at` that is not an integer is kept as stored for the page's
+    /// cursor (`storedCreatedAt`).
     private static func listedRecord(_ row: Row) throws -> HitRecord {
         if let record = try? record(row, withProvenance: true) { return record }
         func integer(_ index: Int) -> Int64? {
@@ -342,10 +354,12 @@ package struct HitRecordStore {
             case .null, .blob: return nil
             }
         }
-        return HitRecord(id: try row.text(0), visitorId: row[1].text ?? "", type: row[2].text ?? "", isConsent: (integer(3) ?? 0) != 0,
-                         document: row[4].text ?? "", createdAt: try row.int64(5), attempts: Int(integer(6) ?? 0),
-                         nextAttemptAt: integer(7), leaseOwner: row[8].text, leaseUntil: integer(9), fileVersion: row[10].text,
-                         decidedAt: integer(11))
+        var record = HitRecord(id: try row.text(0), visitorId: row[1].text ?? "", type: row[2].text ?? "",
+                               isConsent: (integer(3) ?? 0) != 0, document: row[4].text ?? "", createdAt: integer(5) ?? .min,
+                               attempts: Int(integer(6) ?? 0), nextAttemptAt: integer(7), leaseOwner: row[8].text,
+                               leaseUntil: integer(9), fileVersion: row[10].text, decidedAt: integer(11))
+        if case .integer = row[5] {} else { record.storedCreatedAt = row[5] }
+        return record
     }
 
     /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
