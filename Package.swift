@@ -63,6 +63,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // TLS for FlagshipPostgres (sslmode): the version postgres-nio itself resolves.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
     ],
     targets: [
         // The system SQLite (Debian: libsqlite3-dev).
@@ -145,6 +147,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: postgres),
                 .product(name: "Logging", package: "swift-log"),
             ],
             plugins: ["EmbedMigrations"]

@@ -1,5 +1,6 @@
 #if Postgres
 import Foundation
+import NIOSSL
 import PostgresNIO
 
 /// Why the PostgreSQL store cannot be used. Switch over ``code``; ``description`` is the sentence
@@ -9,7 +10,7 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unreachable, invalidURL, authenticationFailed, databaseMissing, foreignSchema, sharedDatabase,
-                 schemaTooNew, migrationHistoryMismatch, query
+                 schemaTooNew, migrationHistoryMismatch, query, transportSecurity
         }
 
         private let base: Base
@@ -20,10 +21,15 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
 
         /// No connection could be made: wrong host or port, server down, network cut.
         public static let unreachable = Code(.unreachable)
-        /// The URL (or `PGSSLMODE`) cannot be used as written: not a `postgres://` URL, no user or
-        /// database, a port outside 1–65535, a query parameter this store does not read, a TLS mode
-        /// it cannot honour. Nothing was connected.
+        /// The URL (or `PGSSLMODE`, `PGSSLROOTCERT`) cannot be used as written: not a
+        /// `postgres://` URL, no user or database, a port outside 1–65535, a query parameter this
+        /// store does not read, an unknown `sslmode`, a root certificate file that cannot be read,
+        /// a mode that checks certificates without one. Nothing was connected.
         public static let invalidURL = Code(.invalidURL)
+        /// TLS could not be set up as `sslmode` demands: the server does not offer it, or its
+        /// certificate was refused (not signed by the root certificates, or, with `verify-full`,
+        /// not issued for the host). Nothing was sent in clear.
+        public static let transportSecurity = Code(.transportSecurity)
         /// The server refused the user or the password.
         public static let authenticationFailed = Code(.authenticationFailed)
         /// The database named in the configuration does not exist.
@@ -78,6 +84,14 @@ extension FlagshipPostgresError {
         }
         let state = error.serverInfo?[.sqlState]
         let message = error.serverInfo?[.message]
+        if error.code == .sslUnsupported {
+            self.init(code: .transportSecurity, description: "\(what): the server does not offer TLS, which the sslmode demands (nothing was sent in clear)")
+            return
+        }
+        if let underlying = error.underlying, underlying is NIOSSLError || underlying is BoringSSLError || underlying is NIOSSLExtraError {
+            self.init(code: .transportSecurity, description: "\(what): the TLS handshake with the server failed (\(underlying)): its certificate was refused, or it does not speak TLS as asked")
+            return
+        }
         switch (error.code, state) {
         case (_, "28P01"?), (_, "28000"?):
             self.init(code: .authenticationFailed, sqlState: state,

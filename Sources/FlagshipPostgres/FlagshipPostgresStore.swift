@@ -28,9 +28,13 @@ public final class FlagshipPostgresStore: Sendable {
         public var password: String?
         /// The database holding the `flagship` schema.
         public var database: String
+        /// How the connections are secured (`sslmode`, `sslrootcert`): see ``TransportSecurity``.
+        public var security: TransportSecurity
 
-        /// `postgres://user[:password]@host[:port]/database` (or `postgresql://`); without a
-        /// password in the URL, `PGPASSWORD` from `environment` is used.
+        /// `postgres://user[:password]@host[:port]/database[?sslmode=…&sslrootcert=…]` (or
+        /// `postgresql://`); without a password in the URL, `PGPASSWORD` from `environment` is
+        /// used, and without `sslmode` or `sslrootcert`, `PGSSLMODE` and `PGSSLROOTCERT` (see
+        /// ``TransportSecurity``). Any other query parameter is refused, naming it.
         public init(url text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(FlagshipPostgresError) {
             guard let components = URLComponents(string: text),
                   components.scheme == "postgres" || components.scheme == "postgresql",
@@ -47,44 +51,22 @@ public final class FlagshipPostgresStore: Sendable {
             guard (1...65_535).contains(port) else {
                 throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL's port \(port) is not a TCP port (1 to 65535)")
             }
-            try Self.checkTransportSecurity(query: components.queryItems ?? [], environment: environment)
+            security = try TransportSecurity(query: components.queryItems ?? [], environment: environment)
             username = user.removingPercentEncoding ?? user
             password = components.password.map { $0.removingPercentEncoding ?? $0 } ?? environment["PGPASSWORD"]
             self.database = database.removingPercentEncoding ?? database
         }
 
-        /// The libpq modes that allow a connection in clear: the only ones this store can honour, as
-        /// it does not encrypt its connections yet. `prefer` (libpq's default) and `allow` accept a
-        /// server without TLS; this store never tries TLS under them.
-        static let modesAllowingClearText: Set<String> = ["disable", "allow", "prefer"]
-
-        /// Refuses a query parameter this store does not read, and an `sslmode` (from the URL, else
-        /// `PGSSLMODE`) that demands encryption: connecting in clear instead would send the password
-        /// and every row where the operator asked for TLS.
-        static func checkTransportSecurity(query: [URLQueryItem], environment: [String: String]) throws(FlagshipPostgresError) {
-            var mode: (value: String, origin: String)? = environment["PGSSLMODE"].map { ($0, "PGSSLMODE") }
-            for item in query {
-                guard item.name == "sslmode" else {
-                    throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL's query parameter '\(item.name)' is not one this store reads (it reads sslmode only)")
-                }
-                mode = (item.value ?? "", "sslmode in the URL")
-            }
-            guard let mode, !modesAllowingClearText.contains(mode.value) else { return }
-            let known: Set<String> = ["require", "verify-ca", "verify-full"]
-            guard known.contains(mode.value) else {
-                throw FlagshipPostgresError(code: .invalidURL, description: "\(mode.origin) is '\(mode.value)', which is not a libpq sslmode (disable, allow, prefer, require, verify-ca, verify-full)")
-            }
-            throw FlagshipPostgresError(code: .invalidURL, description: "\(mode.origin) is '\(mode.value)', but this store does not encrypt its connections yet: "
-                + "it would connect in clear. Reach PostgreSQL over a trusted network or a tunnel, with sslmode=disable")
-        }
-
-        /// A location given part by part; `password` is used as given (`PGPASSWORD` is not read).
-        public init(host: String, port: Int = 5432, username: String, password: String?, database: String) {
+        /// A location given part by part; `password` is used as given (`PGPASSWORD` is not read),
+        /// and so is `security` (`PGSSLMODE` is not read): libpq's default, `prefer`, unless given.
+        public init(host: String, port: Int = 5432, username: String, password: String?, database: String,
+                    security: TransportSecurity = .prefer) {
             self.host = host
             self.port = port
             self.username = username
             self.password = password
             self.database = database
+            self.security = security
         }
 
         /// The URL without its password: what logs and errors show.
@@ -192,7 +174,8 @@ public final class FlagshipPostgresStore: Sendable {
         self.leaseDuration = leaseDuration
         self.claimsThroughBackoff = claimsThroughBackoff
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
-                                                         password: location.password, database: location.database, tls: .disable)
+                                                         password: location.password, database: location.database,
+                                                         tls: location.security.clientTLS)
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = 8
         // The pool says each failed connection attempt at info, and retries for as long as the
@@ -201,10 +184,14 @@ public final class FlagshipPostgresStore: Sendable {
         background.logLevel = max(logger.logLevel, .notice)
         let client = PostgresClient(configuration: configuration, backgroundLogger: background)
         self.client = client
-        var direct = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
-                                                      password: location.password, database: location.database, tls: .disable)
-        direct.options.connectTimeout = .seconds(5)
-        connection = direct
+        // A TLS context that cannot be made (not expected once the security was made) leaves
+        // `prepare()` to fail, naming it.
+        connection = (try? location.security.connectionTLS()).map { tls in
+            var direct = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
+                                                          password: location.password, database: location.database, tls: tls)
+            direct.options.connectTimeout = .seconds(5)
+            return direct
+        }
         runner = Task { await client.run() }
         self.location = location.description
         self.sharesDatabase = sharesDatabase

@@ -244,7 +244,8 @@ package struct PostgresInspection: Sendable {
     private static func connect(_ location: FlagshipPostgresStore.Location, timeout: Duration,
                                 logger: Logger) async throws(FlagshipPostgresError) -> PostgresConnection {
         var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
-                                                             password: location.password, database: location.database, tls: .disable)
+                                                             password: location.password, database: location.database,
+                                                             tls: try location.security.connectionTLS())
         configuration.options.connectTimeout = .milliseconds(Int64(FlagshipPostgresStore.seconds(timeout) * 1000))
         let settings = configuration
         let clock = SystemClock()

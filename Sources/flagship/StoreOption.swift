@@ -29,7 +29,8 @@ enum StoreOptions {
 
     /// How a PostgreSQL store is written, for the commands that take one.
     static let postgresForm = "postgres://user@host:port/database (the password from PGPASSWORD: one in the URL "
-        + "can be read by any user of the machine in `ps`; sslmode=disable, allow or prefer: no TLS yet)"
+        + "can be read by any user of the machine in `ps`; TLS by ?sslmode=…&sslrootcert=… or PGSSLMODE, as libpq: "
+        + "prefer by default, verify-full to check the server's certificate)"
     static let defaultFile = "<cache dir>/flagship-<envId>.sqlite"
 }
 

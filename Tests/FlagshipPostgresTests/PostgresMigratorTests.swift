@@ -181,8 +181,10 @@ final class PostgresMigratorTests: PostgresTestCase {
         }
     }
 
-    /// What the store cannot do as asked is refused before any connection, naming what: a port
-    /// SwiftNIO would cut to 16 bits, a parameter it does not read, a TLS mode it cannot honour.
+    /// A URL the store cannot honour is refused before anything is connected, naming what: a port
+    /// SwiftNIO would cut to 16 bits, a parameter it does not read, an unknown `sslmode`, a mode
+    /// that checks certificates without a root certificate, a root certificate file that cannot
+    /// be read.
     func testAURLAskingForWhatTheStoreCannotDoIsRefusedNamingIt() throws {
         func refusal(_ url: String, environment: [String: String] = [:]) -> FlagshipPostgresError? {
             do {
@@ -194,24 +196,31 @@ final class PostgresMigratorTests: PostgresTestCase {
         }
         for (url, named) in [("postgres://a@db:99999/flags", "port 99999"), ("postgres://a@db:0/flags", "port 0"),
                              ("postgres://a@db/flags?application_name=x", "'application_name'"),
-                             ("postgres://a@db/flags?sslmode=require", "'require'"),
-                             ("postgres://a@db/flags?sslmode=verify-full", "'verify-full'"),
-                             ("postgres://a@db/flags?sslmode=verify-ca", "'verify-ca'"),
+                             ("postgres://a@db/flags?sslmode=verify-full", "sslmode verify-full checks the server's certificate, but no root certificate"),
+                             ("postgres://a@db/flags?sslmode=verify-ca", "sslmode verify-ca checks"),
+                             ("postgres://a@db/flags?sslmode=require&sslrootcert=/nonexistent/ca.pem",
+                              "sslrootcert in the URL /nonexistent/ca.pem cannot be used: no such file"),
+                             ("postgres://a@db/flags?sslmode=verify-full&sslrootcert=/etc/hostname", "it holds no"),
                              ("postgres://a@db/flags?sslmode=secure", "not a libpq sslmode")] {
             let error = refusal(url)
             XCTAssertEqual(error?.code, .invalidURL, url)
             XCTAssertTrue(error?.description.contains(named) == true, "\(url): \(error?.description ?? "accepted")")
         }
-        XCTAssertTrue(refusal("postgres://a@db/flags?sslmode=require")?.description.contains("does not encrypt") == true)
-        let fromEnvironment = refusal("postgres://a@db/flags", environment: ["PGSSLMODE": "verify-full"])
+        let fromEnvironment = refusal("postgres://a@db/flags", environment: ["PGSSLMODE": "verify-full", "PGSSLROOTCERT": "/nonexistent/ca.pem"])
         XCTAssertEqual(fromEnvironment?.code, .invalidURL)
-        XCTAssertTrue(fromEnvironment?.description.contains("PGSSLMODE") == true, fromEnvironment?.description ?? "accepted")
-        // The modes that allow a connection in clear, from the URL or the environment; the URL's wins.
-        for mode in ["disable", "allow", "prefer"] {
+        XCTAssertTrue(fromEnvironment?.description.contains("PGSSLROOTCERT /nonexistent/ca.pem") == true, fromEnvironment?.description ?? "accepted")
+        XCTAssertTrue(refusal("postgres://a@db/flags", environment: ["PGSSLMODE": "secure"])?.description.contains("PGSSLMODE is 'secure'") == true)
+        // Accepted, from the URL or the environment; the URL's wins; libpq's default is prefer.
+        for mode in ["disable", "allow", "prefer", "require"] {
             XCTAssertNil(refusal("postgres://a@db:65535/flags?sslmode=\(mode)"), mode)
             XCTAssertNil(refusal("postgres://a@db/flags", environment: ["PGSSLMODE": mode]), mode)
         }
-        XCTAssertNil(refusal("postgres://a@db/flags?sslmode=disable", environment: ["PGSSLMODE": "require"]))
+        XCTAssertNil(refusal("postgres://a@db/flags?sslmode=verify-full&sslrootcert=system"))
+        XCTAssertNil(refusal("postgres://a@db/flags?sslmode=disable", environment: ["PGSSLMODE": "verify-full"]))
+        XCTAssertEqual(try FlagshipPostgresStore.Location(url: "postgres://a@db/flags", environment: [:]).security.mode, .prefer)
+        XCTAssertEqual(try FlagshipPostgresStore.Location(url: "postgres://a@db/flags?sslmode=verify-full&sslrootcert=system",
+                                                          environment: ["PGSSLMODE": "disable"]).security.description,
+                       "sslmode=verify-full sslrootcert=system")
     }
 }
 

@@ -5,9 +5,9 @@ import XCTest
 /// A `--db postgres://` URL the store cannot honour is refused before any connection, naming what;
 /// a password in it draws a warning (the argument list is public), and is never printed.
 final class PostgresURLCommandTests: CommandTestCase {
-    func testAnImpossiblePortAndATLSModeThatCannotBeHonouredAreRefusedNamingThem() throws {
+    func testAnImpossiblePortAndATLSModeWithoutItsCertificateAreRefusedNamingThem() throws {
         for (url, named) in [("postgres://app@127.0.0.1:99999/flags", "port 99999 is not a TCP port"),
-                             ("postgres://app@127.0.0.1/flags?sslmode=require", "does not encrypt its connections yet"),
+                             ("postgres://app@127.0.0.1/flags?sslmode=verify-full", "no root certificate is given"),
                              ("postgres://app@127.0.0.1/flags?connect_timeout=3", "'connect_timeout'")] {
             let result = try flagship("hits", "--db", url)
             XCTAssertEqual(result.status, 1, url)

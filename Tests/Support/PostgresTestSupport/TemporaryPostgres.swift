@@ -71,10 +71,25 @@ public final class TemporaryPostgres: @unchecked Sendable {
     /// durability; on for the benchmarks, which measure commits.
     public let durable: Bool
 
+    /// How a server speaks TLS: not at all, or with a self-signed certificate issued for
+    /// `localhost` only (made by `openssl`), beside clear text or instead of it.
+    public enum TLS: Sendable {
+        case off
+        case offered
+        case required
+    }
+
+    public let tls: TLS
+    /// The server's certificate (PEM), self-signed: the root certificate a client that checks it
+    /// trusts. `nil` without TLS.
+    public var certificate: URL? { tls == .off ? nil : directory.appendingPathComponent("server.crt") }
+
     /// `durable`: commits are flushed to the disk, as on a real server. Extra server options may
     /// be given in `FLAGSHIP_POSTGRES_OPTIONS` (for example `-c log_min_duration_statement=5`).
-    public init(durable: Bool = false) throws {
+    /// `tls`: `.required` accepts TCP connections over TLS only (`hostssl` in `pg_hba.conf`).
+    public init(durable: Bool = false, tls: TLS = .off) throws {
         self.durable = durable
+        self.tls = tls
         guard let binaries = Self.binaries() else {
             throw Unavailable(description: "no PostgreSQL binaries (apt-get install postgresql, or set FLAGSHIP_POSTGRES_BIN)")
         }
@@ -85,18 +100,34 @@ public final class TemporaryPostgres: @unchecked Sendable {
         let data = directory.appendingPathComponent("data").path
         let passwordFile = directory.appendingPathComponent("pwfile")
         try Data(password.utf8).write(to: passwordFile)
+        if tls != .off {
+            let key = directory.appendingPathComponent("server.key").path
+            try Self.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                                              "-out", directory.appendingPathComponent("server.crt").path, "-days", "2",
+                                              "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"])
+            // PostgreSQL refuses a key others may read.
+            chmod(key, 0o600)
+        }
         if getuid() == 0 {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
         }
         try runAsOwner("initdb", ["-D", data, "-U", username, "--pwfile", passwordFile.path, "--auth=scram-sha-256",
                                   "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        if tls == .required {
+            let hba = directory.appendingPathComponent("data/pg_hba.conf")
+            let lines = try String(contentsOf: hba, encoding: .utf8).components(separatedBy: "\n")
+            let onlyTLS = lines.map { $0.hasPrefix("host ") ? "hostssl " + $0.dropFirst(5) : $0 }
+            // In place: the file keeps its owner.
+            try onlyTLS.joined(separator: "\n").write(to: hba, atomically: false, encoding: .utf8)
+        }
         try runAsOwner("pg_ctl", ["-D", data, "-l", directory.appendingPathComponent("server.log").path,
                                   "-o", serverOptions, "-w", "-t", "30", "start"])
     }
 
     private var serverOptions: String {
         let extra = ProcessInfo.processInfo.environment["FLAGSHIP_POSTGRES_OPTIONS"].map { " " + $0 } ?? ""
-        return "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c max_connections=200" + (durable ? "" : " -c fsync=off") + extra
+        let tlsOptions = tls == .off ? "" : " -c ssl=on -c ssl_cert_file=\(directory.path)/server.crt -c ssl_key_file=\(directory.path)/server.key"
+        return "-p \(port) -k \(directory.path) -c listen_addresses=\(host) -c max_connections=200" + (durable ? "" : " -c fsync=off") + tlsOptions + extra
     }
 
     /// A new, empty database, owned by the superuser.
