@@ -59,13 +59,19 @@ extension FlagshipDatabase {
         // Most runs find nothing to do: they say so from a read, without taking the write lock.
         let due = try sightings.count > 0 || read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
         if due, let boundary {
-            while shouldContinue(),
-                  prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) {}
+            while shouldContinue() {
+                let started = ContinuousClock.now
+                guard prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) else { break }
+                Self.rest(afterBatchStartedAt: started)
+            }
         }
         if due, let maxVisitors {
-            while shouldContinue(),
-                  prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
-                            expired: false, batchSize: batch) {}
+            while shouldContinue() {
+                let started = ContinuousClock.now
+                guard prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
+                                expired: false, batchSize: batch) else { break }
+                Self.rest(afterBatchStartedAt: started)
+            }
         }
         if shouldContinue(), try read({ try $0.sharedParts.collectionDue() }) {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -75,6 +81,25 @@ extension FlagshipDatabase {
             prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue)
         }
         return prune
+    }
+
+    /// The shortest and the longest rest between two batches of background work.
+    package static let shortestRest: Duration = .milliseconds(15)
+    package static let longestRest: Duration = .milliseconds(200)
+
+    /// Background work in batches (a prune, giving pages back) rests after each batch four times
+    /// as long as the batch took (`shortestRest` to `longestRest`) before it takes the write lock
+    /// again: it holds the lock a fifth of the time at most, and the group commits the rest. The
+    /// lock is not fair: a loop that took it back at once kept the group commits waiting for the
+    /// whole loop. Measured in the soak at 3,400 visitors/s, visitors kept 5 minutes (a prune of
+    /// some 150,000 visitors a minute): without rests, each prune held the awaited `sendHit` for
+    /// 2 – 3 s (its p99); with 15 ms and as long as the batch, for 0.2 – 0.4 s. At about 12 ms a
+    /// batch of 500 visitors, a prune deletes some 8,000 visitors a second. Synchronous, like the
+    /// work it paces: off Swift's cooperative pool.
+    static func rest(afterBatchStartedAt started: ContinuousClock.Instant) {
+        let rest = min(max((ContinuousClock.now - started) * 4, shortestRest), longestRest)
+        let (seconds, attoseconds) = rest.components
+        usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
     }
 
     /// Writes the sightings noted so far (`sightings`): for a timer between prunes, and `close`.
@@ -122,11 +147,13 @@ extension FlagshipDatabase {
         while shouldContinue() {
             let before = try freePageCount()
             guard before > 0 else { break }
+            let started = ContinuousClock.now
             try write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }
             let after = try freePageCount()
             returned += before - after
             // Nothing moved: another process holds pages SQLite cannot move now.
             guard after < before else { break }
+            if after > 0 { Self.rest(afterBatchStartedAt: started) }
         }
         return returned
     }

@@ -212,6 +212,42 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.visitors.count() }, 10)
     }
 
+    /// A write asked for while a long prune runs goes between two of its batches, not after the
+    /// prune: the store's write lock is not fair, and a prune that took it back at once kept the
+    /// group commits waiting for seconds (the soak at 3,400 visitors/s).
+    func testAWriteAskedForDuringALongPruneGoesBetweenTwoOfItsBatches() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+        let batches = Locked(0)
+        let writtenAfterBatches = Locked<Int?>(nil)
+        let writerStarted = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            writerStarted.signal()
+            try? store.write { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
+            writtenAfterBatches.withLock { $0 = batches.withLock { $0 } }
+        }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 20) {
+            let done = batches.withLock { batches -> Int in
+                batches += 1
+                return batches
+            }
+            if done == 2 {
+                writer.start()
+                writerStarted.wait()
+            }
+            return true
+        }
+
+        XCTAssertEqual(prune.expired, 2_000)
+        XCTAssertEqual(prune.transactions, 101, "100 full batches and the one that found none")
+        let after = try XCTUnwrap(writtenAfterBatches.withLock { $0 }, "the write ran")
+        XCTAssertLessThan(after, 20, "the write waited for \(after) of the prune's 101 batches")
+        XCTAssertEqual(try visitorIds(store), ["new"])
+    }
+
     // MARK: - Free pages
 
     func testANewFileIsInIncrementalAutoVacuum() throws {

@@ -112,9 +112,6 @@ final class VisitorRetention: Sendable {
         if refused { task.cancel() }
     }
 
-    /// The write lock left free between two batches of a local prune (each takes about 12 ms).
-    static let pauseBetweenBatches: TimeInterval = 0.015
-
     /// One prune now (the task's, and tests'). `nil` when it failed (logged), or when another
     /// instance of the fleet is pruning the shared store.
     @discardableResult
@@ -126,16 +123,10 @@ final class VisitorRetention: Sendable {
         let outcome: Result<VisitorPrune?, any Error>
         switch visitors {
         case .local(let store):
-            // Between two batches the write lock is left free for a while: the lock is not fair,
-            // and a pruner that took it back at once kept the group commits waiting for the whole
-            // prune (measured: a second-long stall of every awaited sendHit at each prune). On the
-            // retention queue, so the pause holds no thread of the pool.
-            let pausing: @Sendable () -> Bool = {
-                Thread.sleep(forTimeInterval: Self.pauseBetweenBatches)
-                return shouldContinue()
-            }
+            // The store rests between two batches (`FlagshipDatabase.rest`), on the retention
+            // queue: the rests hold no thread of the pool.
             outcome = await queuedCall(on: queue) { [policy] in
-                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors, shouldContinue: pausing) }
+                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors, shouldContinue: shouldContinue) }
             }
         case .shared(let shared, let envId):
             do {
