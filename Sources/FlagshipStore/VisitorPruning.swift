@@ -93,7 +93,7 @@ extension FlagshipDatabase {
     /// lock is not fair: a loop that took it back at once kept the group commits waiting for the
     /// whole loop. Measured in the soak at 3,400 visitors/s, visitors kept 5 minutes (a prune of
     /// some 150,000 visitors a minute): without rests, each prune held the awaited `sendHit` for
-    /// 2 – 3 s (its p99); with 15 ms and as long as the batch, for 0.2 – 0.4 s. At about 12 ms a
+    /// 2 – 3 s (its p99); with 15 ms and as long as the batch, for 0.1 – 0.4 s. At about 12 ms a
     /// batch of 500 visitors, a prune deletes some 8,000 visitors a second. Synchronous, like the
     /// work it paces: off Swift's cooperative pool.
     static func rest(afterBatchStartedAt started: ContinuousClock.Instant) {
