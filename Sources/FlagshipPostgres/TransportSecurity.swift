@@ -23,11 +23,18 @@ extension FlagshipPostgresStore {
     public struct TransportSecurity: Sendable, Equatable, CustomStringConvertible {
         /// libpq's `sslmode` values.
         public enum Mode: String, Sendable, CaseIterable {
+            /// In clear, always.
             case disable
+            /// Read as `prefer`: libpq tries in clear first, this store TLS first.
             case allow
+            /// TLS when the server offers it, else in clear; the certificate is not checked.
             case prefer
+            /// TLS always; the certificate is checked only when a root certificate is given.
             case require
+            /// TLS always; the certificate must be signed by the root certificates.
             case verifyCA = "verify-ca"
+            /// TLS always; the certificate must be signed by the root certificates and issued for
+            /// the host connected to.
             case verifyFull = "verify-full"
         }
 
@@ -39,6 +46,7 @@ extension FlagshipPostgresStore {
             case system
         }
 
+        /// The `sslmode`.
         public let mode: Mode
         /// Where the root certificates come from, when the server's certificate is checked.
         public let rootCertificates: RootCertificates?
