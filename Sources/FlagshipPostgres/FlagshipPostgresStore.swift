@@ -104,8 +104,10 @@ public final class FlagshipPostgresStore: Sendable {
     let client: PostgresClient
     /// The thread the SDK's calls into PostgreSQL run their tasks on (`BoundedPostgresCalls`).
     let executor = ThreadExecutor(name: "io.flagship.postgres")
-    /// How to open a connection of its own (a store made from a location), for `prepare()`.
-    private let connection: PostgresConnection.Configuration?
+    /// How to open a connection of its own (a store made from a location), for `prepare()`, or
+    /// why its TLS settings cannot be used (which `prepare()` throws); `nil` for a store made
+    /// from a client.
+    private let connection: Result<PostgresConnection.Configuration, FlagshipPostgresError>?
     private let runner: Task<Void, Never>?
     private let sharesDatabase: Bool
     let logger: Logger
@@ -184,11 +186,10 @@ public final class FlagshipPostgresStore: Sendable {
         background.logLevel = max(logger.logLevel, .notice)
         let client = PostgresClient(configuration: configuration, backgroundLogger: background)
         self.client = client
-        // A TLS context that cannot be made (not expected once the security was made) leaves
-        // `prepare()` to fail, naming it.
-        connection = (try? location.security.connectionTLS()).map { tls in
+        connection = Result { () throws(FlagshipPostgresError) in
             var direct = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
-                                                          password: location.password, database: location.database, tls: tls)
+                                                          password: location.password, database: location.database,
+                                                          tls: try location.security.connectionTLS())
             direct.options.connectTimeout = .seconds(5)
             return direct
         }
@@ -242,7 +243,7 @@ public final class FlagshipPostgresStore: Sendable {
     private func migrate(timeout: Duration) async throws(FlagshipPostgresError) -> Int {
         let (client, sharesDatabase, logger, location, connection) = (client, sharesDatabase, logger, location, connection)
         let migrate: @Sendable () async throws -> PostgresMigrator.Outcome = {
-            guard let connection else {
+            guard let connection = try connection?.get() else {
                 return try await client.withConnection { try await PostgresMigrator().migrate($0, sharesDatabase: sharesDatabase, logger: logger) }
             }
             // Its own connection, not the pool's: the pool retries a refused connection or
