@@ -49,14 +49,15 @@ tool: deps
 	$(SWIFT) build --product flagship 2>&1 | tee .build/tool-output.log; exit $${PIPESTATUS[0]}
 	@! grep -E "^/.*/(Sources|Tests|Plugins)/.*: warning:" .build/tool-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
-build: tool
+build: deps
 	@mkdir -p .build-all
 	$(BUILD_ALL) --build-tests 2>&1 | tee .build-all/build-output.log; exit $${PIPESTATUS[0]}
 	@! grep -E "^/.*/(Sources|Tests|Plugins|Examples)/.*: warning:" .build-all/build-output.log || { echo "Warnings in the project's code (above): fix them"; exit 1; }
 
-# Every test, each fuzz target for a few seconds (`make torture` runs them for minutes) and
-# Examples/HummingbirdServer as built above, run against the local server: jobs that run at once,
-# the suite's output shown as it runs, the others' after it (Scripts/test.sh says why and how).
+# Every test, each fuzz target for a few seconds (`make torture` runs them for minutes), the tool
+# of the default build (`make tool`, its warnings checked) and Examples/HummingbirdServer as built
+# above, run against it: jobs that run at once, the suite's output shown as it runs, the others'
+# after it (Scripts/test.sh says why and how).
 test: build
 	@bin="$$($(BUILD_ALL) --show-bin-path)"; \
 	./Scripts/test.sh "$$bin/flagship-swift-linuxPackageTests.xctest" "$$bin/HummingbirdServer"

@@ -243,8 +243,10 @@ let package = Package(
             name: "FlagshipMetricsTests",
             dependencies: [
                 "FlagshipMetrics",
+                "FlagshipTracing",
                 "Flagship",
                 "FlagshipLocalServer",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics", condition: metrics),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: metrics),
             ]
@@ -291,6 +293,7 @@ let package = Package(
                 "Flagship",
                 "FlagshipStore",
                 "FlagshipLocalServer",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serviceLifecycle),
             ]
         ),
@@ -329,5 +332,23 @@ if Context.environment["FLAGSHIP_EXAMPLE"] != nil {
             .product(name: "Logging", package: "swift-log"),
         ],
         path: "Examples/HummingbirdServer/Sources/HummingbirdServer"
+    ))
+}
+
+// The documentation's programs that import an integration, each verbatim in a main.swift of
+// Examples/Documentation: compiled by `make build` too, rather than in the snippet package of the
+// documentation tests, which would compile the integrations' dependencies a second time
+// (DocumentationSnippetTests runs them offline).
+if Context.environment["FLAGSHIP_EXAMPLE"] != nil {
+    package.targets.append(.executableTarget(
+        name: "RunningInAServer",
+        dependencies: [
+            "Flagship",
+            "FlagshipLocalServer",
+            "FlagshipServiceLifecycle",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "Examples/Documentation/RunningInAServer"
     ))
 }

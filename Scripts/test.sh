@@ -13,7 +13,12 @@
 #                   sixteen tasks; HostileRowValueTests, every column value through every reading
 #                   command; the light tool's build check, the network-fault soak, the corruption
 #                   torture, the kill-and-replay test): about 75 s taken off the suite's path
-#   example         Examples/HummingbirdServer, as `make build` built it, against the local server
+#   tool            the `flagship` tool of the default build, no trait (`make tool`: its own build
+#                   directory, .build, and its warnings checked), which the example and the light
+#                   tool's check use; built here, beside the tests, rather than before them: the
+#                   suite leaves a core idle part of the time, a build does not
+#   example         once the tool is built, Examples/HummingbirdServer, as `make build` built it,
+#                   against the local server (`flagship serve`)
 # The suite alone keeps about one core of two busy, waiting on sockets, processes and timeouts; the
 # other jobs fill the rest. Their logs print after the suite's, then a summary; the exit status is
 # non-zero when any job failed, and the failures are repeated last.
@@ -30,6 +35,9 @@ documentation='^FlagshipTests\.(DocumentationSnippetTests|ReferenceSnippetTests|
 long='^(FlagshipTests\.(StressTests|NetworkFaultSoakTests|CorruptionTortureTests)|flagshipTests\.(HostileRowValueTests|PostgresNotBuiltInTests|HitDurabilityTests))$'
 
 [ -x "$bundle" ] || { echo "No test bundle at $bundle: run make build"; exit 2; }
+# `make build` builds the documentation's programs that import an integration beside the tests
+# (FLAGSHIP_EXAMPLE=1, Package.swift): here a missing one is a failure, not a skip.
+export FLAGSHIP_REQUIRE_EXAMPLES=1
 listed="$("$bundle" --list-tests | grep -E '^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*/')"
 classes="$(cut -d/ -f1 <<< "$listed" | sort -u)"
 suite_classes="$(grep -Ev "$documentation|$long" <<< "$classes" | paste -sd, -)"
@@ -48,21 +56,21 @@ job() {
 rm -f "$logs"/*.status
 job documentation "$bundle" "$documentation_classes" &
 { job fuzz make --no-print-directory -C "$root" fuzz; job long "$bundle" "$long_classes"; } &
-job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh" &
+{ job tool make --no-print-directory -C "$root" tool; job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh"; } &
 
 start=$SECONDS
 "$bundle" "$suite_classes" 2>&1 | tee "$logs/suite-output.log"
 echo "${PIPESTATUS[0]} $(( SECONDS - start ))" > "$logs/suite.status"
 wait
 
-for name in documentation fuzz long example; do
+for name in documentation fuzz long tool example; do
     echo "== $name (run beside the suite): .build-all/$name-output.log"
     cat "$logs/$name-output.log"
 done
 
 failed=0
 echo "== make test"
-for name in suite documentation fuzz long example; do
+for name in suite documentation fuzz long tool example; do
     read -r status seconds < "$logs/$name.status" || { status=1; seconds="?"; }
     tests="$(grep -oE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
     if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
@@ -86,5 +94,6 @@ if [ "$failed" -ne 0 ]; then
         grep -E ": error: |Test Case .* failed|Fatal error|Crash" "$logs/$name-output.log" | tail -40
     done
     grep -E "FAILED|crash" "$logs/fuzz-output.log" "$logs/example-output.log" | tail -20
+    grep -E "error|warning" "$logs/tool-output.log" | tail -20
 fi
 exit "$failed"

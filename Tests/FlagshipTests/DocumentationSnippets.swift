@@ -73,11 +73,22 @@ enum Documentation {
 /// - **fragment**: it imports nothing. It goes into a function of a library module that imports
 ///   Flagship and Foundation, with `_ = name` after it for each constant it declares (unused in a
 ///   function body, they would warn, where a reader's file would use them).
-/// - **test file**: it imports XCTest or FlagshipPostgres. The main build compiles it: a file under
-///   `Tests/` holds it verbatim (a test of the product it shows, run by `make test`), and the main
-///   build already compiles SwiftNIO, which the snippet package would compile a second time.
+/// - **test file**: declarations that import XCTest or an integration (`mainBuildModules`). The
+///   main build compiles it: a file under `Tests/` holds it verbatim (a test target of the product
+///   it shows, run by `make test`). The main build already compiles SwiftNIO, swift-configuration
+///   and the others, which the snippet package would compile a second time.
+/// - **example**: a program that imports an integration. The main build compiles it too: the
+///   `main.swift` of an executable under `Examples/Documentation/` holds it verbatim (declared in
+///   `Package.swift` for `make build`), and the tests run that executable offline.
 struct DocumentationSnippet: Sendable {
-    enum Kind: Equatable, Sendable { case program, declarations, fragment, testFile }
+    enum Kind: Equatable, Sendable { case program, declarations, fragment, testFile, example }
+
+    /// What a block may import only when the main build compiles it: XCTest, and the integration
+    /// products with the packages they bring.
+    static let mainBuildModules = [
+        "XCTest", "FlagshipPostgres", "FlagshipServiceLifecycle", "FlagshipMetrics", "FlagshipTracing", "FlagshipConfiguration",
+        "PostgresNIO", "ServiceLifecycle", "Metrics", "Tracing", "Configuration",
+    ]
 
     let document: Documentation.Document
     let block: Documentation.Block
@@ -86,11 +97,14 @@ struct DocumentationSnippet: Sendable {
 
     var kind: Kind {
         let code = SwiftSource.codeOnly(block.text)
-        if SwiftSource.imports(code, "XCTest") || SwiftSource.imports(code, "FlagshipPostgres") { return .testFile }
         if !code.split(separator: "\n").contains(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("import ") }) {
             return .fragment
         }
-        return SwiftSource.topLevelItems(code).contains(where: \.isStatement) ? .program : .declarations
+        let isProgram = SwiftSource.topLevelItems(code).contains(where: \.isStatement)
+        if Self.mainBuildModules.contains(where: { SwiftSource.imports(code, $0) }) {
+            return isProgram ? .example : .testFile
+        }
+        return isProgram ? .program : .declarations
     }
 
     /// `Doc_TheStore_03`.
@@ -111,7 +125,7 @@ struct DocumentationSnippet: Sendable {
 
     var module: SnippetModule? {
         switch kind {
-        case .testFile:
+        case .testFile, .example:
             return nil
         case .program:
             return SnippetModule(name: moduleName, kind: .executable, mode: .swift6NoWarnings, files: ["main.swift": block.text + "\n"])

@@ -52,11 +52,13 @@ final class ExampleManifestTests: XCTestCase {
         try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
     }
 
-    /// The part of Package.swift that only `FLAGSHIP_EXAMPLE` reads.
+    /// The part of Package.swift that only `FLAGSHIP_EXAMPLE` reads for the example: its first
+    /// block (a second one builds the documentation's programs).
     private static func exampleBlock(of manifest: String) throws -> String {
         let marker = #"Context.environment["FLAGSHIP_EXAMPLE"]"#
         let start = try XCTUnwrap(manifest.range(of: marker), "Package.swift has no FLAGSHIP_EXAMPLE block")
-        return String(manifest[start.upperBound...])
+        let end = manifest.range(of: marker, range: start.upperBound..<manifest.endIndex)?.lowerBound ?? manifest.endIndex
+        return String(manifest[start.upperBound..<end])
     }
 
     private static func products(in text: String) -> [(product: String, package: String)] {

@@ -27,7 +27,7 @@ final class HostileReadmeTests: XCTestCase {
     func testEveryShellExampleOfTheDocumentationRunsOfflineAsWrittenAndPrintsWhatItShows() throws {
         try XCTSkipUnless(OfflineSandbox.isAvailable, "no network namespace can be made here (unshare)")
         let documents = try Documentation.documents()
-        let binDirectory = try Self.productsDirectory().path
+        let binDirectory = try BuiltProducts.directory().path
         var run = 0
         for document in documents {
             for block in ReadmeExamples.shellBlocks(document.text) where !block.isBuildCommand {
@@ -110,14 +110,14 @@ final class HostileReadmeTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(manifests.count, 2, "the README and Getting started show a Package.swift")
         guard let swift = SnippetPackage.swiftExecutable() else { return XCTFail("no swift executable") }
 
-        // Kept between runs (like the snippet package), so that a second run rebuilds nothing.
-        let workspace = SnippetBuild.package.root.appendingPathComponent("getting-started", isDirectory: true)
-        let checkout = workspace.appendingPathComponent("checkout-named-otherwise")
-        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-        if (try? FileManager.default.destinationOfSymbolicLink(atPath: checkout.path)) != SharedData.packageRoot.path {
-            try? FileManager.default.removeItem(at: checkout)
-            try FileManager.default.createSymbolicLink(at: checkout, withDestinationURL: SharedData.packageRoot)
-        }
+        // Beside the snippet package, through its checkout (a folder not named like the package),
+        // and built in its scratch folder with its settings: the repository's modules, which the
+        // snippet package compiled the same way (no trait), are not compiled a second time. Kept
+        // between runs, so that a second run rebuilds nothing.
+        let snippets = SnippetBuild.package
+        let workspace = snippets.root.appendingPathComponent("getting-started", isDirectory: true)
+        try snippets.linkCheckout()
+        XCTAssertNotEqual(snippets.checkoutLink.lastPathComponent, SnippetPackage.packageName)
         for (number, (path, manifest)) in manifests.enumerated() {
             let shownPath = #"path: "../flagship-swift-linux""#
             XCTAssertTrue(manifest.text.contains(shownPath), "\(path) line \(manifest.line): the manifest names its checkout \(shownPath)")
@@ -126,11 +126,12 @@ final class HostileReadmeTests: XCTestCase {
             let app = workspace.appendingPathComponent("app-\(number)/MyService", isDirectory: true)
             let sources = app.appendingPathComponent("Sources/MyService")
             try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-            try Self.writeIfChanged(manifest.text.replacingOccurrences(of: shownPath, with: #"path: "../../checkout-named-otherwise""#),
+            try Self.writeIfChanged(manifest.text.replacingOccurrences(of: shownPath, with: #"path: "../../../\#(snippets.checkoutLink.lastPathComponent)""#),
                                     to: app.appendingPathComponent("Package.swift"))
             try Self.writeIfChanged(main.text + "\n", to: sources.appendingPathComponent("main.swift"))
-            let (status, output) = try SnippetPackage.run(swift, ["build", "--package-path", app.path,
-                                                                  "--scratch-path", workspace.appendingPathComponent("scratch").path])
+            try snippets.pinDependencies(of: app)
+            let (status, output) = try SnippetPackage.run(swift, ["build", "--package-path", app.path, "--scratch-path", snippets.scratch.path]
+                                                                  + SnippetPackage.buildSettings)
             XCTAssertEqual(status, 0, "\(path) line \(manifest.line), with README line \(main.line) as main.swift, does not build:\n"
                 + output.split(separator: "\n").filter { $0.contains("error") || $0.contains("warning: ") }.joined(separator: "\n"))
         }
@@ -242,19 +243,9 @@ final class HostileReadmeTests: XCTestCase {
         return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) as? NSObject
     }
 
-    /// Where `swift build` put the products: the test runner's own directory.
-    private static func productsDirectory() throws -> URL {
-        let candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-            + Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map { $0.bundleURL.deletingLastPathComponent() }
-        guard let directory = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("flagship").path) }) else {
-            throw OfflineSandbox.Failure(description: "no flagship executable in \(candidates.map(\.path)); build it (swift build --build-tests)")
-        }
-        return directory
-    }
-
     /// `flagship arguments`, which must exit 0; its stdout.
     private func runFlagship(_ arguments: [String]) throws -> String {
-        let executable = try Self.productsDirectory().appendingPathComponent("flagship")
+        let executable = try BuiltProducts.directory().appendingPathComponent("flagship")
         let (status, output) = try SnippetPackage.run(executable, arguments)
         XCTAssertEqual(status, 0, "flagship \(arguments.joined(separator: " ")):\n\(output)")
         return output

@@ -83,10 +83,10 @@ struct SnippetBuildReport: Sendable {
 /// One throwaway package holding every snippet as a module of its own, built with one `swift
 /// build`. It depends on this repository the way Getting started tells an app to: by path, through
 /// a folder named unlike the package (`.build-snippets/flagship-checkout`, a symbolic link), with
-/// `name: "flagship-swift-linux"`; and on the repository's traits that its modules' imports need,
-/// when the repository declares them. It lives in `<repo>/.build-snippets` (ignored by git like
-/// every `.build-*`) and is kept between runs: files are rewritten only when their contents change,
-/// so a re-run rebuilds only what changed.
+/// `name: "flagship-swift-linux"` and no trait, as an app that wants the core products has it. It
+/// lives in `<repo>/.build-snippets` (ignored by git like every `.build-*`) and is kept between
+/// runs: files are rewritten only when their contents change, so a re-run rebuilds only what
+/// changed.
 ///
 /// `swift build` stops scheduling work at the first module that fails, so a failed build is run
 /// again without the modules that failed, until it succeeds or fails for a reason no snippet
@@ -96,25 +96,24 @@ struct SnippetPackage {
     static let packageName = "flagship-swift-linux"
 
     /// Where each module a snippet imports comes from: a product of this repository (`package`
-    /// nil), with the trait that brings it, or of one of its dependencies.
-    static let products: [String: (product: String, package: String?, trait: String?)] = [
-        "Flagship": ("Flagship", nil, nil),
-        "FlagshipLocalServer": ("FlagshipLocalServer", nil, nil),
-        "FlagshipTesting": ("FlagshipTesting", nil, nil),
-        "FlagshipServiceLifecycle": ("FlagshipServiceLifecycle", nil, "ServiceLifecycle"),
-        "FlagshipMetrics": ("FlagshipMetrics", nil, "Metrics"),
-        "FlagshipTracing": ("FlagshipTracing", nil, "Tracing"),
-        "FlagshipConfiguration": ("FlagshipConfiguration", nil, "Configuration"),
-        "FlagshipPostgres": ("FlagshipPostgres", nil, "Postgres"),
-        "Logging": ("Logging", "swift-log", nil),
-        "ServiceLifecycle": ("ServiceLifecycle", "swift-service-lifecycle", nil),
-        "Metrics": ("Metrics", "swift-metrics", nil),
-        "Tracing": ("Tracing", "swift-distributed-tracing", nil),
-        "Configuration": ("Configuration", "swift-configuration", nil),
+    /// nil) or of one of its dependencies. The integrations are not here: a block that imports one
+    /// is compiled by the main build (`DocumentationSnippet.mainBuildModules`), so that this
+    /// package builds the core products and swift-log only.
+    static let products: [String: (product: String, package: String?)] = [
+        "Flagship": ("Flagship", nil),
+        "FlagshipLocalServer": ("FlagshipLocalServer", nil),
+        "FlagshipTesting": ("FlagshipTesting", nil),
+        "Logging": ("Logging", "swift-log"),
     ]
 
     /// Modules of the toolchain, which need no dependency.
     static let toolchainModules: Set<String> = ["Foundation", "Dispatch", "Glibc", "XCTest", "FoundationEssentials"]
+
+    /// What every build in `scratch` is given. No debug information: nobody debugs a snippet, and
+    /// without it the objects are smaller and the links faster (about a quarter of the build,
+    /// measured on 2 cores). A package built there with other settings would compile the
+    /// repository's modules again.
+    static let buildSettings = ["-debug-info-format", "none"]
 
     let repository: URL
 
@@ -144,10 +143,8 @@ struct SnippetPackage {
             let included = modules.filter { !excluded.contains($0.name) }
             try writeIfChanged(try manifest(for: included), to: packageDirectory.appendingPathComponent("Package.swift"))
             report.builds += 1
-            // No debug information: nobody debugs a snippet, and without it the objects are
-            // smaller and the links faster (about a quarter of the build, measured on 2 cores).
             let (status, output) = try Self.run(swift, ["build", "--package-path", packageDirectory.path,
-                                                        "--scratch-path", scratch.path, "-debug-info-format", "none"])
+                                                        "--scratch-path", scratch.path] + Self.buildSettings)
             var failed = Set<String>()
             for diagnostic in Self.diagnostics(in: output) {
                 guard let module = moduleName(of: diagnostic.file) else { continue }
@@ -191,10 +188,7 @@ struct SnippetPackage {
                 try writeIfChanged(text, to: directory.appendingPathComponent(file))
             }
         }
-        if (try? FileManager.default.destinationOfSymbolicLink(atPath: checkoutLink.path)) != repository.path {
-            try? FileManager.default.removeItem(at: checkoutLink)
-            try FileManager.default.createSymbolicLink(at: checkoutLink, withDestinationURL: repository)
-        }
+        try linkCheckout()
         let runtimeSources = runtimeDirectory.appendingPathComponent("Sources/SnippetRuntime", isDirectory: true)
         try FileManager.default.createDirectory(at: runtimeSources, withIntermediateDirectories: true)
         try writeIfChanged("@_exported import Flagship\n", to: runtimeSources.appendingPathComponent("SnippetRuntime.swift"))
@@ -213,11 +207,25 @@ struct SnippetPackage {
             )
 
             """, to: runtimeDirectory.appendingPathComponent("Package.swift"))
-        // The same dependency versions as this package, so the nested resolution needs no network
-        // when SwiftPM's cache has them.
+        try pinDependencies(of: packageDirectory)
+    }
+
+    /// Makes `checkoutLink` point at the repository.
+    func linkCheckout() throws {
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: checkoutLink.path)) != repository.path {
+            try? FileManager.default.removeItem(at: checkoutLink)
+            try FileManager.default.createSymbolicLink(at: checkoutLink, withDestinationURL: repository)
+        }
+    }
+
+    /// Gives a package in `directory` the same dependency versions as this repository: its
+    /// resolution needs no network when SwiftPM's cache has them, and a package built in `scratch`
+    /// finds swift-log and the repository's modules compiled already.
+    func pinDependencies(of directory: URL) throws {
         let resolved = repository.appendingPathComponent("Package.resolved")
         if let pins = try? String(contentsOf: resolved, encoding: .utf8) {
-            try writeIfChanged(pins, to: packageDirectory.appendingPathComponent("Package.resolved"))
+            try writeIfChanged(pins, to: directory.appendingPathComponent("Package.resolved"))
         }
     }
 
@@ -235,23 +243,9 @@ struct SnippetPackage {
         return found
     }
 
-    /// The traits the repository's manifest declares.
-    func declaredTraits() throws -> Set<String> {
-        let manifest = try String(contentsOf: repository.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let pattern = try NSRegularExpression(pattern: #"\.trait\(\s*name:\s*"([^"]+)""#)
-        return Set(pattern.matches(in: manifest, range: NSRange(manifest.startIndex..., in: manifest)).compactMap {
-            Range($0.range(at: 1), in: manifest).map { String(manifest[$0]) }
-        })
-    }
-
     private func manifest(for modules: [SnippetModule]) throws -> String {
-        let imported = modules.reduce(into: Set<String>()) { $0.formUnion($1.imports) }
-        // The traits the snippets' products need, among those the repository declares: before it
-        // declares any, its integration products need none, and naming one would be refused.
-        let traits = Set(imported.compactMap { Self.products[$0]?.trait }).intersection(try declaredTraits()).sorted()
-        let traitsArgument = traits.isEmpty ? "" : ", traits: [" + traits.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         let known = try repositoryDependencies()
-        var dependencies = [#"        .package(name: "\#(Self.packageName)", path: "../\#(checkoutLink.lastPathComponent)"\#(traitsArgument)),"#]
+        var dependencies = [#"        .package(name: "\#(Self.packageName)", path: "../\#(checkoutLink.lastPathComponent)"),"#]
         if modules.contains(where: \.linksRuntime) {
             dependencies.append(#"        .package(path: "../\#(runtimeDirectory.lastPathComponent)"),"#)
         }

@@ -146,6 +146,19 @@ enum SharedData {
     }
 }
 
+/// Where `swift build` put the products of the build that made this test bundle.
+enum BuiltProducts {
+    /// The test runner's own directory, recognised by the `flagship` executable in it.
+    static func directory() throws -> URL {
+        let candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+            + Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map { $0.bundleURL.deletingLastPathComponent() }
+        guard let directory = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("flagship").path) }) else {
+            throw OfflineSandbox.Failure(description: "no flagship executable in \(candidates.map(\.path)); build it (swift build --build-tests)")
+        }
+        return directory
+    }
+}
+
 /// Shared data not found while `FLAGSHIP_REQUIRE_SHARED=1` says it must be there.
 struct MissingSharedData: Error, CustomStringConvertible {
     let description: String

@@ -1,0 +1,10 @@
+#if Metrics
+// The example of FlagshipMetrics's catalog (Sources/FlagshipMetrics/FlagshipMetrics.docc), verbatim:
+// compiled here, by the build that compiles swift-metrics for these tests (DocumentationSnippetTests checks it).
+import Flagship
+import FlagshipMetrics
+
+let config = FSConfigBuilder().DecisionApi()
+    .withInstrumentation(FlagshipMetrics())
+    .build()
+#endif
