@@ -106,6 +106,9 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertEqual(server.received(.campaigns).count, 0, "bucketing mode asks the Decision API nothing")
         drainCallbacks()
         XCTAssertEqual(sdkStatuses.values, [.SDK_INITIALIZING, .SDK_INITIALIZED])
+        // The download decides at once; its copy in the store is written beside it (a busy
+        // machine can take a moment to).
+        try await waitUntil("the downloaded file is stored") { try self.storedFile() != nil }
         let stored = try XCTUnwrap(try storedFile())
         XCTAssertEqual(Data(stored.document.utf8), file)
         XCTAssertEqual(stored.lastModified, "Thu, 13 Nov 2025 02:13:20 GMT")
