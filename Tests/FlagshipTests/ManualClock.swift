@@ -3,12 +3,16 @@ import Foundation
 @testable import Flagship
 
 /// A clock that moves only when the test says: batch intervals and backoff waits resume when
-/// `advance(by:)` passes their deadline, so a five-minute backoff takes no time.
+/// `advance(by:)` passes their deadline, so a five-minute backoff takes no time. `step(by:)` moves
+/// the wall clock alone, as setting the system's date does: waits, like the system clock's, last
+/// what they were armed for.
 final class ManualClock: SDKClock, @unchecked Sendable {
     // `@unchecked`: every stored property is read and written under `lock`.
     private let lock = NSLock()
     private var current: Date
-    private var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
+    private var monotonic: TimeInterval = 1_000
+    /// Each wait: the wall time it was armed until, and when it ends on the monotonic clock.
+    private var sleepers: [UInt64: (deadline: Date, ends: TimeInterval, continuation: CheckedContinuation<Void, any Error>)] = [:]
     private var nextId: UInt64 = 0
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_763_700_000)) {
@@ -17,6 +21,10 @@ final class ManualClock: SDKClock, @unchecked Sendable {
 
     func now() -> Date {
         lock.withLock { current }
+    }
+
+    func uptime() -> TimeInterval {
+        lock.withLock { monotonic }
     }
 
     /// How many waits are pending (a test waits for the SDK to arm its timers before advancing).
@@ -38,7 +46,7 @@ final class ManualClock: SDKClock, @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let due = lock.withLock { () -> Bool in
                     if deadline <= current || Task.isCancelled { return true }
-                    sleepers[id] = (deadline, continuation)
+                    sleepers[id] = (deadline, monotonic + deadline.timeIntervalSince(current), continuation)
                     return false
                 }
                 if due {
@@ -53,10 +61,16 @@ final class ManualClock: SDKClock, @unchecked Sendable {
     func advance(by interval: TimeInterval) {
         let due = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
             current += interval
-            let due = sleepers.filter { $0.value.deadline <= current }
+            monotonic += interval
+            let due = sleepers.filter { $0.value.ends <= monotonic }
             for id in due.keys { sleepers[id] = nil }
-            return due.values.sorted { $0.deadline < $1.deadline }.map(\.continuation)
+            return due.values.sorted { $0.ends < $1.ends }.map(\.continuation)
         }
         for continuation in due { continuation.resume() }
+    }
+
+    /// Sets the wall clock `interval` ahead (or back, when negative) with no time passing.
+    func step(by interval: TimeInterval) {
+        lock.withLock { current += interval }
     }
 }

@@ -433,6 +433,10 @@ final class RecordingClock: SDKClock {
         manual.now()
     }
 
+    func uptime() -> TimeInterval {
+        manual.uptime()
+    }
+
     func sleep(until deadline: Date) async throws {
         let index = waits.withLock { waits in
             waits.append(Wait(armedAt: manual.now(), until: deadline))

@@ -18,12 +18,14 @@ final class VisitorRetentionTests: TrackingTestCase {
             .withRetentionSchedule(pruneEvery: 3_600, recordLookupsEvery: Self.sightingsInterval)
     }
 
-    /// Moves the clock once the retention task waits, so that its wait ends with this advance.
-    private func advance(by interval: TimeInterval) async throws {
+    /// Moves the clock once the retention task waits, so that its wait ends with this advance;
+    /// first sets the wall clock `step` ahead (or back), as setting the system's date would.
+    private func advance(by interval: TimeInterval, steppingWallClockBy step: TimeInterval = 0) async throws {
         let now = clock.now()
         // The task always waits `sightingsInterval` from the time it last woke, and only this
         // helper moves the clock once the SDK is started.
         try await waitUntil("the retention task waits") { self.clock.hasSleeper(until: now.addingTimeInterval(Self.sightingsInterval)) }
+        clock.step(by: step)
         clock.advance(by: interval)
     }
 
@@ -65,6 +67,35 @@ final class VisitorRetentionTests: TrackingTestCase {
         let line = try XCTUnwrap(log.messages(at: .info).first { $0.hasPrefix("Visitor cache pruned") })
         XCTAssertTrue(line.hasPrefix("Visitor cache pruned in 1 transaction(s), "), line)
         XCTAssertTrue(line.contains(" ms: 1 visitor(s) not seen for 30 d, with 1 decision row(s); "), line)
+    }
+
+    /// The system clock set 40 days ahead while the SDK runs: the next prune ages visitors by the
+    /// hour that passed, not by the step; once 30 days have really passed, it prunes them.
+    func testASystemClockSetForwardPrunesNoVisitorSeenWithinTheRetention() async throws {
+        start(retentionBuilder(30 * Self.day))
+        let retention = try XCTUnwrap(flagship.currentRuntime?.retention)
+        try await makeVisitor("recent").fetchFlags()
+        await flagship.flushCaches()
+
+        try await advance(by: 3_600, steppingWallClockBy: 40 * Self.day)
+        try await waitUntil("the first prune") { retention.counts.prunes == 1 }
+        XCTAssertEqual(retention.counts.expired, 0, "an hour passed, not 40 days")
+        XCTAssertEqual(try storedVisitorIds(), ["recent"])
+
+        try await advance(by: 30 * Self.day)
+        try await waitUntil("the second prune") { retention.counts.prunes == 2 }
+        XCTAssertEqual(retention.counts.expired, 1, "30 days and an hour have passed")
+        XCTAssertEqual(try storedVisitorIds(), [])
+    }
+
+    /// The system clock set a year back: prunes still come every `pruneEvery` of measured time.
+    func testASystemClockSetBackDoesNotHoldPrunesOff() async throws {
+        start(retentionBuilder(30 * Self.day))
+        let retention = try XCTUnwrap(flagship.currentRuntime?.retention)
+        try await advance(by: 3_600, steppingWallClockBy: -365 * Self.day)
+        try await waitUntil("the first prune") { retention.counts.prunes == 1 }
+        try await advance(by: 3_600)
+        try await waitUntil("the second prune") { retention.counts.prunes == 2 }
     }
 
     func testWithoutRetentionNoTaskRunsAndNothingIsPrunedHoweverOld() async throws {

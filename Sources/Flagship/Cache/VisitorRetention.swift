@@ -65,6 +65,8 @@ final class VisitorRetention: Sendable {
     let policy: Policy
     private let visitors: Visitors
     private let clock: any SDKClock
+    /// The time visitors are aged by: a step of the system clock forward does not age them.
+    private let agingTime: StepSafeTime
     private let logger: Logger
     private let queue = DispatchQueue(label: "io.flagship.store.retention")
     private let state = Locked(State())
@@ -73,6 +75,7 @@ final class VisitorRetention: Sendable {
         self.visitors = visitors
         self.policy = policy
         self.clock = clock
+        agingTime = StepSafeTime(clock: clock)
         self.logger = logger
         if case .local(let store) = visitors, let retention = policy.retention {
             // Last-seen times exact to a tenth of the retention when it is shorter than ten hours.
@@ -89,16 +92,18 @@ final class VisitorRetention: Sendable {
     /// `sightingsInterval` after start (off the start itself), then one every `pruneInterval`.
     func start() {
         let task = Task { [self] in
-            var nextPrune = clock.now().addingTimeInterval(policy.sightingsInterval)
+            // On the monotonic clock: a step of the wall clock back does not hold prunes off.
+            var nextPrune = clock.uptime() + policy.sightingsInterval
             while !Task.isCancelled {
                 do {
-                    try await clock.sleep(until: min(nextPrune, clock.now().addingTimeInterval(policy.sightingsInterval)))
+                    let wait = min(nextPrune - clock.uptime(), policy.sightingsInterval)
+                    try await clock.sleep(until: clock.now().addingTimeInterval(wait))
                 } catch {
                     break
                 }
-                if clock.now() >= nextPrune {
+                if clock.uptime() >= nextPrune {
                     await prune()
-                    nextPrune = clock.now().addingTimeInterval(policy.pruneInterval)
+                    nextPrune = clock.uptime() + policy.pruneInterval
                 } else {
                     await recordSightings()
                 }
@@ -116,7 +121,7 @@ final class VisitorRetention: Sendable {
     /// instance of the fleet is pruning the shared store.
     @discardableResult
     func prune() async -> VisitorPrune? {
-        let now = clock.now()
+        let now = agingTime.now(clock)
         let boundary = policy.retention.map { now.addingTimeInterval(-$0).unixMilliseconds }
         let started = ContinuousClock.now
         let shouldContinue: @Sendable () -> Bool = { [state] in !state.withLock { $0.closed } }

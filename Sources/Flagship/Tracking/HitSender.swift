@@ -36,8 +36,11 @@ final class HitSender: Sendable {
         var endSpacing: (@Sendable (Bool) -> Void)?
         /// Hits ready to send since the last round started: the pool size that triggers a batch.
         var poolCount = 0
-        /// Backoff: nothing is sent before this time.
+        /// Backoff: nothing is sent before this time (stored as the rows' `next_attempt_at`)...
         var retryAt: Date?
+        /// ...which the gate reads on the monotonic clock (`SDKClock.uptime()`): a step of the
+        /// wall clock back does not hold hits for as long as the step.
+        var retryAtUptime: TimeInterval?
         var backoff: Backoff
         var closed = false
         /// Set while `close()`'s last round runs: it ignores the backoff gate, and ends by then.
@@ -111,7 +114,7 @@ final class HitSender: Sendable {
                 state.flushRequested = true
                 return false
             }
-            if let retryAt = state.retryAt, clock.now() < retryAt { return false }
+            if let retryAt = state.retryAtUptime, clock.uptime() < retryAt { return false }
             state.running = true
             state.flushRequested = false
             return true
@@ -154,7 +157,7 @@ final class HitSender: Sendable {
             let started = clock.now()
             await flushRound(until: state.withLock { $0.finalDeadline })
             let again = state.withLock { state -> Bool in
-                let gateOpen = state.retryAt.map { clock.now() >= $0 } ?? true
+                let gateOpen = state.retryAtUptime.map { clock.uptime() >= $0 } ?? true
                 if state.flushRequested && gateOpen && !state.closed {
                     state.flushRequested = false
                     return true
@@ -435,6 +438,7 @@ final class HitSender: Sendable {
         }
         let rejected = results.reduce(0) { $0 + ($1.outcome.isRejection ? $1.hitIds.count : 0) }
         let now = clock.now()
+        let uptime = clock.uptime()
         let unit = settings.jitter()
         let retry = state.withLock { state -> (delay: TimeInterval, attempt: Int)? in
             state.counts.delivered += delivered
@@ -443,12 +447,14 @@ final class HitSender: Sendable {
                 if delivered > 0 {
                     state.backoff.reset()
                     state.retryAt = nil
+                    state.retryAtUptime = nil
                 }
                 return nil
             }
             state.counts.failedRequests += 1
             let delay = state.backoff.nextDelay(retryAfter: failure.retryAfter, unit: unit)
             state.retryAt = now.addingTimeInterval(delay)
+            state.retryAtUptime = uptime + delay
             return (delay, state.backoff.failures)
         }
         if delivered > 0 {

@@ -65,6 +65,8 @@ final class HitWriter: Sendable {
         var droppedWhileFailing = 0
         /// Deleting expired hits failed last time (logged once until it works again).
         var expiryFailing = false
+        /// The wall clock was last seen stepped ahead of the measured time (logged once a step).
+        var clockSteppedAhead = false
         /// Writing visitor documents failed last time (logged once until it works again).
         var visitorWritesFailing = false
         /// Visitor documents went to a file deleted or replaced while open (logged once).
@@ -99,6 +101,8 @@ final class HitWriter: Sendable {
     private let committedHits: CommittedHits?
     /// Told of the backlog after each group commit.
     private let backpressure: Backpressure?
+    /// The time hits are aged by for expiry: a step of the system clock forward does not age them.
+    private let agingTime: StepSafeTime
 
     init(settings: TrackingManager.Settings, store: TrackingStore, clock: any SDKClock, logger: Logger,
          callbacks: DeliveryCallbacks, visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?,
@@ -109,6 +113,7 @@ final class HitWriter: Sendable {
         self.settings = settings
         self.store = store
         self.clock = clock
+        agingTime = StepSafeTime(clock: clock)
         self.logger = logger
         self.callbacks = callbacks
         self.visitorDocuments = visitorDocuments
@@ -544,8 +549,11 @@ final class HitWriter: Sendable {
     }
 
     /// Deletes the hits past their lifetime, logging how many; returns how many (on the store queue).
+    /// Their age is measured on `agingTime`: after the system clock is set hours ahead, hits are
+    /// not deleted as if those hours had passed (logged once a step).
     func deleteExpired() -> Int {
-        let boundary = clock.now().unixMilliseconds - Int64((settings.hitLifetime * 1000).rounded())
+        noteClockStep()
+        let boundary = agingTime.now(clock).unixMilliseconds - Int64((settings.hitLifetime * 1000).rounded())
         var expired = 0
         do {
             expired = try store.hits.deleteExpired(createdBefore: boundary)
@@ -572,6 +580,23 @@ final class HitWriter: Sendable {
             logger.warning("Deleted \(expired) unsent hit(s) older than \(TrackingManager.describe(settings.hitLifetime))")
         }
         return expired
+    }
+
+    /// Logs once when the wall clock is found stepped ahead of the time measured since start (by
+    /// more than `StepSafeTime.tolerance`), and once when they agree again.
+    private func noteClockStep() {
+        let step = agingTime.step(clock)
+        let ahead = step > StepSafeTime.tolerance
+        let changed = state.withLock { state -> Bool in
+            defer { state.clockSteppedAhead = ahead }
+            return state.clockSteppedAhead != ahead
+        }
+        guard changed else { return }
+        if ahead {
+            logger.warning("The system clock is \(Int(step.rounded())) s ahead of the time measured since start (it was set forward): hits are aged by the measured time, none expires early")
+        } else {
+            logger.info("The system clock agrees with the time measured since start again")
+        }
     }
 
     /// Tells the instrumentation how many hits wait, in the cache and in memory (on the store queue).

@@ -1,0 +1,80 @@
+import FlagshipLocalServer
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// The system clock set by hand or by NTP while the SDK runs: waiting hits are neither deleted
+/// (a step forward does not age them) nor held (a step back does not keep the backoff gate shut
+/// for as long as the step). Hits are aged, and the gate read, on the monotonic clock.
+final class WallClockStepTests: TrackingTestCase {
+    private static let hour: TimeInterval = 3_600
+
+    func testASystemClockSetHoursAheadExpiresNoHitAndEachIsDeliveredOnceTheServerAnswers() async throws {
+        server.stop()
+        start(trackingBuilder(interval: 60))
+        let visitor = makeVisitor()
+        for number in 1...5 { try await visitor.sendHit(click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(1...5))
+
+        // Five hours ahead, past the 4-hour lifetime; then the batch interval's tick, which expires.
+        clock.step(by: 5 * Self.hour)
+        try await waitForSleepers(1)
+        clock.advance(by: 61)
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(try storedClickLabels().sorted(), labels(1...5), "a minute passed, not five hours: nothing expired")
+        XCTAssertEqual(log.messages(at: .warning).filter { $0.hasPrefix("The system clock is 18000 s ahead of the time measured since start") }.count, 1,
+                       "\(log.messages(at: .warning))")
+        XCTAssertFalse(log.allText.contains("unsent hit(s) older than"), "nothing was deleted")
+
+        try server.start()
+        clock.advance(by: 301)
+        _ = try await server.waitForHits(count: 6)
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(deliveredClickLabels(), labels(1...5), "each delivered once, oldest first")
+        XCTAssertEqual(try storedHits(), [])
+        let statistics = await flagship.closeReporting()
+        XCTAssertEqual(statistics?.expired, 0)
+    }
+
+    func testHitsStillExpireOnceTheirLifetimeHasReallyPassedAfterAStepForward() async throws {
+        server.stop()
+        start(trackingBuilder(interval: 60))
+        let visitor = makeVisitor()
+        for number in 1...3 { try await visitor.sendHit(click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+
+        clock.step(by: 5 * Self.hour)
+        try await waitForSleepers(1)
+        clock.advance(by: 4 * Self.hour + 61)
+        await flagship.waitUntilTrackingIsIdle()
+        try await waitUntil("the expiry at the next tick") { try self.storedClickLabels().isEmpty }
+        XCTAssertTrue(log.allText.contains("Deleted 4 unsent hit(s) older than 4 h"), log.allText)
+    }
+
+    func testASystemClockSetADayBackDoesNotHoldTheBackoffForADay() async throws {
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        await flagship.waitUntilTrackingIsIdle()
+        server.clearReceived()
+        server.injectFault(.status(500), on: .events, share: .next(1))
+
+        try await visitor.sendHit(click(1))
+        _ = try await server.waitForRequests(route: .events, count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(try storedHits().map(\.attempts), [1], "failed once: the next try in 1 s")
+
+        clock.step(by: -24 * Self.hour)
+        clock.advance(by: 1)
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "sent after the second of backoff, not a day later")
+        XCTAssertEqual(try storedHits(), [])
+
+        // Later hits are not held either.
+        try await visitor.sendHit(click(2))
+        _ = try await server.waitForHits(count: 2)
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1", "hit-2"])
+    }
+}
