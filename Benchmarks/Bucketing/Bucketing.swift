@@ -96,7 +96,7 @@ let benchmarks: @Sendable () -> Void = {
     // run's code and the fixture's bytes, included: a conservative figure).
     let large = Box<DecisionFixture>()
     Benchmark("parse and decide: the 10,000-campaign file", configuration: .init(
-        metrics: [.wallClock, .mallocCountTotal, .peakMemoryResident], timeUnits: .milliseconds, warmupIterations: 1,
+        metrics: [.wallClock, .mallocCountTotal, .peakMemoryResident, .peakMemoryResidentDelta], timeUnits: .milliseconds, warmupIterations: 1,
         maxDuration: .seconds(20), maxIterations: 10
     )) { benchmark in
         guard let fixture = large.value else { return }
