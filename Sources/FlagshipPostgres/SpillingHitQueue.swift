@@ -12,8 +12,9 @@ import Logging
 ///
 /// After a failed call to PostgreSQL, the spill takes every write for `retryAfter` without
 /// trying PostgreSQL first (a server that is away would make each write wait for the call's
-/// timeout); then PostgreSQL is tried again. One warning when PostgreSQL goes away, one when it
-/// is back.
+/// timeout); then PostgreSQL is tried again. One warning when PostgreSQL goes away (any call that
+/// fails), one when it is back: when hits are committed there again, whatever other calls
+/// answered meanwhile.
 final class SpillingHitQueue: VisitorKeepingHitQueue {
     private struct State {
         /// PostgreSQL is not tried before this (unix ms).
@@ -74,7 +75,10 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
             retrying: { failures in "The PostgreSQL store still cannot be used (\(error)) (failure \(failures) in a row)" })
     }
 
-    private func primaryAnswered() {
+    /// Hits (or visitor documents) were committed to PostgreSQL: the one call that ends an
+    /// outage. A read, a claim, a settlement or an erasure that worked does not: a server whose full disk refuses new rows
+    /// still answers those, and the two lines would alternate with every retry.
+    private func hitsCommitted() {
         outage.succeeded { failures, seconds in
             "The PostgreSQL store is back, after \(failures) failed attempt(s) over \(seconds) s: hits are committed there again"
         }
@@ -84,9 +88,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     private func either<T>(_ work: () throws -> T, else fallback: () throws -> T) throws -> T {
         guard primaryIsUp else { return try fallback() }
         do {
-            let value = try work()
-            primaryAnswered()
-            return value
+            return try work()
         } catch {
             primaryFailed(error)
             return try fallback()
@@ -106,7 +108,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
             primaryFailed(error)
             return saveLocally(hits, visitors: visitors)
         }
-        primaryAnswered()
+        hitsCommitted()
         carryOutErasures()
         guard !moving.isEmpty else { return saved }
         do {
@@ -149,7 +151,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         guard primaryIsUp else { return local }
         do {
             let shared = try await primary.lookUpVisitor(id: visitorId)
-            primaryAnswered()
             return Self.newer(local, shared)
         } catch {
             primaryFailed(error)
@@ -181,7 +182,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         }
         do {
             let shared = try primary.erase(visitorId: visitorId, keeping: keeping)
-            primaryAnswered()
             return local + shared
         } catch {
             primaryFailed(error)
@@ -231,7 +231,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         }
         state.withLock { $0.erasuresWaiting = false }
         if done > 0 {
-            primaryAnswered()
             logger.info("PostgreSQL answers again: \(done) consent erasure(s) it missed are carried out")
         }
     }
@@ -286,7 +285,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         for settlement in [merged] + failures where !settlement.isEmpty {
             do {
                 try primary.settle(settlement)
-                primaryAnswered()
             } catch {
                 primaryFailed(error)
                 left.append(settlement)

@@ -95,7 +95,7 @@ final class PostgresClockTests: PostgresTestCase {
 }
 
 /// The warnings a logger said, kept for a test to read.
-private final class WarningLog: Sendable {
+final class WarningLog: Sendable {
     private let said = Locked<[String]>([])
 
     var lines: [String] { said.withLock { $0 } }

@@ -414,6 +414,69 @@ final class PostgresFleetTests: PostgresTestCase {
         await store.close()
     }
 
+    /// A full disk on the PostgreSQL server refuses new rows while reads, claims and deletes still
+    /// work (simulated by a trigger that fails every insert into the hits table as a full disk
+    /// does, SQLSTATE 53100). The instance says once that the store cannot be used, not again at
+    /// each read that works after each retry window; and once that it is back, when hits are
+    /// committed there again. Every hit is delivered.
+    func testAFullDiskThatRefusesNewHitsIsOneOutageNotALineAtEachRetry() async throws {
+        let postgres = try postgres()
+        let database = try await migratedDatabase(postgres)
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        try postgres.psql(database, """
+            CREATE FUNCTION flagship.test_full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$;
+            CREATE TRIGGER test_full_disk BEFORE INSERT ON flagship.hits FOR EACH ROW EXECUTE FUNCTION flagship.test_full_disk();
+            """)
+        // Tried again 100 ms after each failure.
+        let store = FlagshipPostgresStore(.init(host: postgres.host, port: postgres.port, username: postgres.username,
+                                                password: postgres.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: .seconds(5), retryAfter: 0.1)
+        try await store.prepare()
+        let warnings = WarningLog()
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
+            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
+            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
+            .withLogger(warnings.logger)
+            .withPostgresStore(store)
+            .build())
+
+        // Each round: past the window, a visitor looked up (a read that works), a hit sent (an
+        // insert that fails), the sender's claims and settlements between them.
+        for round in 1...12 {
+            try await Task.sleep(for: .milliseconds(150))
+            let visitor = await flagship.newVisitor(visitorId: "visitor-\(round % 3)", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+            try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "full-\(round)"))
+        }
+        let outageLines = { warnings.lines.filter { $0.hasPrefix("The PostgreSQL store cannot be used") } }
+        let backLines = { warnings.lines.filter { $0.hasPrefix("The PostgreSQL store is back") } }
+        XCTAssertEqual(outageLines().count, 1, warnings.lines.joined(separator: "\n"))
+        XCTAssertTrue(outageLines().first?.contains("No space left on device") ?? false, warnings.lines.joined(separator: "\n"))
+        XCTAssertEqual(backLines().count, 0, "no hit was committed to PostgreSQL: " + warnings.lines.joined(separator: "\n"))
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
+
+        try postgres.psql(database, "DROP TRIGGER test_full_disk ON flagship.hits")
+        try await Task.sleep(for: .milliseconds(150))
+        let visitor = await flagship.newVisitor(visitorId: "visitor-back", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "room-again"))
+        XCTAssertEqual(backLines().count, 1, warnings.lines.joined(separator: "\n"))
+        XCTAssertEqual(outageLines().count, 1)
+
+        let expected = Set((1...12).map { "full-\($0)" } + ["room-again"])
+        let deadline = ContinuousClock.now + .seconds(20)
+        var actions: Set<String> { Set(server.hits.compactMap { $0["ea"]?.stringValue }) }
+        while !actions.isSuperset(of: expected), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertTrue(actions.isSuperset(of: expected), "delivered: \(actions.sorted())")
+        await flagship.close()
+        await store.close()
+    }
+
     /// Instance A downloads the bucketing file and shares it; instance B starts with a store of
     /// its own and no bucketing server to reach: it decides from the fleet's file.
     func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {
