@@ -54,7 +54,8 @@ extension BoundedPostgresCalls {
             return value
         case .failure(let error):
             let reason = FlagshipPostgresError(error, doing: what)
-            throw FSCacheError(code: reason.code == .unreachable ? .unreachable : .other, path: nil, description: reason.description)
+            let code: FSCacheError.Code = reason.code == .unreachable ? .unreachable : reason.refusesRows ? .refused : .other
+            throw FSCacheError(code: code, path: nil, description: reason.description)
         }
     }
 }

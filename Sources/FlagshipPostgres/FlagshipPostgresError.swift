@@ -54,6 +54,15 @@ public struct FlagshipPostgresError: Error, Sendable, Hashable, CustomStringConv
     public let code: Code
     /// The server's SQLSTATE, when the server reported the failure (`28P01`: wrong password).
     public let sqlState: String?
+
+    /// Whether the server refused the statement for what its rows hold rather than for its own
+    /// state: a data exception (SQLSTATE class 22: a NUL in text, a character the database's
+    /// encoding lacks), an integrity constraint (23: a check a DBA added) or a program limit (54:
+    /// an index row over its size). Written again, the same rows are refused again.
+    var refusesRows: Bool {
+        guard let sqlState, sqlState.count == 5 else { return false }
+        return ["22", "23", "54"].contains(String(sqlState.prefix(2)))
+    }
     /// One sentence saying what failed, for logs; never the password.
     public let description: String
 

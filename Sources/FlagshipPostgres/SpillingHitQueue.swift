@@ -27,6 +27,10 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         /// Whether the local file may hold visitor documents PostgreSQL has not got (true at
         /// start: an earlier run may have left some).
         var localVisitorsWaiting = true
+        /// Visitors whose document PostgreSQL refused (`refusesRows`): kept in the local file,
+        /// which lookups then read too, and not moved again in this run (at most
+        /// `refusedVisitorsKept` remembered).
+        var refusedVisitors: Set<String> = []
         /// Whether consent erasures PostgreSQL missed may wait in the local store (true at start:
         /// an earlier run may have left some).
         var erasuresWaiting = true
@@ -45,6 +49,8 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
 
     /// Local documents moved to PostgreSQL with one write, at most.
     private static let visitorsMovedPerWrite = 500
+    /// Visitors PostgreSQL refused that are remembered, at most.
+    private static let refusedVisitorsKept = 10_000
 
     private let primary: PostgresHitQueue
     private let spill: LocalHitsAndVisitors
@@ -105,6 +111,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         let moving = visitorsToMove()
         let saved = primary.save(hits, visitors: moving + visitors)
         if case .failure(let error) = saved.hits {
+            if Self.refusesRows(error) { return saveRowByRow(hits, visitors: visitors, moving: moving, refusal: error) }
             primaryFailed(error)
             return saveLocally(hits, visitors: visitors)
         }
@@ -121,6 +128,78 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         return saved
     }
 
+    /// Whether PostgreSQL refused a statement for what its rows hold rather than for its own
+    /// state (`FlagshipPostgresError.refusesRows`): PostgreSQL answers, so not an outage.
+    static func refusesRows(_ error: any Error) -> Bool {
+        (error as? FSCacheError)?.code == .refused
+    }
+
+    /// A group commit PostgreSQL refused for what a row holds: each hit written alone, then the
+    /// visitor documents together. What PostgreSQL still refuses is committed to this instance's
+    /// local store, and its hits sent from there (one warning per commit, naming why): never
+    /// lost, and never holding the rest of the commit or the instance out of the shared store.
+    /// A failure of another kind meanwhile is an outage, as for any write: what is left goes to
+    /// the local store.
+    private func saveRowByRow(_ hits: [CachedHit], visitors: [VisitorRecord], moving: [VisitorRecord],
+                              refusal: any Error) -> HitsAndVisitorsSaved {
+        var kept: [CachedHit] = []
+        var evicted = 0
+        var reasons: [String] = []
+        var outage: (any Error)?
+        for hit in hits {
+            guard outage == nil else {
+                kept.append(hit)
+                continue
+            }
+            switch primary.save([hit], visitors: []).hits {
+            case .success(let count):
+                evicted += count
+            case .failure(let error) where Self.refusesRows(error):
+                kept.append(hit)
+                reasons.append("\(error)")
+            case .failure(let error):
+                outage = error
+                kept.append(hit)
+            }
+        }
+        var keptVisitors: [VisitorRecord] = []
+        var moved: [VisitorRecord] = []
+        let newVisitors = Set(visitors.map(\.visitorId))
+        for visitor in moving + visitors {
+            guard outage == nil else {
+                if newVisitors.contains(visitor.visitorId) { keptVisitors.append(visitor) }
+                continue
+            }
+            switch primary.save([], visitors: [visitor]).hits {
+            case .success:
+                if !newVisitors.contains(visitor.visitorId) { moved.append(visitor) }
+            case .failure(let error) where Self.refusesRows(error):
+                // A moving one stays where it is, in the local file.
+                if newVisitors.contains(visitor.visitorId) { keptVisitors.append(visitor) }
+                reasons.append("\(error)")
+                state.withLock { state in
+                    if state.refusedVisitors.count < Self.refusedVisitorsKept { state.refusedVisitors.insert(visitor.visitorId) }
+                }
+            case .failure(let error):
+                outage = error
+                if newVisitors.contains(visitor.visitorId) { keptVisitors.append(visitor) }
+            }
+        }
+        if !moved.isEmpty { try? spill.forget(moved) }
+        if let outage {
+            primaryFailed(outage)
+        } else if kept.count < hits.count {
+            hitsCommitted()
+        }
+        if !reasons.isEmpty {
+            logger.warning("The PostgreSQL store refused \(kept.count) hit(s)\(keptVisitors.isEmpty ? "" : " and \(keptVisitors.count) visitor document(s)") of a commit (\(reasons.first ?? "\(refusal)")): kept in this instance's local store and sent from there; the rest of the commit is in PostgreSQL")
+        }
+        guard !kept.isEmpty || !keptVisitors.isEmpty else { return HitsAndVisitorsSaved(hits: .success(evicted), documents: nil) }
+        var local = saveLocally(kept, visitors: keptVisitors)
+        if case .success(let count) = local.hits { local.hits = .success(count + evicted) }
+        return local
+    }
+
     private func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
         if !visitors.isEmpty { state.withLock { $0.localVisitorsWaiting = true } }
         return spill.save(hits, visitors: visitors)
@@ -131,7 +210,8 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     private func visitorsToMove() -> [VisitorRecord] {
         guard state.withLock({ $0.localVisitorsWaiting }) else { return [] }
         do {
-            let kept = try spill.keptVisitors(limit: Self.visitorsMovedPerWrite)
+            let refused = state.withLock { $0.refusedVisitors }
+            let kept = try spill.keptVisitors(limit: Self.visitorsMovedPerWrite).filter { !refused.contains($0.visitorId) }
             if kept.isEmpty { state.withLock { $0.localVisitorsWaiting = false } }
             return kept
         } catch {
@@ -160,7 +240,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
 
     /// Whether a lookup reads the local file too: it may hold a newer document.
     private var readsLocally: Bool {
-        state.withLock { $0.localVisitorsWaiting } || !primaryIsUp
+        state.withLock { $0.localVisitorsWaiting || !$0.refusedVisitors.isEmpty } || !primaryIsUp
     }
 
     private static func newer(_ local: VisitorRecord?, _ shared: VisitorRecord?) -> VisitorRecord? {

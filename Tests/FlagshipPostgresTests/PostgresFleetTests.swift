@@ -477,6 +477,74 @@ final class PostgresFleetTests: PostgresTestCase {
         await store.close()
     }
 
+    /// A row PostgreSQL refuses for what it holds (here a check a DBA added, SQLSTATE 23514; a
+    /// character the database's encoding lacks does the same) is kept alone in the instance's
+    /// local store and sent from there: the other visitors' hits of the same group commits are in
+    /// PostgreSQL, no outage is said, and every hit is delivered once the events endpoint answers.
+    func testARowPostgresRefusesIsKeptLocallyAloneAndTheRestOfTheCommitIsShared() async throws {
+        let postgres = try postgres()
+        let database = try await migratedDatabase(postgres)
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        defer { server.stop() }
+        try postgres.psql(database, """
+            ALTER TABLE flagship.hits ADD CONSTRAINT test_refused CHECK (visitor_id <> 'refused');
+            ALTER TABLE flagship.visitors ADD CONSTRAINT test_refused CHECK (visitor_id <> 'refused');
+            """)
+        let store = store(postgres, database: database)
+        try await store.prepare()
+        let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
+        let warnings = WarningLog()
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
+            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
+            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
+            .withLogger(warnings.logger)
+            .withPostgresStore(store)
+            .build())
+
+        // Sent at once, so that group commits hold the refused visitor's rows beside the others'.
+        let ids = ["alice", "refused", "bob", "carol"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for id in ids {
+                group.addTask {
+                    let visitor = await flagship.newVisitor(visitorId: id, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+                    try await visitor.fetchFlags()
+                    for number in 1...5 {
+                        try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "\(id)-\(number)"))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await flagship.currentRuntime?.flushCaches()
+
+        XCTAssertEqual(warnings.lines.filter { $0.hasPrefix("The PostgreSQL store cannot be used") }, [], "no outage")
+        let refusals = warnings.lines.filter { $0.hasPrefix("The PostgreSQL store refused") }
+        XCTAssertFalse(refusals.isEmpty, warnings.lines.joined(separator: "\n"))
+        XCTAssertTrue(refusals.allSatisfy { $0.contains("test_refused") && $0.contains("kept in this instance's local store") }, refusals.joined(separator: "\n"))
+        XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE NOT is_consent"), "15", "the other visitors' hits are shared")
+        XCTAssertEqual(try postgres.psql(database, "SELECT string_agg(visitor_id, ',' ORDER BY visitor_id) FROM flagship.visitors"), "alice,bob,carol")
+        let caches = try XCTUnwrap(flagship.currentRuntime?.caches)
+        let (local, refusedDocument) = try await caches.store.read { db in
+            (try db.hits.page(limit: 100).filter { !$0.isConsent }.map(\.visitorId), try db.visitors.visitor(id: "refused"))
+        }
+        XCTAssertEqual(local, Array(repeating: "refused", count: 5), "only the refused visitor's hits are local")
+        XCTAssertNotNil(refusedDocument, "and its document, which lookups read")
+
+        server.removeFault(failing)
+        let expected = Set(ids.flatMap { id in (1...5).map { "\(id)-\($0)" } })
+        let deadline = ContinuousClock.now + .seconds(20)
+        var actions: Set<String> { Set(server.hits.compactMap { $0["ea"]?.stringValue }) }
+        while !actions.isSuperset(of: expected), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertTrue(actions.isSuperset(of: expected), "delivered: \(actions.sorted())")
+        await flagship.close()
+        await store.close()
+    }
+
     /// Instance A downloads the bucketing file and shares it; instance B starts with a store of
     /// its own and no bucketing server to reach: it decides from the fleet's file.
     func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {

@@ -20,7 +20,7 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case diskFull, readOnly, locked, damaged, fileReplaced, inMemory, notAFlagshipDatabase,
-                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, unreachable, other
+                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, unreachable, refused, other
         }
 
         private let base: Base
@@ -57,6 +57,10 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let closed = Code(.closed)
         /// A store over the network (FlagshipPostgres's) did not answer in time, or not at all.
         public static let unreachable = Code(.unreachable)
+        /// A store over the network (FlagshipPostgres's) refused a row for what it holds, not
+        /// for its own state: a data exception, a constraint, a size limit (SQLSTATE classes 22,
+        /// 23 and 54). The rows it refuses are kept in the local store, alone.
+        public static let refused = Code(.refused)
         /// Any other failure SQLite reported; ``FSCacheError/sqliteCode`` says which.
         public static let other = Code(.other)
 
