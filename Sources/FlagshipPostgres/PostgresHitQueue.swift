@@ -113,7 +113,8 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                        throughBackoff: throughBackoff)
             return (records, offset)
         }
-        return records.0.compactMap { record -> OutgoingHit? in
+        var unreadable: [String] = []
+        let hits = records.0.compactMap { record -> OutgoingHit? in
             let hit: OutgoingHit
             if let written = OutgoingHit(record: record) {
                 hit = written
@@ -121,14 +122,32 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                 // Not a document this SDK wrote: read as a hit cache document, created when the row says.
                 hit = OutgoingHit(id: record.id, document: document).created(at: record.createdAt)
             } else {
-                // Left leased: another instance takes it after the lease, and says the same.
-                logger.error("A hit in the PostgreSQL store is not a hit cache document: it is left in place")
+                unreadable.append(record.id)
                 return nil
             }
             // Back in the SDK's time: the base of its qt is its age as the database has it.
             var moved = hit.created(at: hit.createdAt.shifted(by: -records.1))
             moved.decidedAt = hit.decidedAt?.shifted(by: -records.1)
             return moved
+        }
+        setAside(unreadable)
+        return hits
+    }
+
+    /// Rows a claim could not read as hits become dead letters, one by one (the readable rows of
+    /// the claim are sent as usual): no instance claims them again. One error line each time
+    /// some are set aside; if that fails, they stay leased and the next claim after the lease
+    /// tries again.
+    private func setAside(_ ids: [String]) {
+        guard !ids.isEmpty else { return }
+        let reason = "not a hit cache document: it cannot be sent as it was written"
+        do {
+            try call("setting unreadable hits aside") { connection, envId, logger in
+                try await PostgresHitStore(connection: connection, envId: envId, logger: logger).setAside(ids: ids, reason: reason)
+            }
+            logger.error("\(ids.count) hit(s) in the PostgreSQL store are not hit cache documents: set aside as dead letters, never sent (`flagship hits` lists them, expiry deletes them)")
+        } catch {
+            logger.error("\(ids.count) hit(s) in the PostgreSQL store are not hit cache documents and could not be set aside (\(error)): left leased")
         }
     }
 

@@ -89,6 +89,20 @@ struct PostgresHitStore {
         return claimed.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
     }
 
+    /// Keeps rows that cannot be sent (a document that is not a hit cache document: edited, or
+    /// written by another program) out of every claim, as the SQLite store does: a lease that
+    /// never lapses (`HitRecordStore.deadLetterUntil`) whose owner says why. Never sent, never
+    /// silently lost: listed by `flagship hits`, counted by `db inspect`, deleted by expiry.
+    @discardableResult
+    func setAside(ids: [String], reason: String) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await connection.query("""
+            UPDATE flagship.hits SET lease_owner = \("dead letter: " + reason), lease_until = \(HitRecordStore.deadLetterUntil)
+            WHERE env_id = \(envId) AND id = ANY(\(ids)::text[])
+            RETURNING 1
+            """, logger: logger).collect().count
+    }
+
     /// What became of a page `owner` sent, in one statement: `done` (delivered, or refused for
     /// good) deleted, `failed` counted and released, none claimed again by any instance before
     /// `nextAttemptAt` (the fleet backs off together). Only rows `owner` still holds change: a

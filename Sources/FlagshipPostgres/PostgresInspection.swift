@@ -46,6 +46,8 @@ package struct PostgresInspection: Sendable {
         package var hitCountByType: [String: Int] = [:]
         /// Hits an instance holds a live lease on: being sent right now.
         package var claimedHitCount = 0
+        /// Hits set aside as dead letters: never sent (`flagship hits` says why).
+        package var deadLetterCount = 0
         /// Hits that failed and wait for their next try (`next_attempt_at` ahead).
         package var backingOffHitCount = 0
         /// Unix milliseconds.
@@ -117,15 +119,18 @@ package struct PostgresInspection: Sendable {
                 """, logger: logger).decode((String, Int64).self) {
                 summaries[envId]?.visitorCount = Int(count)
             }
-            for try await (envId, type, count, claimed, backingOff, oldest) in try await connection.query("""
-                SELECT env_id, type, count(*), count(*) FILTER (WHERE lease_until > \(now)),
+            for try await (envId, type, count, claimed, dead, backingOff, oldest) in try await connection.query("""
+                SELECT env_id, type, count(*),
+                       count(*) FILTER (WHERE lease_until > \(now) AND lease_until <> \(HitRecordStore.deadLetterUntil)),
+                       count(*) FILTER (WHERE lease_until = \(HitRecordStore.deadLetterUntil)),
                        count(*) FILTER (WHERE next_attempt_at > \(now)), min(created_at)
                 FROM flagship.hits WHERE env_id = ANY(\(envIds)::text[]) GROUP BY env_id, type
-                """, logger: logger).decode((String, String, Int64, Int64, Int64, Int64).self) {
+                """, logger: logger).decode((String, String, Int64, Int64, Int64, Int64, Int64).self) {
                 guard var summary = summaries[envId] else { continue }
                 summary.hitCount += Int(count)
                 summary.hitCountByType[type] = Int(count)
                 summary.claimedHitCount += Int(claimed)
+                summary.deadLetterCount += Int(dead)
                 summary.backingOffHitCount += Int(backingOff)
                 summary.oldestHitCreatedAt = min(summary.oldestHitCreatedAt ?? oldest, oldest)
                 summaries[envId] = summary
@@ -225,6 +230,16 @@ package struct PostgresInspection: Sendable {
         try await rows("counting the hits") { connection, logger in
             let rows = try await connection.query("SELECT count(*) FROM flagship.hits WHERE env_id = \(envId)", logger: logger)
                 .collect()
+            return Int(try rows.first?.decode(Int64.self) ?? 0)
+        }
+    }
+
+    /// How many of the environment's hits are dead letters (never sent).
+    package func deadLetterCount(envId: String) async throws(FlagshipPostgresError) -> Int {
+        try await rows("counting the dead letters") { connection, logger in
+            let rows = try await connection.query("""
+                SELECT count(*) FROM flagship.hits WHERE env_id = \(envId) AND lease_until = \(HitRecordStore.deadLetterUntil)
+                """, logger: logger).collect()
             return Int(try rows.first?.decode(Int64.self) ?? 0)
         }
     }

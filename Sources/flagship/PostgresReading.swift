@@ -75,6 +75,7 @@ extension DBInspect {
                     "visitors": summary.visitorCount,
                     "hits": ["total": summary.hitCount, "byType": summary.hitCountByType],
                     "claimedHits": summary.claimedHitCount,
+                    "deadLetters": summary.deadLetterCount,
                     "backingOffHits": summary.backingOffHitCount,
                     "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
                     "oldestHitAgeSeconds": summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) } ?? NSNull(),
@@ -106,6 +107,7 @@ extension DBInspect {
             rows.append(["  hits", "\(summary.hitCount)"])
             rows += summary.hitCountByType.sorted { $0.key < $1.key }.map { ["    \($0.key)", "\($0.value)"] }
             rows.append(["  claimed", summary.claimedHitCount == 0 ? "0" : "\(summary.claimedHitCount) (being sent now: `flagship hits` says by whom)"])
+            rows.append(["  dead letters", summary.deadLetterCount == 0 ? "0" : "\(summary.deadLetterCount) (never sent: `flagship hits` says why)"])
             rows.append(["  backing off", summary.backingOffHitCount == 0 ? "0" : "\(summary.backingOffHitCount) (failed, tried again later)"])
             if let createdAt = summary.oldestHitCreatedAt {
                 let age = Output.ageSeconds(sinceUnixMilliseconds: createdAt, now: now)

@@ -122,7 +122,8 @@ struct ReplayCommand: AsyncParsableCommand {
             throw error is CommandFailure ? error : CommandFailure("\(error)")
         }
         await store.close()
-        try report(statistics, remainingIn: "\(location) (environment \(envId))")
+        let deadLetters = (try? await PostgresReading.read(location) { try await $0.deadLetterCount(envId: envId) }) ?? 0
+        try report(statistics, remainingIn: "\(location) (environment \(envId))", deadLetters: deadLetters)
     }
     #endif
 }

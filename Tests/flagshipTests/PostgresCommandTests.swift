@@ -106,11 +106,11 @@ final class PostgresCommandTests: HitCommandTestCase {
              "schemaVersion": \(Migration.postgres.count), "migrations": [\(steps.joined(separator: ", "))],
              "environments": [
                 {"envId": "env", "visitors": 2, "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}},
-                 "claimedHits": 1, "backingOffHits": 1, "oldestHitCreatedAt": 1732170000123,
+                 "claimedHits": 1, "deadLetters": 0, "backingOffHits": 1, "oldestHitCreatedAt": 1732170000123,
                  "bucketing": {"lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
                                "campaignCount": 0, "panic": false, "unusableReason": null}},
                 {"envId": "other", "visitors": 0, "hits": {"total": 1, "byType": {"PAGEVIEW": 1}},
-                 "claimedHits": 0, "backingOffHits": 0, "oldestHitCreatedAt": 1732170009999, "bucketing": null}]}
+                 "claimedHits": 0, "deadLetters": 0, "backingOffHits": 0, "oldestHitCreatedAt": 1732170009999, "bucketing": null}]}
             """
         XCTAssertEqual(try canonicalJSON(document), try canonicalJSON(try parseJSON(expected)))
     }
@@ -129,8 +129,8 @@ final class PostgresCommandTests: HitCommandTestCase {
         var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         // One line per migration step, the first under the label.
         let steps = PostgresMigrator().latestVersion
-        XCTAssertEqual(lines.count, 15 + steps, result.stdout)
-        guard lines.count == 15 + steps else { return }
+        XCTAssertEqual(lines.count, 16 + steps, result.stdout)
+        guard lines.count == 16 + steps else { return }
         for (index, line) in lines[2..<(2 + steps)].enumerated() {
             let label = index == 0 ? "migrations" : "          "
             XCTAssertNotNil(line.range(of: "^\(label)      \(index + 1) [a-z_]+, applied \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$",
@@ -138,9 +138,9 @@ final class PostgresCommandTests: HitCommandTestCase {
         }
         lines.replaceSubrange(2..<(2 + steps), with: ["<migrations>"])
         // The time that moves with the clock, by its shape.
-        XCTAssertNotNil(lines[13].range(of: #"^  oldest hit    \d+d\d\dh ago \(2024-11-21T06:20:00\.123Z\)$"#, options: .regularExpression),
-                        lines[13])
-        lines[13] = "<oldest hit>"
+        XCTAssertNotNil(lines[14].range(of: #"^  oldest hit    \d+d\d\dh ago \(2024-11-21T06:20:00\.123Z\)$"#, options: .regularExpression),
+                        lines[14])
+        lines[14] = "<oldest hit>"
         XCTAssertEqual(lines, [
             "store           postgres://\(pg.username)@\(pg.host):\(pg.port)/\(database)",
             "schema version  \(steps)",
@@ -154,6 +154,7 @@ final class PostgresCommandTests: HitCommandTestCase {
             "    EVENT       2",
             "    PAGEVIEW    1",
             "  claimed       0",
+            "  dead letters  0",
             "  backing off   0",
             "<oldest hit>",
             "  bucketing     none",
@@ -238,6 +239,49 @@ final class PostgresCommandTests: HitCommandTestCase {
         XCTAssertEqual(server.hits.count, 3)
         XCTAssertEqual(try pg.psql(database, "SELECT env_id || ' ' || id FROM flagship.hits"), "other o:1")
         XCTAssertFalse(result.stdout.contains(pg.password) || result.stderr.contains(pg.password))
+    }
+
+    /// A row whose document is not a hit cache document (edited by hand, written by another
+    /// program) is set aside as a dead letter by the claim that finds it: the replay sends the
+    /// others and exits 0, saying it stays; `db inspect` counts it, `hits` says why; no claim takes
+    /// it again.
+    func testAnUnreadableHitIsSetAsideAsADeadLetterAndTheReplaySendsTheOthers() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        let now = Date().unixMilliseconds
+        let good = (1...2).map { Self.event(id: "web-\($0):\(UUID().uuidString)", label: "good-\($0)", createdAt: now - Int64($0)) }
+        let edited = HitRecord(id: "v1:edited", visitorId: "v1", type: "EVENT", document: "{\"edited\": by hand", createdAt: now - 10)
+        try await write(pg, database) { connection, logger in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(good + [edited])
+        }
+        let localFile = storeDirectory.appendingPathComponent("local.sqlite")
+        let replay = ["replay", "--env-id", "env", "--api-key", "key", "--db", url(pg, database), "--local-db", localFile.path,
+                      "--decision-url", server.decisionBaseURL.absoluteString, "--events-url", server.eventsBaseURL.absoluteString]
+
+        let result = try await runFlagship(replay)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, #"{"replayed": 2, "expired": 0, "remaining": 1}"# + "\n")
+        XCTAssertTrue(result.stderr.contains("1 dead letter(s) stay in"), result.stderr)
+        XCTAssertEqual(Set(server.hits.compactMap { $0["el"]?.stringValue }), ["good-1", "good-2"])
+        XCTAssertEqual(try pg.psql(database, "SELECT lease_owner || ' ' || (lease_until = 9223372036854775807) FROM flagship.hits"),
+                       "dead letter: not a hit cache document: it cannot be sent as it was written true")
+
+        let inspect = try await runFlagship(["db", "inspect", "--db", url(pg, database), "--json"])
+        XCTAssertEqual(inspect.status, 0, inspect.stderr)
+        let environments = try XCTUnwrap((try parseJSON(inspect.stdout) as? [String: Any])?["environments"] as? [[String: Any]])
+        XCTAssertEqual(environments.first?["deadLetters"] as? Int, 1)
+        XCTAssertEqual(environments.first?["claimedHits"] as? Int, 0, "a dead letter is not a hit being sent")
+        let hits = try await runFlagship(["hits", "--db", url(pg, database), "--env-id", "env", "--json"])
+        XCTAssertEqual(hits.status, 0, hits.stderr)
+        XCTAssertTrue(hits.stdout.contains(#""deadLetter" : "dead letter: not a hit cache document"#)
+                      || hits.stdout.contains(#""deadLetter":"dead letter: not a hit cache document"#), hits.stdout)
+
+        // A second replay finds nothing to send and claims nothing.
+        let again = try await runFlagship(replay)
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertEqual(again.stdout, #"{"replayed": 0, "expired": 0, "remaining": 1}"# + "\n")
+        XCTAssertEqual(server.hits.count, 2)
     }
 
     /// Hits another instance's failed sends put under backoff (`next_attempt_at` an hour ahead)
