@@ -34,7 +34,11 @@ struct ReplayCommand: AsyncParsableCommand {
             whoever wrote them, beside any hit of this host's local store file (--local-db); \
             replays on several hosts share the work the same way. A database without the store's \
             schema has nothing to replay and is left as it is; an older schema is migrated, as the \
-            SDK does when it starts.
+            SDK does when it starts. If PostgreSQL stops during the replay (a restart, a \
+            failover), the replay waits for it, 60 s at most, and sends again what remains; \
+            "remaining" is counted in PostgreSQL and in the local file once it answers, and the \
+            replay fails (exit 1) if it does not answer in time. A hit whose send could not be \
+            recorded before the stop is sent again, and counted again in "replayed".
             """
     )
 
@@ -82,6 +86,24 @@ struct ReplayCommand: AsyncParsableCommand {
         guard let statistics else {
             throw CommandFailure("the SDK was closed before the replay was counted")
         }
+        try report(Counts(statistics), remainingIn: store, deadLetters: deadLetters)
+    }
+
+    /// What a replay did, added up over its passes.
+    private struct Counts {
+        var delivered = 0
+        var expired = 0
+        var rejected = 0
+        var waiting = 0
+
+        init() {}
+
+        init(_ statistics: TrackingStatistics) {
+            (delivered, expired, rejected, waiting) = (statistics.delivered, statistics.expired, statistics.rejected, statistics.waiting)
+        }
+    }
+
+    private func report(_ statistics: Counts, remainingIn store: String, deadLetters: Int) throws {
         if statistics.rejected > 0 {
             Output.warn("the server refused \(statistics.rejected) hit(s) for good: they were dropped")
         }
@@ -101,29 +123,90 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     #if Postgres
-    /// Replays the hits of `--env-id` that wait in the PostgreSQL store.
+    /// How long a replay on PostgreSQL waits for it to answer again (a restart, a failover)
+    /// before it gives up counting what remains there.
+    static let postgresWait: Duration = .seconds(60)
+
+    /// Replays the hits of `--env-id` that wait in the PostgreSQL store. A pass starts the SDK,
+    /// sends until nothing is due, and closes; then what remains is counted where it is (the
+    /// environment's rows in PostgreSQL, this host's local file). When a pass delivered hits and
+    /// some remain (PostgreSQL went away during it, so its claims failed), another pass runs once
+    /// PostgreSQL answers again; `postgresWait` bounds the whole wait.
     private func replay(on location: FlagshipPostgresStore.Location) async throws {
         // Read first, writing nothing: a database without the store has nothing to replay and
         // gets no schema; a newer schema or another application's is refused untouched.
         let envId = sdk.envId
         _ = try await PostgresReading.read(location) { try await $0.hitCount(envId: envId) }
+        let localFile = localDb.map { URL(fileURLWithPath: $0).standardizedFileURL }
+            ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
+        let deadline = ContinuousClock.now + Self.postgresWait
+        var total = Counts()
+        while true {
+            _ = try await Self.whenPostgresAnswers(location, until: deadline) { _ in () }
+            let pass = try await replayPass(on: location, localFile: localFile)
+            total.delivered += pass.delivered
+            total.expired += pass.expired
+            total.rejected += pass.rejected
+            let (shared, deadLetters) = try await Self.whenPostgresAnswers(location, until: deadline) { inspection in
+                (try await inspection.hitCount(envId: envId), try await inspection.deadLetterCount(envId: envId))
+            }
+            total.waiting = shared + (try Self.hitCount(in: localFile))
+            if total.waiting == deadLetters || pass.delivered == 0 || ContinuousClock.now >= deadline {
+                try report(total, remainingIn: "\(location) (environment \(envId)) and \(localFile.path)", deadLetters: deadLetters)
+                return
+            }
+        }
+    }
+
+    /// One pass: the SDK started on the store, run until nothing is being sent or due, closed.
+    private func replayPass(on location: FlagshipPostgresStore.Location, localFile: URL) async throws -> TrackingStatistics {
         // Its claims take the hits other instances' failed sends put under backoff: sent now.
         let store = FlagshipPostgresStore.claimingThroughBackoff(location)
-        let statistics: TrackingStatistics?
         do {
             try await store.prepare()
-            let localFile = localDb.map { URL(fileURLWithPath: $0).standardizedFileURL }
-                ?? StoreLocation.databaseFile(envId: envId, in: StoreLocation.defaultDirectory())
-            let flagship = try sdk.startSDK(sdk.configBuilder().withCacheFile(localFile).withPostgresStore(store).build())
+            let flagship = try sdk.startSDK(sdk.configBuilder().withCacheFile(localFile).withPostgresStore(store).build(), on: Flagship())
             await flagship.waitUntilTrackingIsIdle()
-            statistics = await flagship.closeReporting()
+            let statistics = await flagship.closeReporting()
+            await store.close()
+            guard let statistics else { throw CommandFailure("the SDK was closed before the replay was counted") }
+            return statistics
         } catch {
             await store.close()
             throw error is CommandFailure ? error : CommandFailure("\(error)")
         }
-        await store.close()
-        let deadLetters = (try? await PostgresReading.read(location) { try await $0.deadLetterCount(envId: envId) }) ?? 0
-        try report(statistics, remainingIn: "\(location) (environment \(envId))", deadLetters: deadLetters)
+    }
+
+    /// `body` on the store once PostgreSQL answers: while it cannot be reached (a restart), asked
+    /// again every half second until `deadline`, then a failure saying so.
+    private static func whenPostgresAnswers<T: Sendable>(
+        _ location: FlagshipPostgresStore.Location, until deadline: ContinuousClock.Instant,
+        _ body: @escaping @Sendable (PostgresInspection) async throws -> T
+    ) async throws -> T {
+        var said = false
+        while true {
+            do {
+                return try await PostgresInspection.read(location, body)
+            } catch let error as FlagshipPostgresError where error.code == .unreachable {
+                guard ContinuousClock.now < deadline else {
+                    throw CommandFailure("\(error); waited \(Self.postgresWait.components.seconds) s for it: what remains there could not be counted")
+                }
+                if !said {
+                    Output.warn("PostgreSQL cannot be reached (\(error)): waiting for it, \(Self.postgresWait.components.seconds) s at most")
+                    said = true
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            } catch {
+                throw CommandFailure("\(error)")
+            }
+        }
+    }
+
+    /// The hits of this host's local store file, 0 when there is none.
+    private static func hitCount(in file: URL) throws -> Int {
+        guard FileManager.default.fileExists(atPath: file.path) else { return 0 }
+        let store = try FlagshipDatabase.openForInspection(at: file)
+        defer { store.close() }
+        return try store.read { try $0.hits.count() }
     }
     #endif
 }

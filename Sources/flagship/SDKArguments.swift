@@ -69,8 +69,7 @@ struct SDKArguments<Store: StoreOption>: ParsableArguments {
     }
 
     /// Starts `Flagship.sharedInstance` with `config`; fails if the SDK refused to start.
-    func startSDK(_ config: FlagshipConfig) throws -> Flagship {
-        let flagship = Flagship.sharedInstance
+    func startSDK(_ config: FlagshipConfig, on flagship: Flagship = Flagship.sharedInstance) throws -> Flagship {
         flagship.start(envId: envId, apiKey: try key.key(), config: config)
         guard flagship.getStatus() != .SDK_NOT_INITIALIZED else {
             throw CommandFailure("the SDK did not start: check --env-id and the API key")

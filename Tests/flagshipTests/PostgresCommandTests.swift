@@ -343,6 +343,48 @@ final class PostgresCommandTests: HitCommandTestCase {
         print("two replays at once on PostgreSQL: \(count) hits, replayed \(replayed), received \(labels.count)")
     }
 
+    /// PostgreSQL stops for 8 s while the replay sends, then starts again: the replay waits for
+    /// it, runs another pass, and ends with every hit delivered and a true count (0 remaining,
+    /// exit 0). Before, it ended when the SDK found nothing it could claim, counted PostgreSQL's
+    /// hits as 0 and exited 0 with all of them left. A hit whose send was not recorded before the
+    /// stop is sent again (and counted in "replayed" again), never lost.
+    func testAReplayWaitsOutAPostgresRestartAndSendsEveryHit() async throws {
+        _ = try postgres()   // skips, or fails in CI, as the others do
+        let pg = try TemporaryPostgres()
+        defer { pg.stop() }
+        let database = try await migratedDatabase(pg)
+        let count = 1_500
+        let now = Date().unixMilliseconds
+        let waiting = (1...count).map { Self.event(id: "v1:\($0)", label: "restart-\($0)", createdAt: now - Int64(count - $0)) }
+        try await write(pg, database) { connection, logger in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
+        }
+        // Each batch takes 300 ms to be answered: the replay is under way when PostgreSQL stops.
+        server.injectFault(.latency(.milliseconds(300)), on: .events)
+        let running = try startFlagship(["replay", "--env-id", "env", "--api-key", "key", "--db", url(pg, database),
+                                         "--local-db", storeDirectory.appendingPathComponent("local.sqlite").path,
+                                         "--decision-url", server.decisionBaseURL.absoluteString,
+                                         "--events-url", server.eventsBaseURL.absoluteString], pgPassword: .given(pg.password))
+        let started = Date()
+        while server.received(.events).isEmpty, Date().timeIntervalSince(started) < 20 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Longer than a call's 5 s timeout: the pass in flight gives up on PostgreSQL and ends.
+        try pg.kill()
+        try await Task.sleep(for: .seconds(8))
+        try pg.start()
+        let result = try await Self.waitForExit(running)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try summary(result)["remaining"], 0, result.stdout)
+        let replayed = try summary(result)["replayed"] ?? 0
+        XCTAssertGreaterThanOrEqual(replayed, count, "each hit counted once at least (one whose send was not recorded before the restart is sent again)")
+        let labels = Set(server.hits.compactMap { $0["el"]?.stringValue })
+        XCTAssertEqual(labels, Set((1...count).map { "restart-\($0)" }), "every hit delivered")
+        XCTAssertEqual(try pg.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
+        print("replay through a PostgreSQL restart: \(count) hits, replayed \(replayed), received \(server.hits.count)")
+    }
+
     // MARK: credentials
 
     func testAWrongPasswordIsAQuickClearErrorThatNeverShowsThePassword() async throws {
