@@ -1,6 +1,7 @@
 #if Postgres
 import FlagshipLocalServer
 import FlagshipStore
+import Logging
 import PostgresTestSupport
 import Foundation
 import XCTest
@@ -22,17 +23,28 @@ final class PostgresFleetTests: PostgresTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer) -> Flagship {
+    /// Instance `number` on `store`; its lines go to `logger` when given (the default's at WARNING).
+    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer, logger: Logger? = nil) -> Flagship {
         let flagship = Flagship()
-        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+        var config = FSConfigBuilder()
             .withDecisionBaseURL(server.decisionBaseURL)
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
             .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
-            .withLogLevel(.WARNING)
             .withPostgresStore(store)
-            .build())
+        config = logger.map { config.withLogger($0) } ?? config.withLogLevel(.WARNING)
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: config.build())
         return flagship
+    }
+
+    /// Waits (20 s at most) until the server received an event of each action in `expected`.
+    private func waitForDelivery(of expected: Set<String>, to server: LocalFlagshipServer) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var actions: Set<String> { Set(server.hits.compactMap { $0["ea"]?.stringValue }) }
+        while !actions.isSuperset(of: expected), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertTrue(actions.isSuperset(of: expected), "delivered: \(actions.sorted())")
     }
 
     /// A server of the test's own, which it stops and starts (the shared one serves the other
@@ -436,14 +448,7 @@ final class PostgresFleetTests: PostgresTestCase {
                                           sharesDatabase: false, logger: logger, callTimeout: .seconds(5), retryAfter: 0.1)
         try await store.prepare()
         let warnings = WarningLog()
-        let flagship = Flagship()
-        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
-            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
-            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
-            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
-            .withLogger(warnings.logger)
-            .withPostgresStore(store)
-            .build())
+        let flagship = instance(0, store: store, server: server, logger: warnings.logger)
 
         // Each round: past the window, a visitor looked up (a read that works), a hit sent (an
         // insert that fails), the sender's claims and settlements between them.
@@ -466,13 +471,7 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertEqual(backLines().count, 1, warnings.lines.joined(separator: "\n"))
         XCTAssertEqual(outageLines().count, 1)
 
-        let expected = Set((1...12).map { "full-\($0)" } + ["room-again"])
-        let deadline = ContinuousClock.now + .seconds(20)
-        var actions: Set<String> { Set(server.hits.compactMap { $0["ea"]?.stringValue }) }
-        while !actions.isSuperset(of: expected), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        XCTAssertTrue(actions.isSuperset(of: expected), "delivered: \(actions.sorted())")
+        try await waitForDelivery(of: Set((1...12).map { "full-\($0)" } + ["room-again"]), to: server)
         await flagship.close()
         await store.close()
     }
@@ -495,14 +494,7 @@ final class PostgresFleetTests: PostgresTestCase {
         try await store.prepare()
         let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
         let warnings = WarningLog()
-        let flagship = Flagship()
-        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
-            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
-            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
-            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
-            .withLogger(warnings.logger)
-            .withPostgresStore(store)
-            .build())
+        let flagship = instance(0, store: store, server: server, logger: warnings.logger)
 
         // Sent at once, so that group commits hold the refused visitor's rows beside the others'.
         let ids = ["alice", "refused", "bob", "carol"]
@@ -534,13 +526,7 @@ final class PostgresFleetTests: PostgresTestCase {
         XCTAssertNotNil(refusedDocument, "and its document, which lookups read")
 
         server.removeFault(failing)
-        let expected = Set(ids.flatMap { id in (1...5).map { "\(id)-\($0)" } })
-        let deadline = ContinuousClock.now + .seconds(20)
-        var actions: Set<String> { Set(server.hits.compactMap { $0["ea"]?.stringValue }) }
-        while !actions.isSuperset(of: expected), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        XCTAssertTrue(actions.isSuperset(of: expected), "delivered: \(actions.sorted())")
+        try await waitForDelivery(of: Set(ids.flatMap { id in (1...5).map { "\(id)-\($0)" } }), to: server)
         await flagship.close()
         await store.close()
     }
