@@ -82,8 +82,9 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// Hits (or visitor documents) were committed to PostgreSQL: the one call that ends an
-    /// outage. A read, a claim, a settlement or an erasure that worked does not: a server whose full disk refuses new rows
-    /// still answers those, and the two lines would alternate with every retry.
+    /// outage. A read, a claim, a settlement or an erasure that worked does not: a server whose
+    /// full disk refuses new rows still answers those, and the two lines would alternate with
+    /// every retry.
     private func hitsCommitted() {
         outage.succeeded { failures, seconds in
             "The PostgreSQL store is back, after \(failures) failed attempt(s) over \(seconds) s: hits are committed there again"
@@ -134,8 +135,8 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         (error as? FSCacheError)?.code == .refused
     }
 
-    /// A group commit PostgreSQL refused for what a row holds: each hit written alone, then the
-    /// visitor documents together. What PostgreSQL still refuses is committed to this instance's
+    /// A group commit PostgreSQL refused for what a row holds: each hit written alone, then each
+    /// visitor document alone. What PostgreSQL still refuses is committed to this instance's
     /// local store, and its hits sent from there (one warning per commit, naming why): never
     /// lost, and never holding the rest of the commit or the instance out of the shared store.
     /// A failure of another kind meanwhile is an outage, as for any write: what is left goes to
