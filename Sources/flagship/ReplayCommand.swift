@@ -83,11 +83,12 @@ struct ReplayCommand: AsyncParsableCommand {
     /// Says what the replay did: the counts as one JSON line, a warning for hits refused, and a
     /// failure (exit 1) when hits remain.
     private func report(_ statistics: TrackingStatistics?, remainingIn store: String, deadLetters: Int = 0) throws {
-        guard let statistics else {
-            throw CommandFailure("the SDK was closed before the replay was counted")
-        }
+        guard let statistics else { throw Self.notCounted }
         try report(Counts(statistics), remainingIn: store, deadLetters: deadLetters)
     }
+
+    /// The SDK closed (by another caller) before its statistics were taken.
+    private static let notCounted = CommandFailure("the SDK was closed before the replay was counted")
 
     /// What a replay did, added up over its passes.
     private struct Counts {
@@ -162,18 +163,19 @@ struct ReplayCommand: AsyncParsableCommand {
     private func replayPass(on location: FlagshipPostgresStore.Location, localFile: URL) async throws -> TrackingStatistics {
         // Its claims take the hits other instances' failed sends put under backoff: sent now.
         let store = FlagshipPostgresStore.claimingThroughBackoff(location)
+        let statistics: TrackingStatistics?
         do {
             try await store.prepare()
             let flagship = try sdk.startSDK(sdk.configBuilder().withCacheFile(localFile).withPostgresStore(store).build(), on: Flagship())
             await flagship.waitUntilTrackingIsIdle()
-            let statistics = await flagship.closeReporting()
-            await store.close()
-            guard let statistics else { throw CommandFailure("the SDK was closed before the replay was counted") }
-            return statistics
+            statistics = await flagship.closeReporting()
         } catch {
             await store.close()
             throw error is CommandFailure ? error : CommandFailure("\(error)")
         }
+        await store.close()
+        guard let statistics else { throw Self.notCounted }
+        return statistics
     }
 
     /// `body` on the store once PostgreSQL answers: while it cannot be reached (a restart), asked
