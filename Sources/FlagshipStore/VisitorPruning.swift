@@ -42,17 +42,39 @@ extension FlagshipDatabase {
     /// milliseconds), never for a whole prune.
     package static let pruneBatchSize = 500
 
+    /// Which free pages a prune gives back to the file system.
+    package enum PagesReturned: Sendable, Equatable {
+        /// Every free page: `flagship db prune`, which an operator runs to shrink the file.
+        case all
+        /// Only the free pages beyond a quarter of the file's (`freeShareKept`), in whole steps:
+        /// the SDK's own prunes. Under a steady flow, the rows written between two prunes take
+        /// about what a prune frees, and the hit rows deleted once delivered free pages all the
+        /// time that the next hits take: giving those back only for the file to grow again moved
+        /// the file's last pages into the holes (written to the WAL, then by the checkpoint), and
+        /// the file's truncation freed the page cache's pages of its tail, which the next writes
+        /// allocated again on another thread, and so often in another of glibc's arenas, where the
+        /// freed memory stayed: measured in the soak at 3,400 visitors/s, eight arenas of the
+        /// process each kept about 17 MB free (`Benchmarks/README.md`). When the flow falls, the
+        /// pruned rows are not replaced, the free share passes a quarter, and the rest goes back.
+        /// So the file is at most a third larger than its rows (and a step).
+        case beyondKeptShare
+    }
+
+    /// The share of the file's pages a prune of the SDK keeps free for new rows (`beyondKeptShare`).
+    package static let freeShareKept = 0.25
+
     /// Deletes the visitors not seen since `boundary` (unix ms), then, with `maxVisitors`, the
     /// least recently seen beyond it, each with its decisions, `batchSize` visitors per write
-    /// transaction; then gives the freed pages back (`returnFreePages`). Each batch first writes
-    /// the sightings noted so far, so a visitor looked up a moment ago is never deleted for an
-    /// older last-seen time. `shouldContinue` is asked between batches (a closing SDK stops;
-    /// what is left is pruned next time).
+    /// transaction; then gives free pages back (`returnFreePages`), all of them or those beyond
+    /// the share kept for new rows (`returning`). Each batch first writes the sightings noted so far, so
+    /// a visitor looked up a moment ago is never deleted for an older last-seen time.
+    /// `shouldContinue` is asked between batches (a closing SDK stops; what is left is pruned
+    /// next time).
     ///
     /// Synchronous: call it off Swift's cooperative pool (the SDK runs it on a dispatch queue).
     package func pruneVisitors(
         notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, batchSize: Int = pruneBatchSize,
-        shouldContinue: () -> Bool = { true }
+        returning: PagesReturned = .all, shouldContinue: () -> Bool = { true }
     ) throws -> VisitorPrune {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
@@ -77,7 +99,16 @@ extension FlagshipDatabase {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             prune.sharedPartsDeleted = try write { try $0.sharedParts.collect(now: now) }
         }
-        if prune.visitors > 0 || prune.sharedPartsDeleted > 0 {
+        if returning == .beyondKeptShare {
+            // The pages that leave the share kept of the file as it will be once they are gone
+            // (`(free - kept × pages) / (1 - kept)`), in whole steps so that none eats into it.
+            let free = Double(try freePageCount()), pages = Double(try pageCount())
+            let beyond = (free - Self.freeShareKept * pages) / (1 - Self.freeShareKept)
+            let steps = Int(max(0, beyond)) / Self.freePagesPerStep
+            if steps > 0 {
+                prune.pagesReturned = try returnFreePages(atMost: steps * Self.freePagesPerStep, shouldContinue: shouldContinue)
+            }
+        } else if prune.visitors > 0 || prune.sharedPartsDeleted > 0 {
             prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue)
         }
         return prune
@@ -137,14 +168,15 @@ extension FlagshipDatabase {
 
     /// Gives the file's free pages back to the file system (`PRAGMA incremental_vacuum`), in
     /// steps of `freePagesPerStep` pages, each a write transaction of its own; the file shrinks at
-    /// the next checkpoint. Nothing for a file not in incremental auto-vacuum (one opened before
-    /// it was switched, see `open`): its free pages are reused by later rows instead.
-    /// Returns how many pages left the file.
+    /// the next checkpoint. `atMost`: pages to give back at most, rounded up to a whole step.
+    /// Nothing for a file not in incremental auto-vacuum (one opened before it was switched, see
+    /// `open`): its free pages are reused by later rows instead. Returns how many pages left the
+    /// file.
     @discardableResult
-    package func returnFreePages(shouldContinue: () -> Bool = { true }) throws -> Int {
-        guard try autoVacuumMode() == .incremental else { return 0 }
+    package func returnFreePages(atMost limit: Int = .max, shouldContinue: () -> Bool = { true }) throws -> Int {
+        guard limit > 0, try autoVacuumMode() == .incremental else { return 0 }
         var returned = 0
-        while shouldContinue() {
+        while returned < limit, shouldContinue() {
             let before = try freePageCount()
             guard before > 0 else { break }
             let started = ContinuousClock.now
@@ -167,6 +199,11 @@ extension FlagshipDatabase {
 
     package func autoVacuumMode() throws -> AutoVacuum {
         try database.withConnection { AutoVacuum(rawValue: try $0.scalar("PRAGMA auto_vacuum")?.int64 ?? 0) ?? .none }
+    }
+
+    /// Pages of the file, free ones included (`PRAGMA page_count`).
+    package func pageCount() throws -> Int {
+        try database.withConnection { Int(try $0.scalar("PRAGMA page_count")?.int64 ?? 0) }
     }
 
     /// Pages of the file on its free list (`PRAGMA freelist_count`).

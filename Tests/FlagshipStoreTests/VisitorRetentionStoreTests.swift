@@ -283,6 +283,72 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try visitorIds(store), ["recent"])
     }
 
+    /// `count` visitors last seen `daysAgo` days before `fixedNow`, with documents of a real one's size.
+    private func saveVisitors(_ count: Int, prefix: String, daysAgo: Int64, in store: FlagshipDatabase) throws {
+        let padding = String(repeating: "x", count: 2_400)
+        try store.write { db in
+            try db.visitors.save((0..<count).map { index in
+                var record = VisitorRecord.sample("\(prefix)-\(index)", updatedAt: fixedNowMilliseconds - daysAgo * Self.day)
+                record.document = visitorDocument(visitorId: record.visitorId, context: ["padding": padding])
+                return record
+            })
+        }
+    }
+
+    func testTheSDKsPruneKeepsAQuarterOfTheFileFreeForNewRowsAndGivesBackTheRest() throws {
+        let store = try openStore()
+        try saveVisitors(1_000, prefix: "old", daysAgo: 40, in: store)
+        try saveVisitors(4_000, prefix: "recent", daysAgo: 1, in: store)
+
+        // A fifth of the rows pruned: their pages stay free in the file, for the next rows.
+        let first = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, returning: .beyondKeptShare)
+        XCTAssertEqual(first.expired, 1_000)
+        XCTAssertEqual(first.pagesReturned, 0)
+        let pages = try store.pageCount()
+        let freed = try store.freePageCount()
+        XCTAssertGreaterThan(freed, pages / 8)
+        XCTAssertLessThanOrEqual(freed, Int(Double(pages) * FlagshipDatabase.freeShareKept))
+
+        // As many new rows take them instead of growing the file.
+        try saveVisitors(1_000, prefix: "new", daysAgo: 0, in: store)
+        XCTAssertLessThan(try store.freePageCount(), freed / 4)
+        XCTAssertLessThanOrEqual(try store.pageCount(), pages + pages / 50)
+
+        // The flow stops and everyone falls due: what passes a quarter of the file goes back,
+        // in whole steps; a quarter at most stays free.
+        let emptied = try store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
+        XCTAssertEqual(emptied.expired, 5_000)
+        XCTAssertGreaterThan(emptied.pagesReturned, 0)
+        XCTAssertEqual(emptied.pagesReturned % FlagshipDatabase.freePagesPerStep, 0)
+        let kept = Int(Double(try store.pageCount()) * FlagshipDatabase.freeShareKept)
+        XCTAssertLessThanOrEqual(try store.freePageCount(), kept + FlagshipDatabase.freePagesPerStep)
+        XCTAssertEqual(try visitorIds(store), [])
+
+        // Each later prune gives back what passes the quarter of the smaller file, nothing due or not.
+        let later = try store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
+        XCTAssertEqual(later.visitors, 0)
+        XCTAssertLessThanOrEqual(try store.freePageCount(),
+                                 Int(Double(try store.pageCount()) * FlagshipDatabase.freeShareKept) + FlagshipDatabase.freePagesPerStep)
+
+        // `flagship db prune`'s: everything.
+        try saveVisitors(2_000, prefix: "again", daysAgo: 40, in: store)
+        let byHand = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        XCTAssertGreaterThan(byHand.pagesReturned, 1_000)
+        XCTAssertEqual(try store.freePageCount(), 0)
+    }
+
+    func testGivingPagesBackStopsAtTheLimitInWholeSteps() throws {
+        let store = try openStore()
+        try saveVisitors(4_000, prefix: "old", daysAgo: 40, in: store)
+        try store.write { try $0.visitors.deleteNotSeen(since: self.thirtyDaysBefore(), limit: 10_000) }
+        let free = try store.freePageCount()
+        XCTAssertGreaterThan(free, 2_500)
+
+        XCTAssertEqual(try store.returnFreePages(atMost: 1), FlagshipDatabase.freePagesPerStep, "a whole step")
+        XCTAssertEqual(try store.returnFreePages(atMost: 0), 0)
+        XCTAssertEqual(try store.freePageCount(), free - FlagshipDatabase.freePagesPerStep)
+    }
+
     func testAFileMadeBeforeIncrementalVacuumIsSwitchedAtOpenAndThenGivesPagesBack() throws {
         // A store as builds before version 4 made it: no auto-vacuum.
         let database = try rawDatabase()

@@ -131,7 +131,8 @@ final class VisitorRetention: Sendable {
             // The store rests between two batches (`FlagshipDatabase.rest`), on the retention
             // queue: the rests hold no thread of the pool.
             outcome = await queuedCall(on: queue) { [policy] in
-                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors, shouldContinue: shouldContinue) }
+                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors,
+                                               returning: .beyondKeptShare, shouldContinue: shouldContinue) }
             }
         case .shared(let shared, let envId):
             do {
