@@ -57,8 +57,7 @@ final class PostgresFleetProcessTests: PostgresTestCase {
             beforeFile.decide(visitorId: id, context: [:], history: [:]).campaigns.first?.variationId == "v_blue"
                 && afterFile.decide(visitorId: id, context: [:], history: [:]).campaigns.first?.variationId == "v_green"
         })
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         try server.setBucketingFile(before)
 
@@ -83,8 +82,7 @@ final class PostgresFleetProcessTests: PostgresTestCase {
     func testConsentWithdrawnInOneProcessErasesTheVisitorForEveryInstance() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let failing = server.injectFault(.status(500), on: .events)
         let store = store(postgres, database: database)
@@ -125,8 +123,7 @@ final class PostgresFleetProcessTests: PostgresTestCase {
     func testProcessKilledMidBatchLeavesItsAcknowledgedHitsToTheOthers() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let slow = server.injectFault(.latency(.milliseconds(200)), on: .events)
         let probes = try (0..<3).map { number in

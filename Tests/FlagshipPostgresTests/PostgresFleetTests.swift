@@ -99,8 +99,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testThreeInstancesSharingTheStoreDeliverEachAcknowledgedHitOnce() async throws {
         let postgres = try postgres()
         let database = try postgres.createDatabase()
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let stores = (0..<3).map { _ in store(postgres, database: database) }
         for store in stores { try await store.prepare() }
@@ -311,8 +310,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testAnInstancePrunesTheFleetsVisitorsNotSeenForTheRetention() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let now = Date().unixMilliseconds
         let connection = try await connect(postgres, database: database)
@@ -360,8 +358,7 @@ final class PostgresFleetTests: PostgresTestCase {
         let postgres = try postgres()
         let database = try postgres.createDatabase()
         try postgres.psql(database, "CREATE TABLE orders (id integer PRIMARY KEY)")
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let refused = store(postgres, database: database)
         do {
@@ -398,8 +395,7 @@ final class PostgresFleetTests: PostgresTestCase {
         let (postgres, database) = try ownPostgres()
         defer { postgres.stop() }
         try postgres.kill()
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         let failing = server.injectFault(.status(500), on: .events)   // hits wait where they were committed
         let store = impatientStore(postgres, database: database)
@@ -434,8 +430,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testAFullDiskThatRefusesNewHitsIsOneOutageNotALineAtEachRetry() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         try postgres.psql(database, """
             CREATE FUNCTION flagship.test_full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -483,8 +478,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testARowPostgresRefusesIsKeptLocallyAloneAndTheRestOfTheCommitIsShared() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         try postgres.psql(database, """
             ALTER TABLE flagship.hits ADD CONSTRAINT test_refused CHECK (visitor_id <> 'refused');
@@ -536,8 +530,7 @@ final class PostgresFleetTests: PostgresTestCase {
     func testNewInstanceDecidesFromTheFleetsBucketingFileWhenItCannotDownloadOne() async throws {
         let postgres = try postgres()
         let database = try await migratedDatabase(postgres)
-        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try server.start()
+        let server = try startedFleetServer()
         defer { server.stop() }
         try server.setBucketingFile(PostgresFleetProcessTests.bucketingFile(greenShare: 100))
         let stores = [store(postgres, database: database), store(postgres, database: database)]

@@ -60,8 +60,7 @@ final class PostgresProvenanceTests: PostgresTestCase {
     func testTheSDKRecordsDecisionsAndVersionsInTheFleetsStoreAndConsentErasesThem() async throws {
         let server = try postgres()
         let database = try await migratedDatabase(server)
-        let flagshipServer = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
-        try flagshipServer.start()
+        let flagshipServer = try startedFleetServer()
         defer { flagshipServer.stop() }
         let file = PostgresFleetProcessTests.bucketingFile(greenShare: 100)
         try flagshipServer.setBucketingFile(file)

@@ -1,4 +1,5 @@
 #if Postgres
+import FlagshipLocalServer
 import Foundation
 import Logging
 import PostgresNIO
@@ -36,6 +37,14 @@ class PostgresTestCase: XCTestCase {
         try await store.prepare()
         await store.close()
         return database
+    }
+
+    /// A local Flagship server for the fleets' environment (`fleet_env`), started: the caller
+    /// stops it.
+    func startedFleetServer() throws -> LocalFlagshipServer {
+        let server = LocalFlagshipServer(envId: "fleet_env", apiKey: "fleet_key")
+        try server.start()
+        return server
     }
 
     /// A connection of its own: what one instance of a fleet holds.

@@ -307,17 +307,23 @@ final class PostgresCommandTests: HitCommandTestCase {
         XCTAssertEqual(try pg.psql(database, "SELECT count(*) FROM flagship.hits"), "0")
     }
 
+    /// `count` events of visitor `v1` waiting in PostgreSQL, labelled `label-1` (the oldest) to
+    /// `label-count`, a millisecond apart.
+    private func insertWaitingEvents(_ count: Int, labelled label: String, in pg: TemporaryPostgres, _ database: String) async throws {
+        let now = Date().unixMilliseconds
+        let waiting = (1...count).map { Self.event(id: "v1:\($0)", label: "\(label)-\($0)", createdAt: now - Int64(count - $0)) }
+        try await write(pg, database) { connection, logger in
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
+        }
+    }
+
     /// Two replays at once, as two hosts of a fleet would run them: each hit is claimed by one
     /// of them (a lease) before it is sent, so the server gets every hit exactly once.
     func testTwoReplaysAtOnceDeliverEveryHitExactlyOnce() async throws {
         let pg = try postgres()
         let database = try await migratedDatabase(pg)
         let count = 2_000
-        let now = Date().unixMilliseconds
-        let waiting = (1...count).map { Self.event(id: "v1:\($0)", label: "shared-\($0)", createdAt: now - Int64(count - $0)) }
-        try await write(pg, database) { connection, logger in
-            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
-        }
+        try await insertWaitingEvents(count, labelled: "shared", in: pg, database)
         // Each batch (500 hits) takes 200 ms to be answered: the two replays overlap.
         server.injectFault(.latency(.milliseconds(200)), on: .events)
         let replays = (1...2).map { number in
@@ -354,11 +360,7 @@ final class PostgresCommandTests: HitCommandTestCase {
         defer { pg.stop() }
         let database = try await migratedDatabase(pg)
         let count = 1_500
-        let now = Date().unixMilliseconds
-        let waiting = (1...count).map { Self.event(id: "v1:\($0)", label: "restart-\($0)", createdAt: now - Int64(count - $0)) }
-        try await write(pg, database) { connection, logger in
-            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(waiting)
-        }
+        try await insertWaitingEvents(count, labelled: "restart", in: pg, database)
         // Each batch takes 300 ms to be answered: the replay is under way when PostgreSQL stops.
         server.injectFault(.latency(.milliseconds(300)), on: .events)
         let running = try startFlagship(["replay", "--env-id", "env", "--api-key", "key", "--db", url(pg, database),
