@@ -13,6 +13,8 @@ struct SoakRun: Sendable {
     let closing: TrackingStatistics?
     /// Hits and activates the server took, up to the SDK's close.
     let deliveredAtClose: Int
+    /// Requests the server took, up to the SDK's close (each batch of hits is one).
+    var requestsAtClose = 0
     /// Ended before its duration by an interrupt (Ctrl-C).
     var interrupted = false
     /// Visitors the store shows decided at two moments or more: returning visitors decided again
@@ -86,7 +88,7 @@ enum OpenLoop {
         let closing = await SoakSession.closeEvenIfCancelled(session)
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
-                       deliveredAtClose: received.hits + received.activates, interrupted: interrupted, decidedAgain: decidedAgain,
+                       deliveredAtClose: received.hits + received.activates, requestsAtClose: received.requests, interrupted: interrupted, decidedAgain: decidedAgain,
                        overlappedVisits: overlapped.indexes.count, overlapsOverflowed: overlapped.overflowed)
     }
 

@@ -17,6 +17,7 @@ struct RunSummary: Sendable {
     let accepted: Int
     let deliveredAtEnd: Int
     let deliveredAtClose: Int
+    let requestsAtClose: Int
     let backlogAtEnd: Int
     let evicted: Int
     let shed: Int
@@ -68,6 +69,7 @@ struct RunSummary: Sendable {
         accepted = last?.accepted ?? 0
         deliveredAtEnd = last?.delivered ?? 0
         deliveredAtClose = run.deliveredAtClose
+        requestsAtClose = run.requestsAtClose
         backlogAtEnd = last?.backlog ?? 0
         // The counts once closed include the run's; without them (the SDK never started), the last sample's.
         evicted = run.closing?.evicted ?? last?.evicted ?? 0
@@ -139,7 +141,8 @@ struct RunSummary: Sendable {
             String(format: "offered   %.1f visitors/s, achieved %.1f visitors/s", offeredRate, achievedRate),
             "visitors  not started \(notStarted), failed \(failedVisitors), cancelled at the end \(abandoned)"
                 + (firstFailure.map { " (first failure: \($0))" } ?? ""),
-            "hits      accepted \(accepted), delivered \(deliveredAtEnd) at the end, \(deliveredAtClose) once closed",
+            "hits      accepted \(accepted), delivered \(deliveredAtEnd) at the end, \(deliveredAtClose) once closed, "
+                + "in \(requestsAtClose) requests",
             "          backlog \(backlogAtEnd) at the end, evicted \(evicted), lost \(lost), shed \(shed), "
                 + "refused as overloaded \(refusedOverloaded)",
             "continuity " + (decidedAgain.map { "\($0) returning visitor(s) decided again without their history" }

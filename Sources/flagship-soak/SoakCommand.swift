@@ -1,4 +1,5 @@
 import ArgumentParser
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -138,6 +139,7 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     private func soak(fixture: SoakFixture) async throws(SoakError) {
         let plan = try plan(duration: duration)
         SoakConsole.say("soak: \(Int(plan.rate)) visitors/s for \(Self.seconds(plan.duration)) s, a sample every \(Self.seconds(plan.sampleInterval)) s")
+        SoakConsole.say("URLSession's host check: \(URLHostCheck.current.summary)")
         let quiet = quiet
         let run = try await OpenLoop.run(plan, fixture: fixture) { sample in
             if !quiet { SoakConsole.say(SoakConsole.line(sample)) }

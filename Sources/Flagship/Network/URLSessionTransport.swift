@@ -32,6 +32,8 @@ package final class URLSessionTransport: HTTPTransport {
 
     package init(maxResponseBytes: Int = URLSessionTransport.defaultMaxResponseBytes) {
         self.maxResponseBytes = maxResponseBytes
+        // Settles, before the first task, which host check FoundationNetworking will call.
+        _ = URLHostCheck.current
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false

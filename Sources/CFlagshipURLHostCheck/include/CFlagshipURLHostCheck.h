@@ -1,0 +1,27 @@
+#ifndef CFLAGSHIP_URL_HOST_CHECK_H
+#define CFLAGSHIP_URL_HOST_CHECK_H
+
+#include <stdbool.h>
+
+/// How FoundationNetworking's check of a request's host runs in this process.
+typedef enum {
+    /// This target's check runs, and frees what it allocates.
+    FlagshipURLHostCheckReplaced = 0,
+    /// FoundationNetworking's own check runs: this target's was not linked in front of it (a
+    /// static Swift standard library), or libcurl's URL functions could not be found.
+    FlagshipURLHostCheckFoundationNetworking = 1,
+    /// FoundationNetworking's own check runs because FLAGSHIP_URL_HOST_CHECK=foundation asked for it.
+    FlagshipURLHostCheckFoundationNetworkingAsked = 2,
+} FlagshipURLHostCheckMode;
+
+/// Which check runs when URLSession starts a task in this process.
+FlagshipURLHostCheckMode flagship_url_host_check_mode(void);
+
+/// How many hosts the SDK's check compared in this process (0 when it does not run).
+unsigned long long flagship_url_host_checks(void);
+
+/// Bytes glibc's malloc has handed out and not had back (`mallinfo2`: arenas and mmap'd
+/// chunks), or 0 where there is no glibc: how the tests see that the check frees what it takes.
+unsigned long long flagship_heap_bytes_in_use(void);
+
+#endif

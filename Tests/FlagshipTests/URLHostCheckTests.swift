@@ -1,0 +1,86 @@
+#if os(Linux)
+import CFlagshipURLHostCheck
+@testable import Flagship
+import FlagshipLocalServer
+import Foundation
+import Glibc
+import XCTest
+
+/// The SDK's version of FoundationNetworking's per-request host check (`CFlagshipURLHostCheck`):
+/// it is the one the dynamic linker binds, it decides as FoundationNetworking's does, and it frees
+/// what it allocates.
+final class URLHostCheckTests: XCTestCase {
+    private typealias HostCheck = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Bool
+
+    /// The definition a call from FoundationNetworking binds to: the first in the global scope.
+    private func boundCheck() throws -> HostCheck {
+        let symbol = try XCTUnwrap(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "CFURLSessionCurlHostIsEqual"),
+                                   "FoundationNetworking's host check is not in the process")
+        return unsafeBitCast(symbol, to: HostCheck.self)
+    }
+
+    /// FoundationNetworking's own definition, the one after the SDK's.
+    private func foundationNetworkingsCheck() throws -> HostCheck {
+        let next = UnsafeMutableRawPointer(bitPattern: -1)  // RTLD_NEXT
+        let symbol = try XCTUnwrap(dlsym(next, "CFURLSessionCurlHostIsEqual"), "no definition after the SDK's")
+        return unsafeBitCast(symbol, to: HostCheck.self)
+    }
+
+    func testTheSDKsCheckIsTheOneFoundationNetworkingCalls() throws {
+        XCTAssertEqual(URLHostCheck.current, .sdk, "the SDK's host check should run in front of FoundationNetworking's")
+        let bound = unsafeBitCast(try boundCheck(), to: UnsafeRawPointer.self)
+        let foundations = unsafeBitCast(try foundationNetworkingsCheck(), to: UnsafeRawPointer.self)
+        XCTAssertNotEqual(bound, foundations, "the call must not bind to FoundationNetworking's definition")
+    }
+
+    func testItDecidesAsFoundationNetworkingDoes() throws {
+        let check = try boundCheck()
+        let foundations = try foundationNetworkingsCheck()
+        let cases: [(url: String, host: String, equal: Bool)] = [
+            ("http://127.0.0.1:8080/v4/activate?envId=e", "127.0.0.1", true),
+            ("https://decision.flagship.io/v2/env/campaigns/?exposeAllKeys=true", "decision.flagship.io", true),
+            ("https://events.flagship.io/", "decision.flagship.io", false),
+            ("https://user:secret@cdn.flagship.io:443/env/bucketing.json", "cdn.flagship.io", true),
+            ("https://cdn.flagship.io/", "cdn.flagship.io.evil.example", false),
+            ("https://cdn.flagship.io/", "cdn.flagship.i", false),
+            ("not a URL", "not a URL", false),
+        ]
+        for (url, host, equal) in cases {
+            XCTAssertEqual(check(url, host), equal, "\(url) against \(host)")
+            XCTAssertEqual(check(url, host), foundations(url, host), "FoundationNetworking decides \(url) against \(host) otherwise")
+        }
+        // An IPv6 literal: libcurl keeps its brackets, URL.host drops them. Compared without
+        // (FoundationNetworking's upstream fix; Swift 6.3's own check refuses every such URL).
+        XCTAssertTrue(check("http://[::1]:8080/v4/activate", "::1"))
+        XCTAssertFalse(check("http://[::1]:8080/v4/activate", "[::1]"))
+        XCTAssertFalse(check("http://[::1]:8080/v4/activate", "::2"))
+    }
+
+    func testItFreesWhatItAllocates() throws {
+        let check = try boundCheck()
+        let url = "http://127.0.0.1:8080/v4/activate?envId=soak", host = "127.0.0.1"
+        _ = check(url, host)  // libcurl's first-use allocations
+        let before = flagship_heap_bytes_in_use()
+        for _ in 0..<100_000 {
+            XCTAssertTrue(check(url, host))
+        }
+        let grown = Int64(flagship_heap_bytes_in_use()) - Int64(before)
+        // Losing the URL's parts (scheme, host, port, path, query) would be some 10 MB here.
+        XCTAssertLessThan(grown, 1_000_000, "100,000 checks kept \(grown) bytes")
+    }
+
+    func testEveryRequestOfTheTransportGoesThroughIt() async throws {
+        let server = LocalFlagshipServer(.init(envId: "env", apiKey: "key"))
+        let base = try server.start()
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+        defer { transport.shutdown() }
+        let before = flagship_url_host_checks()
+        for _ in 0..<5 {
+            let response = try await transport.send(HTTPRequest(method: .get, url: base.appendingPathComponent("health"), timeout: 5))
+            XCTAssertLessThan(response.status, 500)
+        }
+        XCTAssertGreaterThanOrEqual(flagship_url_host_checks() - before, 5, "each request's host is checked by the SDK's check")
+    }
+}
+#endif
