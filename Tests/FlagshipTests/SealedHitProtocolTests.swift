@@ -12,7 +12,8 @@ final class SealedHitProtocolTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("App.swift")
         try source.write(to: file, atomically: true, encoding: .utf8)
-        // The modules of this build, beside the test bundle; the system SQLite's module map.
+        // The modules of this build, beside the test bundle; the module maps of the system SQLite
+        // and of the SDK's C target (an app built by SwiftPM is given both).
         let bundles = Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map { $0.bundleURL.deletingLastPathComponent() }
         let modules = try XCTUnwrap((bundles + [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()])
             .map { $0.appendingPathComponent("Modules") }
@@ -21,7 +22,8 @@ final class SealedHitProtocolTests: XCTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules.path,
-                             "-I", SharedData.packageRoot.appendingPathComponent("Sources/CSQLite").path, file.path]
+                             "-I", SharedData.packageRoot.appendingPathComponent("Sources/CSQLite").path,
+                             "-I", SharedData.packageRoot.appendingPathComponent("Sources/CFlagshipURLHostCheck/include").path, file.path]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

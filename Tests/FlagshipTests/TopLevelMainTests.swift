@@ -78,7 +78,7 @@ final class TopLevelMainTests: XCTestCase {
             throw XCTSkip("no Flagship.swiftmodule in \(modules.path): this layout is not SwiftPM's")
         }
         var objects: [String] = []
-        for target in ["Flagship", "FlagshipStore", "Logging"] {
+        for target in ["Flagship", "FlagshipStore", "CFlagshipURLHostCheck", "Logging"] {
             let built = products.appendingPathComponent("\(target).build")
             let names = try FileManager.default.contentsOfDirectory(atPath: built.path).filter { $0.hasSuffix(".o") }
             XCTAssertFalse(names.isEmpty, "no objects in \(built.path)")
@@ -93,6 +93,7 @@ final class TopLevelMainTests: XCTestCase {
         let (status, output) = try SnippetPackage.run(swiftc, [
             "-swift-version", "6", "-module-name", "TopLevelMain", main.path,
             "-I", modules.path, "-I", repository.appendingPathComponent("Sources/CSQLite").path,
+            "-I", repository.appendingPathComponent("Sources/CFlagshipURLHostCheck/include").path,
             "-module-cache-path", directory.appendingPathComponent("module-cache").path,
         ] + objects + ["-lsqlite3", "-o", executable.path])
         guard status == 0 else { throw NotCompiled(output: output) }

@@ -1,5 +1,5 @@
 #if canImport(CFlagshipURLHostCheck)
-import CFlagshipURLHostCheck
+internal import CFlagshipURLHostCheck
 #endif
 
 /// Which version of FoundationNetworking's check of a request's host runs in this process.
