@@ -10,7 +10,7 @@ internal import CFlagshipURLHostCheck
 /// making ten requests a second loses about 130 MB a day). The SDK links a version of the same
 /// function that frees them (the C target `CFlagshipURLHostCheck`), which the dynamic linker
 /// binds in front of FoundationNetworking's.
-package enum URLHostCheck: String, Sendable, CaseIterable {
+package enum URLHostCheck: Sendable {
     /// The SDK's version runs, in front of FoundationNetworking's.
     case sdk
     /// FoundationNetworking's runs: the SDK's is not in front of it (a program linked with a
