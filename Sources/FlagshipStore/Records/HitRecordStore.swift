@@ -339,6 +339,21 @@ package struct HitRecordStore {
         return try rows.map(Self.listedRecord)
     }
 
+    /// One visitor's hits, oldest first, read as a listing reads them: a column edited into
+    /// something the SDK would not write does not hide the row. A row whose id cannot be read at
+    /// all is counted in `unreadable` instead. Bounded by the table's cap (`maxCachedHits`).
+    package func hits(visitorId: String, unreadable: inout Int) throws -> [HitRecord] {
+        let rows = try connection.query(
+            "SELECT \(Self.pageColumns) FROM hits WHERE visitor_id = ? ORDER BY created_at, id", [.text(visitorId)]
+        )
+        var records: [HitRecord] = []
+        records.reserveCapacity(rows.count)
+        for row in rows {
+            if let record = try? Self.listedRecord(row) { records.append(record) } else { unreadable += 1 }
+        }
+        return records
+    }
+
     /// A row for reading, not for sending: a column the SDK would not have written (an `attempts`
     /// past 2^63 − 1, which SQLite keeps as a REAL; a time edited into text) is read as near as it
     /// goes, so that a listing shows the row, which a claim makes a dead letter. Its id must still
