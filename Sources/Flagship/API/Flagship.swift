@@ -146,6 +146,25 @@ public final class Flagship: Sendable {
         await currentRuntime?.flushCaches()
     }
 
+    /// Everything the SDK's store holds for a visitor, for an access request: its cached
+    /// document (context, campaigns, assignment history), its recorded decisions with the
+    /// bucketing file version of each, and its hits that wait to be sent. What was accepted
+    /// before the call is written first, so it is in the answer. On a fleet, the shared
+    /// PostgreSQL store's rows are read too. A visitor cache of the app's own
+    /// (``FSCacheManager``) is the app's to read.
+    ///
+    /// ```swift
+    /// let data = try await Flagship.sharedInstance.visitorData(visitorId: "alice")
+    /// print(String(decoding: data.jsonData(), as: UTF8.self))
+    /// ```
+    ///
+    /// Throws ``FlagshipError/sdkNotInitialized`` before `start`, ``FSCacheError`` when the store
+    /// cannot be read.
+    public func visitorData(visitorId: String) async throws -> FSVisitorData {
+        guard let runtime = currentRuntime else { throw FlagshipError.sdkNotInitialized }
+        return try await runtime.visitorData(visitorId)
+    }
+
     /// Downloads the bucketing file now (bucketing mode), as the next poll would: for the
     /// benchmarks, which change the served file mid-run.
     package func pollBucketingFileNow() async {

@@ -15,6 +15,11 @@ package protocol SharedVisitorRetention: Sendable {
                        shouldContinue: @escaping @Sendable () -> Bool) async throws -> VisitorPrune?
 }
 
+/// A fleet's store that can say what it holds for one visitor (`Flagship.visitorData`).
+package protocol SharedVisitorData: Sendable {
+    func visitorData(envId: String, visitorId: String) async throws -> VisitorDataRecords
+}
+
 /// Keeps the visitors the SDK stores bounded (the default visitor cache's table, or a fleet's
 /// store): visitors not seen for the retention period are deleted with their decisions, and
 /// with a budget the least recently seen beyond it, by a background task this SDK instance owns

@@ -210,6 +210,32 @@ final class SDKRuntime: Sendable {
         await caches?.waitForPendingWrites()
     }
 
+    /// Everything the SDK's stores hold for `visitorId`, once what was accepted is written: this
+    /// instance's store, and a fleet's shared store when there is one (rows that wait in this
+    /// instance's file while the shared store was away are listed too).
+    func visitorData(_ visitorId: String) async throws -> FSVisitorData {
+        await flushCaches()
+        var records = VisitorDataRecords(visitorId: visitorId, visitor: nil, lastSeenAt: nil, decisions: [], hits: [], unreadableRows: 0)
+        if let store {
+            let storeQueue = storeQueue
+            records = try await withCheckedThrowingContinuation { continuation in
+                storeQueue.async {
+                    continuation.resume(with: Result { () throws(FSCacheError) -> VisitorDataRecords in
+                        do {
+                            return try store.read { try $0.visitorData(visitorId: visitorId) }
+                        } catch {
+                            throw FSCacheError(error, path: store.database.path)
+                        }
+                    })
+                }
+            }
+        }
+        if let shared = config.sharedStore as? any SharedVisitorData {
+            records.merge(try await shared.visitorData(envId: envId, visitorId: visitorId))
+        }
+        return FSVisitorData(records)
+    }
+
     /// Accepts a visitor's newest document for the visitor cache; returns at once. `fromFile`:
     /// its campaigns were decided from a bucketing file (downloaded, stored or bootstrap), so
     /// the default store may keep each variation once for every visitor (`compactParts()`).
