@@ -205,6 +205,13 @@ package struct PostgresInspection: Sendable {
         }
     }
 
+    /// Everything the environment holds for one visitor (`flagship export`).
+    package func visitorData(envId: String, visitorId: String) async throws(FlagshipPostgresError) -> VisitorDataRecords {
+        try await rows("reading what is kept for a visitor") { connection, logger in
+            try await FlagshipPostgresStore.visitorData(on: connection, envId: envId, visitorId: visitorId, logger: logger)
+        }
+    }
+
     /// The environment's kept bucketing file versions, most recently used first.
     package func bucketingFileVersions(envId: String) async throws(FlagshipPostgresError) -> [BucketingFileVersion] {
         guard schema.version >= Self.provenanceVersion else { return [] }
