@@ -131,7 +131,7 @@ enum PostgresURL {
             + "\(commandsTakingPostgres) take --db postgres://...")
     }
 
-    /// `` `db inspect`, `visitors`, `hits`, `why` and `replay` ``: the commands whose `--db` takes a PostgreSQL store.
+    /// `` `db inspect`, `visitors`, `hits`, `why`, `export` and `replay` ``: the commands whose `--db` takes a PostgreSQL store.
     static var commandsTakingPostgres: String {
         let names = StoreOptions.all.filter { $0.takesPostgres }.map { "`\($0.command)`" }
         guard let last = names.last else { return "no command" }

@@ -13,7 +13,7 @@ struct FlagshipCLI: AsyncParsableCommand {
         version: SDKInfo.version,
         subcommands: [
             DBCommand.self, VisitorsCommand.self, HitsCommand.self, FetchCommand.self, SendHitCommand.self, ReplayCommand.self,
-            EvalCommand.self, FlagsCommand.self, WhyCommand.self, ServeCommand.self, DemoCommand.self, DoctorCommand.self,
+            EvalCommand.self, FlagsCommand.self, WhyCommand.self, ExportCommand.self, ServeCommand.self, DemoCommand.self, DoctorCommand.self,
         ]
     )
 

@@ -23,7 +23,7 @@ enum StoreOptions {
     static var all: [any StoreOption.Type] {
         [
             MigrateStore.self, InspectStore.self, PruneStore.self, SalvageStore.self, VisitorsStore.self, HitsStore.self,
-            WhyStore.self, FetchStore.self, SendHitStore.self, ReplayStore.self, DoctorStore.self,
+            WhyStore.self, ExportStore.self, FetchStore.self, SendHitStore.self, ReplayStore.self, DoctorStore.self,
         ]
     }
 
@@ -32,6 +32,13 @@ enum StoreOptions {
         + "can be read by any user of the machine in `ps`; TLS by ?sslmode=…&sslrootcert=… or PGSSLMODE, as libpq: "
         + "prefer by default, verify-full to check the server's certificate)"
     static let defaultFile = "<cache dir>/flagship-<envId>.sqlite"
+}
+
+enum ExportStore: StoreOption {
+    static let command = "export"
+    static let takesPostgres = true
+    static let text = "The store to read, read-only: a store file (usually \(StoreOptions.defaultFile)) or a PostgreSQL store, "
+        + StoreOptions.postgresForm + "."
 }
 
 enum MigrateStore: StoreOption {

@@ -195,6 +195,36 @@ final class PostgresCommandTests: HitCommandTestCase {
         }
     }
 
+    /// `export` answers the same from PostgreSQL as from a store file holding the same rows, and
+    /// only with the environment's rows.
+    func testExportPrintsWhatTheSameRowsPrintFromAStoreFile() async throws {
+        let pg = try postgres()
+        let database = try await migratedDatabase(pg)
+        try withStore(ExportCommandTests.populate)
+        try await write(pg, database) { connection, logger in
+            for envId in ["env", "other"] {
+                var v1 = StoreFixture.visitors[0]
+                v1.decisions = [ExportCommandTests.decision]
+                try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger).save([v1, StoreFixture.visitors[1]])
+            }
+            try await PostgresHitStore(connection: connection, envId: "env", logger: logger).insert(StoreFixture.hits)
+            // As the store file's fixture says: the first hit failed twice.
+            let hits = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+            for _ in 1...2 {
+                _ = try await hits.claim(.events, owner: "o", now: 0, leaseUntil: 1, limit: 1)
+                try await hits.settle(done: [], failed: ["v1:0001"], owner: "o")
+            }
+        }
+
+        let fromFile = try await runFlagship(["export", "--db", storeFile.path, "--visitor-id", "v1"])
+        let fromPostgres = try await runFlagship(["export", "--db", url(pg, database), "--env-id", "env", "--visitor-id", "v1"])
+
+        XCTAssertEqual(fromPostgres.status, 0, fromPostgres.stderr)
+        XCTAssertEqual(fromPostgres.stderr, "")
+        XCTAssertEqual(try canonicalJSON(try parseJSON(fromPostgres.stdout)), try canonicalJSON(try parseJSON(fromFile.stdout)))
+        XCTAssertEqual(try canonicalJSON(try parseJSON(fromPostgres.stdout)), try canonicalJSON(try parseJSON(ExportCommandTests.v1Export)))
+    }
+
     func testVisitorsAndHitsWithoutAnEnvIdNameTheEnvironmentsThereAre() async throws {
         let pg = try postgres()
         let database = try await migratedDatabase(pg)
@@ -504,7 +534,7 @@ final class PostgresCommandTests: HitCommandTestCase {
             XCTAssertNotEqual(result.status, 0, name)
             XCTAssertEqual(result.stdout, "", name)
             XCTAssertEqual(result.stderr, "Error: `flagship \(name)` needs a SQLite store file, not postgres://flagship@db.invalid:5432/flagship: "
-                + "with PostgreSQL, `db inspect`, `visitors`, `hits`, `why` and `replay` take --db postgres://...\n")
+                + "with PostgreSQL, `db inspect`, `visitors`, `hits`, `why`, `export` and `replay` take --db postgres://...\n")
         }
         XCTAssertEqual(try storeDirectoryListing(), [])
     }

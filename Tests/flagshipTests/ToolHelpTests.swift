@@ -42,10 +42,11 @@ final class ToolHelpTests: CommandTestCase {
             (["db", "migrate"], false, []), (["db", "inspect"], true, []), (["db", "prune"], false, []),
             (["db", "salvage"], false, ["--from", "/nonexistent"]), (["visitors"], true, ["--env-id", "env"]),
             (["hits"], true, ["--env-id", "env"]), (["why"], true, ["--env-id", "env", "--visitor-id", "v1"]),
+            (["export"], true, ["--env-id", "env", "--visitor-id", "v1"]),
             (["fetch"], false, sdk + ["--visitor-id", "v1"]), (["send-hit"], false, sdk + ["--visitor-id", "v1", "--screen", "s"]),
             (["replay"], true, sdk), (["doctor"], false, sdk),
         ]
-        let takers = "`db inspect`, `visitors`, `hits`, `why` and `replay`"
+        let takers = "`db inspect`, `visitors`, `hits`, `why`, `export` and `replay`"
         for (command, takesPostgres, extra) in commands {
             let name = command.joined(separator: " ")
             let text = try help(command)
