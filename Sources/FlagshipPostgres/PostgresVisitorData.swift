@@ -9,7 +9,7 @@ extension FlagshipPostgresStore {
     /// Everything the fleet's store holds for one visitor of `envId`, for an access request: its
     /// document, its decisions and its waiting hits, read in one read-only snapshot. What an
     /// instance's local file still holds for it (while PostgreSQL was away) is in that file:
-    /// ``Flagship/Flagship/visitorData(visitorId:)`` on the instance reads both.
+    /// `Flagship.visitorData(visitorId:)` on an instance reads both.
     ///
     /// ```swift
     /// let data = try await store.visitorData(envId: "my-env", visitorId: "alice")
@@ -44,7 +44,7 @@ extension FlagshipPostgresStore {
     /// `flagship export --db postgres://` reads, in its read-only inspection.
     package static func visitorData(on connection: PostgresConnection, envId: String, visitorId: String,
                                     logger: Logger) async throws -> VisitorDataRecords {
-        var records = VisitorDataRecords(visitorId: visitorId, visitor: nil, lastSeenAt: nil, decisions: [], hits: [], unreadableRows: 0)
+        var records = VisitorDataRecords.nothing(for: visitorId)
         for try await (id, anonymousId, consent, document, updatedAt, lastSeenAt) in try await connection.query("""
             SELECT visitor_id, anonymous_id, consent, document, updated_at, COALESCE(last_seen_at, updated_at)
             FROM flagship.visitors WHERE env_id = \(envId) AND visitor_id = \(visitorId)
@@ -82,7 +82,7 @@ extension PostgresStoreProvider: SharedVisitorData {
     func visitorData(envId: String, visitorId: String) async throws -> VisitorDataRecords {
         // A store `prepare()` refused keeps nothing of this instance's.
         guard store.refusal == nil else {
-            return VisitorDataRecords(visitorId: visitorId, visitor: nil, lastSeenAt: nil, decisions: [], hits: [], unreadableRows: 0)
+            return VisitorDataRecords.nothing(for: visitorId)
         }
         return try await store.visitorDataRecords(envId: envId, visitorId: visitorId)
     }

@@ -21,6 +21,11 @@ package struct VisitorDataRecords: Sendable, Equatable {
         self.hits = hits
         self.unreadableRows = unreadableRows
     }
+
+    /// The answer of a store that holds nothing for `visitorId`.
+    package static func nothing(for visitorId: String) -> VisitorDataRecords {
+        VisitorDataRecords(visitorId: visitorId, visitor: nil, lastSeenAt: nil, decisions: [], hits: [], unreadableRows: 0)
+    }
 }
 
 extension VisitorDataRecords {

@@ -215,7 +215,7 @@ final class SDKRuntime: Sendable {
     /// instance's file while the shared store was away are listed too).
     func visitorData(_ visitorId: String) async throws -> FSVisitorData {
         await flushCaches()
-        var records = VisitorDataRecords(visitorId: visitorId, visitor: nil, lastSeenAt: nil, decisions: [], hits: [], unreadableRows: 0)
+        var records = VisitorDataRecords.nothing(for: visitorId)
         if let store {
             let storeQueue = storeQueue
             records = try await withCheckedThrowingContinuation { continuation in
