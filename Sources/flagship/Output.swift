@@ -52,12 +52,9 @@ enum Output {
         }.joined(separator: "\n")
     }
 
-    /// `2024-11-21T06:20:00.123Z`. Built from the integer milliseconds: going through a `Date`
-    /// (a binary floating point number of seconds) would sometimes print one millisecond less.
+    /// `2024-11-21T06:20:00.123Z` (`UTCText`, which the SDK's `FSVisitorData` prints with too).
     static func utc(unixMilliseconds: Int64) -> String {
-        let (seconds, milliseconds) = floorDivision(unixMilliseconds, by: 1000)
-        let whole = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
-        return String(whole.dropLast()) + "." + String(String(milliseconds + 1000).dropFirst()) + "Z"
+        UTCText.of(unixMilliseconds: unixMilliseconds)
     }
 
     /// Whole seconds from `unixMilliseconds` to `now`. A row may hold any integer (an edited file,
@@ -65,7 +62,7 @@ enum Output {
     static func ageSeconds(sinceUnixMilliseconds unixMilliseconds: Int64, now: Date) -> Int64 {
         let (difference, overflow) = now.unixMilliseconds.subtractingReportingOverflow(unixMilliseconds)
         let milliseconds = overflow ? (unixMilliseconds < 0 ? Int64.max : Int64.min) : difference
-        return floorDivision(milliseconds, by: 1000).quotient
+        return UTCText.floorDivision(milliseconds, by: 1000).quotient
     }
 
     /// `41s`, `5m12s`, `3h02m`, `2d04h`: an age as a person reads it.
@@ -110,12 +107,6 @@ enum Output {
         case .fileReadInapplicableStringEncoding?: return "not UTF-8 text"
         default: return (error as NSError).localizedDescription
         }
-    }
-
-    /// Rounded down, for any `value` (`Int64.min` included) and a positive `divisor`.
-    static func floorDivision(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
-        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 }
 

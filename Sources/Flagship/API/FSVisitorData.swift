@@ -64,39 +64,49 @@ public struct FSVisitorData: Sendable, Equatable {
         public let document: String
     }
 
-    /// The visitor asked about.
-    public let visitorId: String
-    /// `nil`: the store keeps no document for this id.
-    public let visitor: Visitor?
-    /// Oldest first.
-    public let decisions: [Decision]
-    /// Oldest first.
-    public let hits: [Hit]
-    /// Rows of this visitor the store holds but could not read (a damaged page, a hand edit):
-    /// when it is not 0, the answer is incomplete, and `flagship db inspect` says more.
-    public let unreadableRows: Int
-
-    /// Whether the store holds nothing for this visitor.
-    public var isEmpty: Bool {
-        visitor == nil && decisions.isEmpty && hits.isEmpty && unreadableRows == 0
-    }
+    /// What the store gave: the public values are read from it, and the JSON from its integers
+    /// (unix ms exactly as stored, whatever a hand edit put there).
+    private let records: VisitorDataRecords
 
     package init(_ records: VisitorDataRecords) {
-        visitorId = records.visitorId
-        visitor = records.visitor.map { record in
+        self.records = records
+    }
+
+    /// The visitor asked about.
+    public var visitorId: String { records.visitorId }
+
+    /// `nil`: the store keeps no document for this id.
+    public var visitor: Visitor? {
+        records.visitor.map { record in
             Visitor(anonymousId: record.anonymousId, consent: record.consent, updatedAt: Date(unixMilliseconds: record.updatedAt),
                     lastSeenAt: records.lastSeenAt.map(Date.init(unixMilliseconds:)), document: record.document)
         }
-        decisions = records.decisions.map { record in
+    }
+
+    /// Oldest first.
+    public var decisions: [Decision] {
+        records.decisions.map { record in
             Decision(decidedAt: Date(unixMilliseconds: record.decidedAt), campaignId: record.campaignId,
                      variationGroupId: record.variationGroupId, variationId: record.variationId, source: record.source.rawValue,
                      reason: record.reason, fileVersion: record.fileVersion, context: record.context, flags: record.flags)
         }
-        hits = records.hits.map { record in
+    }
+
+    /// Oldest first.
+    public var hits: [Hit] {
+        records.hits.map { record in
             Hit(id: record.id, type: record.type, isConsent: record.isConsent, createdAt: Date(unixMilliseconds: record.createdAt),
                 attempts: record.attempts, deadLetter: record.deadLetter, document: record.document)
         }
-        unreadableRows = records.unreadableRows
+    }
+
+    /// Rows of this visitor the store holds but could not read (a damaged page, a hand edit):
+    /// when it is not 0, the answer is incomplete, and `flagship db inspect` says more.
+    public var unreadableRows: Int { records.unreadableRows }
+
+    /// Whether the store holds nothing for this visitor.
+    public var isEmpty: Bool {
+        records.visitor == nil && records.decisions.isEmpty && records.hits.isEmpty && records.unreadableRows == 0
     }
 
     /// Reads what the store file at `storeFile` holds for `visitorId`, read-only, in one snapshot.
@@ -126,45 +136,45 @@ public struct FSVisitorData: Sendable, Equatable {
 
     private var jsonObject: [String: Any] {
         [
-            "visitorId": visitorId,
-            "visitor": visitor.map { visitor -> Any in
+            "visitorId": records.visitorId,
+            "visitor": records.visitor.map { visitor -> Any in
                 [
                     "anonymousId": visitor.anonymousId ?? NSNull(),
                     "consent": visitor.consent,
-                    "updatedAt": visitor.updatedAt.milliseconds,
+                    "updatedAt": visitor.updatedAt,
                     "updatedAtUTC": Self.utc(visitor.updatedAt),
-                    "lastSeenAt": visitor.lastSeenAt.map { $0.milliseconds as Any } ?? NSNull(),
-                    "lastSeenAtUTC": visitor.lastSeenAt.map(Self.utc) ?? NSNull(),
+                    "lastSeenAt": records.lastSeenAt ?? NSNull(),
+                    "lastSeenAtUTC": records.lastSeenAt.map(Self.utc) ?? NSNull(),
                     "document": Self.embedded(visitor.document),
                 ] as [String: Any]
             } ?? NSNull(),
-            "decisions": decisions.map { decision -> [String: Any] in
+            "decisions": records.decisions.map { decision -> [String: Any] in
                 [
-                    "decidedAt": decision.decidedAt.milliseconds,
+                    "decidedAt": decision.decidedAt,
                     "decidedAtUTC": Self.utc(decision.decidedAt),
                     "campaignId": decision.campaignId ?? NSNull(),
                     "variationGroupId": decision.variationGroupId,
                     "variationId": decision.variationId,
-                    "source": decision.source,
+                    "source": decision.source.rawValue,
                     "reason": decision.reason,
                     "fileVersion": decision.fileVersion ?? NSNull(),
                     "context": decision.context.map(Self.embedded) ?? NSNull(),
                     "flags": decision.flags.map(Self.embedded) ?? NSNull(),
                 ]
             },
-            "hits": hits.map { hit -> [String: Any] in
+            "hits": records.hits.map { hit -> [String: Any] in
                 [
                     "id": hit.id,
                     "type": hit.type,
                     "isConsent": hit.isConsent,
-                    "createdAt": hit.createdAt.milliseconds,
+                    "createdAt": hit.createdAt,
                     "createdAtUTC": Self.utc(hit.createdAt),
                     "attempts": hit.attempts,
                     "deadLetter": hit.deadLetter ?? NSNull(),
                     "document": Self.embedded(hit.document),
                 ]
             },
-            "unreadableRows": unreadableRows,
+            "unreadableRows": records.unreadableRows,
         ]
     }
 
@@ -173,24 +183,10 @@ public struct FSVisitorData: Sendable, Equatable {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
     }
 
-    /// ISO 8601 to the millisecond (`2024-11-21T06:20:01.000Z`, as the tool prints times), or
-    /// null for a time no calendar reaches (a hand-edited row).
-    private static func utc(_ date: Date) -> Any {
-        let milliseconds = date.milliseconds
-        guard milliseconds > -62_135_596_800_000, milliseconds < 253_402_300_800_000 else { return NSNull() }   // years 1 – 9999
-        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
-        let whole = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
-        return String(whole.dropLast()) + "." + String(String(milliseconds - seconds * 1000 + 1000).dropFirst()) + "Z"
-    }
-}
-
-private extension Date {
-    /// Unix milliseconds, clamped to what an `Int64` holds: a stored time of `Int64.min` comes back as it was.
-    var milliseconds: Int64 {
-        let value = (timeIntervalSince1970 * 1000).rounded()
-        guard value.isFinite else { return 0 }
-        if value <= -9.223372036854775e18 { return .min }
-        if value >= 9.223372036854775e18 { return .max }
-        return Int64(value)
+    /// `UTCText` (as the tool prints times), or null for a time no calendar reaches (a hand-edited
+    /// row): years 1 to 9999.
+    private static func utc(_ unixMilliseconds: Int64) -> Any {
+        guard unixMilliseconds > -62_135_596_800_000, unixMilliseconds < 253_402_300_800_000 else { return NSNull() }
+        return UTCText.of(unixMilliseconds: unixMilliseconds)
     }
 }
