@@ -104,6 +104,13 @@ public struct FSVisitorData: Sendable, Equatable {
     /// when it is not 0, the answer is incomplete, and `flagship db inspect` says more.
     public var unreadableRows: Int { records.unreadableRows }
 
+    /// Equal when what they show is: the rows' columns the SDK keeps for its own sending (who
+    /// holds a hit now, when it is tried next) are not part of the answer.
+    public static func == (lhs: FSVisitorData, rhs: FSVisitorData) -> Bool {
+        lhs.visitorId == rhs.visitorId && lhs.visitor == rhs.visitor && lhs.decisions == rhs.decisions
+            && lhs.hits == rhs.hits && lhs.unreadableRows == rhs.unreadableRows
+    }
+
     /// Whether the store holds nothing for this visitor.
     public var isEmpty: Bool {
         records.visitor == nil && records.decisions.isEmpty && records.hits.isEmpty && records.unreadableRows == 0
