@@ -173,10 +173,17 @@ let package = Package(
             ],
             path: "Tests/Support/flagship-service-probe"
         ),
-        // A child process for the PostgreSQL fleet tests: one instance of a fleet, killed at will.
+        // A child process for the PostgreSQL fleet tests: one instance of a fleet, killed at will;
+        // also an app writing hits in its own transactions (PostgreSQL, and SQLite through CSQLite).
         .executableTarget(
             name: "flagship-fleet-probe",
-            dependencies: ["Flagship", "FlagshipPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CSQLite",
+                "Flagship",
+                "FlagshipPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/Support/flagship-fleet-probe"
         ),
         // Torture runs: kills the SDK's process at random points and checks nothing is lost

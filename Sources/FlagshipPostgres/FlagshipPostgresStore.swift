@@ -104,6 +104,9 @@ public final class FlagshipPostgresStore: Sendable {
     let client: PostgresClient
     /// The thread the SDK's calls into PostgreSQL run their tasks on (`BoundedPostgresCalls`).
     let executor = ThreadExecutor(name: "io.flagship.postgres")
+    /// PostgreSQL's clock against this instance's, for hits written in an app's transaction
+    /// (`FSVisitor.sendHit(_:inTransactionOn:logger:)`), measured on the app's connection.
+    let transactionClock = DatabaseClockOffset()
     /// How to open a connection of its own (a store made from a location), for `prepare()`, or
     /// why its TLS settings cannot be used (which `prepare()` throws); `nil` for a store made
     /// from a client.

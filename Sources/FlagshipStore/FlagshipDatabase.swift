@@ -384,6 +384,26 @@ package final class FlagshipDatabase: Sendable {
         return FileIdentity(path: database.path) == fileIdentity
     }
 
+    /// Runs `body` on `handle`, a connection another program (an app keeping its own tables in
+    /// this file) opened to this file and holds a transaction on: what `body` writes commits or
+    /// rolls back with that program's rows. `body` runs in a savepoint, so a failure leaves the
+    /// transaction as it was. Refused when no transaction is open on the handle, when it reads
+    /// another file, or when it cannot write (`StoreError.foreignConnection`).
+    package func writeThrough<T>(_ handle: OpaquePointer, _ body: (Connection) throws -> T) throws -> T {
+        let path = database.path
+        guard sqlite3_get_autocommit(handle) == 0 else {
+            throw StoreError.foreignConnection(path: path, refusal: .notInTransaction)
+        }
+        let file = sqlite3_db_filename(handle, "main").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        guard let file, let fileIdentity, FileIdentity(path: file) == fileIdentity else {
+            throw StoreError.foreignConnection(path: path, refusal: .anotherFile(file))
+        }
+        guard sqlite3_db_readonly(handle, "main") == 0 else {
+            throw StoreError.foreignConnection(path: path, refusal: .readOnly)
+        }
+        return try Connection.borrowing(handle) { connection in try connection.savepoint(body) }
+    }
+
     /// Whether this store lives in memory only: nothing written to it survives the process.
     package var isInMemory: Bool {
         database.path == ":memory:"

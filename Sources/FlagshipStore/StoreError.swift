@@ -20,6 +20,9 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A `Database` method was called from inside one of its own closures, on the same thread:
     /// its lock is not reentrant, so this fails at once rather than deadlocking.
     case reentrantAccess(path: String)
+    /// A connection another program opened (`FlagshipDatabase.writeThrough(_:_:)`) cannot take
+    /// the store's rows: it is not in a transaction, reads another file, or only reads.
+    case foreignConnection(path: String, refusal: ForeignConnectionRefusal)
 
     package var description: String {
         switch self {
@@ -43,6 +46,29 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
             return "the database is closed"
         case .reentrantAccess(let path):
             return "\(path): a database method was called from inside another on the same thread; pass the Connection the outer closure received instead (database methods are not reentrant)"
+        case let .foreignConnection(path, refusal):
+            return refusal.sentence(store: path)
+        }
+    }
+}
+
+/// Why a program's own connection cannot write the store's rows in its transaction.
+package enum ForeignConnectionRefusal: Equatable, Sendable {
+    /// No transaction is open on it (`BEGIN` was not run): the row would commit alone, at once.
+    case notInTransaction
+    /// It reads another file (`file`, or an in-memory or temporary database when `nil`).
+    case anotherFile(String?)
+    /// It was opened read-only, or its file cannot be written.
+    case readOnly
+
+    func sentence(store: String) -> String {
+        switch self {
+        case .notInTransaction:
+            return "the connection given is not in a transaction: begin one (BEGIN IMMEDIATE) before writing a hit in it, so that the hit commits or rolls back with the app's rows"
+        case .anotherFile(let file):
+            return "the connection given reads \(file.map { "another file (\($0))" } ?? "an in-memory or temporary database"), not the SDK's store (\(store)): open that file"
+        case .readOnly:
+            return "the connection given cannot write \(store): open it read-write"
         }
     }
 }

@@ -27,7 +27,7 @@ public final class FSVisitor: Sendable {
         state.withLock(body)
     }
 
-    private var logger: Logger { runtime?.logger ?? Flagship.fallbackLogger }
+    var logger: Logger { runtime?.logger ?? Flagship.fallbackLogger }
 
     /// The longest visitor id (and anonymous id) the SDK keeps, in UTF-8 bytes: 1,024. The hit and
     /// visitor stores index the id (PostgreSQL refuses an index entry past about 2,700 bytes, which
@@ -583,6 +583,16 @@ public final class FSVisitor: Sendable {
     public func sendHit<T: FSTrackingProtocol>(_ event: T, until acknowledgement: FSHitAcknowledgement) async throws {
         let (hit, tracking) = try prepareHit(event)
         try await tracking.trackDurably(hit, committed: acknowledgement == .committed)
+    }
+
+    /// A hit to write in the app's own transaction: refused as `sendHit` refuses it, before
+    /// anything is written.
+    package func hitForTransaction(_ event: some FSTrackingProtocol) throws(FlagshipError) -> HitForTransaction {
+        let (hit, tracking) = try prepareHit(event)
+        guard let runtime else { throw .sdkNotInitialized }
+        let now = runtime.config.now
+        return HitForTransaction(hit: hit, queue: tracking.hitQueue, envId: runtime.envId, sharedStore: runtime.config.sharedStore,
+                                 now: { now().unixMilliseconds })
     }
 
     private func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, TrackingManager) {

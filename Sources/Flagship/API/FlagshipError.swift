@@ -21,6 +21,11 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
     /// hits wait), and no room came within the wait (`waited`, seconds): the hit was not taken.
     /// Send it again later, or slow down; `Flagship.health` says when there is room again.
     case overloaded(backlog: Int, waited: TimeInterval)
+    /// A hit to be written in the app's own transaction (`sendHit(_:inTransactionOn:)`) was not
+    /// written (switch over the error's `code`: `notInTransaction`, `notTheStore`, `readOnly`,
+    /// `locked`, `diskFull`...): nothing of it is in the store, and the app's transaction is as
+    /// it was. Roll it back, or commit it without the hit.
+    case hitNotWritten(FSCacheError)
 
     /// A sentence for a log or a user: what went wrong, and what to do when something can be done.
     public var description: String {
@@ -42,6 +47,8 @@ public enum FlagshipError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the hit could not be written to the hit cache (\(reason.code): \(reason)): it is kept in memory and sent, but would not survive a restart"
         case .overloaded(let backlog, let waited):
             return "the hit was not taken: \(backlog) hits wait for delivery while the events endpoint answers (backpressure), and no room came within \(waited.millisecondsText); send it again later"
+        case .hitNotWritten(let reason):
+            return "the hit was not written in the app's transaction (\(reason.code): \(reason)): nothing of it is in the store"
         }
     }
 }

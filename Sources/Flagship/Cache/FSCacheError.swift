@@ -3,7 +3,8 @@ import FlagshipStore
 import Foundation
 
 /// Why the default caches could not open their database, or why a hit could not be committed to
-/// the hit cache (``FlagshipError/hitNotCached(_:)``).
+/// the hit cache (``FlagshipError/hitNotCached(_:)``) or written in the app's own transaction
+/// (``FlagshipError/hitNotWritten(_:)``).
 ///
 /// Switch over ``code`` to act on the kind; ``description`` is the sentence to log. Codes are
 /// static members, so a new kind is not a breaking change: a `switch` needs a `default`.
@@ -20,7 +21,8 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case diskFull, readOnly, locked, damaged, fileReplaced, inMemory, notAFlagshipDatabase,
-                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, unreachable, refused, other
+                 schemaTooNew, migrationHistoryMismatch, fileSystem, ioError, closed, unreachable, refused,
+                 notInTransaction, notTheStore, other
         }
 
         private let base: Base
@@ -61,6 +63,13 @@ public struct FSCacheError: Error, Sendable, Hashable, CustomStringConvertible {
         /// for its own state: a data exception, a constraint, a size limit (SQLSTATE classes 22,
         /// 23 and 54). The rows it refuses are kept in the local store, alone.
         public static let refused = Code(.refused)
+        /// A hit written in the app's transaction (`sendHit(_:inTransactionOn:)`) found no
+        /// transaction open on the app's connection: nothing was written.
+        public static let notInTransaction = Code(.notInTransaction)
+        /// A hit written in the app's transaction found the app's connection on another file
+        /// than the SDK's store, or the SDK keeping no store file (an in-memory store, an app's
+        /// own hit cache, a PostgreSQL store): nothing was written, since no sender would read it.
+        public static let notTheStore = Code(.notTheStore)
         /// Any other failure SQLite reported; ``FSCacheError/sqliteCode`` says which.
         public static let other = Code(.other)
 
@@ -120,6 +129,14 @@ extension FSCacheError {
             self.init(code: .closed, path: path, description: description)
         case .reentrantAccess(let file):
             self.init(code: .other, path: file, description: description)
+        case let .foreignConnection(file, refusal):
+            let code: Code
+            switch refusal {
+            case .notInTransaction: code = .notInTransaction
+            case .anotherFile: code = .notTheStore
+            case .readOnly: code = .readOnly
+            }
+            self.init(code: code, path: file, description: description)
         }
     }
 

@@ -165,6 +165,24 @@ final class SQLiteHitQueue: HitQueue {
         }
     }
 
+    /// Writes `hit` through `handle`, an app's own connection to this file inside the app's
+    /// transaction (`FSVisitor.sendHit(_:inTransactionOn:)`): the row commits or rolls back with
+    /// the app's rows, unclaimed. The sender finds it at its next batch interval, when claims
+    /// look in the table again (`claimsMayHaveLapsed`), or at the next start. The cap holds as for
+    /// any write: past it, the oldest rows are evicted in the same transaction (returned).
+    func write(_ hit: OutgoingHit, inTransactionOn handle: OpaquePointer) throws(FSCacheError) -> Int {
+        if let notDurable { throw notDurable }
+        let record = HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
+                               document: hit.cacheDocumentText, createdAt: hit.createdAt,
+                               fileVersion: hit.fileVersion, decidedAt: hit.decidedAt)
+        let (capacity, now) = (capacity, now())
+        do {
+            return try store.writeThrough(handle) { db in try db.hits.insert([record], capacity: capacity, now: now).evicted }
+        } catch {
+            throw FSCacheError(error, path: store.database.path)
+        }
+    }
+
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
         // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
         guard store.opening.readOnly == nil else { return [] }

@@ -179,6 +179,8 @@ final class TrackingManager: HitTracking {
 
     let settings: Settings
     private let store: TrackingStore
+    /// Where hits wait: what a hit written in the app's own transaction goes into.
+    var hitQueue: any HitQueue { store.hits }
     private let writer: HitWriter
 
     /// Whether a group commit is writing now (`HitWriter.isCommitting`), for tests.

@@ -14,6 +14,18 @@ package final class Connection {
         self.handle = handle
     }
 
+    /// Runs `body` on a connection another program opened (an app's own, to the SDK's file), in
+    /// whatever transaction that program holds: the statements `body` prepares are finalized
+    /// before this returns, so that the program can close its connection; the handle stays open.
+    package static func borrowing<T>(_ handle: OpaquePointer, _ body: (Connection) throws -> T) throws -> T {
+        let borrowed = Connection(handle: handle)
+        defer {
+            for statement in borrowed.statements.values { statement.finalize() }
+            borrowed.statements.removeAll()
+        }
+        return try body(borrowed)
+    }
+
     /// Runs one statement and returns its rows. The prepared statement is cached for reuse.
     @discardableResult
     package func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(StoreError) -> [Row] {

@@ -1,0 +1,210 @@
+import CSQLite
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// `sendHit(_:inTransactionOn:)`: a hit written through the app's own SQLite connection to the
+/// SDK's store file, in the app's transaction, commits or rolls back with the app's rows; the
+/// SDK's sender delivers a committed one at its next batch interval, once.
+final class HitsInTransactionTests: TrackingTestCase {
+    private var storeFile: URL {
+        StoreLocation.databaseFile(envId: Self.envId, in: directory.url)
+    }
+
+    /// The app's connection: the SDK's file opened read-write, with a busy timeout, and an
+    /// `orders` table of the app's own beside the SDK's.
+    private func openAppConnection(_ file: URL? = nil, flags: Int32 = SQLITE_OPEN_READWRITE) throws -> OpaquePointer {
+        var db: OpaquePointer?
+        let path = (file ?? storeFile).path
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
+            sqlite3_close(db)
+            throw SQLiteFailure(description: "cannot open \(path)")
+        }
+        sqlite3_busy_timeout(db, 5_000)
+        addTeardownBlock { sqlite3_close_v2(db) }
+        if flags & SQLITE_OPEN_READWRITE != 0 {
+            try execute(db, "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, total REAL NOT NULL)")
+        }
+        return db
+    }
+
+    private func execute(_ db: OpaquePointer, _ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw SQLiteFailure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    private func count(_ db: OpaquePointer, _ sql: String) throws -> Int {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else {
+            throw SQLiteFailure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw SQLiteFailure(description: "\(sql): no row") }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    private struct SQLiteFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func order(_ id: String) -> FSTransaction {
+        let transaction = FSTransaction(transactionId: id, affiliation: "checkout")
+        transaction.revenue = 42.5
+        return transaction
+    }
+
+    /// The transaction ids of the TRANSACTION hits the server received, in arrival order.
+    private var deliveredOrders: [String] {
+        server.hits.filter { $0["t"]?.stringValue == "TRANSACTION" }.compactMap { $0["tid"]?.stringValue }
+    }
+
+    private var storedTransactionHits: Int {
+        get throws { try storedHits().filter { $0.type == "TRANSACTION" }.count }
+    }
+
+    /// The next batch interval's round, which looks in the table for rows it did not write.
+    private func nextInterval() async throws {
+        try await waitForSleepers(1)
+        clock.advance(by: 10)
+    }
+
+    func testACommittedOrdersHitIsDeliveredOnceAtTheNextBatchInterval() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        try execute(db, "COMMIT")
+
+        XCTAssertEqual(try storedTransactionHits, 1, "committed with the order")
+        try await nextInterval()
+        try await waitUntil("the hit is delivered") { deliveredOrders == ["o-1"] }
+        try await waitUntil("its row is deleted once delivered") { try storedTransactionHits == 0 }
+        let hit = try XCTUnwrap(server.hits.first { $0["t"]?.stringValue == "TRANSACTION" })
+        XCTAssertEqual(hit["vid"]?.stringValue, "buyer")
+        XCTAssertEqual(hit["ta"]?.stringValue, "checkout")
+        XCTAssertEqual(hit["tr"]?.doubleValue, 42.5)
+        XCTAssertEqual(hit["cid"]?.stringValue, Self.envId)
+        try await nextInterval()
+        await flagship.close()
+        XCTAssertEqual(deliveredOrders, ["o-1"], "once")
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM orders"), 1)
+    }
+
+    func testARolledBackOrderSendsNothing() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        try execute(db, "ROLLBACK")
+
+        XCTAssertEqual(try storedTransactionHits, 0)
+        try await nextInterval()
+        await flagship.waitUntilTrackingIsIdle()
+        await flagship.close()
+        XCTAssertEqual(deliveredOrders, [])
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM orders"), 0)
+    }
+
+    /// The hit is written first, then the app's own insert breaks its primary key: the app rolls
+    /// back, and the hit goes with its order.
+    func testAnOrderRefusedByTheAppsOwnConstraintLeavesNoHit() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 10)")
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        XCTAssertThrowsError(try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")) { error in
+            XCTAssertTrue("\(error)".contains("UNIQUE constraint failed"), "\(error)")
+        }
+        try execute(db, "ROLLBACK")
+
+        XCTAssertEqual(try storedTransactionHits, 0)
+        try await nextInterval()
+        await flagship.close()
+        XCTAssertEqual(deliveredOrders, [])
+        XCTAssertEqual(try count(db, "SELECT total FROM orders WHERE id = 'o-1'"), 10, "the app's first order, untouched")
+    }
+
+    /// Refused as `sendHit` refuses it, before anything is written: the app's transaction holds
+    /// only the app's rows, and can still commit.
+    func testARefusedHitThrowsBeforeAnythingIsWritten() async throws {
+        start(trackingBuilder(interval: 10))
+        let db = try openAppConnection()
+        try execute(db, "BEGIN IMMEDIATE")
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
+        let changes = sqlite3_total_changes64(db)
+
+        let buyer = makeVisitor("buyer")
+        XCTAssertThrowsError(try buyer.sendHit(FSTransaction(transactionId: "", affiliation: "checkout"), inTransactionOn: db)) { error in
+            XCTAssertEqual(error as? FlagshipError, .invalidHit(.missingField(hit: "TRANSACTION", field: "tid")))
+        }
+        let withdrawn = await flagship.newVisitor(visitorId: "shy", hasConsented: false, instanceType: .NEW_INSTANCE).buildAsync()
+        XCTAssertThrowsError(try withdrawn.sendHit(Self.order("o-2"), inTransactionOn: db)) { error in
+            XCTAssertEqual(error as? FlagshipError, .consentNotGiven(visitorId: "shy"))
+        }
+
+        XCTAssertEqual(sqlite3_total_changes64(db), changes, "nothing written")
+        try execute(db, "COMMIT")
+        XCTAssertEqual(try storedTransactionHits, 0)
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM orders"), 1)
+    }
+
+    func testAConnectionWithoutATransactionOnAnotherFileOrReadOnlyIsRefused() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+
+        let autocommit = try openAppConnection()
+        assertNotWritten(.notInTransaction) { try visitor.sendHit(Self.order("o-1"), inTransactionOn: autocommit) }
+
+        let other = try openAppConnection(directory.url.appendingPathComponent("shop.sqlite"), flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        try execute(other, "BEGIN IMMEDIATE")
+        assertNotWritten(.notTheStore) { try visitor.sendHit(Self.order("o-2"), inTransactionOn: other) }
+        try execute(other, "ROLLBACK")
+
+        let reader = try openAppConnection(flags: SQLITE_OPEN_READONLY)
+        try execute(reader, "BEGIN")
+        assertNotWritten(.readOnly) { try visitor.sendHit(Self.order("o-3"), inTransactionOn: reader) }
+        try execute(reader, "ROLLBACK")
+
+        XCTAssertEqual(try storedTransactionHits, 0)
+    }
+
+    /// The SDK's own store is busy with its writer: the app's transaction holds the write lock,
+    /// and a hit sent meanwhile with `sendHit` waits in memory, then is written after the commit.
+    func testTheSDKsOwnHitsWaitForTheAppsTransactionAndLoseNothing() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        fireAndForget(visitor, click(1))
+        try await Task.sleep(for: .milliseconds(50))
+        try execute(db, "COMMIT")
+
+        try await nextInterval()
+        try await waitUntil("both are delivered") { deliveredOrders == ["o-1"] && deliveredClickLabels() == ["hit-1"] }
+        await flagship.close()
+    }
+
+    private func assertNotWritten(_ code: FSCacheError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { error in
+            guard case FlagshipError.hitNotWritten(let reason)? = error as? FlagshipError else {
+                return XCTFail("expected hitNotWritten(\(code)), got \(error)", file: file, line: line)
+            }
+            XCTAssertEqual(reason.code, code, "\(reason)", file: file, line: line)
+        }
+    }
+}
