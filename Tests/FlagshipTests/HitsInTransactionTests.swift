@@ -97,6 +97,23 @@ final class HitsInTransactionTests: TrackingTestCase {
         XCTAssertEqual(try count(db, "SELECT count(*) FROM orders"), 1)
     }
 
+    /// `close()` sends what waits, the rows of the app's transactions included, with no interval
+    /// in between.
+    func testAnOrderCommittedJustBeforeCloseIsSentByTheLastRound() async throws {
+        start(trackingBuilder(interval: 10))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+        await flagship.waitUntilTrackingIsIdle()
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        try execute(db, "COMMIT")
+        await flagship.close()
+
+        XCTAssertEqual(deliveredOrders, ["o-1"])
+        XCTAssertEqual(try storedTransactionHits, 0)
+    }
+
     func testARolledBackOrderSendsNothing() async throws {
         start(trackingBuilder(interval: 10))
         let visitor = makeVisitor("buyer")

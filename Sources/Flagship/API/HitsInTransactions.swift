@@ -7,7 +7,7 @@ extension FSVisitor {
     /// back with them. An order and its `FSTransaction` hit become one fact.
     ///
     /// `connection` is a `sqlite3 *` the app opened on the SDK's store file (its path is
-    /// `FSConfigBuilder.withCacheFile`'s, or `flagship.sqlite` in the cache directory), with a
+    /// `FSConfigBuilder.withCacheFile`'s, or `flagship-<env id>.sqlite` in the cache directory), with a
     /// busy timeout and a transaction begun (`BEGIN IMMEDIATE`). Any SQLite library that gives
     /// its handle works (`sqlite3_open_v2` itself, GRDB's `sqliteConnection`, SQLite.swift's
     /// `handle`). The app's tables live in the same file beside the SDK's.

@@ -364,6 +364,9 @@ final class TrackingManager: HitTracking {
             writer.drainAll()
             return true
         } != nil
+        // The last round looks in the table as an interval's round does: rows this instance did
+        // not write (an app's own transaction, another process) are sent too.
+        writer.claimsMayHaveLapsed()
         // The last round runs in the sender's loop, which `start()` started.
         if storeAnswered, started, await sender.waitForIdle(until: sendsUntil) {
             if await !sender.finalRound(until: sendsUntil) {
