@@ -363,4 +363,9 @@ if Context.environment["FLAGSHIP_EXAMPLE"] != nil {
         ],
         path: "Examples/Documentation/RunningInAServer"
     ))
+    package.targets.append(.executableTarget(
+        name: "HitsInTransactions",
+        dependencies: ["CSQLite", "Flagship", "FlagshipLocalServer"],
+        path: "Examples/Documentation/HitsInTransactions"
+    ))
 }

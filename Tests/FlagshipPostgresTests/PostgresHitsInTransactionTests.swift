@@ -192,6 +192,36 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
         await flagship.close()
     }
 
+    /// The article's `placeOrder` (FleetsArticleTransactionExample.swift), on a `PostgresClient`:
+    /// the order committed with its hit, delivered once; a second order whose hit is refused
+    /// leaves neither.
+    func testTheArticlesExamplePlacesAnOrderWithItsHit() async throws {
+        let shop = try await shop()
+        let server = try startedFleetServer()
+        defer { server.stop() }
+        let flagship = instance(store: shop.store, events: server.baseURL)
+        let visitor = await flagship.newVisitor(visitorId: "buyer", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        let client = PostgresClient(configuration: .init(host: shop.postgres.host, port: shop.postgres.port,
+                                                         username: shop.postgres.username, password: shop.postgres.password,
+                                                         database: shop.database, tls: .disable))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            try await placeOrder("o-1", total: 42.5, by: visitor, on: client, logger: logger)
+            do {
+                try await placeOrder("", total: 10, by: visitor, on: client, logger: logger)
+                XCTFail("an order without an id was to be refused")
+            } catch let error as PostgresTransactionError {
+                XCTAssertEqual(error.closureError as? FlagshipError, .invalidHit(.missingField(hit: "TRANSACTION", field: "tid")))
+            }
+            group.cancelAll()
+        }
+
+        try await waitUntil("the order's hit is delivered") { deliveredOrders(server) == ["o-1"] }
+        await flagship.close()
+        XCTAssertEqual(deliveredOrders(server), ["o-1"])
+        XCTAssertEqual(try shop.postgres.psql(shop.database, "SELECT id FROM shop_orders"), "o-1", "the refused order rolled back")
+    }
+
     /// An SDK whose hits are not in PostgreSQL: no instance would send the row, so none is written.
     func testAnSDKWithoutAPostgresStoreRefusesTheHit() async throws {
         let shop = try await shop()

@@ -88,6 +88,9 @@ struct DocumentationSnippet: Sendable {
     static let mainBuildModules = [
         "XCTest", "FlagshipPostgres", "FlagshipServiceLifecycle", "FlagshipMetrics", "FlagshipTracing", "FlagshipConfiguration",
         "PostgresNIO", "ServiceLifecycle", "Metrics", "Tracing", "Configuration",
+        // This package's system library over libsqlite3 (not a product): the app's own SQLite
+        // connection in HitsAndDelivery's program.
+        "CSQLite",
     ]
 
     let document: Documentation.Document
