@@ -156,6 +156,24 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Issue 34: an order's transaction with its hit written in it, beside the same transaction
+        // without it, on SQLite (the SDK's file) and on PostgreSQL (the fleet's database).
+        .executableTarget(
+            name: "TransactionalHits",
+            dependencies: [
+                "BenchSQLite",
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipPostgres", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "PostgresTestSupport", package: "flagship-swift-linux"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "TransactionalHits",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

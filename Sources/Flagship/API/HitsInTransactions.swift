@@ -20,6 +20,9 @@ extension FSVisitor {
     /// sender finds a committed hit at its next batch interval (or at the next start, after a
     /// crash) and delivers it once; a rolled-back one never existed.
     ///
+    /// It runs on the caller's thread, as the app's own statements on that connection do: it
+    /// takes none of the SDK's locks and waits on no I/O but that connection's.
+    ///
     /// ```swift
     /// try execute(db, "BEGIN IMMEDIATE")
     /// try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
