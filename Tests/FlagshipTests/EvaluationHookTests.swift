@@ -122,6 +122,15 @@ final class EvaluationHookTests: SDKTestCase {
         XCTAssertEqual(ends[2].evaluation.valueType, "Int")
     }
 
+    func testAVisitorOfAnSDKNotStartedRunsItsOwnHooksWithProviderNotReady() async throws {
+        let visitor = await Flagship().newVisitor(visitorId: "dan", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withHooks([hook("h", throwing: [.error])]).buildAsync()
+
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "blue"), "blue")
+        XCTAssertEqual(calls.values.map(\.line), ["h before btnColor", "h error btnColor"])
+        XCTAssertEqual(calls.values.last?.result?.errorCode, .PROVIDER_NOT_READY)
+    }
+
     @available(*, deprecated, message: "reads with the 3.2 value() too")
     func testEveryReadOfAValueRunsTheHooksAndNothingElseDoes() async throws {
         start()

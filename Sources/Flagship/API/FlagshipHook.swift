@@ -56,7 +56,7 @@ public struct FSEvaluation: Sendable {
     init<T>(flagKey: String, visitorId: String, defaultValue: T?) {
         self.flagKey = flagKey
         self.visitorId = visitorId
-        rawDefault = defaultValue.flatMap { try? JSONValue(any: $0) }
+        rawDefault = defaultValue.flatMap(JSONValue.of)
         // Named only when asked: describing a type costs more than the rest of the evaluation.
         askedType = T.self
     }
@@ -85,12 +85,24 @@ public struct FSEvaluationResult: Sendable {
     public var variationName: String { metadata.variationName }
 
     init<T>(_ details: FSFlagDetails<T>) {
-        rawValue = details.value.flatMap { try? JSONValue(any: $0) }
+        rawValue = details.value.flatMap(JSONValue.of)
         reason = details.reason
         errorCode = details.errorCode
         errorMessage = details.errorMessage
         source = details.source
         entry = details.entry
+    }
+}
+
+extension JSONValue {
+    /// `init(any:)`, without boxing the flag types reads ask for most: a read's type is known where
+    /// it is compiled, so these checks fold away.
+    static func of<T>(_ value: T) -> JSONValue? {
+        if T.self == String.self, let string = value as? String { return .string(string) }
+        if T.self == Bool.self, let bool = value as? Bool { return .bool(bool) }
+        if T.self == Int.self, let int = value as? Int { return .int(Int64(int)) }
+        if T.self == Double.self, let double = value as? Double, double.isFinite { return .double(double) }
+        return try? JSONValue(any: value)
     }
 }
 
@@ -114,6 +126,7 @@ final class HookChain: Sendable {
     static func make(config: [any FlagshipHook], visitor: [any FlagshipHook], runtime: SDKRuntime?) -> HookChain? {
         let hooks = config + visitor
         guard !hooks.isEmpty else { return nil }
+        // A visitor of an SDK not started has no start to share failures with: it counts its own.
         return HookChain(hooks: hooks, failures: runtime?.hookFailures ?? HookFailures(instrumentation: nil),
                          logger: runtime?.logger ?? Flagship.fallbackLogger)
     }
@@ -164,7 +177,7 @@ final class HookFailures: Sendable {
     var count: Int { state.withLock { $0.count } }
 
     func record(_ hook: any FlagshipHook, _ stage: FSHookStage, flagKey: String, error: any Error, logger: Logger) {
-        let hookType = String(reflecting: type(of: hook))
+        let hookType = String(describing: type(of: hook))
         let first = state.withLock { state in
             state.count += 1
             return state.logged.insert("\(hookType) \(stage.rawValue)").inserted
