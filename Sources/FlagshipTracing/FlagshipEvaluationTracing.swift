@@ -14,7 +14,8 @@ import Tracing
 /// |---|---|
 /// | `feature_flag.evaluation` | `feature_flag.key`, `feature_flag.provider.name` (`Flagship`), `feature_flag.context.id` (the visitor id), `feature_flag.result.reason` (`split`, `targeting_match`...), `feature_flag.result.variant` (the variation id, when a campaign gives the flag), `error.type` and `error.message` on an error (`flag_not_found`, `type_mismatch`...) |
 ///
-/// The flag's value is not put on the event: it may be personal data.
+/// The flag's value is not put on the event: it may be personal data. The visitor id is, as the
+/// convention asks (`FlagshipTracing`'s spans carry none): leave this hook out where spans must not.
 public struct FlagshipEvaluationTracing: FlagshipHook {
     private let tracer: (any Tracer)?
 
