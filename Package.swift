@@ -128,6 +128,7 @@ let package = Package(
             name: "FlagshipMetrics",
             dependencies: [
                 "Flagship",
+                "FlagshipStore",
                 .product(name: "Metrics", package: "swift-metrics", condition: metrics),
             ]
         ),

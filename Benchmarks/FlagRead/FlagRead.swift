@@ -57,6 +57,18 @@ let benchmarks: @Sendable () -> Void = {
         await session.value?.stop()
     }
 
+    // Issue 34: the plain read above is the read of an SDK without hooks; the same read with one
+    // hook that does nothing shows what a hook costs, in the same run.
+    Benchmark("getFlag(key:).value(defaultValue:), one no-op hook, exposed already") { (benchmark: Benchmark, visitor: FSVisitor) in
+        for _ in benchmark.scaledIterations {
+            blackHole(visitor.getFlag(key: "btnColor").value(defaultValue: "blue"))
+        }
+    } setup: {
+        try await FlagSession.start(into: session, hooks: [NoOpHook()])
+    } teardown: {
+        await session.value?.stop()
+    }
+
     Benchmark("getFlag(key:).value(defaultValue:) as Int, exposed already") { (benchmark: Benchmark, visitor: FSVisitor) in
         for _ in benchmark.scaledIterations {
             blackHole(visitor.getFlag(key: "btnSize").value(defaultValue: 12))
@@ -67,6 +79,9 @@ let benchmarks: @Sendable () -> Void = {
         await session.value?.stop()
     }
 }
+
+/// A hook with every stage left to its default: the cost of running hooks, not of their work.
+struct NoOpHook: FlagshipHook {}
 
 /// The floor: what any thread-safe flag store pays for one read.
 final class LockedDictionary: @unchecked Sendable {
@@ -99,7 +114,7 @@ final class FlagSession: @unchecked Sendable {
         self.visitor = visitor
     }
 
-    static func start(into box: Box<FlagSession>) async throws -> FSVisitor {
+    static func start(into box: Box<FlagSession>, hooks: [any FlagshipHook] = []) async throws -> FSVisitor {
         let server = LocalFlagshipServer(envId: "bench_env", apiKey: "bench_key")
         try server.start()
         let directory = try TemporaryDirectory()
@@ -108,6 +123,7 @@ final class FlagSession: @unchecked Sendable {
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
             .withLogLevel(.NONE)
+            .withHooks(hooks)
             .build()
         Flagship.sharedInstance.start(envId: "bench_env", apiKey: "bench_key", config: config)
         let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "reader", hasConsented: true, instanceType: .NEW_INSTANCE)

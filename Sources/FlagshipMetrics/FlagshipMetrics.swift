@@ -23,6 +23,7 @@ import Metrics
 /// | `flagship_hits_waiting` | gauge | `where`: store, memory |
 /// | `flagship_hits_backlog` | gauge | none: hits waiting for delivery, after each commit and batch |
 /// | `flagship_hits_shed_total` | counter | `kind`: hit, activate: refused under backpressure |
+/// | `flagship_hook_failures_total` | counter | `stage`: before, after, error: a `FlagshipHook` threw |
 ///
 /// Every metric is made once, at `init`: reporting is a lookup and an increment.
 public struct FlagshipMetrics: FlagshipInstrumentation {
@@ -36,6 +37,7 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     private let waitingInMemory: Gauge
     private let backlogGauge: Gauge
     private let shed: [FSHitKind: Counter]
+    private let hookFailures: [FSHookStage: Counter]
 
     /// - Parameter factory: where the metrics go; by default the one `MetricsSystem.bootstrap` set.
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
@@ -71,6 +73,9 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
         backlogGauge = Gauge(label: "flagship_hits_backlog", factory: factory)
         shed = Dictionary(uniqueKeysWithValues: FSHitKind.allCases.map { kind in
             (kind, Counter(label: "flagship_hits_shed_total", dimensions: [("kind", kind.rawValue)], factory: factory))
+        })
+        hookFailures = Dictionary(uniqueKeysWithValues: FSHookStage.allCases.map { stage in
+            (stage, Counter(label: "flagship_hook_failures_total", dimensions: [("stage", stage.rawValue)], factory: factory))
         })
     }
 
@@ -122,6 +127,11 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     /// Adds `count` to `flagship_hits_shed_total` for the kind.
     public func hitsShed(kind: FSHitKind, count: Int) {
         shed[kind]?.increment(by: count)
+    }
+
+    /// Adds one to `flagship_hook_failures_total` for the stage.
+    public func hookFailed(_ stage: FSHookStage) {
+        hookFailures[stage]?.increment()
     }
 }
 #endif

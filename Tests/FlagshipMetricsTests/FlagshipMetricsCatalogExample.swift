@@ -6,5 +6,6 @@ import FlagshipMetrics
 
 let config = FSConfigBuilder().DecisionApi()
     .withInstrumentation(FlagshipMetrics())
+    .withHooks([FlagshipEvaluationMetrics()])   // flag evaluations, by flag, reason and error code
     .build()
 #endif

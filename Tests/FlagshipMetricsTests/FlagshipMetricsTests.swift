@@ -88,6 +88,70 @@ final class FlagshipMetricsTests: XCTestCase {
         }
     }
 
+    private func evaluations(_ flag: String, _ reason: String, _ errorCode: String = "none") throws -> Int64 {
+        try counter("flagship_flag_evaluations_total", [("flag", flag), ("reason", reason), ("error_code", errorCode)])
+    }
+
+    func testEvaluationsAreCountedByFlagReasonAndErrorCode() async throws {
+        start { $0.DecisionApi().withHooks([FlagshipEvaluationMetrics(factory: self.metrics)]) }
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "ada", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .buildAsync()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")        // before any fetch
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+        _ = visitor.getFlag(key: "btnColor").details(defaultValue: "blue")
+        _ = visitor.getFlag(key: "btnSize").value(defaultValue: 12)
+        _ = visitor.getFlag(key: "btnSize").value(defaultValue: "12")           // a string asked of a number
+        _ = visitor.getFlag(key: "nope").value(defaultValue: false)
+        _ = visitor.getFlag(key: "btnColor").exists()                           // not an evaluation
+
+        XCTAssertEqual(try evaluations("btnColor", "error", "provider_not_ready"), 1)
+        XCTAssertEqual(try evaluations("btnColor", "split"), 2)
+        XCTAssertEqual(try evaluations("btnSize", "split"), 1)
+        XCTAssertEqual(try evaluations("btnSize", "error", "type_mismatch"), 1)
+        XCTAssertEqual(try evaluations("nope", "default", "flag_not_found"), 1)
+        XCTAssertEqual(metrics.counters(label: "flagship_flag_evaluations_total").map(\.totalValue).reduce(0, +), 6)
+    }
+
+    /// Flag keys are whatever the app reads: past the cap, they share the flag value `other`.
+    func testFlagKeysPastTheCapAreCountedUnderOther() async throws {
+        start { $0.DecisionApi().withHooks([FlagshipEvaluationMetrics(maxFlagKeys: 2, factory: self.metrics)]) }
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "ben", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .buildAsync()
+        try await visitor.fetchFlags()
+        for key in ["btnColor", "btnSize", "price", "unknown-1", "unknown-2", "btnColor"] {
+            _ = visitor.getFlag(key: key).value(defaultValue: nil as Any?)
+        }
+
+        XCTAssertEqual(try evaluations("btnColor", "split"), 2, "a key within the cap keeps its own value")
+        XCTAssertEqual(try evaluations("btnSize", "split"), 1)
+        XCTAssertEqual(try evaluations(FlagshipEvaluationMetrics.otherFlags, "split"), 1, "price")
+        XCTAssertEqual(try evaluations(FlagshipEvaluationMetrics.otherFlags, "default", "flag_not_found"), 2)
+        XCTAssertEqual(Set(metrics.counters(label: "flagship_flag_evaluations_total").compactMap { counter in
+            counter.dimensions.first { $0.0 == "flag" }?.1
+        }), ["btnColor", "btnSize", "other"])
+    }
+
+    private struct FailingHook: FlagshipHook {
+        struct Failure: Error {}
+
+        func before(_ evaluation: FSEvaluation) throws { throw Failure() }
+        func error(_ evaluation: FSEvaluation, _ result: FSEvaluationResult) throws { throw Failure() }
+    }
+
+    func testAHookThatThrowsIsCountedByStage() async throws {
+        start { $0.DecisionApi().withHooks([FailingHook()]) }
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "cy", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .buildAsync()
+        try await visitor.fetchFlags()
+        XCTAssertEqual(visitor.getFlag(key: "btnColor").value(defaultValue: "blue"), "green")
+        XCTAssertEqual(visitor.getFlag(key: "nope").value(defaultValue: "blue"), "blue")
+
+        XCTAssertEqual(try counter("flagship_hook_failures_total", [("stage", "before")]), 2)
+        XCTAssertEqual(try counter("flagship_hook_failures_total", [("stage", "after")]), 0)
+        XCTAssertEqual(try counter("flagship_hook_failures_total", [("stage", "error")]), 1)
+    }
+
     func testFailedFetchesRetriedAndRejectedHitsAreCountedApart() async throws {
         _ = server.injectFault(.status(500), on: .campaigns, share: .next(1))
         _ = server.injectFault(.status(503), on: .events, share: .next(1))

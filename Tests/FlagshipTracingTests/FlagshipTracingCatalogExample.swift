@@ -6,5 +6,6 @@ import FlagshipTracing
 
 let config = FSConfigBuilder().DecisionApi()
     .withTracer(FlagshipTracing())
+    .withHooks([FlagshipEvaluationTracing()])   // an event on the current span per flag evaluation
     .build()
 #endif

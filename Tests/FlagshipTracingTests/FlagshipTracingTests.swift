@@ -29,8 +29,8 @@ final class FlagshipTracingTests: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private func start() {
-        let config = FSConfigBuilder().DecisionApi()
+    private func start(_ configure: (FSConfigBuilder) -> FSConfigBuilder = { $0 }) {
+        let config = configure(FSConfigBuilder().DecisionApi())
             .withDecisionBaseURL(server.decisionBaseURL)
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheFile(directory.appendingPathComponent("flagship.sqlite"))
@@ -83,6 +83,40 @@ final class FlagshipTracingTests: XCTestCase {
         try? await visitor.fetchFlags()
         let fetch = try XCTUnwrap(spans(named: "flagship.fetchFlags").first)
         XCTAssertEqual(fetch.errors.count, 1, "the failure is on the span")
+    }
+
+    private func text(_ event: SpanEvent, _ key: String) -> String? {
+        guard case .string(let value)? = event.attributes[key]?.toSpanAttribute() else { return nil }
+        return value
+    }
+
+    func testEachEvaluationInASpanIsAnEventWithTheFeatureFlagAttributesAndNoneOutsideASpan() async throws {
+        start { $0.withHooks([FlagshipEvaluationTracing(tracer: self.tracer)]) }
+        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "dora", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .buildAsync()
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")     // outside any span: no event, no error
+        tracer.withSpan("GET /checkout") { _ in
+            _ = visitor.getFlag(key: "btnColor").value(defaultValue: "blue")
+            _ = visitor.getFlag(key: "nope").details(defaultValue: 0)
+            _ = visitor.getFlag(key: "btnColor").exists()                    // not an evaluation
+        }
+
+        XCTAssertTrue(tracer.finishedSpans.filter { $0.operationName != "GET /checkout" }.allSatisfy(\.events.isEmpty))
+        let events = try XCTUnwrap(spans(named: "GET /checkout").first).events
+        XCTAssertEqual(events.map(\.name), ["feature_flag.evaluation", "feature_flag.evaluation"])
+        let (read, missing) = (events[0], events[1])
+        XCTAssertEqual(text(read, "feature_flag.key"), "btnColor")
+        XCTAssertEqual(text(read, "feature_flag.provider.name"), "Flagship")
+        XCTAssertEqual(text(read, "feature_flag.context.id"), "dora")
+        XCTAssertEqual(text(read, "feature_flag.result.reason"), "split")
+        XCTAssertEqual(text(read, "feature_flag.result.variant"), "v-homepage-green")
+        XCTAssertNil(read.attributes["error.type"])
+        XCTAssertEqual(text(missing, "feature_flag.key"), "nope")
+        XCTAssertEqual(text(missing, "feature_flag.result.reason"), "default")
+        XCTAssertNil(missing.attributes["feature_flag.result.variant"], "no campaign gives it")
+        XCTAssertEqual(text(missing, "error.type"), "flag_not_found")
+        XCTAssertEqual(text(missing, "error.message"), "no campaign gives this visitor the flag 'nope'")
     }
 
     func testEachBatchSentIsASpanWithItsEndpointAndOutcome() async throws {

@@ -94,9 +94,17 @@ extension FSFlag {
 }
 
 extension FSVisitor {
-    /// `FSFlag.details`: everything read in one pass under the lock, so that the reason matches
-    /// the value even while a fetch runs.
+    /// `FSFlag.details`, between the visitor's hooks when it has some.
     func readFlagDetails<T>(_ key: String, defaultValue: T?, exposing: Bool) -> FSFlagDetails<T> {
+        guard let hooks else { return evaluateFlag(key, defaultValue: defaultValue, exposing: exposing) }
+        return hooks.run(key, visitorId: visitorId, defaultValue: defaultValue) {
+            evaluateFlag(key, defaultValue: defaultValue, exposing: exposing)
+        }
+    }
+
+    /// Everything read in one pass under the lock, so that the reason matches the value even
+    /// while a fetch runs.
+    private func evaluateFlag<T>(_ key: String, defaultValue: T?, exposing: Bool) -> FSFlagDetails<T> {
         let panic = sdkStatus == .SDK_PANIC
         let (entry, fetchStatus, source, toExpose, cacheUnreadable) = withState { state in
             let entry = state.flags[key]

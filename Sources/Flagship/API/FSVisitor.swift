@@ -16,11 +16,14 @@ public final class FSVisitor: Sendable {
     private let state: Locked<VisitorState>
     /// The listeners of `flagChanges()`.
     let flagWatchers = ChangeBroadcaster<[FSFlagValueChange]>()
+    /// The configuration's evaluation hooks and the visitor's; `nil` when there are none.
+    let hooks: HookChain?
 
-    init(state: VisitorState, runtime: SDKRuntime?, onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?) {
+    init(state: VisitorState, runtime: SDKRuntime?, onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?, hooks: HookChain? = nil) {
         self.state = Locked(state)
         self.runtime = runtime
         self.onFetchFlagsStatusChanged = onFetchFlagsStatusChanged
+        self.hooks = hooks
     }
 
     func withState<T>(_ body: (inout VisitorState) -> T) -> T {
@@ -266,6 +269,8 @@ public final class FSVisitor: Sendable {
     /// to report, in one pass under the lock (not generic, so nothing is boxed there). Once the
     /// exposure is reported, a read takes no other lock and allocates nothing.
     func readFlag<T>(_ key: String, defaultValue: T?, exposing: Bool) -> T? {
+        // With hooks, the details' read: the same value and exposure, and what the hooks are told.
+        if hooks != nil { return readFlagDetails(key, defaultValue: defaultValue, exposing: exposing).value }
         let panic = sdkStatus == .SDK_PANIC
         // The value is copied out of the lock, the entry only when its exposure is to be reported:
         // a read that reports nothing retains no more than the value it returns.

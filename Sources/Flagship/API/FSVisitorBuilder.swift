@@ -12,6 +12,7 @@ public final class FSVisitorBuilder {
     private var context: [String: Any] = [:]
     private var authenticated = false
     private var onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?
+    private var hooks: [any FlagshipHook] = []
 
     init(flagship: Flagship, visitorId: String, hasConsented: Bool, instanceType: Instance) {
         self.flagship = flagship
@@ -58,6 +59,14 @@ public final class FSVisitorBuilder {
         return self
     }
 
+    /// Runs `hooks` around every flag evaluation of this visitor, after the configuration's
+    /// (`FSConfigBuilder.withHooks`); each call adds to the hooks given before.
+    @discardableResult
+    public func withHooks(_ hooks: [any FlagshipHook]) -> FSVisitorBuilder {
+        self.hooks += hooks
+        return self
+    }
+
     /// The visitor, with its flags from the visitor cache when it has some (store first):
     /// readable at once, offline. Blocks the calling thread while the cache is read, at most its
     /// lookup timeout (the lookup runs on the cache's own queue, never on Swift's cooperative
@@ -92,7 +101,8 @@ public final class FSVisitorBuilder {
         }
         return VisitorPlan(flagship: flagship, runtime: runtime, visitorId: id, context: values, consent: consent,
                            authenticated: authenticated, instanceType: instanceType,
-                           onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
+                           onFetchFlagsStatusChanged: onFetchFlagsStatusChanged,
+                           hooks: HookChain.make(config: runtime?.config.hooks ?? [], visitor: hooks, runtime: runtime))
     }
 }
 
@@ -106,6 +116,7 @@ private struct VisitorPlan: Sendable {
     let authenticated: Bool
     let instanceType: Instance
     let onFetchFlagsStatusChanged: OnFetchFlagsStatusChanged?
+    let hooks: HookChain?
 
     /// What the store holds for the visitor: its anonymous id (authenticated visitors) and its
     /// cached flags (with consent).
@@ -152,7 +163,7 @@ private struct VisitorPlan: Sendable {
         } else if case .unavailable = stored.lookup {
             state.storedHistoryUnread = true
         }
-        let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged)
+        let visitor = FSVisitor(state: state, runtime: runtime, onFetchFlagsStatusChanged: onFetchFlagsStatusChanged, hooks: hooks)
         visitor.notifyFetchStatus(state.fetchStatus, state.fetchReason)
         visitor.sendConsentHit(consent)
         if !consent { runtime?.purgeVisitor(visitorId) }

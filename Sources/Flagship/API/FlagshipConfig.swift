@@ -71,6 +71,8 @@ public struct FlagshipConfig: Sendable {
     var instrumentation: (any FlagshipInstrumentation)?
     /// Spans around fetches and batches, and the trace context on every request (`withTracer`).
     var tracer: (any FlagshipTracer)?
+    /// Run around every flag evaluation of every visitor (`withHooks`).
+    var hooks: [any FlagshipHook] = []
     /// The clock behind hit times and ages; tests move it by hand.
     var now: @Sendable () -> Date = Date.init
     /// The same clock, with waiting: batch intervals and backoff.
@@ -147,6 +149,17 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withTracer(_ tracer: any FlagshipTracer) -> FSConfigBuilder {
         config.tracer = tracer
+        return self
+    }
+
+    /// Runs `hooks` around every flag evaluation of every visitor, before a visitor's own
+    /// (`FSVisitorBuilder.withHooks`); each call adds to the hooks given before. A visitor's hooks
+    /// are fixed when it is built. Without hooks, a read costs what it costs without this feature.
+    /// `FlagshipEvaluationMetrics()` (the `FlagshipMetrics` product) and
+    /// `FlagshipEvaluationTracing()` (the `FlagshipTracing` product) are hooks.
+    @discardableResult
+    public func withHooks(_ hooks: [any FlagshipHook]) -> FSConfigBuilder {
+        config.hooks += hooks
         return self
     }
 

@@ -28,6 +28,9 @@ public protocol FlagshipInstrumentation: Sendable {
     /// `count` hits nobody awaited (`sendHitInBackground`, a flag read's activate) were refused
     /// under backpressure: delivery fell behind while the events endpoint answered.
     func hitsShed(kind: FSHitKind, count: Int)
+    /// A `FlagshipHook` threw at `stage` of a flag evaluation (the read's value is unchanged).
+    /// Called on the reading thread.
+    func hookFailed(_ stage: FSHookStage)
 }
 
 // The defaults that let an implementation pick what it needs.
@@ -48,6 +51,8 @@ extension FlagshipInstrumentation {
     public func backlog(hits: Int) {}
     /// Ignores the shed hits.
     public func hitsShed(kind: FSHitKind, count: Int) {}
+    /// Ignores the hook's failure.
+    public func hookFailed(_ stage: FSHookStage) {}
 }
 
 /// Where a hit is in its life.

@@ -26,6 +26,8 @@ final class SDKRuntime: Sendable {
     let flagWatch = FlagWatch()
     /// The flag keys (with the type asked) whose type mismatch was logged: once each.
     let mismatchesLogged = Locked<Set<String>>([])
+    /// The evaluation hooks that threw: counted, each hook type and stage logged once.
+    let hookFailures: HookFailures
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
     /// Small store reads and writes made for an `async` caller run here, off the cooperative pool.
@@ -44,6 +46,7 @@ final class SDKRuntime: Sendable {
     /// `network`: what answers requests in place of `URLSessionTransport` (FlagshipTesting).
     init(envId: String, apiKey: String, config: FlagshipConfig, logger: Logger, network given: (any HTTPTransport)? = nil) {
         fetchOutage = OutageLog(logger: logger, now: config.now)
+        hookFailures = HookFailures(instrumentation: config.instrumentation)
         self.envId = envId
         self.config = config
         self.logger = logger
