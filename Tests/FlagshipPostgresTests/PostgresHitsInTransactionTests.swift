@@ -242,13 +242,15 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
     }
 
     /// A process commits an order and its hit while its events endpoint is unreachable, and is
-    /// killed with SIGKILL before any send; another instance, started after, delivers the hit once.
+    /// killed with SIGKILL before any send reaches a server; another instance, started after,
+    /// delivers the hit once. (The killed process's sender may hold the row at the kill, trying
+    /// its dead endpoint: its 1 s lease lapses, as a dead instance's does.)
     func testAnOrderCommittedByAProcessKilledBeforeAnySendIsDeliveredOnceByTheNextInstance() async throws {
         let shop = try await shop()
         let server = try startedFleetServer()
         defer { server.stop() }
         let probe = try ProbeProcess(["order", shop.postgres.url(shop.database), Self.nowhere.absoluteString,
-                                      directory.appendingPathComponent("killed").path, "o-killed"],
+                                      directory.appendingPathComponent("killed").path, "o-killed", "1"],
                                      password: shop.postgres.password)
         try await probe.waitForLine(timeout: .seconds(60)) { $0 == "committed" }
         probe.kill()

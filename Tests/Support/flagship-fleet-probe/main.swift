@@ -17,7 +17,7 @@ import PostgresNIO
 //     delivering until standard input ends, then closes and prints `closed`.
 //   flagship-fleet-probe erase <postgres URL> <server URL> <cache dir> <visitor id>
 //     Withdraws the visitor's consent and closes (which waits for the erasure).
-//   flagship-fleet-probe order <postgres URL> <server URL> <cache dir> <order id>
+//   flagship-fleet-probe order <postgres URL> <server URL> <cache dir> <order id> [<lease s>]
 //     Decision API mode: in one transaction of its own connection, inserts the order into
 //     `shop_orders` (made if missing) and writes its TRANSACTION hit (visitor `buyer`) with
 //     `sendHit(_:inTransactionOn:logger:)`; prints `committed` after the commit, then waits
@@ -94,7 +94,8 @@ func closeSDK() async {
     await Flagship.sharedInstance.close()
 }
 
-let lease = command == "send" && arguments.count == 7 ? TimeInterval(arguments[6]) : nil
+let lease = command == "send" && arguments.count == 7 ? TimeInterval(arguments[6])
+    : command == "order" && arguments.count == 6 ? TimeInterval(arguments[5]) : nil
 let store: FlagshipPostgresStore
 do {
     store = FlagshipPostgresStore(try .init(url: url), sharesDatabase: false, logger: logger, callTimeout: .seconds(5),
