@@ -42,6 +42,22 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // What the hit itself costs in a transaction, the commit apart: 100 hits in one transaction.
+    Benchmark("SQLite: 100 hits written in one transaction, its commit shared",
+              configuration: configuration) { (benchmark: Benchmark, shop: SQLiteShop) async in
+        for _ in benchmark.scaledIterations {
+            do {
+                try shop.writeHits(100)
+            } catch {
+                benchmark.error("\(error)")
+            }
+        }
+    } setup: {
+        try await SQLiteShop.start(into: sqlite)
+    } teardown: {
+        await sqlite.value?.stop()
+    }
+
     let postgres = Box<PostgresShop>()
     for way in HitWay.allCases {
         Benchmark("PostgreSQL: order transaction (withTransaction, INSERT)\(way.suffix)",
@@ -149,6 +165,15 @@ final class SQLiteShop: @unchecked Sendable {
             throw error
         }
         if way == .awaitedAfterCommit { try await visitor.sendHit(orderHit(id)) }
+    }
+
+    func writeHits(_ count: Int) throws {
+        try Self.execute(db, "BEGIN IMMEDIATE")
+        for _ in 0..<count {
+            next += 1
+            try visitor.sendHit(orderHit("o-\(next)"), inTransactionOn: db)
+        }
+        try Self.execute(db, "COMMIT")
     }
 
     private static func execute(_ db: OpaquePointer, _ sql: String) throws {
