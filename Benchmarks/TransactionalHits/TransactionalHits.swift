@@ -26,55 +26,41 @@ let benchmarks: @Sendable () -> Void = {
 
     let sqlite = Box<SQLiteShop>()
     for way in HitWay.allCases {
-        Benchmark("SQLite: order transaction (BEGIN IMMEDIATE, INSERT, COMMIT)\(way.suffix)",
-                  configuration: configuration) { (benchmark: Benchmark, shop: SQLiteShop) async in
-            for _ in benchmark.scaledIterations {
-                do {
-                    try await shop.placeOrder(way)
-                } catch {
-                    benchmark.error("\(error)")
-                }
-            }
-        } setup: {
-            try await SQLiteShop.start(into: sqlite)
-        } teardown: {
-            await sqlite.value?.stop()
-        }
+        shopBenchmark("SQLite: order transaction (BEGIN IMMEDIATE, INSERT, COMMIT)\(way.suffix)", configuration, box: sqlite,
+                      start: SQLiteShop.start) { try await $0.placeOrder(way) }
     }
-
     // What the hit itself costs in a transaction, the commit apart: 100 hits in one transaction.
-    Benchmark("SQLite: 100 hits written in one transaction, its commit shared",
-              configuration: configuration) { (benchmark: Benchmark, shop: SQLiteShop) async in
+    shopBenchmark("SQLite: 100 hits written in one transaction, its commit shared", configuration, box: sqlite,
+                  start: SQLiteShop.start) { try $0.writeHits(100) }
+
+    let postgres = Box<PostgresShop>()
+    for way in HitWay.allCases {
+        shopBenchmark("PostgreSQL: order transaction (withTransaction, INSERT)\(way.suffix)", configuration, box: postgres,
+                      start: PostgresShop.start) { try await $0.placeOrder(way) }
+    }
+}
+
+/// A benchmark that runs `body` once per iteration on a shop `start` made (and stops it after).
+private func shopBenchmark<Shop: StoppableShop>(_ name: String, _ configuration: Benchmark.Configuration, box: Box<Shop>,
+                                                start: @escaping @Sendable (Box<Shop>) async throws -> Shop,
+                                                _ body: @escaping @Sendable (Shop) async throws -> Void) {
+    Benchmark(name, configuration: configuration) { (benchmark: Benchmark, shop: Shop) async in
         for _ in benchmark.scaledIterations {
             do {
-                try shop.writeHits(100)
+                try await body(shop)
             } catch {
                 benchmark.error("\(error)")
             }
         }
     } setup: {
-        try await SQLiteShop.start(into: sqlite)
+        try await start(box)
     } teardown: {
-        await sqlite.value?.stop()
+        await box.value?.stop()
     }
+}
 
-    let postgres = Box<PostgresShop>()
-    for way in HitWay.allCases {
-        Benchmark("PostgreSQL: order transaction (withTransaction, INSERT)\(way.suffix)",
-                  configuration: configuration) { (benchmark: Benchmark, shop: PostgresShop) async in
-            for _ in benchmark.scaledIterations {
-                do {
-                    try await shop.placeOrder(way)
-                } catch {
-                    benchmark.error("\(error)")
-                }
-            }
-        } setup: {
-            try await PostgresShop.start(into: postgres)
-        } teardown: {
-            await postgres.value?.stop()
-        }
-    }
+protocol StoppableShop: AnyObject, Sendable {
+    func stop() async
 }
 
 /// How an order's hit is sent: not at all (the baseline), in the order's transaction, or after
@@ -104,7 +90,7 @@ private func orderHit(_ id: String) -> FSTransaction {
 
 /// The SDK on a SQLite file, the local server taking its hits, and the app's own connection to
 /// the file (synchronous = NORMAL, as the SDK's), with an `orders` table of the app's.
-final class SQLiteShop: @unchecked Sendable {
+final class SQLiteShop: StoppableShop, @unchecked Sendable {
     // `@unchecked`: used by one benchmark at a time, never concurrently (package-benchmark runs
     // a benchmark's iterations on one thread, and setup and teardown around them).
     private let server: LocalFlagshipServer
@@ -191,7 +177,7 @@ final class SQLiteShop: @unchecked Sendable {
 
 /// The SDK on a PostgreSQL store of this run's throwaway server, the local server taking its
 /// hits, and a connection of the app's to the same database, with a `shop_orders` table.
-final class PostgresShop: @unchecked Sendable {
+final class PostgresShop: StoppableShop, @unchecked Sendable {
     // `@unchecked`: as `SQLiteShop`.
     private let server: LocalFlagshipServer
     private let directory: TemporaryDirectory

@@ -72,15 +72,24 @@ final class HitsInTransactionTests: TrackingTestCase {
         clock.advance(by: 10)
     }
 
-    func testACommittedOrdersHitIsDeliveredOnceAtTheNextBatchInterval() async throws {
+    /// The SDK started (a 10 s batch interval), a visitor `buyer`, and the app's connection.
+    private func openShop() throws -> (visitor: FSVisitor, db: OpaquePointer) {
         start(trackingBuilder(interval: 10))
-        let visitor = makeVisitor("buyer")
-        let db = try openAppConnection()
+        return (makeVisitor("buyer"), try openAppConnection())
+    }
 
+    /// The order `id` and its hit in one transaction, ended with `end` (COMMIT or ROLLBACK).
+    private func placeOrder(_ id: String, by visitor: FSVisitor, on db: OpaquePointer, ending end: String) throws {
         try execute(db, "BEGIN IMMEDIATE")
-        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
-        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
-        try execute(db, "COMMIT")
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('\(id)', 42.5)")
+        try visitor.sendHit(Self.order(id), inTransactionOn: db)
+        try execute(db, end)
+    }
+
+    func testACommittedOrdersHitIsDeliveredOnceAtTheNextBatchInterval() async throws {
+        let (visitor, db) = try openShop()
+
+        try placeOrder("o-1", by: visitor, on: db, ending: "COMMIT")
 
         XCTAssertEqual(try storedTransactionHits, 1, "committed with the order")
         try await nextInterval()
@@ -100,14 +109,10 @@ final class HitsInTransactionTests: TrackingTestCase {
     /// `close()` sends what waits, the rows of the app's transactions included, with no interval
     /// in between.
     func testAnOrderCommittedJustBeforeCloseIsSentByTheLastRound() async throws {
-        start(trackingBuilder(interval: 10))
-        let visitor = makeVisitor("buyer")
-        let db = try openAppConnection()
+        let (visitor, db) = try openShop()
         await flagship.waitUntilTrackingIsIdle()
 
-        try execute(db, "BEGIN IMMEDIATE")
-        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
-        try execute(db, "COMMIT")
+        try placeOrder("o-1", by: visitor, on: db, ending: "COMMIT")
         await flagship.close()
 
         XCTAssertEqual(deliveredOrders, ["o-1"])
@@ -115,14 +120,9 @@ final class HitsInTransactionTests: TrackingTestCase {
     }
 
     func testARolledBackOrderSendsNothing() async throws {
-        start(trackingBuilder(interval: 10))
-        let visitor = makeVisitor("buyer")
-        let db = try openAppConnection()
+        let (visitor, db) = try openShop()
 
-        try execute(db, "BEGIN IMMEDIATE")
-        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
-        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
-        try execute(db, "ROLLBACK")
+        try placeOrder("o-1", by: visitor, on: db, ending: "ROLLBACK")
 
         XCTAssertEqual(try storedTransactionHits, 0)
         try await nextInterval()
@@ -135,9 +135,7 @@ final class HitsInTransactionTests: TrackingTestCase {
     /// The hit is written first, then the app's own insert breaks its primary key: the app rolls
     /// back, and the hit goes with its order.
     func testAnOrderRefusedByTheAppsOwnConstraintLeavesNoHit() async throws {
-        start(trackingBuilder(interval: 10))
-        let visitor = makeVisitor("buyer")
-        let db = try openAppConnection()
+        let (visitor, db) = try openShop()
         try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 10)")
 
         try execute(db, "BEGIN IMMEDIATE")
@@ -201,9 +199,7 @@ final class HitsInTransactionTests: TrackingTestCase {
     /// The SDK's own store is busy with its writer: the app's transaction holds the write lock,
     /// and a hit sent meanwhile with `sendHit` waits in memory, then is written after the commit.
     func testTheSDKsOwnHitsWaitForTheAppsTransactionAndLoseNothing() async throws {
-        start(trackingBuilder(interval: 10))
-        let visitor = makeVisitor("buyer")
-        let db = try openAppConnection()
+        let (visitor, db) = try openShop()
 
         try execute(db, "BEGIN IMMEDIATE")
         try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
