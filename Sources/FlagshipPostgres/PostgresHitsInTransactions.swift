@@ -15,7 +15,7 @@ extension FSVisitor {
     /// The connection must be to the database of the SDK's store (``FlagshipPostgresStore``,
     /// given with `withPostgresStore`). The hit is checked as `sendHit` checks it, before
     /// anything is written: an invalid hit, a visitor without consent, panic mode, an SDK not
-    /// started or without a PostgreSQL store throw ``Flagship/FlagshipError``, and the
+    /// started or without a PostgreSQL store throw `FlagshipError`, and the
     /// transaction is as it was. A statement that fails throws ``FlagshipPostgresError``: as any
     /// failed statement, it aborts the transaction, which `withTransaction` then rolls back.
     ///
