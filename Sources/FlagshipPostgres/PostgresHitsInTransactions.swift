@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
+/// A visitor's hits written in the app's own PostgreSQL transaction.
 extension FSVisitor {
     /// Writes a hit into the fleet's `flagship.hits` table through the app's own connection,
     /// inside the transaction the app holds on it (`withTransaction`): the hit commits with the
