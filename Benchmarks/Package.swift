@@ -111,6 +111,22 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Issue 45: a server's requests of new and returning visitors, what the platform
+        // receives of each, with the default deduplication and with the reference's behaviour.
+        // Built with Flagship's package name: it waits for delivery (`waitUntilTrackingIsIdle`).
+        .executableTarget(
+            name: "Requests",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Flagship", package: "flagship-swift-linux"),
+                .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Requests",
+            packageAccess: false,
+            swiftSettings: [.unsafeFlags(["-package-name", flagshipPackageName])],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // Issue 22: from a changed bucketing file on the server to the SDK's change event.
         .executableTarget(
             name: "Provenance",

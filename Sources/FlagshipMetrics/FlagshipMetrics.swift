@@ -24,6 +24,7 @@ import Metrics
 /// | `flagship_hits_backlog` | gauge | none: hits waiting for delivery, after each commit and batch |
 /// | `flagship_hits_shed_total` | counter | `kind`: hit, activate: refused under backpressure |
 /// | `flagship_hook_failures_total` | counter | `stage`: before, after, error: a `FlagshipHook` threw |
+/// | `flagship_hits_deduplicated_total` | counter | `kind`: consent, segment, activate: not sent, the platform has them (`FSDeduplication`) |
 ///
 /// Every metric is made once, at `init`: reporting is a lookup and an increment.
 public struct FlagshipMetrics: FlagshipInstrumentation {
@@ -38,6 +39,7 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     private let backlogGauge: Gauge
     private let shed: [FSHitKind: Counter]
     private let hookFailures: [FSHookStage: Counter]
+    private let deduplicated: [FSDeduplicatedHit: Counter]
 
     /// - Parameter factory: where the metrics go; by default the one `MetricsSystem.bootstrap` set.
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
@@ -76,6 +78,9 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
         })
         hookFailures = Dictionary(uniqueKeysWithValues: FSHookStage.allCases.map { stage in
             (stage, Counter(label: "flagship_hook_failures_total", dimensions: [("stage", stage.rawValue)], factory: factory))
+        })
+        deduplicated = Dictionary(uniqueKeysWithValues: FSDeduplicatedHit.allCases.map { kind in
+            (kind, Counter(label: "flagship_hits_deduplicated_total", dimensions: [("kind", kind.rawValue)], factory: factory))
         })
     }
 
@@ -132,6 +137,11 @@ public struct FlagshipMetrics: FlagshipInstrumentation {
     /// Adds one to `flagship_hook_failures_total` for the stage.
     public func hookFailed(_ stage: FSHookStage) {
         hookFailures[stage]?.increment()
+    }
+
+    /// Adds `count` to `flagship_hits_deduplicated_total` for the kind.
+    public func hitsDeduplicated(kind: FSDeduplicatedHit, count: Int) {
+        deduplicated[kind]?.increment(by: count)
     }
 }
 #endif

@@ -76,7 +76,8 @@ final class MigratorTests: StoreTestCase {
             "2 hit_delivery fnv1a64:5d8311d38cfc90a7",
             "3 decision_provenance fnv1a64:76186d3148c2ba34",
             "4 visitor_retention fnv1a64:32595d719f04a13c",
-            "5 shared_parts \(Migration.embedded[4].checksum)",
+            "5 shared_parts fnv1a64:211eef48996d5420",
+            "6 reported_facts \(Migration.embedded[5].checksum)",
         ])
     }
 
@@ -204,6 +205,8 @@ final class MigratorTests: StoreTestCase {
         4: seeds4,
         // Version 5 adds compact rows: shared variations and contexts, referred to by id.
         5: seeds5,
+        // Version 6 puts a compact row's `reported` (what the platform was told) back in its document.
+        6: seeds6,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -263,6 +266,24 @@ final class MigratorTests: StoreTestCase {
              .integer(visitor.updatedAt), .integer(1_732_170_009_000)]
         ))
         seed.visitors.append(visitor)
+        return seed
+    }()
+
+    private static let seeds6: SchemaSeed = {
+        var seed = seeds5
+        // A compact visitor with what the platform was told: `reported` comes back last in `data`.
+        let reported = #"{"consent":true,"context":"0123456789abcdef0123456789abcdef","exposures":{"vg1":["var1",1732170004000]}}"#
+        seed.statements.append((
+            "INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at) VALUES (?, NULL, 1, ?, ?, ?)",
+            [.text("visitor-6"),
+             .text(#"{"compact":1,"context":{"plan":"pro"},"preset":3,"campaigns":[[7,true]],"assignmentsHistory":{"vg1":"var1"},"reported":"# + reported + "}"),
+             .integer(1_732_170_004_000), .integer(1_732_170_004_000)]
+        ))
+        let entry = #"{"campaignId":"c1","campaignName":"Checkout","flags":{"btnColor":"green"},"isReference":false,"slug":null,"type":"ab","variationGroupId":"vg1","variationGroupName":"All users","variationId":"var1","variationName":"Green"}"#
+        let whole = #"{"data":{"anonymousId":null,"assignmentsHistory":{"vg1":"var1"},"campaigns":["#
+            + entry.dropLast() + #","activated":true}],"consent":true,"context":{"sdk_osName":"linux","plan":"pro"},"visitorId":"visitor-6","reported":"#
+            + reported + #"},"version":1}"#
+        seed.visitors.append(VisitorRecord(visitorId: "visitor-6", anonymousId: nil, consent: true, document: whole, updatedAt: 1_732_170_004_000))
         return seed
     }()
 

@@ -165,9 +165,19 @@ public final class FSVisitor: Sendable {
         let watched = flagWatchers.hasListeners
         let decidedAt = runtime.config.now().unixMilliseconds
         let recordsDecisions = runtime.config.recordsDecisions
+        let deduplicates = runtime.config.deduplication.isEnabled
+        // Bucketing mode: the platform never saw a request, so it learns the context from a
+        // SEGMENT hit; deduplicated, only when the context differs from the last one sent.
+        let segmentDigest = runtime.decider.reportsSegment && request.hasConsented && deduplicates
+            ? ReportedFacts.digest(of: request.context) : nil
         let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange],
-                                            decided: [AssignedCampaign]) in
-            guard generation == state.fetchGeneration else { return (false, nil, [], []) }
+                                            decided: [AssignedCampaign], segment: Bool) in
+            guard generation == state.fetchGeneration else { return (false, nil, [], [], false) }
+            var segment = runtime.decider.reportsSegment && request.hasConsented
+            if segment, let segmentDigest, state.hasConsented {
+                segment = state.reported.contextDigest != segmentDigest
+                state.reported.contextDigest = segmentDigest
+            }
             let before = watched ? state.flags.mapValues(\.value) : [:]
             // The assignments this fetch made: a variation group the history did not hold, or
             // held with another variation.
@@ -177,20 +187,20 @@ public final class FSVisitor: Sendable {
             state.decidedBy = decidedBy
             state.decidedWith = recordsDecisions ? VisitorState.Provenance(fileVersion: response.fileVersion, decidedAt: decidedAt) : nil
             let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []
-            guard state.hasConsented else { return (true, nil, changes, decided) }
+            guard state.hasConsented else { return (true, nil, changes, decided, segment) }
             // A returning visitor decided as the store remembers it is not written again: no
-            // new assignment, the same document (context, campaigns, history).
+            // new assignment, the same document (context, campaigns, history, what was reported).
             let document = state.cacheDocument
-            if decided.isEmpty, document == state.storedDocument { return (true, nil, changes, decided) }
+            if decided.isEmpty, document == state.storedDocument { return (true, nil, changes, decided, segment) }
             state.storedDocument = document
-            return (true, document, changes, decided)
+            return (true, document, changes, decided, segment)
         }
         guard outcome.latest else { return }
         if !outcome.changes.isEmpty { flagWatchers.yield(outcome.changes) }
+        if segmentDigest != nil, !outcome.segment { runtime.config.instrumentation?.hitsDeduplicated(kind: .segment, count: 1) }
         setFetch(.FETCHED, .NONE, ifGeneration: generation)
         logger.debug("Flags of visitor '\(request.visitorId)' fetched: \(response.campaigns.count) campaign(s)")
-        if runtime.decider.reportsSegment, request.hasConsented {
-            // Bucketing mode: the platform never saw a request, so it learns the context here.
+        if outcome.segment {
             let segment = outgoingHit(type: FSTypeTrack.SEGMENT.rawValue,
                                       fields: SDKHit.segment(context: request.context), runtime: runtime)
             if let refusal = segment.identityRefusal {
@@ -300,6 +310,16 @@ public final class FSVisitor: Sendable {
         return value
     }
 
+    private enum ExposureOutcome {
+        /// Nothing to report: no consent, or this instance reported it already.
+        case none
+        /// The store records the activate as sent within the exposure window.
+        case deduplicated
+        /// The activate to send, the callback's visitor, and the document recording it (with
+        /// whether its campaigns come from a bucketing file).
+        case send(OutgoingHit, FSVisitorExposed?, (VisitorCacheDocument, Bool)?)
+    }
+
     private enum FoundFlag {
         case missing
         case found(JSONValue)
@@ -317,19 +337,47 @@ public final class FSVisitor: Sendable {
         guard runtime.status != .SDK_PANIC else { return }
         let metadata = entry.metadata
         let wantsCallback = runtime.config.onVisitorExposed != nil
-        let prepared = withState { state -> (activate: OutgoingHit, exposed: FSVisitorExposed?)? in
-            guard state.hasConsented else { return nil }
-            guard state.recordExposure(of: entry) else { return nil }
+        let deduplication = runtime.config.deduplication
+        let now = runtime.config.now().unixMilliseconds
+        let outcome = withState { state -> ExposureOutcome in
+            guard state.hasConsented else { return .none }
+            guard state.recordExposure(of: entry) else { return .none }
+            var document: VisitorCacheDocument?
+            if deduplication.isEnabled {
+                if state.reported.exposed(variationGroupId: metadata.variationGroupId, variationId: metadata.variationId,
+                                          within: deduplication.exposureWindow, now: now) {
+                    return .deduplicated
+                }
+                // Recorded now, written with the document: the platform is told once per window.
+                state.reported.exposures[metadata.variationGroupId] = ReportedFacts.Exposure(variationId: metadata.variationId, sentAt: now)
+                let updated = state.cacheDocument
+                if updated != state.storedDocument {
+                    state.storedDocument = updated
+                    document = updated
+                }
+            }
             var activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
-                                                variationId: metadata.variationId, createdAt: runtime.config.now().unixMilliseconds)
+                                                variationId: metadata.variationId, createdAt: now)
             if let provenance = state.decidedWith {
                 activate.fileVersion = provenance.fileVersion
                 activate.decidedAt = provenance.decidedAt
             }
             let exposed = wantsCallback ? FSVisitorExposed(id: state.visitorId, anonymousId: state.anonymousId, context: state.context) : nil
-            return (activate, exposed)
+            let fromFile = state.decidedBy == .bucketingFile || state.decidedBy == .bootstrap
+                || (state.decidedBy == .cache && runtime.config.mode == .BUCKETING)
+            return .send(activate, exposed, document.map { ($0, fromFile) })
         }
-        guard let prepared else { return }
+        let prepared: (activate: OutgoingHit, exposed: FSVisitorExposed?)
+        switch outcome {
+        case .none:
+            return
+        case .deduplicated:
+            runtime.config.instrumentation?.hitsDeduplicated(kind: .activate, count: 1)
+            return
+        case .send(let activate, let exposed, let document):
+            prepared = (activate, exposed)
+            if let (document, fromFile) = document { runtime.cacheVisitor(document, fromFile: fromFile) }
+        }
         if let refusal = prepared.activate.identityRefusal {
             logger.error("Exposure of flag '\(entry.key)' not sent: \(refusal)")
             return
@@ -453,6 +501,14 @@ public final class FSVisitor: Sendable {
                 // Only what the store remembers: flags read meanwhile stay as they are until this fetch.
                 state.assignmentsHistory.merge(document.assignmentsHistory) { current, _ in current }
                 state.storedDocument = document
+                if runtime.config.deduplication.isEnabled {
+                    // What this instance reported meanwhile stays; the rest is what the store records.
+                    var reported = document.reported
+                    reported.consent = state.reported.consent ?? reported.consent
+                    reported.contextDigest = state.reported.contextDigest ?? reported.contextDigest
+                    reported.exposures.merge(state.reported.exposures) { _, mine in mine }
+                    state.reported = reported
+                }
             case .rejected:
                 state.cachedDecisionUnreadable = true
             case .notFound, .timedOut, .unavailable:
@@ -469,8 +525,12 @@ public final class FSVisitor: Sendable {
     public func setConsent(hasConsented: Bool) {
         let identity = withState { state in
             state.hasConsented = hasConsented
-            // Withdrawn: the stored document is erased, so the next fetch with consent writes it.
-            if !hasConsented { state.storedDocument = nil }
+            // Withdrawn: the stored document is erased, so the next fetch with consent writes it,
+            // and what the platform was told is forgotten with it: a new consent is reported again.
+            if !hasConsented {
+                state.storedDocument = nil
+                state.reported = ReportedFacts()
+            }
             return state.identity
         }
         sendConsentHit(hasConsented)
@@ -489,6 +549,20 @@ public final class FSVisitor: Sendable {
             logger.error("Consent hit not sent: \(refusal)")
             return
         }
+        // A consent the store records as received is not sent again; a withdrawal always is (on a
+        // fleet another instance may have reported a consent since: missing it costs more).
+        if hasConsented, runtime.config.deduplication.isEnabled {
+            let told = withState { state -> Bool in
+                guard state.hasConsented else { return false }
+                if state.reported.consent == true { return true }
+                state.reported.consent = true
+                return false
+            }
+            if told {
+                runtime.config.instrumentation?.hitsDeduplicated(kind: .consent, count: 1)
+                return
+            }
+        }
         runtime.tracking.track(hit)
     }
 
@@ -505,6 +579,8 @@ public final class FSVisitor: Sendable {
             if state.anonymousId == nil { state.anonymousId = state.visitorId }
             state.visitorId = newVisitorId
             state.forgetReportedExposures()
+            // What the platform was told is per visitor id: nothing is known of the new one's.
+            state.reported = ReportedFacts()
             return true
         }
     }
@@ -521,6 +597,7 @@ public final class FSVisitor: Sendable {
             state.visitorId = anonymousId
             state.anonymousId = nil
             state.forgetReportedExposures()
+            state.reported = ReportedFacts()
             return true
         }
         if !authenticated {

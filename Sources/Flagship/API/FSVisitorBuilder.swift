@@ -155,6 +155,7 @@ private struct VisitorPlan: Sendable {
         if case .found(let document) = stored.lookup {
             state.assign(document.campaigns, history: document.assignmentsHistory)
             state.storedDocument = document
+            if runtime?.config.deduplication.isEnabled == true { state.reported = document.reported }
             state.fetchReason = .FETCHED_FROM_CACHE
             state.decidedBy = .cache
             logger.debug("Visitor '\(visitorId)' found in the cache: \(document.campaigns.count) campaign(s), flags readable now")

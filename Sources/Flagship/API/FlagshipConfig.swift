@@ -49,6 +49,9 @@ public struct FlagshipConfig: Sendable {
     /// The most visitors the default visitor cache keeps, the least recently seen evicted first;
     /// `nil` (the default): no limit but the retention.
     public internal(set) var maxCachedVisitors: Int?
+    /// What is sent again about a visitor the platform was already told about. Default
+    /// `.standard` (`withDeduplication`).
+    public internal(set) var deduplication = FSDeduplication.standard
     /// 30 days: a visitor who comes back within a month keeps its assignments and their history.
     public static let defaultVisitorRetention: TimeInterval = 30 * 86_400
     /// When the retention task prunes and writes the lookups it noted (tests shorten them).
@@ -291,6 +294,20 @@ public final class FSConfigBuilder {
     public func withVisitorRetention(_ interval: TimeInterval?, maxVisitors: Int? = nil) -> FSConfigBuilder {
         config.visitorRetention = interval.flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
         config.maxCachedVisitors = maxVisitors.flatMap { $0 > 0 ? $0 : nil }
+        return self
+    }
+
+    /// What the platform is told again about a visitor it was already told about: by default a
+    /// consent hit only when the consent changes, a SEGMENT hit only when the context changes, an
+    /// activate once per visitor and variation every 30 minutes (`FSDeduplication.standard`);
+    /// `.reference` restores the reference's behaviour exactly.
+    ///
+    /// ```swift
+    /// FSConfigBuilder().Bucketing().withDeduplication(.exposureWindow(24 * 3_600)).build()
+    /// ```
+    @discardableResult
+    public func withDeduplication(_ deduplication: FSDeduplication) -> FSConfigBuilder {
+        config.deduplication = deduplication
         return self
     }
 

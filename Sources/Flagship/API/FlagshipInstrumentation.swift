@@ -31,6 +31,9 @@ public protocol FlagshipInstrumentation: Sendable {
     /// A `FlagshipHook` threw at `stage` of a flag evaluation (the read's value is unchanged).
     /// Called on the reading thread.
     func hookFailed(_ stage: FSHookStage)
+    /// `count` hits of `kind` were not sent: the store records that the platform has them
+    /// already (`FSDeduplication`). Called on the thread that would have sent them.
+    func hitsDeduplicated(kind: FSDeduplicatedHit, count: Int)
 }
 
 // The defaults that let an implementation pick what it needs.
@@ -53,6 +56,18 @@ extension FlagshipInstrumentation {
     public func hitsShed(kind: FSHitKind, count: Int) {}
     /// Ignores the hook's failure.
     public func hookFailed(_ stage: FSHookStage) {}
+    /// Ignores the hits left unsent as the platform has them already.
+    public func hitsDeduplicated(kind: FSDeduplicatedHit, count: Int) {}
+}
+
+/// A hit the SDK makes itself, left unsent when the platform has it already (`FSDeduplication`).
+public enum FSDeduplicatedHit: String, Sendable, CaseIterable {
+    /// The consent hit of a build or `setConsent(hasConsented: true)`: the consent is the one recorded.
+    case consent
+    /// The SEGMENT hit of a bucketing fetch: the context is the one last sent.
+    case segment
+    /// The activate of a flag read: the visitor's variation was reported within the exposure window.
+    case activate
 }
 
 /// Where a hit is in its life.

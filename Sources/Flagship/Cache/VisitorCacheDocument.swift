@@ -17,6 +17,9 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     package var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
     package var assignmentsHistory: [String: String]
+    /// What the platform was told about the visitor (`reported`): written by this SDK only, read
+    /// leniently, ignored by the official SDKs' readers (an unknown key).
+    package var reported = ReportedFacts()
     /// The flags dropped when the document was read, each as a sentence: a flag value that could
     /// not be read (a number beyond a double, a lone surrogate, invalid UTF-8, nested too deep)
     /// costs that flag alone. Not part of the document: left out of `==` and of `jsonData()`.
@@ -38,6 +41,7 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     package static func == (lhs: VisitorCacheDocument, rhs: VisitorCacheDocument) -> Bool {
         lhs.visitorId == rhs.visitorId && lhs.anonymousId == rhs.anonymousId && lhs.consent == rhs.consent
             && lhs.context == rhs.context && lhs.campaigns == rhs.campaigns && lhs.assignmentsHistory == rhs.assignmentsHistory
+            && lhs.reported == rhs.reported
     }
 }
 
@@ -102,6 +106,7 @@ extension VisitorCacheDocument {
         self.init(visitorId: body.visitorId, anonymousId: body.anonymousId, consent: body.consent ?? true,
                   context: body.context ?? [:], campaigns: body.campaigns ?? [],
                   assignmentsHistory: body.assignmentsHistory ?? body.assignationHistory ?? [:])
+        reported = body.reported
         let campaignIds = campaigns.map(\.campaignId)
         droppedFlags = dropped.map { drop in
             let campaign = campaignIds.indices.contains(drop.campaign) ? "campaign \"\(campaignIds[drop.campaign])\"" : "campaign #\(drop.campaign + 1)"
@@ -130,6 +135,10 @@ extension VisitorCacheDocument {
         text += consent ? "true" : "false"
         text += ",\"context\":"
         JSONValue.object(context).write(into: &text, integralDoubles: .asIntegers)
+        if !reported.isEmpty {
+            text += ",\"reported\":"
+            reported.write(into: &text)
+        }
         text += ",\"visitorId\":"
         JSONValue.writeString(visitorId, into: &text)
         text += "},\"version\":\(Self.currentVersion)}"
@@ -155,8 +164,10 @@ extension VisitorCacheDocument {
         var campaigns: [AssignedCampaign]?
         var assignmentsHistory: [String: String]?
         var assignationHistory: [String: String]?
+        var reported: ReportedFacts
 
         init(_ body: DocumentObject) throws(FieldError) {
+            reported = body.fields["reported"].map(ReportedFacts.init) ?? ReportedFacts()
             visitorId = try body.required("visitorId", \.stringValue)
             anonymousId = try body.optional("anonymousId", \.stringValue)
             consent = try body.optional("consent", \.boolValue)
@@ -277,7 +288,8 @@ extension VisitorCacheDocument {
         var history = ""
         JSONValue.object(assignmentsHistory.mapValues(JSONValue.string)).write(into: &history)
         return CompactVisitorDocument(variations: campaigns.map { $0.variationText() }, activated: campaigns.map(\.activated),
-                                      context: rest, preset: preset, assignmentsHistory: history)
+                                      context: rest, preset: preset, assignmentsHistory: history,
+                                      reported: reported.isEmpty ? nil : reported.jsonText)
     }
 
     /// A context as the compact rows hold it: the keys the SDK sets itself (`sdk_*`, `fs_*`,

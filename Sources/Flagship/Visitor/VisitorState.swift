@@ -30,6 +30,9 @@ struct VisitorState: Sendable {
     var fetchGeneration = 0
     /// (visitor id, variation group, variation) already exposed by this visitor instance.
     var exposures: Set<Exposure> = []
+    /// What the platform was told about the visitor, as the store recorded it when the visitor was
+    /// built, and since by this instance: written with the document (`FSDeduplication`).
+    var reported = ReportedFacts()
 
     struct Provenance: Sendable, Equatable {
         /// The sha256 of the bucketing file; `nil` for the Decision API.
@@ -92,8 +95,18 @@ struct VisitorState: Sendable {
     }
 
     /// The visitor cache document of this state.
+    /// Each campaign's `activated` says whether the platform received its activate (recorded in
+    /// `reported`; always `false` when nothing is recorded, as the reference writes it).
     var cacheDocument: VisitorCacheDocument {
-        VisitorCacheDocument(visitorId: visitorId, anonymousId: anonymousId, consent: hasConsented, context: context,
-                             campaigns: campaigns, assignmentsHistory: assignmentsHistory)
+        var listed = campaigns
+        if !reported.exposures.isEmpty {
+            for index in listed.indices {
+                listed[index].activated = reported.exposures[listed[index].variationGroupId]?.variationId == listed[index].variationId
+            }
+        }
+        var document = VisitorCacheDocument(visitorId: visitorId, anonymousId: anonymousId, consent: hasConsented, context: context,
+                                            campaigns: listed, assignmentsHistory: assignmentsHistory)
+        document.reported = reported
+        return document
     }
 }

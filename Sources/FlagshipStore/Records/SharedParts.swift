@@ -15,8 +15,12 @@ package struct CompactVisitorDocument: Sendable, Equatable {
     package var preset: String?
     /// `assignmentsHistory`: a JSON object text.
     package var assignmentsHistory: String
+    /// `reported` (what the platform was told): a JSON object text; `nil`: nothing recorded.
+    package var reported: String?
 
-    package init(variations: [String], activated: [Bool], context: String, preset: String?, assignmentsHistory: String) {
+    package init(variations: [String], activated: [Bool], context: String, preset: String?, assignmentsHistory: String,
+                 reported: String? = nil) {
+        self.reported = reported
         self.variations = variations
         self.activated = activated
         self.context = context
@@ -104,6 +108,10 @@ package struct SharedPartsStore {
         }
         text += "],\"assignmentsHistory\":"
         text += compact.assignmentsHistory
+        if let reported = compact.reported {
+            text += ",\"reported\":"
+            text += reported
+        }
         return text + "}"
     }
 

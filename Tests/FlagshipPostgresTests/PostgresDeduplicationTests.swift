@@ -1,0 +1,83 @@
+#if Postgres
+import FlagshipLocalServer
+import Foundation
+import PostgresTestSupport
+import XCTest
+
+@testable import Flagship
+@testable import FlagshipPostgres
+
+/// What a fleet's instances tell the platform about a visitor: what one reported is recorded in
+/// the shared store, so another instance serving the visitor's next request does not report it
+/// again; an erasure made on one is seen by the other, which reports a new consent again.
+final class PostgresDeduplicationTests: PostgresTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-dedup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer) -> Flagship {
+        let flagship = Flagship()
+        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+            .withDecisionBaseURL(server.decisionBaseURL)
+            .withEventsBaseURL(server.eventsBaseURL)
+            .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
+            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 1, batchIntervalTimer: 0.05))
+            .withLogLevel(.WARNING)
+            .withPostgresStore(store)
+            .build())
+        return flagship
+    }
+
+    /// A request: the visitor built, fetched, one flag read; then everything it sent delivered.
+    @discardableResult
+    private func request(_ visitorId: String, hasConsented: Bool = true, on flagship: Flagship) async throws -> FSVisitor {
+        let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: hasConsented, instanceType: .NEW_INSTANCE).buildAsync()
+        if hasConsented {
+            try await visitor.fetchFlags()
+            _ = visitor.getFlag(key: "btnColor").value(defaultValue: "none")
+        }
+        await flagship.waitUntilTrackingIsIdle()
+        return visitor
+    }
+
+    /// (consent hits, activates) the server received since the last call.
+    private func received(by server: LocalFlagshipServer) -> [Int] {
+        defer { server.clearReceived() }
+        return [server.hits.filter { $0["ea"] == "fs_consent" }.count, server.activates.count]
+    }
+
+    func testAnotherInstanceDoesNotReportAgainWhatOneReportedAndReportsAgainAfterAnErasure() async throws {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        let server = try startedFleetServer()
+        defer { server.stop() }
+        let stores = (0..<2).map { _ in store(postgres, database: database) }
+        for store in stores { try await store.prepare() }
+        let first = instance(0, store: stores[0], server: server)
+        let second = instance(1, store: stores[1], server: server)
+
+        try await request("shared-visitor", on: first)
+        await first.waitUntilTrackingIsIdle()
+        XCTAssertEqual(received(by: server), [1, 1], "a new visitor: its consent and its exposure")
+
+        try await request("shared-visitor", on: second)
+        XCTAssertEqual(received(by: server), [0, 0], "the other instance reads what was reported from the shared store")
+
+        // Withdrawn on the second instance: the record goes with the rest, and the first sees it.
+        try await request("shared-visitor", hasConsented: false, on: second)
+        XCTAssertEqual(received(by: server), [1, 0])
+        try await request("shared-visitor", on: first)
+        XCTAssertEqual(received(by: server), [1, 1], "consented again: reported again")
+
+        await first.close()
+        await second.close()
+    }
+}
+#endif

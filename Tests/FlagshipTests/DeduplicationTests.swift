@@ -1,0 +1,230 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// What the platform hears about a returning visitor (`FSDeduplication`): a server's request of a
+/// known visitor whose state did not change sends only the app's own hit, across a restart too;
+/// a changed context, consent or exposure window is reported again, and `.reference` reports
+/// everything again as the reference does.
+final class DeduplicationTests: TrackingTestCase {
+    private let deduplicated = DeduplicationCounts()
+
+    private func builder(_ deduplication: FSDeduplication? = nil, instance clock: ManualClock? = nil) -> FSConfigBuilder {
+        let builder = trackingBuilder(clock: clock)
+            .Bucketing()
+            .withBucketingBaseURL(server.bucketingBaseURL)
+            .withBucketingPollingIntervals(3_600)
+            .withInstrumentation(deduplicated)
+        return deduplication.map { builder.withDeduplication($0) } ?? builder
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try server.setBucketingFile(BucketingModeTests.bucketingFile())
+    }
+
+    /// One request as a server serves it: a visitor built, fetched, a flag read, one event sent.
+    @discardableResult
+    private func request(_ visitorId: String, context: [String: Any] = ["plan": "pro"], hasConsented: Bool = true,
+                         sendsEvent: Bool = true, on instance: Flagship? = nil) async throws -> FSVisitor {
+        let visitor = await (instance ?? flagship).newVisitor(visitorId: visitorId, hasConsented: hasConsented, instanceType: .NEW_INSTANCE)
+            .withContext(context: context).buildAsync()
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "none")
+        if sendsEvent { try await visitor.sendHit(click(1)) }
+        return visitor
+    }
+
+    /// What the server received since the last call, by kind: consent, segment, activate, event.
+    private func received(_ instance: Flagship? = nil, on server: LocalFlagshipServer? = nil) async -> Received {
+        await (instance ?? flagship).waitUntilTrackingIsIdle()
+        let server = server ?? self.server!
+        defer { server.clearReceived() }
+        let hits = server.hits
+        return Received(consent: hits.filter { $0["ea"] == "fs_consent" }.count,
+                        segment: hits.filter { $0["t"] == "SEGMENT" }.count,
+                        activate: server.activates.count,
+                        event: hits.filter { $0["ea"] == "click" }.count)
+    }
+
+    private func expect(_ expected: Received, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) async {
+        let actual = await received()
+        XCTAssertEqual(actual, expected, message, file: file, line: line)
+    }
+
+    private func expect(activates expected: Int, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) async {
+        let actual = await received().activate
+        XCTAssertEqual(actual, expected, message, file: file, line: line)
+    }
+
+    private func storedVisitor(_ id: String) throws -> (document: VisitorCacheDocument, updatedAt: Int64)? {
+        let store = try inspectStore()
+        defer { store.close() }
+        guard let record = try store.read({ try $0.visitors.visitor(id: id) }) else { return nil }
+        return (try VisitorCacheDocument(data: Data(record.document.utf8), expectedVisitorId: id), record.updatedAt)
+    }
+
+    // MARK: A returning visitor
+
+    func testAReturningVisitorWhoseStateDidNotChangeSendsOnlyTheAppsHitAndWritesNoDocument() async throws {
+        start(builder())
+        try await request("alice")
+        let first = await received()
+        XCTAssertEqual(first, Received(consent: 1, segment: 1, activate: 1, event: 1), "a new visitor: each thing once")
+        let stored = try XCTUnwrap(try storedVisitor("alice"))
+
+        clock.advance(by: 5)
+        for _ in 0..<3 { try await request("alice") }
+        await expect(Received(consent: 0, segment: 0, activate: 0, event: 3))
+        let after = try XCTUnwrap(try storedVisitor("alice"))
+        XCTAssertEqual(after.updatedAt, stored.updatedAt, "nothing changed: the document is not written again")
+        XCTAssertEqual(deduplicated.counts, [.consent: 3, .segment: 3, .activate: 3])
+    }
+
+    func testTheStoredDocumentSaysWhatThePlatformWasToldAndWhichCampaignWasActivated() async throws {
+        start(builder())
+        let visitor = try await request("bea")
+        await flagship.waitUntilTrackingIsIdle()
+        let document = try XCTUnwrap(try storedVisitor("bea")).document
+        let variation = try XCTUnwrap(visitor.getFlag(key: "btnColor").metadata().variationId)
+        XCTAssertEqual(document.reported.consent, true)
+        XCTAssertEqual(document.reported.contextDigest?.count, 32)
+        XCTAssertEqual(document.reported.exposures["vg_checkout"],
+                       ReportedFacts.Exposure(variationId: variation, sentAt: clock.now().unixMilliseconds))
+        XCTAssertEqual(document.campaigns.first { $0.variationGroupId == "vg_checkout" }?.activated, true)
+    }
+
+    func testWhatWasReportedSurvivesARestart() async throws {
+        start(builder())
+        try await request("carl")
+        _ = await received()
+        await flagship.close()
+
+        // The store's second start: `sdk_firstTimeInit` is false from now on, a context change
+        // the platform hears once; its third start changes nothing.
+        var seen: [Received] = []
+        for _ in 0..<2 {
+            let restarted = Flagship()
+            restarted.start(envId: Self.envId, apiKey: Self.apiKey, config: builder().build())
+            try await request("carl", on: restarted)
+            seen.append(await received(restarted))
+            await restarted.close()
+        }
+        XCTAssertEqual(seen, [Received(consent: 0, segment: 1, activate: 0, event: 1),
+                              Received(consent: 0, segment: 0, activate: 0, event: 1)])
+    }
+
+    func testAReadOnlyRequestOfAReturningVisitorSendsNothing() async throws {
+        start(builder())
+        try await request("dora")
+        _ = await received()
+        for _ in 0..<3 { try await request("dora", sendsEvent: false) }
+        await expect(Received(consent: 0, segment: 0, activate: 0, event: 0))
+    }
+
+    // MARK: What changes is reported
+
+    func testAChangedContextSendsOneSegmentAndTheSameContextAgainNone() async throws {
+        start(builder())
+        try await request("eve", context: ["plan": "pro"])
+        _ = await received()
+        try await request("eve", context: ["plan": "free"])
+        await expect(Received(consent: 0, segment: 1, activate: 0, event: 1))
+        try await request("eve", context: ["plan": "free"])
+        await expect(Received(consent: 0, segment: 0, activate: 0, event: 1))
+    }
+
+    func testAWithdrawalIsAlwaysSentAndAVisitorWhoConsentsAgainIsReportedAgain() async throws {
+        start(builder())
+        let visitor = try await request("fay")
+        _ = await received()
+        visitor.setConsent(hasConsented: false)
+        await expect(Received(consent: 1, segment: 0, activate: 0, event: 0))
+        try await request("fay", hasConsented: false, sendsEvent: false)
+        await expect(Received(consent: 1, segment: 0, activate: 0, event: 0),
+                       "a withdrawal is never deduplicated")
+        XCTAssertNil(try storedVisitor("fay"), "the erasure took the record with the rest")
+
+        try await request("fay")
+        await expect(Received(consent: 1, segment: 1, activate: 1, event: 1))
+    }
+
+    func testSetConsentTrueOnAVisitorWhoseConsentIsRecordedSendsNothing() async throws {
+        start(builder())
+        let visitor = try await request("gus")
+        _ = await received()
+        visitor.setConsent(hasConsented: true)
+        await expect(Received(consent: 0, segment: 0, activate: 0, event: 0))
+    }
+
+    func testAnActivateIsSentAgainOnceTheExposureWindowHasPassed() async throws {
+        start(builder(.exposureWindow(600)))
+        try await request("hal")
+        _ = await received()
+        clock.advance(by: 599)
+        try await request("hal", sendsEvent: false)
+        await expect(activates: 0, "within the window")
+        clock.advance(by: 1)
+        try await request("hal", sendsEvent: false)
+        await expect(activates: 1, "the window has passed")
+        try await request("hal", sendsEvent: false)
+        await expect(activates: 0, "a new window from the activate just sent")
+    }
+
+    func testAnAuthenticatedVisitorIsReportedUnderItsNewId() async throws {
+        try server.setBucketingFile(BucketingModeTests.bucketingFile(enabledXPC: true))
+        start(builder())
+        let visitor = try await request("anon-1")
+        _ = await received()
+        visitor.authenticate(visitorId: "user-1")
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "none")
+        let received = await received()
+        XCTAssertEqual(received.segment, 1)
+        XCTAssertEqual(received.activate, 1, "nothing is recorded for the logged-in id yet")
+    }
+
+    // MARK: The reference's behaviour
+
+    func testTheReferenceSettingSendsEverythingAgainAtEachRequest() async throws {
+        start(builder(.reference))
+        try await request("ivy")
+        _ = await received()
+        try await request("ivy")
+        await expect(Received(consent: 1, segment: 1, activate: 1, event: 1))
+        XCTAssertEqual(deduplicated.counts, [:])
+    }
+
+    func testAWindowOfZeroSendsAnActivatePerVisitorInstanceAndDeduplicatesTheRest() async throws {
+        start(builder(.exposureWindow(0)))
+        try await request("jo")
+        _ = await received()
+        try await request("jo")
+        await expect(Received(consent: 0, segment: 0, activate: 1, event: 1))
+    }
+}
+
+/// Hits of each kind a server received.
+private struct Received: Equatable, CustomStringConvertible {
+    var consent: Int
+    var segment: Int
+    var activate: Int
+    var event: Int
+
+    var description: String { "consent \(consent), segment \(segment), activate \(activate), event \(event)" }
+}
+
+/// `hitsDeduplicated` as the SDK told it.
+private final class DeduplicationCounts: FlagshipInstrumentation, @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [FSDeduplicatedHit: Int] = [:]
+
+    func hitsDeduplicated(kind: FSDeduplicatedHit, count: Int) {
+        lock.withLock { stored[kind, default: 0] += count }
+    }
+
+    var counts: [FSDeduplicatedHit: Int] { lock.withLock { stored } }
+}
