@@ -152,6 +152,18 @@ final class DeduplicationTests: TrackingTestCase {
         await expect(Received(consent: 1, segment: 1, activate: 1, event: 1))
     }
 
+    func testTheSameInstanceWithdrawingAndConsentingAgainReportsBoth() async throws {
+        start(builder())
+        let visitor = try await request("gil")
+        _ = await received()
+        visitor.setConsent(hasConsented: false)
+        visitor.setConsent(hasConsented: true)
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "none")
+        // The instance exposed the flag already (the reference's rule); the segment and consent are new.
+        await expect(Received(consent: 2, segment: 1, activate: 0, event: 0))
+    }
+
     func testSetConsentTrueOnAVisitorWhoseConsentIsRecordedSendsNothing() async throws {
         start(builder())
         let visitor = try await request("gus")

@@ -60,6 +60,25 @@ final class VisitorCacheDocumentTests: XCTestCase {
         XCTAssertEqual(try VisitorCacheDocument(data: data, expectedVisitorId: "v1"), original)
     }
 
+    func testWhatWasReportedReadsBackEqualAndAnUnreadablePartOfItIsLeftOut() throws {
+        var document = VisitorCacheDocument(visitorId: "v1", context: ["plan": .string("pro")])
+        document.reported = ReportedFacts(consent: true, contextDigest: "0123456789abcdef0123456789abcdef",
+                                          exposures: ["vg1": .init(variationId: "var1", sentAt: 1_795_777_345_151)])
+        XCTAssertEqual(try VisitorCacheDocument(data: document.jsonData(), expectedVisitorId: "v1"), document)
+        XCTAssertTrue(document.jsonText().contains(#""reported":{"consent":true,"context":"0123456789abcdef0123456789abcdef","exposures":{"vg1":["var1",1795777345151]}}"#))
+        XCTAssertFalse(VisitorCacheDocument(visitorId: "v1").jsonText().contains("reported"), "nothing recorded, nothing written")
+
+        // A hand edit or another program: what cannot be read is left out (a hit sent again at worst).
+        let edited = Data(#"""
+            {"version": 1, "data": {"visitorId": "v1", "campaigns": [], "reported":
+              {"consent": "yes", "context": 5, "exposures": {"vg1": ["var1"], "vg2": ["var2", 1795777345151], "vg3": 7}}}}
+            """#.utf8)
+        let read = try VisitorCacheDocument(data: edited, expectedVisitorId: "v1")
+        XCTAssertEqual(read.reported, ReportedFacts(exposures: ["vg2": .init(variationId: "var2", sentAt: 1_795_777_345_151)]))
+        XCTAssertEqual(try VisitorCacheDocument(data: Data(#"{"version": 1, "data": {"visitorId": "v1", "reported": [1]}}"#.utf8)).reported,
+                       ReportedFacts())
+    }
+
     func testAnotherVersionIsRefused() {
         let json = #"{"version":2,"data":{"visitorId":"v"}}"#
         XCTAssertThrowsError(try VisitorCacheDocument(data: Data(json.utf8))) { error in
