@@ -89,7 +89,7 @@ query "SELECT count(*) AS unsent FROM hits;"
 
 step "12. Bucketing mode: the server serves a bucketing file (the built-in sample: three campaigns)"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
-"$flagship" serve "${credentials[@]}" --sample-bucketing > "$workdir/serve-bucketing.log" 2>&1 &
+"$flagship" serve "${credentials[@]}" --sample-bucketing --record "$workdir/requests-bucketing.jsonl" > "$workdir/serve-bucketing.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do grep -q -- "--bucketing-url" "$workdir/serve-bucketing.log" 2>/dev/null && break; sleep 0.1; done
 head -n 3 "$workdir/serve-bucketing.log"
@@ -102,6 +102,41 @@ echo "(the SDK downloads the file into SQLite and decides here: no Decision API 
 brief "$flagship" fetch "${credentials[@]}" --db "$db" --mode bucketing --bucketing-url "$bucketing_url" "${urls[@]}" --visitor-id alice --context '{"isVip": true, "plan": "pro"}'
 printf 'DB=%s\n' "$db"
 query "SELECT env_id, last_modified, json_array_length(document, '\$.campaigns') AS campaigns, json_extract(document, '\$.panic') AS panic FROM bucketing;"
+
+step "12b. The same visitor, three requests (three processes): the platform hears each thing once"
+echo "(each fetch reports every flag's exposure, as a page that shows them all: --expose)"
+received_by_type() {
+    # The hits the server recorded, by type, the consent hit apart (an EVENT named fs_consent).
+    python3 - "$workdir/requests-bucketing.jsonl" <<'PY'
+import collections, json, sys
+counts = collections.Counter()
+for line in open(sys.argv[1]):
+    request = json.loads(line)
+    body = request.get("body")
+    try:
+        body = json.loads(body) if isinstance(body, str) else body
+    except ValueError:
+        continue
+    if not isinstance(body, dict):
+        continue
+    for hit in body.get("h", []):
+        counts["consent" if hit.get("ea") == "fs_consent" else hit.get("t", "?")] += 1
+    counts["ACTIVATE"] += len(body.get("batch", []))
+print("  " + (", ".join(f"{kind} {count}" for kind, count in sorted(counts.items()) if count) or "nothing"))
+PY
+    : > "$workdir/requests-bucketing.jsonl"
+}
+db="$workdir/flagship-requests.sqlite"
+: > "$workdir/requests-bucketing.jsonl"   # what alice's fetch above sent is not counted
+for request in 1 2 3; do
+    "$flagship" fetch "${credentials[@]}" --db "$db" --mode bucketing --bucketing-url "$bucketing_url" "${urls[@]}" \
+        --visitor-id erin --context '{"isVip": true, "plan": "pro"}' --expose > /dev/null
+    echo "request $request, what the server received:"; received_by_type
+done
+echo "(what the store records as told, in erin's document; FSDeduplication.reference sends everything each time)"
+printf 'DB=%s\n' "$db"
+query "SELECT visitor_id, json_extract(document, '\$.data.reported') AS reported FROM visitor_documents;"
+db="$workdir/flagship-bucketing.sqlite"
 
 step "13. The server goes away; a new process still decides visitors offline, from the stored file"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""

@@ -71,8 +71,13 @@ python3 - "$flags" <<'PY' || fail "GET /flags/alice did not answer the visitor's
 import json, sys
 answer = json.loads(sys.argv[1])
 assert answer["visitorId"] == "alice", answer
-assert "error" not in answer, answer
+assert answer["fetchStatus"] == "FETCHED", answer
 assert isinstance(answer["flags"], dict) and answer["flags"], answer
+# For Flagship's JavaScript SDK on the page: one entry per flag, its value as hex of {"v": value}.
+entries = answer["initialFlagsData"]
+assert sorted(e["key"] for e in entries) == sorted(answer["flags"]), answer
+for e in entries:
+    assert json.loads(bytes.fromhex(e["hex"]).decode("ascii")) == {"v": answer["flags"][e["key"]]}, e
 PY
 
 ready="$(curl -sf "http://127.0.0.1:$app_port/health/ready")" || fail "GET /health/ready did not answer 200"

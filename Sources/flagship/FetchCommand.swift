@@ -30,6 +30,9 @@ struct FetchCommand: AsyncParsableCommand {
                              + "file or --bootstrap decides); the consent hit waits in the store."))
     var offline = false
     @Flag(help: "Create the visitor without consent.") var noConsent = false
+    @Flag(help: ArgumentHelp("Report the exposure of every flag, as a page that shows them all (an activate per variation the "
+                             + "platform was not told of within the exposure window)."))
+    var expose = false
     @Option(help: ArgumentHelp("How flags are decided: api (the Decision API) or bucketing (the bucketing file, on this machine).",
                                valueName: "api|bucketing"))
     var mode: Mode = .api
@@ -88,6 +91,7 @@ struct FetchCommand: AsyncParsableCommand {
                 fetchError = String(describing: error)
             }
         }
+        if expose { _ = visitor.flagsSnapshot(exposure: .now) }
         var output: [String: Any] = [
             "visitorId": visitor.visitorId,
             "fetchStatus": visitor.fetchStatus.rawValue,

@@ -103,8 +103,8 @@ final class DeduplicationTests: TrackingTestCase {
         _ = await received()
         await flagship.close()
 
-        // The store's second start: `sdk_firstTimeInit` is false from now on, a context change
-        // the platform hears once; its third start changes nothing.
+        // The store's second and third starts: `sdk_firstTimeInit` turns false at the second, a
+        // fact of the installation that the context's digest leaves out.
         var seen: [Received] = []
         for _ in 0..<2 {
             let restarted = Flagship()
@@ -113,8 +113,7 @@ final class DeduplicationTests: TrackingTestCase {
             seen.append(await received(restarted))
             await restarted.close()
         }
-        XCTAssertEqual(seen, [Received(consent: 0, segment: 1, activate: 0, event: 1),
-                              Received(consent: 0, segment: 0, activate: 0, event: 1)])
+        XCTAssertEqual(seen, Array(repeating: Received(consent: 0, segment: 0, activate: 0, event: 1), count: 2))
     }
 
     func testAReadOnlyRequestOfAReturningVisitorSendsNothing() async throws {

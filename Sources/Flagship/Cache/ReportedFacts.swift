@@ -43,9 +43,14 @@ package struct ReportedFacts: Sendable, Equatable {
         return age < Int64(window * 1000)
     }
 
-    /// The digest a SEGMENT hit's context is compared by: its keys sorted, as the wire writes them.
+    /// The digest a SEGMENT hit's context is compared by: its keys sorted, as the wire writes
+    /// them, without `sdk_firstTimeInit`: that key says whether the SDK started with its store
+    /// for the first time, true in the first process only, a fact of the installation and not of
+    /// the visitor; with it, every visitor seen by that process would be reported again once.
     static func digest(of context: [String: JSONValue]) -> String {
-        String(SHA256.hex(of: JSONValue.object(context).jsonString()).prefix(32))
+        var compared = context
+        compared[FlagshipContext.FIRST_TIME_INIT.key] = nil
+        return String(SHA256.hex(of: JSONValue.object(compared).jsonString()).prefix(32))
     }
 
     // MARK: JSON

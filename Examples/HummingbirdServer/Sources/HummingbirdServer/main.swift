@@ -35,7 +35,9 @@ let router = Router()
 router.middlewares.add(MetricsMiddleware())
 
 /// `GET /flags/{visitorId}?key=value…`: the visitor's flags, decided with the query parameters as
-/// its context, as JSON; an event hit (`flags_served`) says they were served.
+/// its context, as JSON, with `initialFlagsData` for Flagship's JavaScript or React SDK on the page;
+/// an event hit (`flags_served`) says they were served. A returning visitor whose context did not
+/// change sends only that event: its consent, context and exposures are reported once.
 router.get("flags/:visitorId") { request, context -> Response in
     let visitorId = try context.parameters.require("visitorId")
     try await flags.started()   // the group starts its services at once: a request may come first
@@ -45,21 +47,17 @@ router.get("flags/:visitorId") { request, context -> Response in
         // Numbers and booleans as such, so that targeting rules on them match.
         visitorContext[String(key)] = Int(text) ?? Double(text).map { $0 as Any } ?? Bool(text).map { $0 as Any } ?? text
     }
-    let visitor = await flags.flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
-        .withContext(context: visitorContext)
-        .buildAsync()
-    var answer: [String: Any] = ["visitorId": visitorId]
-    do {
-        try await visitor.fetchFlags()
-    } catch {
-        // The flags the store had, or none: the defaults apply. Said in the answer too.
-        answer["error"] = "\(error)"
-    }
+    // One call: built from the store first, fetched; a failed fetch leaves the stored flags.
+    let visitor = await flags.flagship.fetchedVisitor(visitorId: visitorId, hasConsented: true, context: visitorContext)
+    // Every flag at once; the page shows them all, so their exposure is reported now.
+    let page = visitor.flagsSnapshot(exposure: .now)
+    var answer: [String: Any] = ["visitorId": visitorId, "fetchStatus": page.fetchStatus.rawValue]
     var served: [String: Any] = [:]
-    for (key, flag) in visitor.getFlags() {
-        served[key] = flag.value(defaultValue: nil as Any?) ?? NSNull()   // reports the exposure
+    for flag in page.flags {
+        served[flag.key] = flag.rawValue.foundationValue ?? NSNull()
     }
     answer["flags"] = served
+    answer["initialFlagsData"] = try JSONSerialization.jsonObject(with: page.initialFlagsData())
     visitor.sendHitInBackground(FSEvent(eventCategory: .Action_Tracking, eventAction: "flags_served"))
     let body = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
     return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
