@@ -22,6 +22,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, requestsPerSecond, consentPer100, segmentPer100, activatePer100, eventPer100],
         timeUnits: .milliseconds,
+        units: [requestsPerSecond: .count],
         warmupIterations: 1,
         maxDuration: .seconds(120),
         maxIterations: Requests.measuredRounds
@@ -132,21 +133,25 @@ final class RequestSession: Sendable {
             return value
         }
         await forEachRequest(Requests.perRound) { index in
-            let id = phase == .new ? "new-\(round)-\(index)" : "returning-\(index % Requests.returningVisitors)"
-            await self.request(id, index: index, round: round, phase: phase)
+            // A returning visitor's context is its own, the same at each request (but where the
+            // phase changes it): its number gives it.
+            let number = phase == .new ? index : index % Requests.returningVisitors
+            let id = phase == .new ? "new-\(round)-\(index)" : "returning-\(number)"
+            await self.request(id, index: number, change: "\(round)-\(index)", phase: phase)
         }
     }
 
     /// Each returning visitor's first request: a new visitor's.
     func introduceReturningVisitors() async {
         await forEachRequest(Requests.returningVisitors) { index in
-            await self.request("returning-\(index)", index: index, round: -1, phase: .new)
+            await self.request("returning-\(index)", index: index, change: "", phase: .new)
         }
     }
 
-    private func request(_ id: String, index: Int, round: Int, phase: Phase) async {
+    /// `change`: a value of the context that differs at each request, for the phase that changes it.
+    private func request(_ id: String, index: Int, change: String, phase: Phase) async {
         var context: [String: Any] = ["isVip": index % 2 == 0, "plan": ["free", "pro", "enterprise"][index % 3]]
-        if phase == .contextChanged { context["page"] = "round-\(round)" }
+        if phase == .contextChanged { context["page"] = change }
         let visitor = await flagship.newVisitor(visitorId: id, hasConsented: phase != .consentWithdrawn, instanceType: .NEW_INSTANCE)
             .withContext(context: context)
             .buildAsync()

@@ -619,6 +619,14 @@ public final class FSVisitor: Sendable {
     /// Sends a hit: it joins the pool at once and is written to the hit cache in the background
     /// (the next group commit). A refused one (invalid, no consent, panic, not initialized) is
     /// logged. Never waits for the disk or the network.
+    ///
+    /// Refused in asynchronous code, as `build()` is: top-level code in a `main.swift` that
+    /// awaits is type-checked as synchronous, so there `try await visitor.sendHit(hit)` would pick
+    /// this form and silently neither wait for the commit nor throw a refusal. There, write
+    /// `try await visitor.sendHit(hit, until: .strategyDefault)` (or `.committed`), or
+    /// `visitor.sendHitInBackground(hit)`; in an `async` function `try await visitor.sendHit(hit)`
+    /// is the awaited form.
+    @available(*, noasync, message: "in async code (top-level code that awaits included) this would neither wait nor throw: write 'try await visitor.sendHit(hit, until: .strategyDefault)', or 'visitor.sendHitInBackground(hit)' for fire-and-forget")
     public func sendHit<T: FSTrackingProtocol>(_ event: T) {
         sendHitInBackground(event)
     }

@@ -15,6 +15,9 @@ final class PendingVisitorDocuments: Sendable {
         var version: Int
         /// Taken by a commit under way (then still read by lookups).
         var taken = false
+        /// When the visitor's first document not yet taken was accepted: a newer one replacing it
+        /// keeps this time, so a visitor whose document keeps changing is written all the same.
+        var acceptedAt: ContinuousClock.Instant
     }
 
     private struct State {
@@ -37,21 +40,33 @@ final class PendingVisitorDocuments: Sendable {
             if let replaced, waiting, !replaced.record.decisions.isEmpty {
                 record.decisions = replaced.record.decisions + record.decisions
             }
-            state.entries[record.visitorId] = Entry(record: record, version: state.nextVersion)
+            let acceptedAt = waiting ? replaced?.acceptedAt ?? .now : .now
+            state.entries[record.visitorId] = Entry(record: record, version: state.nextVersion, acceptedAt: acceptedAt)
             return !waiting
         }
     }
 
-    /// What is waiting and not taken, for one commit: (records, versions to confirm).
-    func take() -> [(record: VisitorRecord, version: Int)] {
+    /// What is waiting and not taken, for one commit: (records, versions to confirm). With
+    /// `cutoff`, only what was accepted at or before it; `youngerLeft` says whether any was left.
+    func take(acceptedBy cutoff: ContinuousClock.Instant? = nil) -> (taken: [(record: VisitorRecord, version: Int)], youngerLeft: Bool) {
         state.withLock { state in
             var taken: [(record: VisitorRecord, version: Int)] = []
+            var youngerLeft = false
             for (id, entry) in state.entries where !entry.taken {
+                if let cutoff, entry.acceptedAt > cutoff {
+                    youngerLeft = true
+                    continue
+                }
                 state.entries[id]?.taken = true
                 taken.append((entry.record, entry.version))
             }
-            return taken.sorted { $0.record.visitorId < $1.record.visitorId }
+            return (taken.sorted { $0.record.visitorId < $1.record.visitorId }, youngerLeft)
         }
+    }
+
+    /// Everything waiting and not taken, whatever its age.
+    func take() -> [(record: VisitorRecord, version: Int)] {
+        take(acceptedBy: nil).taken
     }
 
     /// The commit of `taken` succeeded: each goes, unless a newer document replaced it meanwhile.

@@ -50,6 +50,8 @@ final class HitWriter: Sendable {
         /// A group commit is queued on the store queue (at once, or after the spacing) and has
         /// not taken its batch yet: what is accepted meanwhile goes with it.
         var drainQueued = false
+        /// A group commit for visitor documents is queued (`scheduleDocumentDrain`).
+        var documentDrainQueued = false
         /// A group commit is writing: what is accepted meanwhile is queued by it once it ends,
         /// `commitSpacing` later.
         var committing = false
@@ -185,7 +187,25 @@ final class HitWriter: Sendable {
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
     func writeVisitorDocumentsSoon() {
-        if state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: 0) }
+        guard settings.documentCoalescing > 0 else {
+            if state.withLock({ queueDrain(&$0) }) { scheduleDrain(after: 0) }
+            return
+        }
+        scheduleDocumentDrain()
+    }
+
+    /// Queues one group commit for the documents `documentCoalescing` from now (none when one is
+    /// queued already). Apart from `drainQueued`: hits arriving meanwhile are not held for it.
+    private func scheduleDocumentDrain() {
+        guard state.withLock({ state -> Bool in
+            defer { state.documentDrainQueued = true }
+            return !state.documentDrainQueued
+        }) else { return }
+        store.async(after: settings.documentCoalescing) { [weak self] in
+            guard let self else { return }
+            state.withLock { $0.documentDrainQueued = false }
+            drain(yielding: true)
+        }
     }
 
     /// Work arrived: `true` when a group commit must be queued for it at once (the writer is
@@ -265,7 +285,16 @@ final class HitWriter: Sendable {
                 logger.error("Hits waiting for the hit cache are below \(settings.ingressCap) again: \(refused) hit(s) nobody awaited were dropped meanwhile (counted as lost)")
             }
             left -= batch.count
-            let documents = documentsFailed ? [] : visitorDocuments?.pending.take() ?? []
+            // Set going by hits, a commit leaves the documents younger than the coalescing
+            // window to a later one: the exposures after a fetch join its document.
+            var documents: [PendingDocument] = []
+            if !documentsFailed, let pending = visitorDocuments?.pending {
+                let coalescing = settings.documentCoalescing
+                let cutoff = yielding && coalescing > 0 ? ContinuousClock.now - .milliseconds(Int64((coalescing * 1000).rounded())) : nil
+                let take = pending.take(acceptedBy: cutoff)
+                documents = take.taken
+                if take.youngerLeft { scheduleDocumentDrain() }
+            }
             guard !batch.isEmpty || !documents.isEmpty else {
                 commitEnded(wrote: false)
                 return

@@ -107,6 +107,12 @@ final class TrackingManager: HitTracking {
         /// visitors/s: commits back to back took about one visitor each and rewrote 15 pages
         /// (61 KB of write-ahead log) apiece, 78 KB written per visitor. 0: no spacing.
         var commitSpacing: TimeInterval = 0.005
+        /// How long a visitor document waits in memory before a group commit set going by hits
+        /// writes it: a request's fetch and the exposures that follow it (recorded in the same
+        /// document, `FSDeduplication`) are one write of the visitor's row rather than two. A
+        /// lookup reads the waiting document meanwhile; a barrier, an interval's tick and `close()`
+        /// write it whatever its age. 0: written by the next group commit.
+        var documentCoalescing: TimeInterval = 0.1
         /// Hits waiting for the group commit at most, past which a hit nobody awaits (a flag
         /// read's activate, a fire-and-forget `sendHit`) is refused, counted as lost, rather than
         /// making its caller wait for the disk: memory stays bounded. Awaited hits (`try await
