@@ -67,6 +67,24 @@ final class TopLevelMainTests: XCTestCase {
         XCTAssertEqual(try database.read { try $0.hits.count() }, 0, "close sent what waited")
     }
 
+    /// There `try await visitor.sendHit(hit)` would pick the synchronous twin, which neither
+    /// waits for the commit nor throws: it is refused at compile time, saying what to write.
+    func testATopLevelAwaitedSendHitIsRefusedSayingWhatToWrite() throws {
+        let source = """
+            import Flagship
+
+            Flagship.sharedInstance.start(envId: "main_env", apiKey: "main_key", config: FSConfigBuilder().build())
+            let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "v", hasConsented: true).buildAsync()
+            try await visitor.sendHit(FSScreen("home"))
+            Flagship.sharedInstance.close()
+            """
+        XCTAssertThrowsError(try compile(source)) { error in
+            let output = (error as? NotCompiled)?.output ?? "\(error)"
+            XCTAssertTrue(output.contains("error: instance method 'sendHit' is unavailable from asynchronous contexts"), output)
+            XCTAssertTrue(output.contains("try await visitor.sendHit(hit, until: .strategyDefault)"), output)
+        }
+    }
+
     // MARK: Compiling against this build
 
     /// `source` as the `main.swift` of an executable linked with this build's objects of

@@ -52,6 +52,8 @@ public struct FlagshipConfig: Sendable {
     /// What is sent again about a visitor the platform was already told about. Default
     /// `.standard` (`withDeduplication`).
     public internal(set) var deduplication = FSDeduplication.standard
+    /// The documents of recently seen visitors kept in memory (`withHotVisitors`).
+    var hotVisitors = HotVisitors.Settings()
     /// 30 days: a visitor who comes back within a month keeps its assignments and their history.
     public static let defaultVisitorRetention: TimeInterval = 30 * 86_400
     /// When the retention task prunes and writes the lookups it noted (tests shorten them).
@@ -308,6 +310,24 @@ public final class FSConfigBuilder {
     @discardableResult
     public func withDeduplication(_ deduplication: FSDeduplication) -> FSConfigBuilder {
         config.deduplication = deduplication
+        return self
+    }
+
+    /// Hot visitors: the documents of the visitors seen last are kept parsed in memory, so that a
+    /// returning visitor's build reads neither the store nor its row's JSON. At most `byteBudget`
+    /// bytes of documents (the least recently used go, by halves); each is served for `lifetime`
+    /// seconds after it was read from the store or written to it, then read again, so that what
+    /// another instance of a fleet (or another process on the same file) changed is seen within
+    /// `lifetime`. A visitor whose consent is withdrawn in this process is never served from
+    /// memory again. Default: 16 MiB, 2 s; a budget or lifetime of 0 keeps nothing. An app's
+    /// own visitor cache (`withCacheManager`) is always asked.
+    ///
+    /// ```swift
+    /// FSConfigBuilder().Bucketing().withHotVisitors(byteBudget: 64 << 20, lifetime: 5)
+    /// ```
+    @discardableResult
+    public func withHotVisitors(byteBudget: Int, lifetime: TimeInterval) -> FSConfigBuilder {
+        config.hotVisitors = HotVisitors.Settings(byteBudget: max(0, byteBudget), lifetime: lifetime.isFinite ? max(0, lifetime) : 0)
         return self
     }
 

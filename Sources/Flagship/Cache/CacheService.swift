@@ -24,6 +24,9 @@ final class CacheService: Sendable {
     /// lookups (`buildAsync()`'s at once, `build()`'s on the cache's queue), written by the
     /// tracking manager's group commits.
     private let shared: (any VisitorKeepingHitQueue)?
+    /// The documents of the visitors seen last, with the SDK's own store or a fleet's: a
+    /// returning visitor's lookup from memory (`nil`: an app's visitor cache, which is its own).
+    let hot: HotVisitors?
     private let now: @Sendable () -> Date
     private let logger: Logger
     private var visitorQueue: DispatchQueue { visitorCache.queue }
@@ -31,7 +34,7 @@ final class CacheService: Sendable {
     /// The visitor cache of `manager`; where it gives none, `shared` (a fleet's store), else the
     /// SQLite default over `store`.
     init(manager: FSCacheManager, store: FlagshipDatabase, shared: (any VisitorKeepingHitQueue)? = nil,
-         ownStoreReadBound: TimeInterval = CacheService.ownStoreReadBound,
+         ownStoreReadBound: TimeInterval = CacheService.ownStoreReadBound, hotVisitors: HotVisitors.Settings = .init(),
          now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
         readBound = ownStoreReadBound
         visitorCache = manager.visitorCache
@@ -39,6 +42,8 @@ final class CacheService: Sendable {
         self.shared = manager.visitorCache == nil ? shared : nil
         readsOwnStore = manager.visitorCache == nil && shared == nil
         pending = manager.visitorCache == nil && (shared != nil || store.opening.readOnly == nil) ? PendingVisitorDocuments() : nil
+        let hot = HotVisitors(hotVisitors, now: now)
+        self.hot = manager.visitorCache == nil && hot.isEnabled ? hot : nil
         visitorLookupTimeout = manager.visitorLookupTimeOut
         self.store = store
         self.now = now
@@ -78,18 +83,22 @@ final class CacheService: Sendable {
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
+        if let document = hot?.document(for: visitorId) { return .found(document) }
+        let ticket = hot?.ticket()
         if let shared {
-            return interpret(await lookUp(visitorId, in: shared), visitorId: visitorId)
+            return interpret(await lookUp(visitorId, in: shared), visitorId: visitorId, ticket: ticket)
         }
         let lookup = self.lookup(visitorId)
         let answer = await boundedCall(on: visitorQueue, timeout: lookupBound, lookup)
-        return interpret(answer, visitorId: visitorId)
+        return interpret(answer, visitorId: visitorId, ticket: ticket)
     }
 
     /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
     /// the calling thread for the lookup timeout at most (`ownStoreReadBound` for the own store).
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
         if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
+        if let document = hot?.document(for: visitorId) { return .found(document) }
+        let ticket = hot?.ticket()
         let lookup = self.lookup(visitorId)
         let answer = Locked<Data??>(nil)
         let answered = DispatchSemaphore(value: 0)
@@ -99,7 +108,7 @@ final class CacheService: Sendable {
             answered.signal()
         }
         let inTime = answered.wait(timeout: .now() + lookupBound) == .success
-        return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId)
+        return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId, ticket: ticket)
     }
 
     /// A shared store's lookup, awaited for the lookup timeout at most: not on the cache's serial
@@ -135,8 +144,9 @@ final class CacheService: Sendable {
         }
     }
 
-    /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor.
-    private func interpret(_ answer: Data??, visitorId: String) -> VisitorLookup {
+    /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor. With `ticket` (a
+    /// store read), a document found is kept in memory (`hot`).
+    private func interpret(_ answer: Data??, visitorId: String, ticket: UInt64? = nil) -> VisitorLookup {
         guard let answer else {
             if readsOwnStore {
                 logger.warning("A visitor could not be read from the store within \(lookupBound.millisecondsText): its flags are not decided again until it can be (fetchFlags throws meanwhile)",
@@ -153,6 +163,8 @@ final class CacheService: Sendable {
             for dropped in document.droppedFlags {
                 logger.warning("Cached data of a visitor: \(dropped)", metadata: logger.visitorMetadata(visitorId))
             }
+            // A document missing a flag it could not read is read again next time, and said again.
+            if let ticket, let hot, document.droppedFlags.isEmpty { hot.keep(document, bytes: data.count, ticket: ticket) }
             return .found(document)
         } catch {
             logger.error("Cached data of a visitor ignored: \(error)", metadata: logger.visitorMetadata(visitorId))
@@ -170,6 +182,7 @@ final class CacheService: Sendable {
     /// alone: flag values built from its data; it stays in its row, and goes with it).
     func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = [], fromFile: Bool = false) -> Bool {
         let text = document.jsonText()
+        hot?.keep(document, bytes: text.utf8.count)
         if let pending {
             pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
                                       document: text, updatedAt: now().unixMilliseconds, decisions: decisions,
@@ -185,6 +198,7 @@ final class CacheService: Sendable {
     /// Consent withdrawn: forgets the visitor, after every write queued before (the tracking
     /// manager deletes its hits, and with the default cache its row, in the same transaction).
     func flushVisitorInBackground(_ visitorId: String) {
+        hot?.erase(visitorId)
         if let pending {
             pending.remove(visitorId)
             return

@@ -56,7 +56,7 @@ final class SDKRuntime: Sendable {
         let hitQueue = Self.hitQueue(envId: envId, config: config, store: store, claimDuration: max(60, 4 * eventsTimeout), logger: logger)
         caches = store.map {
             CacheService(manager: config.cacheManager, store: $0, shared: hitQueue as? any VisitorKeepingHitQueue,
-                         ownStoreReadBound: config.ownStoreReadBound, now: config.now, logger: logger)
+                         ownStoreReadBound: config.ownStoreReadBound, hotVisitors: config.hotVisitors, now: config.now, logger: logger)
         }
         retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
