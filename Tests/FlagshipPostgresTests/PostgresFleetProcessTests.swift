@@ -1,5 +1,6 @@
 #if Postgres
 import FlagshipLocalServer
+import FlagshipStore
 import Foundation
 import PostgresTestSupport
 import XCTest
@@ -88,10 +89,13 @@ final class PostgresFleetProcessTests: PostgresTestCase {
         let store = store(postgres, database: database)
         try await store.prepare()
         let flagship = Flagship()
+        // Seconds added to instance A's clock: how the test moves past its hot visitors' lifetime.
+        let offset = Locked(0.0)
         flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
             .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
             .withCacheDirectory(directory.appendingPathComponent("a"))
             .withLogLevel(.NONE)
+            .withClock { Date().addingTimeInterval(offset.withLock { $0 }) }
             .withPostgresStore(store).build())
         let visitor = await flagship.newVisitor(visitorId: "leaving", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.fetchFlags()
@@ -109,6 +113,9 @@ final class PostgresFleetProcessTests: PostgresTestCase {
         XCTAssertEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE visitor_id = 'leaving' AND NOT is_consent"), "0")
         XCTAssertNotEqual(try postgres.psql(database, "SELECT count(*) FROM flagship.hits WHERE visitor_id = 'leaving' AND is_consent"), "0",
                           "the withdrawal's own consent hit waits to be sent")
+        // Instance A keeps the visitor it served in memory for the hot visitors' lifetime (2 s), the
+        // documented bound; past it, it reads the shared store: the visitor is gone there too.
+        offset.withLock { $0 += 2 }
         let lookup = await flagship.currentRuntime?.caches?.lookupVisitor("leaving")
         XCTAssertEqual(lookup, CacheService.VisitorLookup.notFound, "instance A reads the shared store: the visitor is gone there too")
         server.removeFault(failing)

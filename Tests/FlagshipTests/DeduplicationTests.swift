@@ -198,6 +198,23 @@ final class DeduplicationTests: TrackingTestCase {
         XCTAssertEqual(received.activate, 1, "nothing is recorded for the logged-in id yet")
     }
 
+    // MARK: One write per request
+
+    /// A document waits for the coalescing window, but never past the commit of an activate:
+    /// once a flag was exposed, the assignment history is in the store with the activate or before.
+    func testTheCommitOfAnActivateWritesTheVisitorsDocumentHoweverYoung() async throws {
+        start(builder()
+            .withDecisionBaseURL(Self.deadURL)          // activates stay in the store, unsent
+            .withEventsBaseURL(Self.deadURL)
+            .withTrackingSettings { $0.documentCoalescing = 3_600 })
+        let visitor = await flagship.newVisitor(visitorId: "kim", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        try await visitor.fetchFlags()
+        _ = visitor.getFlag(key: "btnColor").value(defaultValue: "none")
+        try await waitUntil("the activate is committed") { try self.storedHits().contains { $0.type == "ACTIVATE" } }
+        let stored = try XCTUnwrap(try storedVisitor("kim"), "the document went with the activate, an hour before its window")
+        XCTAssertEqual(stored.document.reported.exposures.count, 1)
+    }
+
     // MARK: The reference's behaviour
 
     func testTheReferenceSettingSendsEverythingAgainAtEachRequest() async throws {

@@ -286,11 +286,14 @@ final class HitWriter: Sendable {
             }
             left -= batch.count
             // Set going by hits, a commit leaves the documents younger than the coalescing
-            // window to a later one: the exposures after a fetch join its document.
+            // window to a later one: the exposures after a fetch join its document. Not one that
+            // writes an activate: the assignment history is never lost once a flag was exposed,
+            // so every document accepted before an activate is written with it or before it.
             var documents: [PendingDocument] = []
             if !documentsFailed, let pending = visitorDocuments?.pending {
                 let coalescing = settings.documentCoalescing
-                let cutoff = yielding && coalescing > 0 ? ContinuousClock.now - .milliseconds(Int64((coalescing * 1000).rounded())) : nil
+                let coalesces = yielding && coalescing > 0 && !batch.contains(where: \.outgoing.isActivate)
+                let cutoff = coalesces ? ContinuousClock.now - .milliseconds(Int64((coalescing * 1000).rounded())) : nil
                 let take = pending.take(acceptedBy: cutoff)
                 documents = take.taken
                 if take.youngerLeft { scheduleDocumentDrain() }
