@@ -47,13 +47,15 @@ final class PendingVisitorDocuments: Sendable {
     }
 
     /// What is waiting and not taken, for one commit: (records, versions to confirm). With
-    /// `cutoff`, only what was accepted at or before it; `youngerLeft` says whether any was left.
-    func take(acceptedBy cutoff: ContinuousClock.Instant? = nil) -> (taken: [(record: VisitorRecord, version: Int)], youngerLeft: Bool) {
+    /// `cutoff`, only what was accepted at or before it, and the documents of `visitorIds`
+    /// whatever their age; `youngerLeft` says whether any was left.
+    func take(acceptedBy cutoff: ContinuousClock.Instant? = nil, whateverTheAgeOf visitorIds: Set<String> = [])
+        -> (taken: [(record: VisitorRecord, version: Int)], youngerLeft: Bool) {
         state.withLock { state in
             var taken: [(record: VisitorRecord, version: Int)] = []
             var youngerLeft = false
             for (id, entry) in state.entries where !entry.taken {
-                if let cutoff, entry.acceptedAt > cutoff {
+                if let cutoff, entry.acceptedAt > cutoff, !visitorIds.contains(id) {
                     youngerLeft = true
                     continue
                 }

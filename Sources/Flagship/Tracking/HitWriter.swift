@@ -286,15 +286,16 @@ final class HitWriter: Sendable {
             }
             left -= batch.count
             // Set going by hits, a commit leaves the documents younger than the coalescing
-            // window to a later one: the exposures after a fetch join its document. Not one that
-            // writes an activate: the assignment history is never lost once a flag was exposed,
-            // so every document accepted before an activate is written with it or before it.
+            // window to a later one: the exposures after a fetch join its document. Not those of
+            // the visitors whose activates it writes: the assignment history is never lost once a
+            // flag was exposed, so a visitor's document accepted before its activate is written
+            // with it or before it.
             var documents: [PendingDocument] = []
             if !documentsFailed, let pending = visitorDocuments?.pending {
                 let coalescing = settings.documentCoalescing
-                let coalesces = yielding && coalescing > 0 && !batch.contains(where: \.outgoing.isActivate)
-                let cutoff = coalesces ? ContinuousClock.now - .milliseconds(Int64((coalescing * 1000).rounded())) : nil
-                let take = pending.take(acceptedBy: cutoff)
+                let cutoff = yielding && coalescing > 0 ? ContinuousClock.now - .milliseconds(Int64((coalescing * 1000).rounded())) : nil
+                let exposed = cutoff == nil ? [] : Set(batch.lazy.filter(\.outgoing.isActivate).map(\.outgoing.visitorId))
+                let take = pending.take(acceptedBy: cutoff, whateverTheAgeOf: exposed)
                 documents = take.taken
                 if take.youngerLeft { scheduleDocumentDrain() }
             }
