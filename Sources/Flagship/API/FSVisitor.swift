@@ -349,12 +349,11 @@ public final class FSVisitor: Sendable {
                     return .deduplicated
                 }
                 // Recorded now, written with the document: the platform is told once per window.
+                // What was reported changed: the document differs from the stored one, no need to compare.
                 state.reported.exposures[metadata.variationGroupId] = ReportedFacts.Exposure(variationId: metadata.variationId, sentAt: now)
                 let updated = state.cacheDocument
-                if updated != state.storedDocument {
-                    state.storedDocument = updated
-                    document = updated
-                }
+                state.storedDocument = updated
+                document = updated
             }
             var activate = OutgoingHit.activate(identity: state.identity, variationGroupId: metadata.variationGroupId,
                                                 variationId: metadata.variationId, createdAt: now)

@@ -82,7 +82,7 @@ final class CacheService: Sendable {
     }
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
-        if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
+        if let waiting = pending?.waiting(for: visitorId) { return lookup(waiting, visitorId: visitorId) }
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
         if let shared {
@@ -96,7 +96,7 @@ final class CacheService: Sendable {
     /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
     /// the calling thread for the lookup timeout at most (`ownStoreReadBound` for the own store).
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
-        if let waiting = pending?.record(for: visitorId) { return interpret(.some(Data(waiting.document.utf8)), visitorId: visitorId) }
+        if let waiting = pending?.waiting(for: visitorId) { return lookup(waiting, visitorId: visitorId) }
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
         let lookup = self.lookup(visitorId)
@@ -144,6 +144,14 @@ final class CacheService: Sendable {
         }
     }
 
+    /// A document waiting for its commit: the SDK's own, as made, or a row's text.
+    private func lookup(_ waiting: PendingVisitorDocuments.Waiting, visitorId: String) -> VisitorLookup {
+        switch waiting {
+        case .document(let document): .found(document)
+        case .text(let text): interpret(.some(Data(text.utf8)), visitorId: visitorId)
+        }
+    }
+
     /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor. With `ticket` (a
     /// store read), a document found is kept in memory (`hot`).
     private func interpret(_ answer: Data??, visitorId: String, ticket: UInt64? = nil) -> VisitorLookup {
@@ -181,14 +189,12 @@ final class CacheService: Sendable {
     /// them, and the store may share them (a Decision API answer may be made for the visitor
     /// alone: flag values built from its data; it stays in its row, and goes with it).
     func cacheVisitor(_ document: VisitorCacheDocument, decisions: [DecisionRecord] = [], fromFile: Bool = false) -> Bool {
-        let text = document.jsonText()
-        hot?.keep(document, bytes: text.utf8.count)
         if let pending {
-            pending.put(VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                      document: text, updatedAt: now().unixMilliseconds, decisions: decisions,
-                                      compact: fromFile ? document.compactParts() : nil))
+            hot?.keep(document, bytes: document.estimatedBytes)
+            pending.put(document: document, updatedAt: now().unixMilliseconds, decisions: decisions, fromFile: fromFile)
             return true
         }
+        let text = document.jsonText()
         visitorCache.async { $0.cacheVisitor(visitorId: document.visitorId, Data(text.utf8)) }
         return false
     }

@@ -10,7 +10,10 @@ import Foundation
 /// newer document of the same visitor accepted meanwhile is not lost to that commit.
 final class PendingVisitorDocuments: Sendable {
     private struct Entry {
-        var record: VisitorRecord
+        var content: Content
+        /// The assignments decided since the visitor's last committed document: this one's, and
+        /// those of the documents it replaced before a commit took them.
+        var decisions: [DecisionRecord]
         /// Bumped by each new document of the visitor: a commit removes only what it wrote.
         var version: Int
         /// Taken by a commit under way (then still read by lookups).
@@ -18,6 +21,35 @@ final class PendingVisitorDocuments: Sendable {
         /// When the visitor's first document not yet taken was accepted: a newer one replacing it
         /// keeps this time, so a visitor whose document keeps changing is written all the same.
         var acceptedAt: ContinuousClock.Instant
+
+        /// The row to write: a document is written out (JSON, compact parts) here, once, when a
+        /// commit takes it, however many times it was replaced before.
+        var record: VisitorRecord {
+            switch content {
+            case .row(var record):
+                record.decisions = decisions
+                return record
+            case .document(let document, let updatedAt, let fromFile):
+                return VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
+                                     document: document.jsonText(), updatedAt: updatedAt, decisions: decisions,
+                                     compact: fromFile ? document.compactParts() : nil)
+            }
+        }
+    }
+
+    /// A waiting document: a row as given, or the document itself, written out when taken.
+    private enum Content {
+        case row(VisitorRecord)
+        /// `fromFile`: its campaigns come from a bucketing file, and the row may share them.
+        case document(VisitorCacheDocument, updatedAt: Int64, fromFile: Bool)
+    }
+
+    /// What a lookup finds waiting for a visitor.
+    enum Waiting {
+        /// The document itself, as the SDK made it: nothing to parse.
+        case document(VisitorCacheDocument)
+        /// A row's document, as JSON text.
+        case text(String)
     }
 
     private struct State {
@@ -32,16 +64,27 @@ final class PendingVisitorDocuments: Sendable {
     /// commit took it are kept: they go with this one.
     @discardableResult
     func put(_ record: VisitorRecord) -> Bool {
+        put(.row(record), visitorId: record.visitorId, decisions: record.decisions)
+    }
+
+    /// As `put(_:)`, for a document the SDK made: it is written out as JSON only when a commit
+    /// takes it, and a lookup meanwhile gets it without parsing anything.
+    @discardableResult
+    func put(document: VisitorCacheDocument, updatedAt: Int64, decisions: [DecisionRecord], fromFile: Bool) -> Bool {
+        put(.document(document, updatedAt: updatedAt, fromFile: fromFile), visitorId: document.visitorId, decisions: decisions)
+    }
+
+    private func put(_ content: Content, visitorId: String, decisions: [DecisionRecord]) -> Bool {
         state.withLock { state in
             state.nextVersion += 1
-            var record = record
-            let replaced = state.entries[record.visitorId]
+            var decisions = decisions
+            let replaced = state.entries[visitorId]
             let waiting = replaced.map { !$0.taken } ?? false
-            if let replaced, waiting, !replaced.record.decisions.isEmpty {
-                record.decisions = replaced.record.decisions + record.decisions
+            if let replaced, waiting, !replaced.decisions.isEmpty {
+                decisions = replaced.decisions + decisions
             }
             let acceptedAt = waiting ? replaced?.acceptedAt ?? .now : .now
-            state.entries[record.visitorId] = Entry(record: record, version: state.nextVersion, acceptedAt: acceptedAt)
+            state.entries[visitorId] = Entry(content: content, decisions: decisions, version: state.nextVersion, acceptedAt: acceptedAt)
             return !waiting
         }
     }
@@ -51,8 +94,8 @@ final class PendingVisitorDocuments: Sendable {
     /// whatever their age; `youngerLeft` says whether any was left.
     func take(acceptedBy cutoff: ContinuousClock.Instant? = nil, whateverTheAgeOf visitorIds: Set<String> = [])
         -> (taken: [(record: VisitorRecord, version: Int)], youngerLeft: Bool) {
-        state.withLock { state in
-            var taken: [(record: VisitorRecord, version: Int)] = []
+        let chosen = state.withLock { state -> (taken: [(entry: Entry, version: Int)], youngerLeft: Bool) in
+            var taken: [(entry: Entry, version: Int)] = []
             var youngerLeft = false
             for (id, entry) in state.entries where !entry.taken {
                 if let cutoff, entry.acceptedAt > cutoff, !visitorIds.contains(id) {
@@ -60,10 +103,13 @@ final class PendingVisitorDocuments: Sendable {
                     continue
                 }
                 state.entries[id]?.taken = true
-                taken.append((entry.record, entry.version))
+                taken.append((entry, entry.version))
             }
-            return (taken.sorted { $0.record.visitorId < $1.record.visitorId }, youngerLeft)
+            return (taken, youngerLeft)
         }
+        // Written out of the lock: a lookup or a `put` meanwhile does not wait for the JSON.
+        let records = chosen.taken.map { (record: $0.entry.record, version: $0.version) }
+        return (records.sorted { $0.record.visitorId < $1.record.visitorId }, chosen.youngerLeft)
     }
 
     /// Everything waiting and not taken, whatever its age.
@@ -89,15 +135,21 @@ final class PendingVisitorDocuments: Sendable {
                 if entry.version == version {
                     state.entries[record.visitorId]?.taken = false
                 } else if !record.decisions.isEmpty {
-                    state.entries[record.visitorId]?.record.decisions = record.decisions + entry.record.decisions
+                    state.entries[record.visitorId]?.decisions = record.decisions + entry.decisions
                 }
             }
         }
     }
 
     /// The waiting document of `visitorId`, taken or not.
-    func record(for visitorId: String) -> VisitorRecord? {
-        state.withLock { $0.entries[visitorId]?.record }
+    func waiting(for visitorId: String) -> Waiting? {
+        state.withLock { state in
+            switch state.entries[visitorId]?.content {
+            case .document(let document, _, _)?: .document(document)
+            case .row(let record)?: .text(record.document)
+            case nil: nil
+            }
+        }
     }
 
     /// Consent withdrawn: the visitor's waiting document is dropped. One a commit under way

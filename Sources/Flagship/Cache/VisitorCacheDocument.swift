@@ -25,6 +25,18 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     /// costs that flag alone. Not part of the document: left out of `==` and of `jsonData()`.
     package var droppedFlags: [String] = []
 
+    /// About the size of `jsonText()` in bytes, without writing it: what the hot visitors'
+    /// budget counts (flag values are counted at a flat 48 bytes each).
+    package var estimatedBytes: Int {
+        var bytes = 160 + visitorId.utf8.count + (anonymousId?.utf8.count ?? 0) + context.count * 40 + assignmentsHistory.count * 64
+        for campaign in campaigns {
+            bytes += 200 + campaign.campaignId.utf8.count + campaign.campaignName.utf8.count + campaign.variationGroupId.utf8.count
+                + campaign.variationGroupName.utf8.count + campaign.variationId.utf8.count + campaign.variationName.utf8.count
+                + campaign.flags.count * 48
+        }
+        return bytes + reported.exposures.count * 80
+    }
+
     /// How many campaigns the visitor was assigned (what `flagship visitors` shows).
     package var campaignCount: Int { campaigns.count }
 
