@@ -6,19 +6,21 @@ import XCTest
 /// The visitor documents waiting for a group commit: a newer document of a visitor replaces the
 /// waiting one, and the decisions of the one it replaces are never lost with it.
 final class PendingVisitorDocumentsTests: XCTestCase {
-    private func record(_ visitor: String, at time: Int64, decided groups: [String]) -> VisitorRecord {
-        VisitorRecord(visitorId: visitor, anonymousId: nil, consent: true, document: "{}", updatedAt: time,
-                      decisions: groups.map { group in
-                          DecisionRecord(visitorId: visitor, decidedAt: time, campaignId: "c-" + group, variationGroupId: group,
-                                         variationId: "v", source: .bucketingFile, reason: "SPLIT", fileVersion: nil,
-                                         context: "{}", flags: nil)
-                      })
+    /// A document of `visitor`, written at `time`, with the assignments of `groups`.
+    @discardableResult
+    private func put(_ visitor: String, at time: Int64, decided groups: [String], into pending: PendingVisitorDocuments) -> Bool {
+        pending.put(document: VisitorCacheDocument(visitorId: visitor), updatedAt: time,
+                    decisions: groups.map { group in
+                        DecisionRecord(visitorId: visitor, decidedAt: time, campaignId: "c-" + group, variationGroupId: group,
+                                       variationId: "v", source: .bucketingFile, reason: "SPLIT", fileVersion: nil,
+                                       context: "{}", flags: nil)
+                    }, fromFile: false)
     }
 
     func testANewerDocumentReplacingAWaitingOneCarriesItsDecisions() {
         let pending = PendingVisitorDocuments()
-        XCTAssertTrue(pending.put(record("alice", at: 1, decided: ["g1"])))
-        XCTAssertFalse(pending.put(record("alice", at: 2, decided: ["g2"])), "one write already scheduled")
+        XCTAssertTrue(put("alice", at: 1, decided: ["g1"], into: pending))
+        XCTAssertFalse(put("alice", at: 2, decided: ["g2"], into: pending), "one write already scheduled")
 
         let taken = pending.take()
 
@@ -28,9 +30,9 @@ final class PendingVisitorDocumentsTests: XCTestCase {
 
     func testADocumentTakenByACommitKeepsItsDecisionsAndTheNextOneHasOnlyItsOwn() {
         let pending = PendingVisitorDocuments()
-        pending.put(record("bob", at: 1, decided: ["g1"]))
+        put("bob", at: 1, decided: ["g1"], into: pending)
         let first = pending.take()
-        pending.put(record("bob", at: 2, decided: ["g2"]))
+        put("bob", at: 2, decided: ["g2"], into: pending)
         pending.committed(first)
 
         let second = pending.take()
@@ -41,9 +43,9 @@ final class PendingVisitorDocumentsTests: XCTestCase {
 
     func testAFailedCommitsDecisionsGoWithTheNewerDocumentThatReplacedIt() {
         let pending = PendingVisitorDocuments()
-        pending.put(record("carol", at: 1, decided: ["g1"]))
+        put("carol", at: 1, decided: ["g1"], into: pending)
         let failed = pending.take()
-        pending.put(record("carol", at: 2, decided: ["g2"]))
+        put("carol", at: 2, decided: ["g2"], into: pending)
         pending.putBack(failed)
 
         let retried = pending.take()
@@ -54,7 +56,7 @@ final class PendingVisitorDocumentsTests: XCTestCase {
 
     func testAFailedCommitWithNoNewerDocumentWaitsAgainWhole() {
         let pending = PendingVisitorDocuments()
-        pending.put(record("dan", at: 1, decided: ["g1", "g2"]))
+        put("dan", at: 1, decided: ["g1", "g2"], into: pending)
         let failed = pending.take()
         pending.putBack(failed)
 

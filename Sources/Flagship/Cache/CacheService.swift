@@ -82,7 +82,7 @@ final class CacheService: Sendable {
     }
 
     func lookupVisitor(_ visitorId: String) async -> VisitorLookup {
-        if let waiting = pending?.waiting(for: visitorId) { return lookup(waiting, visitorId: visitorId) }
+        if let waiting = pending?.document(for: visitorId) { return .found(waiting) }
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
         if let shared {
@@ -96,7 +96,7 @@ final class CacheService: Sendable {
     /// As `lookupVisitor`, for a caller that cannot await (`FSVisitorBuilder.build()`): blocks
     /// the calling thread for the lookup timeout at most (`ownStoreReadBound` for the own store).
     func lookupVisitorBlocking(_ visitorId: String) -> VisitorLookup {
-        if let waiting = pending?.waiting(for: visitorId) { return lookup(waiting, visitorId: visitorId) }
+        if let waiting = pending?.document(for: visitorId) { return .found(waiting) }
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
         let lookup = self.lookup(visitorId)
@@ -141,14 +141,6 @@ final class CacheService: Sendable {
                 logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
                 return nil
             }
-        }
-    }
-
-    /// A document waiting for its commit: the SDK's own, as made, or a row's text.
-    private func lookup(_ waiting: PendingVisitorDocuments.Waiting, visitorId: String) -> VisitorLookup {
-        switch waiting {
-        case .document(let document): .found(document)
-        case .text(let text): interpret(.some(Data(text.utf8)), visitorId: visitorId)
         }
     }
 

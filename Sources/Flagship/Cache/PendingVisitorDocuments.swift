@@ -10,7 +10,11 @@ import Foundation
 /// newer document of the same visitor accepted meanwhile is not lost to that commit.
 final class PendingVisitorDocuments: Sendable {
     private struct Entry {
-        var content: Content
+        var document: VisitorCacheDocument
+        /// Unix ms: the row's `updated_at`.
+        var updatedAt: Int64
+        /// Its campaigns come from a bucketing file: the row may share them (`compactParts()`).
+        var fromFile: Bool
         /// The assignments decided since the visitor's last committed document: this one's, and
         /// those of the documents it replaced before a commit took them.
         var decisions: [DecisionRecord]
@@ -22,34 +26,13 @@ final class PendingVisitorDocuments: Sendable {
         /// keeps this time, so a visitor whose document keeps changing is written all the same.
         var acceptedAt: ContinuousClock.Instant
 
-        /// The row to write: a document is written out (JSON, compact parts) here, once, when a
+        /// The row to write: the document is written out (JSON, compact parts) here, once, when a
         /// commit takes it, however many times it was replaced before.
         var record: VisitorRecord {
-            switch content {
-            case .row(var record):
-                record.decisions = decisions
-                return record
-            case .document(let document, let updatedAt, let fromFile):
-                return VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
-                                     document: document.jsonText(), updatedAt: updatedAt, decisions: decisions,
-                                     compact: fromFile ? document.compactParts() : nil)
-            }
+            VisitorRecord(visitorId: document.visitorId, anonymousId: document.anonymousId, consent: document.consent,
+                          document: document.jsonText(), updatedAt: updatedAt, decisions: decisions,
+                          compact: fromFile ? document.compactParts() : nil)
         }
-    }
-
-    /// A waiting document: a row as given, or the document itself, written out when taken.
-    private enum Content {
-        case row(VisitorRecord)
-        /// `fromFile`: its campaigns come from a bucketing file, and the row may share them.
-        case document(VisitorCacheDocument, updatedAt: Int64, fromFile: Bool)
-    }
-
-    /// What a lookup finds waiting for a visitor.
-    enum Waiting {
-        /// The document itself, as the SDK made it: nothing to parse.
-        case document(VisitorCacheDocument)
-        /// A row's document, as JSON text.
-        case text(String)
     }
 
     private struct State {
@@ -61,30 +44,21 @@ final class PendingVisitorDocuments: Sendable {
 
     /// Accepts the newest document of a visitor; returns whether a write must be scheduled
     /// (none was waiting for this visitor). The decisions of a document it replaces before any
-    /// commit took it are kept: they go with this one.
-    @discardableResult
-    func put(_ record: VisitorRecord) -> Bool {
-        put(.row(record), visitorId: record.visitorId, decisions: record.decisions)
-    }
-
-    /// As `put(_:)`, for a document the SDK made: it is written out as JSON only when a commit
-    /// takes it, and a lookup meanwhile gets it without parsing anything.
+    /// commit took it are kept: they go with this one. It is written out as JSON only when a
+    /// commit takes it, and a lookup meanwhile gets it without parsing anything.
     @discardableResult
     func put(document: VisitorCacheDocument, updatedAt: Int64, decisions: [DecisionRecord], fromFile: Bool) -> Bool {
-        put(.document(document, updatedAt: updatedAt, fromFile: fromFile), visitorId: document.visitorId, decisions: decisions)
-    }
-
-    private func put(_ content: Content, visitorId: String, decisions: [DecisionRecord]) -> Bool {
         state.withLock { state in
             state.nextVersion += 1
             var decisions = decisions
-            let replaced = state.entries[visitorId]
+            let replaced = state.entries[document.visitorId]
             let waiting = replaced.map { !$0.taken } ?? false
             if let replaced, waiting, !replaced.decisions.isEmpty {
                 decisions = replaced.decisions + decisions
             }
             let acceptedAt = waiting ? replaced?.acceptedAt ?? .now : .now
-            state.entries[visitorId] = Entry(content: content, decisions: decisions, version: state.nextVersion, acceptedAt: acceptedAt)
+            state.entries[document.visitorId] = Entry(document: document, updatedAt: updatedAt, fromFile: fromFile, decisions: decisions,
+                                                      version: state.nextVersion, acceptedAt: acceptedAt)
             return !waiting
         }
     }
@@ -142,14 +116,8 @@ final class PendingVisitorDocuments: Sendable {
     }
 
     /// The waiting document of `visitorId`, taken or not.
-    func waiting(for visitorId: String) -> Waiting? {
-        state.withLock { state in
-            switch state.entries[visitorId]?.content {
-            case .document(let document, _, _)?: .document(document)
-            case .row(let record)?: .text(record.document)
-            case nil: nil
-            }
-        }
+    func document(for visitorId: String) -> VisitorCacheDocument? {
+        state.withLock { $0.entries[visitorId]?.document }
     }
 
     /// Consent withdrawn: the visitor's waiting document is dropped. One a commit under way
