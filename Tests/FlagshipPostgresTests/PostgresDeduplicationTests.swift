@@ -54,10 +54,19 @@ final class PostgresDeduplicationTests: PostgresTestCase {
         return visitor
     }
 
-    /// (consent hits, activates) the server received since the last call.
-    private func received(by server: LocalFlagshipServer) -> [Int] {
-        defer { server.clearReceived() }
-        return [server.hits.filter { $0["ea"] == "fs_consent" }.count, server.activates.count]
+    /// Whether the server received `expected` (consent hits, activates) since the last check, once
+    /// both instances are idle: either instance's sender may deliver a row of the shared store,
+    /// so what one committed is awaited until it arrives (10 s at most), then nothing more may.
+    private func expect(_ expected: [Int], from server: LocalFlagshipServer, instances: [Flagship],
+                        _ message: String = "", file: StaticString = #filePath, line: UInt = #line) async throws {
+        func counts() -> [Int] { [server.hits.filter { $0["ea"] == "fs_consent" }.count, server.activates.count] }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while counts() != expected, zip(counts(), expected).allSatisfy({ $0 <= $1 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for instance in instances { await instance.waitUntilTrackingIsIdle() }
+        XCTAssertEqual(counts(), expected, message, file: file, line: line)
+        server.clearReceived()
     }
 
     func testAnotherInstanceDoesNotReportAgainWhatOneReportedAndReportsAgainAfterAnErasure() async throws {
@@ -72,21 +81,21 @@ final class PostgresDeduplicationTests: PostgresTestCase {
 
         try await request("shared-visitor", on: first)
         await first.waitUntilTrackingIsIdle()
-        XCTAssertEqual(received(by: server), [1, 1], "a new visitor: its consent and its exposure")
+        try await expect([1, 1], from: server, instances: [first, second], "a new visitor: its consent and its exposure")
 
         try await request("shared-visitor", on: second)
-        XCTAssertEqual(received(by: server), [0, 0], "the other instance reads what was reported from the shared store")
+        try await expect([0, 0], from: server, instances: [first, second], "the other instance reads what was reported from the shared store")
 
         // Withdrawn on the second instance: the record goes with the rest. The first, which
         // served the visitor a moment ago, still has its document in memory for the hot
         // visitors' lifetime (2 s), then reads the store and sees the erasure.
         try await request("shared-visitor", hasConsented: false, on: second)
-        XCTAssertEqual(received(by: server), [1, 0])
+        try await expect([1, 0], from: server, instances: [first, second])
         try await request("shared-visitor", on: first)
-        XCTAssertEqual(received(by: server), [0, 0], "within the bound: what the first instance saw last")
+        try await expect([0, 0], from: server, instances: [first, second], "within the bound: what the first instance saw last")
         clockOffset.withLock { $0 += 2 }
         try await request("shared-visitor", on: first)
-        XCTAssertEqual(received(by: server), [1, 1], "past the bound: the erasure is seen, the visitor consented again is reported again")
+        try await expect([1, 1], from: server, instances: [first, second], "past the bound: the erasure is seen, the visitor consented again is reported again")
 
         await first.close()
         await second.close()
