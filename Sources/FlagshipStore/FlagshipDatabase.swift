@@ -551,6 +551,7 @@ package final class FlagshipDatabase: Sendable {
                 }
             }
             let switched = !inMemory && switchToIncrementalVacuumIfSmall(database)
+            try database.zeroFreedPagesAtErasureOnly()
             // From here on, no commit waits for a checkpoint, and a lookup for no write.
             if !inMemory {
                 try database.checkpointInBackground()
@@ -615,7 +616,10 @@ package final class FlagshipDatabase: Sendable {
             try connection.query("VACUUM")
             return try connection.scalar("PRAGMA auto_vacuum")?.int64 == AutoVacuum.incremental.rawValue
         }
-        if switched { _ = try? database.eraseWALHistory() }
+        if switched {
+            _ = try? database.zeroFreedPagesAtErasureOnly()
+            _ = try? database.eraseWALHistory()
+        }
         return switched
     }
 

@@ -36,10 +36,43 @@ final class SecureDeletionTests: StoreTestCase {
                   createdAt: fixedNowMilliseconds, attempts: 0)
     }
 
-    func testTheConnectionOverwritesDeletedContent() throws {
+    func testAStoreInIncrementalVacuumZeroesFreedPagesOnlyAtAnErasure() throws {
         let store = try openStore()
 
-        XCTAssertEqual(try store.database.integer("PRAGMA secure_delete"), 1)
+        XCTAssertEqual(try store.database.integer("PRAGMA auto_vacuum"), 2)
+        XCTAssertEqual(try store.database.integer("PRAGMA secure_delete"), 2, "FAST: deleted content zeroed in the pages written anyway")
+    }
+
+    func testAFileWithoutIncrementalVacuumZeroesEveryFreedPage() throws {
+        // Made before incremental auto-vacuum, and too large to be switched at open.
+        let database = try rawDatabase()
+        try database.withConnection { try $0.execute("CREATE TABLE filler (x BLOB)") }
+        XCTAssertEqual(try database.integer("PRAGMA auto_vacuum"), 0)
+
+        XCTAssertFalse(try database.zeroFreedPagesAtErasureOnly())
+        XCTAssertEqual(try database.integer("PRAGMA secure_delete"), 1)
+    }
+
+    /// A visitor's hits delivered and deleted long before its erasure filled whole pages, freed
+    /// unzeroed (`secure_delete = FAST`): the erasure gives every free page back, so none of
+    /// their bytes stays in the file.
+    func testHitsDeliveredBeforeAnErasureLeaveNoByteInFreedPages() throws {
+        let store = try openStore()
+        let delivered = (0..<200).map { hit("delivered-\($0)", label: Self.label + "-delivered-\($0)") }
+        try store.write { _ = try $0.hits.insert(delivered + [hit("other", visitorId: "visitor-2", label: "other-visitor")]) }
+        try store.database.withConnection { try $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        try store.write { _ = try $0.hits.delete(ids: delivered.map(\.id)) }
+        try store.database.withConnection { try $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        XCTAssertGreaterThan(try store.database.integer("PRAGMA freelist_count") ?? 0, 10)
+        XCTAssertEqual(try filesHolding(Self.label + "-delivered-1"), ["file"], "freed whole, left as they were: the check sees them")
+
+        try store.write { try $0.hits.deleteHits(visitorId: "visitor-1", keepingConsentHits: true) }
+        XCTAssertTrue(try store.database.eraseWALHistory())
+
+        XCTAssertEqual(try filesHolding(Self.label), [])
+        XCTAssertEqual(try store.database.integer("PRAGMA freelist_count"), 0)
+        XCTAssertEqual(try store.read { try $0.hits.allIds() }, ["visitor-2:other"])
+        XCTAssertEqual(try store.database.withConnection { try $0.scalar("PRAGMA integrity_check")?.text }, "ok")
     }
 
     func testADeletedVisitorLeavesNoByteInTheFileOrItsWAL() throws {
