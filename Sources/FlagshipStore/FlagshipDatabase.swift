@@ -652,7 +652,7 @@ package final class FlagshipDatabase: Sendable {
     /// added later (a view made in the `sqlite3` shell, say) are not the SDK's and are left out.
     private static func checkSchema(_ connection: Connection, migrated: Bool, now: Int64) throws {
         let key = "store.schema_hash"
-        if !migrated, let recorded = try connection.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(key)])?.text {
+        if !migrated, let recorded = try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(key)])?.text {
             var lines = recorded.split(separator: "\n").map(String.init)
             let expected = lines.isEmpty ? "" : lines.removeFirst()
             let found = try schemaHash(connection, objects: lines)

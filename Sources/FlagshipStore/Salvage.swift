@@ -35,7 +35,7 @@ package struct Salvage: Sendable, Equatable {
 
     /// When `file` was salvaged into `store` (unix ms), if it was.
     package static func salvagedAt(_ file: URL, into store: Database) throws -> Int64? {
-        try store.read { try $0.scalar("SELECT updated_at FROM sdk_state WHERE key = ?", [.text(stateKey(file))])?.int64 }
+        try store.read { try $0.scalar("SELECT updated_at FROM main.sdk_state WHERE key = ?", [.text(stateKey(file))])?.int64 }
     }
 
     /// Copies the readable hits and visitors of `damaged` into `store`, in one transaction.
@@ -61,7 +61,7 @@ package struct Salvage: Sendable, Equatable {
                 do {
                     let inserted = try connection.execute(
                         """
-                        INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
                         """, Array(row.prefix(7)))
                     if inserted == 1 { salvage.hitsCopied += 1 } else { salvage.hitsAlreadyThere += 1 }
@@ -87,21 +87,21 @@ package struct Salvage: Sendable, Equatable {
     }
 
     private static let insertVisitor = """
-        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
         ON CONFLICT (visitor_id) DO NOTHING
         """
 
     /// As `insertVisitor`, a compact row's shared ids mapped to the copies' (`salvaged_ids`); a
     /// part that could not be read is left out (its campaign, or the preset keys).
     private static let insertVisitorRewritingSharedIds = """
-        INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at)
+        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at)
         VALUES (?1, ?2, ?3, CASE WHEN substr(?4, 1, 11) <> '{"compact":' THEN ?4 ELSE json_set(?4,
             '$.campaigns', json((SELECT coalesce(json_group_array(json(r.reference)), '[]') FROM (
                 SELECT json_array(m.new_id, json(CASE WHEN json_extract(c.value, '$[1]') THEN 'true' ELSE 'false' END)) AS reference
                 FROM json_each(?4, '$.campaigns') AS c
-                JOIN salvaged_ids AS m ON m.kind = 'variation' AND m.old_id = json_extract(c.value, '$[0]')
+                JOIN temp.salvaged_ids AS m ON m.kind = 'variation' AND m.old_id = json_extract(c.value, '$[0]')
                 ORDER BY c.key) AS r)),
-            '$.preset', (SELECT m.new_id FROM salvaged_ids AS m WHERE m.kind = 'context' AND m.old_id = json_extract(?4, '$.preset')))
+            '$.preset', (SELECT m.new_id FROM temp.salvaged_ids AS m WHERE m.kind = 'context' AND m.old_id = json_extract(?4, '$.preset')))
             END, ?5)
         ON CONFLICT (visitor_id) DO NOTHING
         """
@@ -114,7 +114,7 @@ package struct Salvage: Sendable, Equatable {
         try shared.revalidate()
         try connection.execute(
             "CREATE TEMP TABLE IF NOT EXISTS salvaged_ids (kind TEXT NOT NULL, old_id INTEGER NOT NULL, new_id INTEGER NOT NULL, PRIMARY KEY (kind, old_id))")
-        try connection.execute("DELETE FROM salvaged_ids")
+        try connection.execute("DELETE FROM temp.salvaged_ids")
         try copy(variations, kind: "variation", into: connection) { (text: String) throws(StoreError) -> Int64 in try shared.variationId(text) }
         try copy(contexts, kind: "context", into: connection) { (text: String) throws(StoreError) -> Int64 in try shared.contextId(text) }
         return true
@@ -128,7 +128,7 @@ package struct Salvage: Sendable, Equatable {
             guard row.count == 2, let oldId = row[0].int64, let text = row[1].text else { continue }
             guard try connection.scalar("SELECT json_valid(?1) AND json_type(?1) = 'object'", [.text(text)])?.int64 == 1 else { continue }
             let newId = try write(text)
-            try connection.execute("INSERT OR REPLACE INTO salvaged_ids (kind, old_id, new_id) VALUES (?, ?, ?)",
+            try connection.execute("INSERT OR REPLACE INTO temp.salvaged_ids (kind, old_id, new_id) VALUES (?, ?, ?)",
                                    [.text(kind), .integer(oldId), .integer(newId)])
         }
     }
@@ -141,20 +141,20 @@ package struct Salvage: Sendable, Equatable {
 
         static let hits = Table(
             name: "hits",
-            page: "SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts FROM hits WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            probe: "SELECT rowid FROM hits WHERE rowid > ? ORDER BY rowid LIMIT 1")
+            page: "SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            probe: "SELECT rowid FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT 1")
         static let visitors = Table(
             name: "visitors",
-            page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            probe: "SELECT rowid FROM visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
+            page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            probe: "SELECT rowid FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
         static let sharedVariations = Table(
             name: "shared_variations",
-            page: "SELECT id, id, entry FROM shared_variations WHERE id > ? ORDER BY id LIMIT ?",
-            probe: "SELECT id FROM shared_variations WHERE id > ? ORDER BY id LIMIT 1")
+            page: "SELECT id, id, entry FROM main.shared_variations WHERE id > ? ORDER BY id LIMIT ?",
+            probe: "SELECT id FROM main.shared_variations WHERE id > ? ORDER BY id LIMIT 1")
         static let sharedContexts = Table(
             name: "shared_contexts",
-            page: "SELECT id, id, context FROM shared_contexts WHERE id > ? ORDER BY id LIMIT ?",
-            probe: "SELECT id FROM shared_contexts WHERE id > ? ORDER BY id LIMIT 1")
+            page: "SELECT id, id, context FROM main.shared_contexts WHERE id > ? ORDER BY id LIMIT ?",
+            probe: "SELECT id FROM main.shared_contexts WHERE id > ? ORDER BY id LIMIT 1")
     }
 
     /// The rows of `table` that can be read, in rowid order, 500 at a time. A read that meets a

@@ -34,14 +34,14 @@ enum StoreSessions {
                 : Findings(reasonForFullCheck: "the file has no session markers yet", staleKeys: [])
         }
         let keys = try connection.query(
-            "SELECT key FROM sdk_state WHERE key >= ? AND key < ? ORDER BY key", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
+            "SELECT key FROM main.sdk_state WHERE key >= ? AND key < ? ORDER BY key", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
         ).compactMap { $0[0].text }
         let stale = keys.filter { !processIsAlive(pidIn: $0) }
         if !stale.isEmpty {
             let pids = stale.map { pid(in: $0).map(String.init) ?? "?" }.joined(separator: ", ")
             return Findings(reasonForFullCheck: "the last session (pid \(pids)) did not close the store cleanly", staleKeys: stale)
         }
-        if try connection.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(checkedKey)]) == nil {
+        if try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(checkedKey)]) == nil {
             return Findings(reasonForFullCheck: "no full check is recorded for this file yet", staleKeys: [])
         }
         return Findings(reasonForFullCheck: nil, staleKeys: [])
@@ -51,14 +51,14 @@ enum StoreSessions {
     /// that ended without closing, and returns this session's key.
     static func begin(_ connection: Connection, after findings: Findings, now: Int64) throws(StoreError) -> String {
         for key in findings.staleKeys {
-            try connection.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)])
+            try connection.execute("DELETE FROM main.sdk_state WHERE key = ?", [.text(key)])
         }
         if findings.reasonForFullCheck != nil || findings.isNew {
             try connection.state.setValue(String(now), forKey: checkedKey, now: now)
         }
         let token = UUID().uuidString.prefix(8).lowercased()
         let key = "\(keyPrefix)\(getpid()).\(token)"
-        try connection.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?)",
+        try connection.execute("INSERT INTO main.sdk_state (key, value, updated_at) VALUES (?, ?, ?)",
                                [.text(key), .text(String(now)), .integer(now)])
         openHere.insert(key)
         return key
@@ -66,7 +66,7 @@ enum StoreSessions {
 
     /// A clean close: this session's key goes.
     static func end(_ key: String, in connection: Connection) throws(StoreError) {
-        try connection.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)])
+        try connection.execute("DELETE FROM main.sdk_state WHERE key = ?", [.text(key)])
         openHere.remove(key)
     }
 

@@ -212,6 +212,95 @@ final class HitsInTransactionTests: TrackingTestCase {
         await flagship.close()
     }
 
+    /// A TEMP table named `hits` on the app's connection (searched before `main` for an
+    /// unqualified name) does not take the SDK's hit: every statement names its schema.
+    func testATempTableNamedHitsOnTheAppsConnectionDoesNotTakeTheHit() async throws {
+        let (visitor, db) = try openShop()
+        try execute(db, "CREATE TEMP TABLE hits (id TEXT PRIMARY KEY, visitor_id TEXT, type TEXT, is_consent INTEGER, document TEXT, created_at INTEGER, attempts INTEGER, file_version TEXT, decided_at INTEGER, lease_owner TEXT, lease_until INTEGER)")
+        try execute(db, "CREATE TEMP TABLE hits_total (id INTEGER PRIMARY KEY, total INTEGER)")
+
+        try placeOrder("o-1", by: visitor, on: db, ending: "COMMIT")
+
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM temp.hits"), 0)
+        XCTAssertEqual(try storedTransactionHits, 1, "in the store's table")
+        try await nextInterval()
+        try await waitUntil("the hit is delivered") { deliveredOrders == ["o-1"] }
+        await flagship.close()
+    }
+
+    /// A cap of 40: backpressure from 20 hits waiting. The events endpoint answers, slowly: a
+    /// hit in the app's transaction is refused at once, nothing written, and evicts no hit taken.
+    func testUnderBackpressureAHitInTheAppsTransactionIsRefusedAtOnceAndEvictsNothing() async throws {
+        start(trackingBuilder(maxCachedHits: 40).withTrackingSettings { $0.backpressureWait = 0 })
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+        try await visitor.sendHit(click(0))
+        _ = try await server.waitForHits(count: 2)
+        await flagship.waitUntilTrackingIsIdle()
+        let slow = server.injectFault(.latency(.seconds(3)), on: .events)
+        for number in 1...20 { try await visitor.sendHit(click(number)) }
+        XCTAssertEqual(flagship.health.status, .overloaded)
+
+        for number in 1...30 {
+            try execute(db, "BEGIN IMMEDIATE")
+            try execute(db, "INSERT INTO orders (id, total) VALUES ('o-\(number)', 42.5)")
+            XCTAssertEqual(refusal { try visitor.sendHit(Self.order("o-\(number)"), inTransactionOn: db) }, 0,
+                           "refused at once: the app's write lock is not held to wait")
+            try execute(db, "COMMIT")
+        }
+
+        server.removeFault(slow)
+        await flagship.waitUntilTrackingIsIdle()
+        let reported = await flagship.trackingStatistics()
+        let statistics = try XCTUnwrap(reported)
+        XCTAssertEqual(statistics.evicted, 0)
+        XCTAssertEqual(statistics.lost, 0)
+        XCTAssertEqual(statistics.refusedOverloaded, 30)
+        XCTAssertEqual(deliveredClickLabels(), labels(0...20), "every hit taken was delivered")
+        XCTAssertEqual(deliveredOrders, [])
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM orders"), 30, "the app committed its orders without the hits")
+        await flagship.close()
+    }
+
+    /// Rows other transactions committed, which this instance has not counted yet, refuse the hit
+    /// too: the app's view of the table is read in its transaction.
+    func testHitsCommittedByEarlierTransactionsCountTowardBackpressure() async throws {
+        start(trackingBuilder(interval: 10, maxCachedHits: 40))
+        let visitor = makeVisitor("buyer")
+        let db = try openAppConnection()
+        try await visitor.sendHit(click(0))
+        try await nextInterval()
+        try await waitUntil("a batch is accepted: the endpoint answers") { deliveredClickLabels() == ["hit-0"] }
+        await flagship.waitUntilTrackingIsIdle()
+
+        var refused = 0
+        for number in 1...25 {
+            try execute(db, "BEGIN IMMEDIATE")
+            if refusal({ try visitor.sendHit(Self.order("o-\(number)"), inTransactionOn: db) }) != nil { refused += 1 }
+            try execute(db, "COMMIT")
+        }
+
+        XCTAssertEqual(refused, 5, "20 waiting (half the cap of 40): the 21st and later are refused")
+        XCTAssertEqual(try storedTransactionHits, 20)
+        try await nextInterval()
+        try await waitUntil("the 20 taken are delivered") { deliveredOrders.count == 20 }
+        let reported = await flagship.trackingStatistics()
+        let statistics = try XCTUnwrap(reported)
+        XCTAssertEqual(statistics.evicted, 0)
+        await flagship.close()
+    }
+
+    /// How long `body` says it waited before refusing with `overloaded`; `nil` when it did not.
+    private func refusal(_ body: () throws -> Void) -> TimeInterval? {
+        do {
+            try body()
+            return nil
+        } catch {
+            guard case .overloaded(_, let waited)? = error as? FlagshipError else { return nil }
+            return waited
+        }
+    }
+
     private func assertNotWritten(_ code: FSCacheError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
             guard case FlagshipError.hitNotWritten(let reason)? = error as? FlagshipError else {

@@ -72,7 +72,7 @@ extension FSVisitor {
         guard let runtime else { throw .sdkNotInitialized }
         let now = runtime.config.now
         return HitForTransaction(hit: hit, queue: tracking.hitQueue, envId: runtime.envId, sharedStore: runtime.config.sharedStore,
-                                 now: { now().unixMilliseconds })
+                                 now: { now().unixMilliseconds }, tracking: tracking)
     }
 
     func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, TrackingManager) {

@@ -20,6 +20,12 @@ extension FSVisitor {
     /// sender finds a committed hit at its next batch interval (or at the next start, after a
     /// crash) and delivers it once; a rolled-back one never existed.
     ///
+    /// Admission is the rule of every hit (see Hits and delivery): while the events endpoint
+    /// answers, a backlog at half the cap refuses the hit with ``FlagshipError/overloaded(backlog:waited:)``
+    /// at once, nothing written (the app's write lock is not held to wait for room), and no hit
+    /// already taken is evicted for it; while sends fail (an outage), the cap evicts the oldest
+    /// unsent hits, as for the SDK's own writes.
+    ///
     /// It runs on the caller's thread, as the app's own statements on that connection do: it
     /// takes none of the SDK's locks and waits on no I/O but that connection's.
     ///
@@ -37,11 +43,18 @@ extension FSVisitor {
                 : "the SDK keeps no store file (an in-memory store, or the app's own hit cache)"
             throw .hitNotWritten(FSCacheError(code: .notTheStore, path: nil, description: reason))
         }
-        do {
-            let evicted = try queue.write(prepared.hit, inTransactionOn: connection)
-            if evicted > 0 { logger.warning("Hit cache full: a hit written in the app's transaction evicts the \(evicted) oldest unsent hit(s) if that transaction commits") }
-        } catch {
-            throw .hitNotWritten(error)
+        try prepared.tracking.admitInTransaction { evictAtCap, refuseFrom throws(FlagshipError) in
+            do throws(SQLiteHitQueue.TransactionalWrite) {
+                let evicted = try queue.write(prepared.hit, inTransactionOn: connection, evictAtCap: evictAtCap, refuseFrom: refuseFrom)
+                // Aged from now if it commits; an entry of a rolled-back one is forgotten in time.
+                prepared.tracking.ages.noteAccepted(prepared.hit.id)
+                if evicted > 0 { logger.warning("Hit cache full while hits cannot be sent: a hit written in the app's transaction evicts the \(evicted) oldest unsent hit(s) if that transaction commits") }
+            } catch {
+                switch error {
+                case .refused: throw .overloaded(backlog: refuseFrom ?? 0, waited: 0)
+                case .failed(let error): throw .hitNotWritten(error)
+                }
+            }
         }
     }
 }
@@ -55,4 +68,6 @@ package struct HitForTransaction: Sendable {
     package let sharedStore: (any SharedStoreProvider)?
     /// The SDK's clock (unix ms), which dated the hit.
     package let now: @Sendable () -> Int64
+    /// Its admission: backpressure and the cap, as for every hit.
+    let tracking: TrackingManager
 }

@@ -122,6 +122,11 @@ final class Backpressure: Sendable {
         state.withLock { $0.overloaded }
     }
 
+    /// Whether sends fail (or none was accepted yet): the cap's eviction is the rule then.
+    var sendsAreFailing: Bool {
+        state.withLock { $0.sendsFailing }
+    }
+
     /// Hits waiting when last told.
     var backlog: Int {
         state.withLock { $0.backlog }

@@ -168,19 +168,36 @@ final class SQLiteHitQueue: HitQueue {
     /// Writes `hit` through `handle`, an app's own connection to this file inside the app's
     /// transaction (`FSVisitor.sendHit(_:inTransactionOn:)`): the row commits or rolls back with
     /// the app's rows, unclaimed. The sender finds it at its next batch interval, when claims
-    /// look in the table again (`claimsMayHaveLapsed`), or at the next start. The cap holds as for
-    /// any write: past it, the oldest rows are evicted in the same transaction (returned).
-    func write(_ hit: OutgoingHit, inTransactionOn handle: OpaquePointer) throws(FSCacheError) -> Int {
-        if let notDurable { throw notDurable }
+    /// look in the table again (`claimsMayHaveLapsed`), or at the next start.
+    ///
+    /// Admission (`TrackingManager.admitInTransaction`): with `evictAtCap` (an outage) the cap
+    /// holds as for any write, the oldest rows past it evicted in the same transaction (returned);
+    /// with `refuseFrom`, a table already holding that many rows in the app's view refuses the
+    /// hit, nothing written (`.refused`).
+    func write(_ hit: OutgoingHit, inTransactionOn handle: OpaquePointer, evictAtCap: Bool, refuseFrom: Int?) throws(TransactionalWrite) -> Int {
+        if let notDurable { throw .failed(notDurable) }
         let record = HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
                                document: hit.cacheDocumentText, createdAt: hit.createdAt,
                                fileVersion: hit.fileVersion, decidedAt: hit.decidedAt)
         let (capacity, now) = (capacity, now())
+        let outcome: Int?
         do {
-            return try store.writeThrough(handle) { db in try db.hits.insert([record], capacity: capacity, now: now).evicted }
+            outcome = try store.writeThrough(handle) { db -> Int? in
+                if let refuseFrom, try db.hits.count() >= refuseFrom { return nil }
+                return try db.hits.insert([record], capacity: evictAtCap ? capacity : nil, now: now).evicted
+            }
         } catch {
-            throw FSCacheError(error, path: store.database.path)
+            throw .failed(FSCacheError(error, path: store.database.path))
         }
+        guard let outcome else { throw .refused }
+        return outcome
+    }
+
+    /// Why a hit was not written in the app's transaction.
+    enum TransactionalWrite: Error {
+        /// Backpressure: the table holds as many hits as it starts at, while sends succeed.
+        case refused
+        case failed(FSCacheError)
     }
 
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {

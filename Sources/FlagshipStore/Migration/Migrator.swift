@@ -32,7 +32,7 @@ package struct Migrator: Sendable {
     /// The highest version recorded in the file, 0 for a file without `schema_migrations`.
     package static func appliedVersion(_ connection: Connection) throws(StoreError) -> Int {
         guard try connection.tableExists("schema_migrations") else { return 0 }
-        return Int(try connection.scalar("SELECT max(version) FROM schema_migrations")?.int64 ?? 0)
+        return Int(try connection.scalar("SELECT max(version) FROM main.schema_migrations")?.int64 ?? 0)
     }
 
     /// Brings the schema to `targetVersion` (default: the latest), refusing a file that is newer.
@@ -60,11 +60,11 @@ package struct Migrator: Sendable {
                 if try !Self.recordsChecksums(connection) {
                     // A file from before checksums: its earlier steps keep none, since what SQL
                     // an older build ran for them is unknown; they are compared by name only.
-                    try connection.execute("ALTER TABLE schema_migrations ADD COLUMN checksum TEXT")
+                    try connection.execute("ALTER TABLE main.schema_migrations ADD COLUMN checksum TEXT")
                 }
                 try connection.executeScript(migration.sql)
                 try connection.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO main.schema_migrations (version, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
                     [.integer(Int64(migration.version)), .text(migration.name), .integer(now().unixMilliseconds),
                      .text(migration.checksum)]
                 )
@@ -83,7 +83,7 @@ package struct Migrator: Sendable {
     package func checkHistory(_ connection: Connection, path: String) throws(StoreError) {
         guard try connection.tableExists("schema_migrations") else { return }
         let checksum = try Self.recordsChecksums(connection) ? "checksum" : "NULL"
-        for row in try connection.query("SELECT version, name, \(checksum) FROM schema_migrations ORDER BY version") {
+        for row in try connection.query("SELECT version, name, \(checksum) FROM main.schema_migrations ORDER BY version") {
             guard let version = row[0].int64.map(Int.init),
                   let embedded = migrations.first(where: { $0.version == version })
             else { continue }

@@ -25,7 +25,7 @@ package struct BucketingRecordStore {
     package func save(_ record: BucketingRecord) throws(StoreError) {
         try connection.execute(
             """
-            INSERT INTO bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
+            INSERT INTO main.bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
             ON CONFLICT (env_id) DO UPDATE SET document = excluded.document,
                 last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
             """,
@@ -35,7 +35,7 @@ package struct BucketingRecordStore {
 
     package func file(envId: String) throws -> BucketingRecord? {
         try connection.query(
-            "SELECT env_id, document, last_modified, downloaded_at FROM bucketing WHERE env_id = ?", [.text(envId)]
+            "SELECT env_id, document, last_modified, downloaded_at FROM main.bucketing WHERE env_id = ?", [.text(envId)]
         ).first.map(Self.record)
     }
 
@@ -49,7 +49,7 @@ package struct BucketingRecordStore {
 
     package func summaries() throws -> [Summary] {
         try connection.query(
-            "SELECT env_id, last_modified, downloaded_at, length(CAST(document AS BLOB)) FROM bucketing ORDER BY env_id"
+            "SELECT env_id, last_modified, downloaded_at, length(CAST(document AS BLOB)) FROM main.bucketing ORDER BY env_id"
         ).map { row in
             Summary(envId: try row.text(0), lastModified: try row.optionalText(1),
                     downloadedAt: try row.int64(2), bytes: try row.int(3))

@@ -84,7 +84,7 @@ package struct DecisionRecordStore {
         if !compacting {
             _ = try connection.executeMany(
                 """
-                INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments)
+                INSERT INTO main.decisions (visitor_id, decided_at, source, file_version, context, assignments)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
                 Self.fetches(records).map { fetch in
@@ -117,7 +117,7 @@ package struct DecisionRecordStore {
         }
         _ = try connection.executeMany(
             """
-            INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, context_preset, assignments)
+            INSERT INTO main.decisions (visitor_id, decided_at, source, file_version, context, context_preset, assignments)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
             rows
@@ -175,9 +175,9 @@ package struct DecisionRecordStore {
         let found: [Row]
         switch rows {
         case .visitor(let visitorId):
-            found = try connection.query("SELECT id FROM decisions WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
+            found = try connection.query("SELECT id FROM main.decisions WHERE visitor_id = ? ORDER BY decided_at, id", [.text(visitorId)])
         case .page(let after, let limit):
-            found = try connection.query("SELECT id FROM decisions WHERE id > ? ORDER BY id LIMIT ?", [.integer(after), SQLiteValue(limit)])
+            found = try connection.query("SELECT id FROM main.decisions WHERE id > ? ORDER BY id LIMIT ?", [.integer(after), SQLiteValue(limit)])
         }
         return try found.map { try $0.int64(0) }
     }
@@ -218,7 +218,7 @@ package struct DecisionRecordStore {
     /// Deletes the visitor's decisions (consent withdrawn); returns how many rows went.
     @discardableResult
     package func delete(visitorId: String) throws(StoreError) -> Int {
-        try connection.execute("DELETE FROM decisions WHERE visitor_id = ?", [.text(visitorId)])
+        try connection.execute("DELETE FROM main.decisions WHERE visitor_id = ?", [.text(visitorId)])
     }
 
     /// How many assignments are recorded, in the rows that can be read.
@@ -228,7 +228,7 @@ package struct DecisionRecordStore {
             SELECT coalesce(sum(CASE WHEN json_valid(assignments)
                                      THEN CASE WHEN json_type(assignments) = 'array' THEN json_array_length(assignments) END
                                 END), 0)
-            FROM decisions
+            FROM main.decisions
             """
         )?.int64 ?? 0)
     }
@@ -238,7 +238,7 @@ package struct DecisionRecordStore {
     package func unreadableCount() throws(StoreError) -> Int {
         Int(try connection.scalar(
             """
-            SELECT count(*) FROM decisions
+            SELECT count(*) FROM main.decisions
             WHERE CASE WHEN json_valid(assignments) THEN json_type(assignments) <> 'array' ELSE 1 END
             """
         )?.int64 ?? 0)
@@ -248,21 +248,21 @@ package struct DecisionRecordStore {
     /// history adds no row, so while the bucketing file and the visitors' contexts stay the same
     /// (a soak), each was decided again without its history.
     package func visitorsDecidedMoreThanOnce() throws -> [String] {
-        try connection.query("SELECT visitor_id FROM decisions GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1")
+        try connection.query("SELECT visitor_id FROM main.decisions GROUP BY visitor_id HAVING count(DISTINCT decided_at) > 1")
             .map { try $0.text(0) }
     }
 
     /// How many visitors have decisions recorded.
     package func visitorCount() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT count(DISTINCT visitor_id) FROM decisions")?.int64 ?? 0)
+        Int(try connection.scalar("SELECT count(DISTINCT visitor_id) FROM main.decisions")?.int64 ?? 0)
     }
 
     /// Rows in the full shape: through `decision_rows` from schema version 5 on (compact rows put
     /// together again), from the table itself in older files.
     private func selectColumns() throws(StoreError) -> String {
         try connection.sharedParts.available()
-            ? "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decision_rows"
-            : "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM decisions"
+            ? "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM main.decision_rows"
+            : "SELECT visitor_id, decided_at, source, file_version, context, assignments, id FROM main.decisions"
     }
 
     /// Runs of records made by one fetch (same visitor, time, source, version and context).
@@ -391,7 +391,7 @@ package struct BucketingFileVersionStore {
     package func use(_ file: BucketingFileVersion, keeping: Int) throws(StoreError) -> Int {
         try connection.execute(
             """
-            INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at, last_used_at)
+            INSERT INTO main.bucketing_files (version, env_id, document, origin, first_used_at, last_used_at)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (version) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)
             """,
@@ -400,8 +400,8 @@ package struct BucketingFileVersionStore {
         )
         return try connection.execute(
             """
-            DELETE FROM bucketing_files WHERE env_id = ?1 AND version NOT IN (
-                SELECT version FROM bucketing_files WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
+            DELETE FROM main.bucketing_files WHERE env_id = ?1 AND version NOT IN (
+                SELECT version FROM main.bucketing_files WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
             """,
             [.text(file.envId), SQLiteValue(max(1, keeping))]
         )
@@ -426,7 +426,7 @@ package struct BucketingFileVersionStore {
     }
 
     package func count() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT count(*) FROM bucketing_files")?.int64 ?? 0)
+        Int(try connection.scalar("SELECT count(*) FROM main.bucketing_files")?.int64 ?? 0)
     }
 
     /// The environment's kept versions, most recently used first.
@@ -439,7 +439,7 @@ package struct BucketingFileVersionStore {
     }
 
     private static let selectColumns =
-        "SELECT version, env_id, document, origin, first_used_at, last_used_at FROM bucketing_files"
+        "SELECT version, env_id, document, origin, first_used_at, last_used_at FROM main.bucketing_files"
 
     private static func record(_ row: Row) throws -> BucketingFileVersion {
         let originText = try row.text(3)

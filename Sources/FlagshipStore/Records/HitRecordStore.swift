@@ -116,7 +116,7 @@ package struct HitRecordStore {
     package func insert(_ records: [HitRecord], capacity: Int? = nil, now: Int64 = .max) throws(StoreError) -> InsertOutcome {
         let inserted = try connection.executeMany(
             """
-            INSERT INTO hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at,
+            INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts, file_version, decided_at,
                               lease_owner, lease_until)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
@@ -132,7 +132,7 @@ package struct HitRecordStore {
             // Ids saved before (a custom cache's `cacheHits` may repeat one): replaced in place.
             try connection.executeMany(
                 """
-                UPDATE hits SET visitor_id = ?2, type = ?3, is_consent = ?4, document = ?5, created_at = ?6
+                UPDATE main.hits SET visitor_id = ?2, type = ?3, is_consent = ?4, document = ?5, created_at = ?6
                 WHERE id = ?1
                 """,
                 records.map { record in
@@ -156,8 +156,8 @@ package struct HitRecordStore {
         guard excess > 0 else { return 0 }
         return try counted(connection.execute(
             """
-            DELETE FROM hits WHERE rowid IN (
-                SELECT rowid FROM hits
+            DELETE FROM main.hits WHERE rowid IN (
+                SELECT rowid FROM main.hits
                 WHERE lease_until IS NULL OR lease_until <= ?2 OR lease_until = ?3
                 ORDER BY created_at, rowid LIMIT ?1)
             """,
@@ -177,9 +177,9 @@ package struct HitRecordStore {
     ) throws -> [HitRecord] {
         let rows = try connection.query(
             """
-            UPDATE hits SET lease_owner = ?1, lease_until = ?2
+            UPDATE main.hits SET lease_owner = ?1, lease_until = ?2
             WHERE rowid IN (
-                SELECT rowid FROM hits
+                SELECT rowid FROM main.hits
                 WHERE (type = 'ACTIVATE') = ?3
                   AND (lease_until IS NULL OR lease_until <= ?4)
                 ORDER BY created_at, rowid
@@ -206,7 +206,7 @@ package struct HitRecordStore {
                 dead.append((rowid, "dead letter: \(error): it cannot be sent as it was written"))
             }
         }
-        try connection.executeMany("UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE rowid = ?1",
+        try connection.executeMany("UPDATE main.hits SET lease_owner = ?2, lease_until = ?3 WHERE rowid = ?1",
                                    dead.map { [.integer($0.rowid), .text($0.reason), .integer(Self.deadLetterUntil)] })
         // RETURNING gives no order: put the claim back in sending order (hits created in the same
         // millisecond in the order they were accepted).
@@ -227,7 +227,7 @@ package struct HitRecordStore {
 
     /// How many hits are dead letters.
     package func deadLetterCount() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT count(*) FROM hits WHERE lease_until = ?", [.integer(Self.deadLetterUntil)])?.int64 ?? 0)
+        Int(try connection.scalar("SELECT count(*) FROM main.hits WHERE lease_until = ?", [.integer(Self.deadLetterUntil)])?.int64 ?? 0)
     }
 
     /// Adds one failed attempt to each of these hits, notes when they may be tried again, and
@@ -235,7 +235,7 @@ package struct HitRecordStore {
     package func recordFailedAttempt(ids: [String], nextAttemptAt: Int64? = nil) throws(StoreError) {
         try connection.executeMany(
             """
-            UPDATE hits SET attempts = attempts + 1, next_attempt_at = ?2, lease_owner = NULL, lease_until = NULL
+            UPDATE main.hits SET attempts = attempts + 1, next_attempt_at = ?2, lease_owner = NULL, lease_until = NULL
             WHERE id = ?1
             """,
             Set(ids).map { [.text($0), SQLiteValue(nextAttemptAt)] }
@@ -247,10 +247,10 @@ package struct HitRecordStore {
     @discardableResult
     package func releaseClaims(owner: String, ids: [String]? = nil) throws(StoreError) -> Int {
         guard let ids else {
-            return try connection.execute("UPDATE hits SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.text(owner)])
+            return try connection.execute("UPDATE main.hits SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.text(owner)])
         }
         return try connection.executeMany(
-            "UPDATE hits SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?",
+            "UPDATE main.hits SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?",
             Set(ids).map { [.text($0), .text(owner)] }
         )
     }
@@ -259,7 +259,7 @@ package struct HitRecordStore {
     package func claimOwners(now: Int64) throws -> [String: Int] {
         var owners: [String: Int] = [:]
         for row in try connection.query(
-            "SELECT lease_owner, count(*) FROM hits WHERE lease_until > ? AND lease_owner IS NOT NULL GROUP BY lease_owner",
+            "SELECT lease_owner, count(*) FROM main.hits WHERE lease_until > ? AND lease_owner IS NOT NULL GROUP BY lease_owner",
             [.integer(now)]
         ) {
             owners[try row.text(0)] = try row.int(1)
@@ -272,7 +272,7 @@ package struct HitRecordStore {
     /// expiry like any hit.
     package func setAside(ids: [String], reason: String) throws(StoreError) {
         try connection.executeMany(
-            "UPDATE hits SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
+            "UPDATE main.hits SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
             Set(ids).map { [.text($0), .text("dead letter: " + reason), .integer(Self.deadLetterUntil)] }
         )
     }
@@ -283,13 +283,13 @@ package struct HitRecordStore {
     @discardableResult
     package func delete(ids: [String]) throws(StoreError) -> Int {
         // One bound id per run of one statement: json_each(?) would cut an id at a NUL.
-        try counted(connection.executeMany("DELETE FROM hits WHERE id = ?", Set(ids).map { [.text($0)] }))
+        try counted(connection.executeMany("DELETE FROM main.hits WHERE id = ?", Set(ids).map { [.text($0)] }))
     }
 
     /// Deletes every hit; returns how many there were.
     @discardableResult
     package func deleteAll() throws(StoreError) -> Int {
-        try counted(connection.execute("DELETE FROM hits"))
+        try counted(connection.execute("DELETE FROM main.hits"))
     }
 
     /// Deletes one visitor's hits, keeping its consent hits when asked (consent withdrawal).
@@ -302,13 +302,13 @@ package struct HitRecordStore {
     ) throws(StoreError) -> Int {
         guard !keepingIds.isEmpty else {
             return try counted(connection.execute(
-                "DELETE FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
+                "DELETE FROM main.hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
                 [.text(visitorId), SQLiteValue(keepingConsentHits)]
             ))
         }
         // The ids to delete are read, then deleted one bound id at a time (as `delete(ids:)`).
         let doomed = try connection.query(
-            "SELECT id FROM hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
+            "SELECT id FROM main.hits WHERE visitor_id = ? AND (is_consent = 0 OR ? = 0)",
             [.text(visitorId), SQLiteValue(keepingConsentHits)]
         ).compactMap { $0[0].text }.filter { !keepingIds.contains($0) }
         return try delete(ids: doomed)
@@ -317,7 +317,7 @@ package struct HitRecordStore {
     /// Deletes the hits created before `createdAt` (unix ms): expiry.
     @discardableResult
     package func deleteHits(createdBefore createdAt: Int64) throws(StoreError) -> Int {
-        try counted(connection.execute("DELETE FROM hits WHERE created_at < ?", [.integer(createdAt)]))
+        try counted(connection.execute("DELETE FROM main.hits WHERE created_at < ?", [.integer(createdAt)]))
     }
 
     // MARK: Reading
@@ -330,11 +330,11 @@ package struct HitRecordStore {
         let rows: [Row]
         if let cursor {
             rows = try connection.query(
-                "SELECT \(Self.pageColumns) FROM hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                "SELECT \(Self.pageColumns) FROM main.hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                 [cursor.createdAt, .text(cursor.id), limit]
             )
         } else {
-            rows = try connection.query("SELECT \(Self.pageColumns) FROM hits ORDER BY created_at, id LIMIT ?", [limit])
+            rows = try connection.query("SELECT \(Self.pageColumns) FROM main.hits ORDER BY created_at, id LIMIT ?", [limit])
         }
         return try rows.map(Self.listedRecord)
     }
@@ -344,7 +344,7 @@ package struct HitRecordStore {
     /// all is counted in `unreadable` instead. Bounded by the table's cap (`maxCachedHits`).
     package func hits(visitorId: String, unreadable: inout Int) throws -> [HitRecord] {
         let rows = try connection.query(
-            "SELECT \(Self.pageColumns) FROM hits WHERE visitor_id = ? ORDER BY created_at, id", [.text(visitorId)]
+            "SELECT \(Self.pageColumns) FROM main.hits WHERE visitor_id = ? ORDER BY created_at, id", [.text(visitorId)]
         )
         var records: [HitRecord] = []
         records.reserveCapacity(rows.count)
@@ -380,7 +380,7 @@ package struct HitRecordStore {
     /// Counts the table again into `hits_total` (once per open: it heals a count that a hand
     /// edit in the sqlite3 shell put out of step).
     package func recount() throws(StoreError) {
-        try connection.execute("UPDATE hits_total SET total = (SELECT count(*) FROM hits) WHERE id = 1")
+        try connection.execute("UPDATE main.hits_total SET total = (SELECT count(*) FROM main.hits) WHERE id = 1")
     }
 
     /// Rows deleted by a statement: taken off the kept count, and returned.
@@ -391,17 +391,17 @@ package struct HitRecordStore {
 
     private func adjustCount(by change: Int) throws(StoreError) {
         guard change != 0 else { return }
-        try connection.execute("UPDATE hits_total SET total = max(0, total + ?) WHERE id = 1", [SQLiteValue(change)])
+        try connection.execute("UPDATE main.hits_total SET total = max(0, total + ?) WHERE id = 1", [SQLiteValue(change)])
     }
 
     /// The number of rows, from the kept `hits_total` (no scan).
     package func count() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT total FROM hits_total WHERE id = 1")?.int64 ?? 0)
+        Int(try connection.scalar("SELECT total FROM main.hits_total WHERE id = 1")?.int64 ?? 0)
     }
 
     package func countByType() throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for row in try connection.query("SELECT type, count(*) FROM hits GROUP BY type") {
+        for row in try connection.query("SELECT type, count(*) FROM main.hits GROUP BY type") {
             counts[try row.text(0)] = try row.int(1)
         }
         return counts
@@ -409,7 +409,7 @@ package struct HitRecordStore {
 
     /// The creation time (unix ms) of the oldest hit, `nil` when there is none.
     package func oldestCreatedAt() throws(StoreError) -> Int64? {
-        try connection.scalar("SELECT min(created_at) FROM hits")?.int64
+        try connection.scalar("SELECT min(created_at) FROM main.hits")?.int64
     }
 
     private static let columns =

@@ -118,13 +118,13 @@ package struct SharedPartsStore {
     /// The id of the shared variation with that text, inserting it when new.
     func variationId(_ entry: String) throws(StoreError) -> Int64 {
         try sharedId(entry, cached: \.variations, column: "shared_variations.id",
-                     upsert: "INSERT INTO shared_variations (entry) VALUES (?) ON CONFLICT (entry) DO UPDATE SET entry = excluded.entry RETURNING id")
+                     upsert: "INSERT INTO main.shared_variations (entry) VALUES (?) ON CONFLICT (entry) DO UPDATE SET entry = excluded.entry RETURNING id")
     }
 
     /// The id of the shared context with that text, inserting it when new.
     func contextId(_ context: String) throws(StoreError) -> Int64 {
         try sharedId(context, cached: \.contexts, column: "shared_contexts.id",
-                     upsert: "INSERT INTO shared_contexts (context) VALUES (?) ON CONFLICT (context) DO UPDATE SET context = excluded.context RETURNING id")
+                     upsert: "INSERT INTO main.shared_contexts (context) VALUES (?) ON CONFLICT (context) DO UPDATE SET context = excluded.context RETURNING id")
     }
 
     /// The id of `text` in the cache at `cached`, else from `upsert` (which returns the id of the
@@ -145,8 +145,8 @@ package struct SharedPartsStore {
 
     /// How many shared rows there are (variations, contexts).
     package func counts() throws(StoreError) -> (variations: Int, contexts: Int) {
-        (Int(try connection.scalar("SELECT count(*) FROM shared_variations")?.int64 ?? 0),
-         Int(try connection.scalar("SELECT count(*) FROM shared_contexts")?.int64 ?? 0))
+        (Int(try connection.scalar("SELECT count(*) FROM main.shared_variations")?.int64 ?? 0),
+         Int(try connection.scalar("SELECT count(*) FROM main.shared_contexts")?.int64 ?? 0))
     }
 
     /// Whether a collection is due: more than twice the rows in use at the last one, and more
@@ -165,20 +165,20 @@ package struct SharedPartsStore {
         guard try available() else { return 0 }
         var deleted = try connection.execute(
             """
-            DELETE FROM shared_variations WHERE id NOT IN (
-                SELECT json_extract(c.value, '$[0]') FROM visitors AS v, json_each(v.document, '$.campaigns') AS c
+            DELETE FROM main.shared_variations WHERE id NOT IN (
+                SELECT json_extract(c.value, '$[0]') FROM main.visitors AS v, json_each(v.document, '$.campaigns') AS c
                 WHERE substr(v.document, 1, 11) = '{"compact":' AND json_extract(c.value, '$[0]') IS NOT NULL
                 UNION
-                SELECT json_extract(x.value, '$[0]') FROM decisions AS d, json_each(d.assignments) AS x
+                SELECT json_extract(x.value, '$[0]') FROM main.decisions AS d, json_each(d.assignments) AS x
                 WHERE x.type = 'array' AND json_extract(x.value, '$[0]') IS NOT NULL)
             """)
         deleted += try connection.execute(
             """
-            DELETE FROM shared_contexts WHERE id NOT IN (
-                SELECT json_extract(document, '$.preset') FROM visitors
+            DELETE FROM main.shared_contexts WHERE id NOT IN (
+                SELECT json_extract(document, '$.preset') FROM main.visitors
                 WHERE substr(document, 1, 11) = '{"compact":' AND json_extract(document, '$.preset') IS NOT NULL
                 UNION
-                SELECT context_preset FROM decisions WHERE context_preset IS NOT NULL)
+                SELECT context_preset FROM main.decisions WHERE context_preset IS NOT NULL)
             """)
         let generation = (Int(try connection.state.value(forKey: Self.generationKey) ?? "0") ?? 0) &+ 1
         try connection.state.setValue(String(generation), forKey: Self.generationKey, now: now)

@@ -6,7 +6,7 @@ package struct StateRecordStore {
     let connection: Connection
 
     package func value(forKey key: String) throws(StoreError) -> String? {
-        try connection.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(key)])?.text
+        try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(key)])?.text
     }
 
     /// Sets the key's value: the one upsert of `sdk_state`, for the store's own bookkeeping
@@ -14,7 +14,7 @@ package struct StateRecordStore {
     package func setValue(_ value: String, forKey key: String, now: Int64) throws(StoreError) {
         try connection.execute(
             """
-            INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?)
+            INSERT INTO main.sdk_state (key, value, updated_at) VALUES (?, ?, ?)
             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
             """,
             [.text(key), .text(value), .integer(now)]
@@ -25,20 +25,20 @@ package struct StateRecordStore {
     /// transaction, two processes agree on a generated value.
     package func valueInsertingIfAbsent(_ value: String, forKey key: String, now: Int64) throws(StoreError) -> String {
         try connection.execute(
-            "INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO main.sdk_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
             [.text(key), .text(value), .integer(now)]
         )
-        return try connection.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(key)])?.text ?? value
+        return try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(key)])?.text ?? value
     }
 
     package func removeValue(forKey key: String) throws(StoreError) {
-        try connection.execute("DELETE FROM sdk_state WHERE key = ?", [.text(key)])
+        try connection.execute("DELETE FROM main.sdk_state WHERE key = ?", [.text(key)])
     }
 
     /// Every value the SDK keeps; the store's own bookkeeping (`store.*`: open sessions, the
     /// last full check) is left out.
     package func all() throws -> [(key: String, value: String)] {
-        try connection.query("SELECT key, value FROM sdk_state WHERE key NOT LIKE 'store.%' ORDER BY key").map { (try $0.text(0), try $0.text(1)) }
+        try connection.query("SELECT key, value FROM main.sdk_state WHERE key NOT LIKE 'store.%' ORDER BY key").map { (try $0.text(0), try $0.text(1)) }
     }
 }
 

@@ -49,7 +49,7 @@ package struct VisitorRecordStore {
         }
         _ = try connection.executeMany(
             """
-            INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
+            INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             ON CONFLICT (visitor_id) DO UPDATE SET
                 anonymous_id = excluded.anonymous_id, consent = excluded.consent,
@@ -80,15 +80,15 @@ package struct VisitorRecordStore {
     @discardableResult
     package func delete(visitorId: String) throws(StoreError) -> Bool {
         try connection.decisions.delete(visitorId: visitorId)
-        return try connection.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
+        return try connection.execute("DELETE FROM main.visitors WHERE visitor_id = ?", [.text(visitorId)]) > 0
     }
 
     /// The visitor and when it was last seen (looked up or written, unix ms), for a lookup that
     /// records the sighting when the row's is old (`VisitorSightings`).
     package func visitorAndLastSeen(id visitorId: String) throws -> (record: VisitorRecord, lastSeenAt: Int64)? {
         let sql = try connection.sharedParts.available()
-            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM visitor_documents WHERE visitor_id = ?"
-            : "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM visitors WHERE visitor_id = ?"
+            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM main.visitor_documents WHERE visitor_id = ?"
+            : "SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at) FROM main.visitors WHERE visitor_id = ?"
         return try connection.query(sql, [.text(visitorId)]).first.map { row in (try Self.record(row), try row.int64(5)) }
     }
 
@@ -101,7 +101,7 @@ package struct VisitorRecordStore {
         // Sorted: one order of rows per batch, whatever the dictionary's.
         return try connection.executeMany(
             """
-            UPDATE visitors SET last_seen_at = ?2
+            UPDATE main.visitors SET last_seen_at = ?2
             WHERE visitor_id = ?1 AND coalesce(last_seen_at, updated_at) < ?2
             """,
             sightings.sorted { $0.key < $1.key }.map { [.text($0.key), .integer($0.value)] }
@@ -115,7 +115,7 @@ package struct VisitorRecordStore {
     }
 
     package func count() throws(StoreError) -> Int {
-        Int(try connection.scalar("SELECT count(*) FROM visitors")?.int64 ?? 0)
+        Int(try connection.scalar("SELECT count(*) FROM main.visitors")?.int64 ?? 0)
     }
 
     // MARK: Retention
@@ -125,7 +125,7 @@ package struct VisitorRecordStore {
     package func deleteNotSeen(since boundary: Int64, limit: Int) throws -> VisitorsDeleted {
         try delete(try connection.query(
             """
-            SELECT rowid, visitor_id FROM visitors
+            SELECT rowid, visitor_id FROM main.visitors
             WHERE coalesce(last_seen_at, updated_at) < ?
             ORDER BY coalesce(last_seen_at, updated_at) LIMIT ?
             """,
@@ -139,7 +139,7 @@ package struct VisitorRecordStore {
         let excess = try count() - max(0, keeping)
         guard excess > 0 else { return VisitorsDeleted() }
         return try delete(try connection.query(
-            "SELECT rowid, visitor_id FROM visitors ORDER BY coalesce(last_seen_at, updated_at) LIMIT ?",
+            "SELECT rowid, visitor_id FROM main.visitors ORDER BY coalesce(last_seen_at, updated_at) LIMIT ?",
             [SQLiteValue(min(excess, max(0, limit)))]
         ))
     }
@@ -148,7 +148,7 @@ package struct VisitorRecordStore {
     /// visitors than `keeping`. One index probe, and a count only with a budget.
     package func anyDue(notSeenSince boundary: Int64?, keepingAtMost keeping: Int?) throws(StoreError) -> Bool {
         if let boundary,
-           try connection.scalar("SELECT 1 FROM visitors WHERE coalesce(last_seen_at, updated_at) < ? LIMIT 1", [.integer(boundary)]) != nil {
+           try connection.scalar("SELECT 1 FROM main.visitors WHERE coalesce(last_seen_at, updated_at) < ? LIMIT 1", [.integer(boundary)]) != nil {
             return true
         }
         guard let keeping else { return false }
@@ -160,8 +160,8 @@ package struct VisitorRecordStore {
     /// `updated_at`, the only time those files keep.
     package func countNotSeen(since boundary: Int64) throws(StoreError) -> Int {
         let sql = try hasLastSeen()
-            ? "SELECT count(*) FROM visitors WHERE coalesce(last_seen_at, updated_at) < ?"
-            : "SELECT count(*) FROM visitors WHERE updated_at < ?"
+            ? "SELECT count(*) FROM main.visitors WHERE coalesce(last_seen_at, updated_at) < ?"
+            : "SELECT count(*) FROM main.visitors WHERE updated_at < ?"
         return Int(try connection.scalar(sql, [.integer(boundary)])?.int64 ?? 0)
     }
 
@@ -169,8 +169,8 @@ package struct VisitorRecordStore {
     /// schema version, as `countNotSeen`.
     package func leastRecentlySeen() throws -> (visitorId: String, lastSeenAt: Int64)? {
         let sql = try hasLastSeen()
-            ? "SELECT visitor_id, coalesce(last_seen_at, updated_at) FROM visitors ORDER BY coalesce(last_seen_at, updated_at), rowid LIMIT 1"
-            : "SELECT visitor_id, updated_at FROM visitors ORDER BY updated_at, rowid LIMIT 1"
+            ? "SELECT visitor_id, coalesce(last_seen_at, updated_at) FROM main.visitors ORDER BY coalesce(last_seen_at, updated_at), rowid LIMIT 1"
+            : "SELECT visitor_id, updated_at FROM main.visitors ORDER BY updated_at, rowid LIMIT 1"
         return try connection.query(sql).first.map { row in (try row.text(0), try row.int64(1)) }
     }
 
@@ -188,8 +188,8 @@ package struct VisitorRecordStore {
             ids.append(try row.text(1))
             rowIds.append([.integer(try row.int64(0))])
         }
-        let decisions = try connection.executeMany("DELETE FROM decisions WHERE visitor_id = ?", ids.map { [.text($0)] })
-        let visitors = try connection.executeMany("DELETE FROM visitors WHERE rowid = ?", rowIds)
+        let decisions = try connection.executeMany("DELETE FROM main.decisions WHERE visitor_id = ?", ids.map { [.text($0)] })
+        let visitors = try connection.executeMany("DELETE FROM main.visitors WHERE rowid = ?", rowIds)
         return VisitorsDeleted(visitors: visitors, decisionRows: decisions)
     }
 
@@ -198,8 +198,8 @@ package struct VisitorRecordStore {
     /// them as they are).
     private func selectColumns() throws(StoreError) -> String {
         try connection.sharedParts.available()
-            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitor_documents"
-            : "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM visitors"
+            ? "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM main.visitor_documents"
+            : "SELECT visitor_id, anonymous_id, consent, document, updated_at FROM main.visitors"
     }
 
     private static func record(_ row: Row) throws -> VisitorRecord {

@@ -47,7 +47,7 @@ package struct DatabaseOptions: Sendable, Equatable {
 /// in `Connection.savepoint`.
 ///
 /// ```swift
-/// let count = try database.read { try $0.scalar("SELECT count(*) FROM hits")?.int64 }
+/// let count = try database.read { try $0.scalar("SELECT count(*) FROM main.hits")?.int64 }
 /// ```
 package final class Database: @unchecked Sendable {
     /// `":memory:"` for an in-memory database.
