@@ -77,4 +77,86 @@ final class WallClockStepTests: TrackingTestCase {
         _ = try await server.waitForHits(count: 2)
         XCTAssertEqual(deliveredClickLabels(), ["hit-1", "hit-2"])
     }
+
+    /// The queue times (`qt`, ms) of the click hits the server received, by label.
+    private func queueTimes() -> [String: Double] {
+        var times: [String: Double] = [:]
+        for hit in server.hits where hit["t"]?.stringValue == "EVENT" {
+            if let label = hit["el"]?.stringValue, label.hasPrefix("hit-"), let qt = hit["qt"]?.doubleValue { times[label] = qt }
+        }
+        return times
+    }
+
+    /// Hits that waited about six minutes while the clock was set five hours ahead say six
+    /// minutes, not five hours: the collector dates them by it.
+    func testAHitThatWaitedAcrossAStepForwardCarriesTheTimeThatReallyPassed() async throws {
+        server.stop()
+        start(trackingBuilder(interval: 60))
+        let visitor = makeVisitor()
+        for number in 1...3 { try await visitor.sendHit(click(number)) }
+        await flagship.waitUntilTrackingIsIdle()
+
+        clock.step(by: 5 * Self.hour)
+        try await waitForSleepers(1)
+        clock.advance(by: 61)
+        try server.start()
+        clock.advance(by: 301)
+        _ = try await server.waitForHits(count: 4)
+        await flagship.waitUntilTrackingIsIdle()
+
+        let times = queueTimes()
+        XCTAssertEqual(times.keys.sorted(), labels(1...3))
+        for (label, qt) in times {
+            XCTAssertEqual(qt, 362_000, accuracy: 1_000, "\(label): \(qt) ms")
+        }
+        try await visitor.sendHit(click(4))
+        _ = try await server.waitForHits(count: 5)
+        XCTAssertLessThan(queueTimes()["hit-4"] ?? .infinity, 1_000, "a hit sent at once after the step waited no time")
+    }
+
+    /// A day back while hits wait: they still say how long they waited (not 0), and the outage's
+    /// end says how long it lasted.
+    func testAHitThatWaitedAcrossAStepBackCarriesTheTimeThatReallyPassed() async throws {
+        start(trackingBuilder())
+        let visitor = makeVisitor()
+        await flagship.waitUntilTrackingIsIdle()
+        server.clearReceived()
+        server.injectFault(.status(500), on: .events, share: .next(1))
+
+        try await visitor.sendHit(click(1))
+        _ = try await server.waitForRequests(route: .events, count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+
+        clock.step(by: -24 * Self.hour)
+        clock.advance(by: 1)
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
+
+        XCTAssertEqual(queueTimes()["hit-1"] ?? -1, 1_000, accuracy: 200)
+        XCTAssertTrue(log.allText.contains("Hits are delivered again, after 1 failed attempt(s) over 1 s"), log.allText)
+    }
+
+    /// A hit this process did not accept (left by an earlier one) is aged on the timeline the
+    /// process started on: a step since the start is not counted.
+    func testAStoredHitOfAnEarlierRunIsAgedOnTheTimelineOfTheStart() async throws {
+        let ages = HitAges(clock: clock, limit: 2)
+        let earlier = OutgoingHit.hit(type: "EVENT", fields: [:], identity: .init(visitorId: "v1", anonymousId: nil), envId: Self.envId,
+                                      createdAt: clock.now().unixMilliseconds - 30_000)
+        clock.step(by: 5 * Self.hour)
+        clock.advance(by: 10)
+        XCTAssertEqual(ages.queueTimes(of: [earlier])[earlier.id], 40_000)
+
+        // Bounded: past `limit` acceptances, the oldest is forgotten (aged as one of no known acceptance).
+        let accepted = (0..<3).map { _ in OutgoingHit.hit(type: "EVENT", fields: [:], identity: .init(visitorId: "v1", anonymousId: nil),
+                                                            envId: Self.envId, createdAt: clock.now().unixMilliseconds) }
+        for hit in accepted { ages.noteAccepted(hit.id) }
+        XCTAssertEqual(ages.count, 2)
+        clock.advance(by: 2)
+        let times = ages.queueTimes(of: accepted)
+        XCTAssertEqual(times[accepted[1].id], 2_000)
+        XCTAssertEqual(times[accepted[2].id], 2_000)
+        XCTAssertEqual(times[accepted[0].id], 0, "created on the stepped wall clock, 5 h ahead of the start's timeline")
+        ages.forget([accepted[1].id])
+        XCTAssertEqual(ages.count, 1)
+    }
 }

@@ -63,7 +63,7 @@ final class BucketingPoller: Sendable {
         self.keptVersions = keptVersions
         self.clock = clock
         self.logger = logger
-        outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
+        outage = OutageLog(logger: logger, now: { [clock] in Date(timeIntervalSinceReferenceDate: clock.uptime()) })
         self.onFile = onFile
         self.onChange = onChange
     }

@@ -46,9 +46,10 @@ final class EventsClient: Sendable {
 
     /// Sends hits as `BATCH` bodies of at most `maxBatchBytes - 1` bytes each; each hit's `qt` is
     /// `now - createdAt` (milliseconds, never negative), and the batch's `qt` is its oldest hit's.
-    func sendHits(_ hits: [OutgoingHit], now: Int64) async -> [SendResult] {
+    /// `queueTimes`: each hit's `qt` by id (`HitAges`); a hit missing from it is aged `now - createdAt`.
+    func sendHits(_ hits: [OutgoingHit], now: Int64, queueTimes: [String: Int64] = [:]) async -> [SendResult] {
         let prefix = "{\"cid\":\(JSONValue.string(envId).jsonString()),\"ds\":\"APP\",\"h\":["
-        return await send(hits, now: now, maxCount: .max, to: hitsURL, service: "the events endpoint",
+        return await send(hits, now: now, queueTimes: queueTimes, maxCount: .max, to: hitsURL, service: "the events endpoint",
                           apiKey: nil) { entries, batchQueueTime in
             // The keys in sorted order, as `JSONValue.jsonString()` writes them.
             prefix + entries + "],\"qt\":\(batchQueueTime),\"t\":\"BATCH\"}"
@@ -56,17 +57,17 @@ final class EventsClient: Sendable {
     }
 
     /// Sends activates, at most 100 per request (and under `maxBatchBytes`), each with its `qt`.
-    func sendActivates(_ activates: [OutgoingHit], now: Int64) async -> [SendResult] {
+    func sendActivates(_ activates: [OutgoingHit], now: Int64, queueTimes: [String: Int64] = [:]) async -> [SendResult] {
         let prefix = "{\"batch\":["
         let suffix = "],\"cid\":\(JSONValue.string(envId).jsonString())}"
-        return await send(activates, now: now, maxCount: Self.maxActivatesPerRequest, to: activateURL,
+        return await send(activates, now: now, queueTimes: queueTimes, maxCount: Self.maxActivatesPerRequest, to: activateURL,
                           service: "the activate endpoint", apiKey: apiKey) { entries, _ in prefix + entries + suffix }
     }
 
     /// Packs the hits, in order, into bodies made by `body(entries, oldest qt)` that stay under the
     /// byte limit and hold at most `maxCount` entries, and sends them one after the other. The
     /// results: one per hit refused locally (too large), then one per request, in order.
-    private func send(_ hits: [OutgoingHit], now: Int64, maxCount: Int, to url: URL, service: String, apiKey: String?,
+    private func send(_ hits: [OutgoingHit], now: Int64, queueTimes: [String: Int64], maxCount: Int, to url: URL, service: String, apiKey: String?,
                       body: (_ entries: String, _ batchQueueTime: Int64) -> String) async -> [SendResult] {
         // The envelope's size depends on the batch's `qt` (its digits), so it is measured per hit.
         func envelopeBytes(_ queueTime: Int64) -> Int { body("", queueTime).utf8.count }
@@ -74,7 +75,7 @@ final class EventsClient: Sendable {
         var batch = Batch()
         var bodies: [(ids: [String], body: String)] = []
         for hit in hits {
-            let queueTime = Self.queueTime(now: now, createdAt: hit.createdAt)
+            let queueTime = queueTimes[hit.id] ?? Self.queueTime(now: now, createdAt: hit.createdAt)
             let entry = hit.wireEntry(queueTime: queueTime)
             let entryBytes = entry.utf8.count
             guard envelopeBytes(queueTime) + entryBytes < maxBatchBytes else {

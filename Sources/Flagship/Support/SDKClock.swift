@@ -48,6 +48,12 @@ package struct StepSafeTime: Sendable {
         clock.now().timeIntervalSince(measured(clock))
     }
 
+    /// The time on the timeline the anchor was taken on: its wall time plus the monotonic time
+    /// since, whatever the wall clock did meanwhile.
+    package func measuredNow(_ clock: any SDKClock) -> Date {
+        measured(clock)
+    }
+
     private func measured(_ clock: any SDKClock) -> Date {
         wall.addingTimeInterval(clock.uptime() - uptime)
     }

@@ -66,6 +66,8 @@ final class HitSender: Sendable {
     /// Hits committed claimed, waiting here to be sent without a claim (`nil`: every hit is claimed).
     private let committedHits: CommittedHits?
     private let backpressure: Backpressure?
+    /// Each hit's queue time, on the monotonic clock for hits accepted here.
+    private let ages: HitAges?
     private let state: Locked<State>
     /// Wakes the loop. At most one signal waits: a flush asked for while one is pending is the
     /// same flush (`requestFlush` signals only when it marks the sender running).
@@ -77,8 +79,9 @@ final class HitSender: Sendable {
 
     init(settings: TrackingManager.Settings, store: TrackingStore, writer: HitWriter, events: EventsClient,
          clock: any SDKClock, logger: Logger, callbacks: DeliveryCallbacks,
-         committedHits: CommittedHits? = nil, backpressure: Backpressure? = nil) {
+         committedHits: CommittedHits? = nil, backpressure: Backpressure? = nil, ages: HitAges? = nil) {
         self.settings = settings
+        self.ages = ages
         self.committedHits = committedHits
         self.backpressure = backpressure
         self.store = store
@@ -86,7 +89,8 @@ final class HitSender: Sendable {
         self.events = events
         self.clock = clock
         self.logger = logger
-        outage = OutageLog(logger: logger, now: { [clock] in clock.now() })
+        // An outage's length on the monotonic clock: a step of the wall clock during it is not time.
+        outage = OutageLog(logger: logger, now: { [clock] in Date(timeIntervalSinceReferenceDate: clock.uptime()) })
         self.callbacks = callbacks
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -321,9 +325,10 @@ final class HitSender: Sendable {
         let results = await traced(settings.tracer, "flagship.batch",
                                    attributes: ["flagship.endpoint": endpoint == .activate ? "activate" : "events",
                                                 "flagship.hits": String(batch.count)]) { span in
+            let queueTimes = ages?.queueTimes(of: batch) ?? [:]
             let results = endpoint == .activate
-                ? await events.sendActivates(batch, now: sentAt)
-                : await events.sendHits(batch, now: sentAt)
+                ? await events.sendActivates(batch, now: sentAt, queueTimes: queueTimes)
+                : await events.sendHits(batch, now: sentAt, queueTimes: queueTimes)
             span?.setAttribute("flagship.outcome", Self.outcome(of: results).rawValue)
             return results
         }
@@ -367,6 +372,7 @@ final class HitSender: Sendable {
                 }
             }
         }
+        ages?.forget(done)
         let exposed = callbacks.take(delivered)
         callbacks.forget(done.subtracting(delivered))
         // Hits back from a failed send count toward the memory limit again.

@@ -194,6 +194,8 @@ final class TrackingManager: HitTracking {
     private let sender: HitSender
     private let callbacks: DeliveryCallbacks
     let backpressure: Backpressure
+    /// When each hit was accepted here, on the monotonic clock: its queue time.
+    let ages: HitAges
     private let overloadedRefusals = Locked(0)
     private let clock: any SDKClock
     private let logger: Logger
@@ -221,10 +223,14 @@ final class TrackingManager: HitTracking {
                                backpressure: backpressure) { [weak box = readyHits] hits, activate in
             box?.withLock { $0 }?.noteReady(hits: hits, activate: activate)
         }
+        // As many acceptances as the cache holds hits, 100,000 at most (about 10 MB).
+        let local = queue is SQLiteHitQueue || queue is LocalHitsAndVisitors || queue is DelegateHitQueue
+        let ages = HitAges(clock: clock, limit: min(max(1, settings.capacity), 100_000), storedOnStartTimeline: local)
         let sender = HitSender(settings: settings, store: store, writer: writer,
                                events: settings.requestTimeout.map { events.withTimeout($0) } ?? events,
                                clock: clock, logger: logger, callbacks: callbacks,
-                               committedHits: committedHits, backpressure: backpressure)
+                               committedHits: committedHits, backpressure: backpressure, ages: ages)
+        self.ages = ages
         self.backpressure = backpressure
         readyHits.withLock { $0 = sender }
         self.readyHits = readyHits
@@ -307,8 +313,10 @@ final class TrackingManager: HitTracking {
             logger.warning("onVisitorExposed will not be called for an activate: \(settings.pendingActivateCallbacksLimit) activates already wait for delivery",
                            metadata: logger.logLevel <= .debug ? ["hit_id": .string(hit.id)] : nil)
         }
-        if !writer.accept(hit, durable: durable, committed: committed), onDelivered != nil {
-            callbacks.forget([hit.id])
+        ages.noteAccepted(hit.id)
+        if !writer.accept(hit, durable: durable, committed: committed) {
+            ages.forget([hit.id])
+            if onDelivered != nil { callbacks.forget([hit.id]) }
         }
     }
 
@@ -321,6 +329,28 @@ final class TrackingManager: HitTracking {
             throw .overloaded(backlog: backpressure.backlog, waited: settings.backpressureWait)
         }
         try await trackAwaitingCommit(hit, committed: committed)
+    }
+
+    /// The admission of a hit written in the app's own transaction (`sendHit(_:inTransactionOn:)`),
+    /// by the rule every awaited hit follows, without the wait: the app's thread holds its write
+    /// lock, so under backpressure the hit is refused at once (`FlagshipError.overloaded`, counted
+    /// with the awaited refusals) rather than waited for. `writing` writes it, told whether the
+    /// cap may evict: only while sends fail (an outage), as for the SDK's own writes. It returns
+    /// the hits waiting in the app's view of the table, which refuse the hit as well (nothing
+    /// written) when they are at backpressure's high water while sends succeed: the backlog this
+    /// instance knows may not count rows other transactions committed since its last write.
+    func admitInTransaction(_ write: (_ evictAtCap: Bool, _ refuseFrom: Int?) throws(FlagshipError) -> Void) throws(FlagshipError) {
+        let refused = { [self] () -> FlagshipError in
+            overloadedRefusals.withLock { $0 += 1 }
+            return .overloaded(backlog: backpressure.backlog, waited: 0)
+        }
+        guard !backpressure.isOverloaded else { throw refused() }
+        let outage = backpressure.sendsAreFailing
+        do {
+            try write(outage, outage ? nil : backpressure.settings.highWater)
+        } catch .overloaded {
+            throw refused()
+        }
     }
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
