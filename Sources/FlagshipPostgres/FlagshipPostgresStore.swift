@@ -36,6 +36,12 @@ public final class FlagshipPostgresStore: Sendable {
         /// used, and without `sslmode` or `sslrootcert`, `PGSSLMODE` and `PGSSLROOTCERT` (see
         /// ``TransportSecurity``). Any other query parameter is refused, naming it.
         public init(url text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(FlagshipPostgresError) {
+            // A password with an unescaped `@` or `/` makes the URL say two things (libpq would
+            // take the part after the first `@` as the host): refused, the password not shown.
+            let authorityAndPath = text.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? text
+            if authorityAndPath.filter({ $0 == "@" }).count > 1 {
+                throw FlagshipPostgresError(code: .invalidURL, description: "the PostgreSQL URL \(Self.redacting(text)) has more than one '@': write an '@' of the user name or password as %40 (and a '/' as %2F)")
+            }
             guard let components = URLComponents(string: text),
                   components.scheme == "postgres" || components.scheme == "postgresql",
                   let host = components.host, !host.isEmpty else {
@@ -67,6 +73,16 @@ public final class FlagshipPostgresStore: Sendable {
             self.password = password
             self.database = database
             self.security = security
+        }
+
+        /// `text` (a URL as given) with everything after the user name's first `:` up to the last
+        /// `@` left out: what is shown of a URL that may hold a password, parsed or not.
+        package static func redacting(_ text: String) -> String {
+            guard let scheme = text.range(of: "://"), let lastAt = text.range(of: "@", options: .backwards),
+                  lastAt.lowerBound > scheme.upperBound else { return text }
+            let credentials = text[scheme.upperBound..<lastAt.lowerBound]
+            guard let colon = credentials.firstIndex(of: ":") else { return text }
+            return String(text[..<colon]) + String(text[lastAt.lowerBound...])
         }
 
         /// The URL without its password: what logs and errors show.
@@ -107,6 +123,18 @@ public final class FlagshipPostgresStore: Sendable {
     /// PostgreSQL's clock against this instance's, for hits written in an app's transaction
     /// (`FSVisitor.sendHit(_:inTransactionOn:logger:)`), measured on the app's connection.
     let transactionClock = DatabaseClockOffset()
+    /// The database of each connection an app wrote hits through (read once per connection).
+    let transactionIdentities = ConnectionIdentities()
+    /// This store's database, read once through its own client.
+    private let ownIdentity = Locked<DatabaseIdentity?>(nil)
+
+    /// The store's database (`DatabaseIdentity`), as its own client reaches it.
+    func identity(logger: Logger) async throws -> DatabaseIdentity {
+        if let known = ownIdentity.withLock({ $0 }) { return known }
+        let identity = try await client.withConnection { try await DatabaseIdentity.read(on: $0, logger: logger) }
+        ownIdentity.withLock { $0 = identity }
+        return identity
+    }
     /// How to open a connection of its own (a store made from a location), for `prepare()`, or
     /// why its TLS settings cannot be used (which `prepare()` throws); `nil` for a store made
     /// from a client.

@@ -14,11 +14,17 @@ extension FSVisitor {
     /// dies the next instant, since any instance of the fleet sends it.
     ///
     /// The connection must be to the database of the SDK's store (``FlagshipPostgresStore``,
-    /// given with `withPostgresStore`). The hit is checked as `sendHit` checks it, before
-    /// anything is written: an invalid hit, a visitor without consent, panic mode, an SDK not
-    /// started or without a PostgreSQL store throw `FlagshipError`, and the
-    /// transaction is as it was. A statement that fails throws ``FlagshipPostgresError``: as any
-    /// failed statement, it aborts the transaction, which `withTransaction` then rolls back.
+    /// given with `withPostgresStore`), inside a transaction. The hit is checked as `sendHit`
+    /// checks it, before anything is written: an invalid hit, a visitor without consent, panic
+    /// mode, an SDK not started or without a PostgreSQL store throw `FlagshipError`, and the
+    /// transaction is as it was. So do a connection that holds no transaction
+    /// (``FlagshipError/hitNotWritten(_:)`` with code `notInTransaction`: the hit would commit alone
+    /// and be sent even if the app then gave up its order) and one to another database, even one
+    /// with a `flagship` schema of its own (code `notTheStore`: no instance would send it). The
+    /// database is told by its name and the time its `flagship` schema was first migrated, read once
+    /// per connection. The hit is written under a savepoint: a statement of it that fails throws
+    /// ``FlagshipPostgresError`` and is rolled back to the savepoint, so the app's transaction
+    /// goes on as it was.
     ///
     /// ```swift
     /// try await client.withTransaction(logger: logger) { connection in
@@ -28,8 +34,9 @@ extension FSVisitor {
     /// }
     /// ```
     ///
-    /// One more round trip, once a minute at most, measures PostgreSQL's clock against this
-    /// instance's (the fleet's rows keep the database's time).
+    /// Round trips: the savepoint and its release, the insert, and, once per connection, the
+    /// database's identity (two); once a minute at most, one more measures PostgreSQL's clock
+    /// against this instance's (the fleet's rows keep the database's time).
     public func sendHit<T: FSTrackingProtocol>(_ event: T, inTransactionOn connection: PostgresConnection, logger: Logger) async throws {
         let prepared = try hitForTransaction(event)
         guard let provider = prepared.sharedStore as? PostgresStoreProvider else {
@@ -43,11 +50,36 @@ extension FSVisitor {
                 code: .notTheStore, path: nil,
                 description: "the SDK does not use its PostgreSQL store (\(refusal)): no instance would send a hit written there"))
         }
+        // Admission, as for every hit: refused at once under this instance's backpressure.
+        _ = try prepared.tracking.admitInTransaction()
+        // Outside a transaction block PostgreSQL refuses a savepoint (25P01): the hit would
+        // otherwise commit on its own, whatever the app then does with its rows.
         do {
+            try await connection.query("SAVEPOINT flagship_hit", logger: logger)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "25P01" {
+            throw FlagshipError.hitNotWritten(FSCacheError(
+                code: .notInTransaction, path: nil,
+                description: "the connection holds no transaction (BEGIN, or withTransaction): the hit would commit alone, whatever becomes of the app's rows"))
+        } catch {
+            throw FlagshipPostgresError(error, doing: "writing a hit in the app's transaction")
+        }
+        // From here, whatever fails goes back to the savepoint: the app's transaction is as it was.
+        do {
+            let (ours, theirs) = (try await store.identity(logger: logger), try await store.transactionIdentities.identity(of: connection, logger: logger))
+            guard ours == theirs else {
+                try await connection.query("ROLLBACK TO SAVEPOINT flagship_hit", logger: logger)
+                throw FlagshipError.hitNotWritten(FSCacheError(
+                    code: .notTheStore, path: nil,
+                    description: "the connection reaches \(theirs), not the SDK's store (\(ours)): no instance would send a hit written there"))
+            }
             let offset = try await store.transactionClock.offset(on: connection, now: prepared.now, location: store.location, logger: logger)
             try await PostgresHitStore(connection: connection, envId: prepared.envId, logger: logger)
                 .write([HitRecord(databaseTime: prepared.hit, offset: offset)])
+            try await connection.query("RELEASE SAVEPOINT flagship_hit", logger: logger)
+        } catch let error as FlagshipError {
+            throw error
         } catch {
+            _ = try? await connection.query("ROLLBACK TO SAVEPOINT flagship_hit", logger: logger)
             throw FlagshipPostgresError(error, doing: "writing a hit in the app's transaction")
         }
     }

@@ -16,6 +16,12 @@ extension FlagshipPostgresStore {
     /// | `verify-ca` | always | signed by a root certificate |
     /// | `verify-full` | always | signed by a root certificate, and issued for the host connected to |
     ///
+    /// Issued for the host: one of the certificate's DNS names matches the URL's host name, or one
+    /// of its IP addresses is the address connected to (swift-nio-ssl's check, RFC 6125). libpq is
+    /// stricter for a host given by name: it ignores IP addresses in the certificate then, where
+    /// this store accepts a certificate naming only `IP:127.0.0.1` for `localhost`. The check is
+    /// swift-nio-ssl's, made inside postgres-nio's connections, and neither lets a store replace it.
+    ///
     /// The root certificates: `sslrootcert` (a PEM file of one or more certificates, or `system`
     /// for the system's trust store), else `~/.postgresql/root.crt`. `verify-ca` and `verify-full`
     /// without either are refused before anything is connected, as libpq refuses them. `allow` is

@@ -14,7 +14,7 @@ func placeOrder(_ id: String, total: Double, by visitor: FSVisitor, on client: P
     hit.revenue = Float(total)
     try await client.withTransaction(logger: logger) { connection in
         try await connection.query("INSERT INTO shop_orders (id, total) VALUES (\(id), \(total))", logger: logger)
-        // A refused hit throws before any statement; a failed statement aborts the transaction.
+        // A refused hit throws before any statement; a failed one is rolled back to its savepoint.
         try await visitor.sendHit(hit, inTransactionOn: connection, logger: logger)
     }
 }

@@ -241,6 +241,62 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
         await flagship.close()
     }
 
+    /// The connection holds no transaction: the hit would autocommit and be sent even if the app
+    /// then gave up its order. Refused, nothing written, as the SQLite form refuses it.
+    func testAConnectionWithoutATransactionIsRefusedAndNothingIsWritten() async throws {
+        let shop = try await shop()
+        let flagship = instance(store: shop.store, events: Self.nowhere)
+        let visitor = await flagship.newVisitor(visitorId: "buyer", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+
+        do {
+            try await visitor.sendHit(Self.order("o-1"), inTransactionOn: shop.connection, logger: logger)
+            XCTFail("the hit was to be refused")
+        } catch FlagshipError.hitNotWritten(let reason) {
+            XCTAssertEqual(reason.code, .notInTransaction, "\(reason)")
+        }
+        XCTAssertEqual(try transactionRows(shop), "0")
+        // The connection still works, and inside a transaction the hit is taken.
+        try await shop.connection.withTransaction(logger: logger) { connection in
+            try await visitor.sendHit(Self.order("o-2"), inTransactionOn: connection, logger: logger)
+        }
+        XCTAssertEqual(try transactionRows(shop), "1")
+        await flagship.close()
+    }
+
+    /// A second database of the same server, with a migrated `flagship` schema of its own: a hit
+    /// committed there would never be sent (no instance reads it). Refused, and the app's
+    /// transaction goes on and commits its own rows.
+    func testAConnectionToAnotherDatabaseWithAFlagshipSchemaIsRefused() async throws {
+        let shop = try await shop()
+        let other = try await migratedDatabase(shop.postgres)
+        _ = try shop.postgres.psql(other, "CREATE TABLE shop_orders (id text PRIMARY KEY, total numeric NOT NULL)")
+        let connection = try await connect(shop.postgres, database: other)
+        addTeardownBlock { try? await connection.close() }
+        let flagship = instance(store: shop.store, events: Self.nowhere)
+        let visitor = await flagship.newVisitor(visitorId: "buyer", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("INSERT INTO shop_orders (id, total) VALUES ('o-1', 42.5)", logger: logger)
+            do {
+                try await visitor.sendHit(Self.order("o-1"), inTransactionOn: connection, logger: logger)
+                XCTFail("the hit was to be refused")
+            } catch FlagshipError.hitNotWritten(let reason) {
+                XCTAssertEqual(reason.code, .notTheStore, "\(reason)")
+                XCTAssertTrue(reason.description.contains(other), reason.description)
+            }
+        }
+        XCTAssertEqual(try shop.postgres.psql(other, "SELECT count(*) FROM flagship.hits WHERE type = 'TRANSACTION'"), "0")
+        XCTAssertEqual(try shop.postgres.psql(other, "SELECT count(*) FROM shop_orders"), "1", "the app's transaction committed")
+        XCTAssertEqual(try transactionRows(shop), "0")
+
+        // The store's own database, through another connection: taken.
+        try await shop.connection.withTransaction(logger: logger) { connection in
+            try await visitor.sendHit(Self.order("o-2"), inTransactionOn: connection, logger: logger)
+        }
+        XCTAssertEqual(try transactionRows(shop), "1")
+        await flagship.close()
+    }
+
     /// A process commits an order and its hit while its events endpoint is unreachable, and is
     /// killed with SIGKILL before any send reaches a server; another instance, started after,
     /// delivers the hit once. (The killed process's sender may hold the row at the kill, trying

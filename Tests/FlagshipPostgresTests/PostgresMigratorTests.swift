@@ -181,6 +181,26 @@ final class PostgresMigratorTests: PostgresTestCase {
         }
     }
 
+    /// A password with an unescaped `@` and `/`: the URL says two things (libpq would take `b` for
+    /// the host). Refused, and nothing of the password is shown, in the error or anywhere it is
+    /// described: nothing after the user name's first `:` up to the last `@`.
+    func testAPasswordWithAnUnescapedAtSignIsRefusedWithoutShowingAnyOfIt() throws {
+        let url = "postgres://postgres:a@b/sekrit-PW-123@127.0.0.1:55433/fleet"
+        XCTAssertThrowsError(try FlagshipPostgresStore.Location(url: url, environment: [:])) { error in
+            let error = error as? FlagshipPostgresError
+            XCTAssertEqual(error?.code, .invalidURL)
+            let text = "\(String(describing: error)) \(error?.description ?? "")"
+            for secret in ["sekrit", "PW-123", "a@b", ":a"] {
+                XCTAssertFalse(text.contains(secret), "\(secret) in \(text)")
+            }
+            XCTAssertTrue(text.contains("postgres://postgres@127.0.0.1:55433/fleet"), text)
+        }
+        XCTAssertEqual(FlagshipPostgresStore.Location.redacting(url), "postgres://postgres@127.0.0.1:55433/fleet")
+        XCTAssertEqual(FlagshipPostgresStore.Location.redacting("postgres://app:s%40cret@db/flags"), "postgres://app@db/flags")
+        XCTAssertEqual(FlagshipPostgresStore.Location.redacting("postgres://app@db/flags"), "postgres://app@db/flags")
+        XCTAssertEqual(FlagshipPostgresStore.Location.redacting("postgres://db/flags"), "postgres://db/flags")
+    }
+
     /// A URL the store cannot honour is refused before anything is connected, naming what: a port
     /// SwiftNIO would cut to 16 bits, a parameter it does not read, an unknown `sslmode`, a mode
     /// that checks certificates without a root certificate, a root certificate file that cannot

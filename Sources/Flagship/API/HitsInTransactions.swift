@@ -69,5 +69,5 @@ package struct HitForTransaction: Sendable {
     /// The SDK's clock (unix ms), which dated the hit.
     package let now: @Sendable () -> Int64
     /// Its admission: backpressure and the cap, as for every hit.
-    let tracking: TrackingManager
+    package let tracking: TrackingManager
 }

@@ -89,7 +89,7 @@ struct TrackingMemoryFootprint: Sendable, Equatable {
 /// - The **lifecycle**, here: `start()` replays what earlier runs left and starts one task whose
 ///   children are the sender's loop, the batch timer and the backoff wake; `close()` ends them
 ///   within one deadline on the SDK's clock. Every sleep and deadline reads that clock.
-final class TrackingManager: HitTracking {
+package final class TrackingManager: HitTracking {
     struct Settings: Sendable {
         var poolMaxSize = 10
         var batchInterval: TimeInterval = 5
@@ -118,6 +118,10 @@ final class TrackingManager: HitTracking {
         /// making its caller wait for the disk: memory stays bounded. Awaited hits (`try await
         /// sendHit`) are always taken: their callers wait for the commit, which bounds them.
         var ingressCap = 20_000
+        /// Consent withdrawals whose erasure failed, kept to be tried again at each interval. Past
+        /// it, a failed erasure is logged and counted (`erasuresAbandoned`), not kept: 10,000
+        /// visitor ids, under 1 MB.
+        var erasuresWaitingLimit = 10_000
         /// Exposure callbacks kept for activates not yet delivered, at most.
         var pendingActivateCallbacksLimit = 10_000
         /// The hit cache's cap (`maxCachedHits`): backpressure starts at half of it.
@@ -340,17 +344,24 @@ final class TrackingManager: HitTracking {
     /// written) when they are at backpressure's high water while sends succeed: the backlog this
     /// instance knows may not count rows other transactions committed since its last write.
     func admitInTransaction(_ write: (_ evictAtCap: Bool, _ refuseFrom: Int?) throws(FlagshipError) -> Void) throws(FlagshipError) {
-        let refused = { [self] () -> FlagshipError in
-            overloadedRefusals.withLock { $0 += 1 }
-            return .overloaded(backlog: backpressure.backlog, waited: 0)
-        }
-        guard !backpressure.isOverloaded else { throw refused() }
-        let outage = backpressure.sendsAreFailing
+        let outage = try admitInTransaction()
         do {
             try write(outage, outage ? nil : backpressure.settings.highWater)
         } catch .overloaded {
-            throw refused()
+            throw refusedInTransaction()
         }
+    }
+
+    /// The same admission, for a store that checks no count in the app's transaction (a fleet's):
+    /// throws under this instance's backpressure; returns whether sends fail (an outage).
+    package func admitInTransaction() throws(FlagshipError) -> Bool {
+        guard !backpressure.isOverloaded else { throw refusedInTransaction() }
+        return backpressure.sendsAreFailing
+    }
+
+    private func refusedInTransaction() -> FlagshipError {
+        overloadedRefusals.withLock { $0 += 1 }
+        return .overloaded(backlog: backpressure.backlog, waited: 0)
     }
 
     /// A visitor document joined the pending ones: the next group commit takes it, with the hits.
