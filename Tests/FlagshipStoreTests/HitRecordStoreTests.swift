@@ -297,7 +297,7 @@ final class HitRecordStoreTests: StoreTestCase {
             let error = sqliteError(error)
             XCTAssertEqual(error?.code, 19) // SQLITE_CONSTRAINT
             XCTAssertEqual(error?.extendedCode, 275) // SQLITE_CONSTRAINT_CHECK
-            XCTAssertTrue(error?.sql?.hasPrefix("INSERT INTO hits") ?? false)
+            XCTAssertTrue(error?.sql?.hasPrefix("INSERT INTO main.hits") ?? false)
         }
 
         // Rolled back: no row of the batch, and no eviction either.

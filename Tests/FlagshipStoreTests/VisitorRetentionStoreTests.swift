@@ -144,7 +144,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         var perTransaction: [Int] = []
         for sql in statements.withLock({ $0 }) {
             if sql.hasPrefix("BEGIN IMMEDIATE") { perTransaction.append(0) }
-            if sql.hasPrefix("DELETE FROM visitors"), !perTransaction.isEmpty { perTransaction[perTransaction.count - 1] += 1 }
+            if sql.hasPrefix("DELETE FROM main.visitors"), !perTransaction.isEmpty { perTransaction[perTransaction.count - 1] += 1 }
         }
         XCTAssertEqual(perTransaction.filter { $0 > 0 }, [500, 500, 500, 500])
     }

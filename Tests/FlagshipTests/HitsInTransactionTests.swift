@@ -212,6 +212,38 @@ final class HitsInTransactionTests: TrackingTestCase {
         await flagship.close()
     }
 
+    /// Consent withdrawn while the app's transaction holds the file's write lock past the busy
+    /// timeout (5 s): the erasure fails, is recorded, and runs at the first interval after the
+    /// app commits. The order's hit, committed after the withdrawal, is never sent; the visitor's
+    /// row and decisions go.
+    func testAnErasureThatFindsTheFileLockedRunsOnceTheAppCommitsAndTheVisitorsHitsAreNotSent() async throws {
+        let (visitor, db) = try openShop()
+        try await visitor.fetchFlags()
+        await flagship.waitUntilTrackingIsIdle()
+        try await waitUntil("the visitor's row is written") { try count(db, "SELECT count(*) FROM visitors WHERE visitor_id = 'buyer'") == 1 }
+
+        try execute(db, "BEGIN IMMEDIATE")
+        try execute(db, "INSERT INTO orders (id, total) VALUES ('o-1', 42.5)")
+        try visitor.sendHit(Self.order("o-1"), inTransactionOn: db)
+        visitor.setConsent(hasConsented: false)
+        try await waitUntil("the erasure found the file locked", timeout: 20) {
+            log.allText.contains("the erasure is tried again at each interval until it runs")
+        }
+        try execute(db, "COMMIT")
+        XCTAssertEqual(try storedTransactionHits, 1, "committed after the withdrawal")
+
+        try await nextInterval()
+        try await waitUntil("the erasure ran") { log.allText.contains("A visitor's data was deleted after consent was withdrawn") }
+        XCTAssertEqual(try storedTransactionHits, 0)
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM visitors WHERE visitor_id = 'buyer'"), 0)
+        XCTAssertEqual(try count(db, "SELECT count(*) FROM decisions WHERE visitor_id = 'buyer'"), 0)
+        try await nextInterval()
+        await flagship.close()
+        XCTAssertEqual(deliveredOrders, [], "the order's hit was never sent")
+        XCTAssertTrue(server.hits.contains { $0["ea"]?.stringValue == "fs_consent" && $0["el"]?.stringValue?.hasSuffix(":false") == true },
+                      "the withdrawal itself is told")
+    }
+
     /// A TEMP table named `hits` on the app's connection (searched before `main` for an
     /// unqualified name) does not take the SDK's hit: every statement names its schema.
     func testATempTableNamedHitsOnTheAppsConnectionDoesNotTakeTheHit() async throws {

@@ -53,8 +53,8 @@ final class VisitorCacheWriteTests: TrackingTestCase {
         let count = try await store.read { try $0.visitors.count() }
         XCTAssertEqual(count, 64, "every visitor's document is in the table")
         let statements = trace.statements
-        XCTAssertEqual(statements.filter { $0.hasPrefix("INSERT INTO visitors") }.count, 64)
-        let commitsWithVisitors = trace.transactions.filter { $0.contains { $0.hasPrefix("INSERT INTO visitors") } }
+        XCTAssertEqual(statements.filter { $0.hasPrefix("INSERT INTO main.visitors") }.count, 64)
+        let commitsWithVisitors = trace.transactions.filter { $0.contains { $0.hasPrefix("INSERT INTO main.visitors") } }
         XCTAssertLessThanOrEqual(commitsWithVisitors.count, 3,
                                  "64 documents that waited together are written in a group commit, not one transaction each")
     }
@@ -75,11 +75,11 @@ final class VisitorCacheWriteTests: TrackingTestCase {
         XCTAssertEqual(try inspectedVisitorIds(), [], "the visitor's row is gone")
         XCTAssertEqual(try storedClickLabels(), [], "its hits are gone")
         let erasures = trace.transactions.filter { transaction in
-            transaction.contains { $0.hasPrefix("DELETE FROM visitors") } || transaction.contains { $0.hasPrefix("DELETE FROM hits") }
+            transaction.contains { $0.hasPrefix("DELETE FROM main.visitors") } || transaction.contains { $0.hasPrefix("DELETE FROM main.hits") }
         }
         XCTAssertEqual(erasures.count, 1, "one transaction erases both: \(erasures)")
         let erasure = try XCTUnwrap(erasures.first)
-        XCTAssertTrue(erasure.contains { $0.hasPrefix("DELETE FROM visitors") } && erasure.contains { $0.hasPrefix("DELETE FROM hits") },
+        XCTAssertTrue(erasure.contains { $0.hasPrefix("DELETE FROM main.visitors") } && erasure.contains { $0.hasPrefix("DELETE FROM main.hits") },
                       "\(erasure)")
     }
 
@@ -93,7 +93,7 @@ final class VisitorCacheWriteTests: TrackingTestCase {
         _ = try await server.waitForHits(count: 2)
         await flagship.waitUntilTrackingIsIdle()
 
-        let settles = trace.transactions.filter { $0.contains { $0.hasPrefix("DELETE FROM hits WHERE id") } }
+        let settles = trace.transactions.filter { $0.contains { $0.hasPrefix("DELETE FROM main.hits WHERE id") } }
         XCTAssertEqual(settles.count, 1, "\(trace.transactions)")
     }
 

@@ -316,7 +316,17 @@ final class HitSender: Sendable {
             if taken.lapsed > 0 { store.hits.claimsMayHaveLapsed() }
         }
         let fromMemory = writer.borrow(endpoint, limit: limit - claimed.count - handed.count)
-        let batch = claimed + handed + fromMemory
+        var batch = claimed + handed + fromMemory
+        // A visitor whose erasure waits to be tried again (consent withdrawn while the file was
+        // locked): its hits from before the withdrawal are not sent. Their rows stay claimed
+        // until the erasure deletes them (or the claim lapses, and they are held again).
+        let held = batch.filter { writer.erasurePending(for: $0) }
+        if !held.isEmpty {
+            let heldIds = Set(held.map(\.id))
+            batch.removeAll { heldIds.contains($0.id) }
+            writer.giveBack(fromMemory.filter { heldIds.contains($0.id) }, done: [])
+            logger.debug("\(held.count) hit(s) of visitors whose erasure waits are not sent")
+        }
         guard !batch.isEmpty else { return .empty }
 
         let sentAt = clock.now().unixMilliseconds

@@ -30,6 +30,9 @@ final class HitWriter: Sendable {
         var evicted = 0
         /// Refused past the ingress cap, or dropped past the memory bound.
         var lost = 0
+        /// Consent withdrawals whose erasure failed when `erasuresWaitingLimit` already waited:
+        /// not tried again.
+        var erasuresAbandoned = 0
     }
 
     /// What was accepted and is not in the cache, when `close()` counts it.
@@ -76,6 +79,10 @@ final class HitWriter: Sendable {
         /// Consent withdrawals whose deletion has not run yet, by visitor: how many, and the ids of
         /// the visitor's hits accepted since, which the deletion must spare.
         var purging: [String: (pending: Int, acceptedSince: Set<String>)] = [:]
+        /// Erasures that failed (the file locked by another connection, say), to be tried again at
+        /// each interval: by visitor, when first recorded (monotonic seconds). Their `purging`
+        /// entries stay, so that hits accepted since are spared.
+        var erasuresWaiting: [String: TimeInterval] = [:]
         var closed = false
         var counts = Counts()
     }
@@ -568,6 +575,7 @@ final class HitWriter: Sendable {
     func tick() async {
         await store.run { [self] in
             writeUnwritten()
+            if state.withLock({ !$0.erasuresWaiting.isEmpty }) { retryErasures() }
             if visitorDocuments?.pending.isEmpty == false { drain(yielding: true) }
             _ = deleteExpired()
             collectEvictions()
@@ -659,15 +667,69 @@ final class HitWriter: Sendable {
                 if deleted > 0 {
                     logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of the visitor", metadata: logger.visitorMetadata(visitorId))
                 }
+                state.withLock { state in
+                    state.purging[visitorId]?.pending -= 1
+                    if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
+                }
             } catch {
-                logger.error("A visitor's data could not be deleted after consent was withdrawn: \(error)",
-                             metadata: logger.visitorMetadata(visitorId))
-            }
-            state.withLock { state in
-                state.purging[visitorId]?.pending -= 1
-                if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
+                // Recorded, and tried again at each interval until it runs: meanwhile no hit of
+                // the visitor accepted before the withdrawal is sent (`erasurePending`).
+                let recorded = state.withLock { state -> Bool in
+                    state.purging[visitorId]?.pending -= 1
+                    guard state.erasuresWaiting.count < settings.erasuresWaitingLimit || state.erasuresWaiting[visitorId] != nil else {
+                        if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
+                        state.counts.erasuresAbandoned += 1
+                        return false
+                    }
+                    state.erasuresWaiting[visitorId] = clock.uptime()
+                    return true
+                }
+                if recorded {
+                    logger.error("A visitor's data could not be deleted after consent was withdrawn (\(error)): the erasure is tried again at each interval until it runs, and none of the visitor's hits is sent meanwhile",
+                                 metadata: logger.visitorMetadata(visitorId))
+                } else {
+                    logger.error("A visitor's data could not be deleted after consent was withdrawn (\(error)), and \(settings.erasuresWaitingLimit) erasures already wait to be tried again: this one is not (counted in erasuresAbandoned)",
+                                 metadata: logger.visitorMetadata(visitorId))
+                }
             }
         }
+    }
+
+    /// Whether the visitor's erasure waits to be tried again: its hits accepted before the
+    /// withdrawal must not be sent (they are deleted when it runs). Hits accepted since (consent
+    /// given again) are not held.
+    func erasurePending(for hit: OutgoingHit) -> Bool {
+        state.withLock { state in
+            guard !state.erasuresWaiting.isEmpty, state.erasuresWaiting[hit.visitorId] != nil else { return false }
+            return !hit.isConsentHit && state.purging[hit.visitorId]?.acceptedSince.contains(hit.id) != true
+        }
+    }
+
+    /// Each interval, on the store queue: the erasures that could not run, tried again (oldest
+    /// first). One that still fails waits for the next interval, logged at debug level.
+    private func retryErasures() {
+        let waiting = state.withLock { state in state.erasuresWaiting.sorted { $0.value < $1.value }.map(\.key) }
+        for visitorId in waiting {
+            let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
+            do {
+                let deleted = try erase(visitorId: visitorId, keeping: spared)
+                let waited = state.withLock { state -> TimeInterval in
+                    let since = state.erasuresWaiting.removeValue(forKey: visitorId) ?? clock.uptime()
+                    if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
+                    return clock.uptime() - since
+                }
+                logger.warning("A visitor's data was deleted after consent was withdrawn, \(Int(waited.rounded())) s late (\(deleted) unsent hit(s))",
+                               metadata: logger.visitorMetadata(visitorId))
+            } catch {
+                logger.debug("A visitor's erasure still could not run: \(error)", metadata: logger.visitorMetadata(visitorId))
+                return
+            }
+        }
+    }
+
+    /// Erasures waiting to be tried again.
+    var erasuresWaiting: Int {
+        state.withLock { $0.erasuresWaiting.count }
     }
 
     /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
