@@ -66,7 +66,15 @@ struct DBPrune: ParsableCommand {
         let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
         Output.line("deleted \(Self.describe(expired: prune.expired, evicted: prune.evicted, retention: retention, maxVisitors: maxVisitors))"
                     + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms")
-        Output.line("gave back \(prune.pagesReturned) page(s): the file is \(fileSize()) bytes (was \(sizeBefore))")
+        let sizeAfter = fileSize()
+        if prune.pagesReturned > 0, sizeAfter >= sizeBefore {
+            // Another connection (another process's read) kept the last checkpoint from
+            // finishing: the pages left the file's free list, not yet the file.
+            Output.line("freed \(prune.pagesReturned) page(s) inside the file, which keeps its size for now (\(sizeAfter) bytes): "
+                        + "another process has it open, and the file shrinks at the first checkpoint that finishes (its last connection's close at the latest)")
+        } else {
+            Output.line("gave back \(prune.pagesReturned) page(s): the file is \(sizeAfter) bytes (was \(sizeBefore))")
+        }
     }
 
     /// `--dry-run`: what a prune would delete, read from the file as it is (any schema version).

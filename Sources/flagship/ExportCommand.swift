@@ -14,7 +14,8 @@ struct ExportCommand: AsyncParsableCommand {
             and its hits that wait to be sent. The store is opened read-only, in one snapshot. A \
             visitor the store holds nothing for prints its id with an empty answer (exit 0); rows \
             of the visitor that cannot be read are skipped and counted (unreadableRows), with a \
-            warning. With --db postgres://..., the visitor of the environment --env-id names.
+            warning; rows with a value the SDK would not have written are shown as stored, marked \
+            `damaged` and counted (damagedRows), with a warning. With --db postgres://..., the visitor of the environment --env-id names.
             """
     )
 
@@ -49,6 +50,9 @@ struct ExportCommand: AsyncParsableCommand {
         let data = FSVisitorData(try await read())
         if data.unreadableRows > 0 {
             Output.warn("\(data.unreadableRows) row(s) of this visitor could not be read and are not in the answer (`flagship db inspect` says more)")
+        }
+        if data.damagedRows > 0 {
+            Output.warn("\(data.damagedRows) row(s) of this visitor hold a value the SDK would not have written (a hand edit, damage): in the answer as stored, each with `damaged` saying what")
         }
         print(String(decoding: data.jsonData(), as: UTF8.self))
     }

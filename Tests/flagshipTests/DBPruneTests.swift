@@ -62,6 +62,40 @@ final class DBPruneTests: CommandTestCase {
         XCTAssertEqual(try store.read { try $0.decisions.visitorCount() }, 0)
     }
 
+    /// Another process reads the file while it is pruned: the last checkpoint cannot finish, the
+    /// file keeps its size, and the prune says so rather than that it gave the pages back.
+    func testPagesFreedWhileAnotherProcessReadsAreNotSaidToBeGivenBack() throws {
+        try withStore { store in
+            try populate(store)
+            let padding = String(repeating: "x", count: 2_000)
+            try store.write { db in
+                try db.visitors.save((0..<500).map { number in
+                    var old = StoreFixture.visitors[0]
+                    old.visitorId = "old-\(number)"
+                    old.document = old.document.replacingOccurrences(of: #""age": 32"#, with: #""age": 32, "note": "\#(padding)""#)
+                    return old
+                })
+            }
+        }
+        let reader = try Database(path: storeFile.path, options: DatabaseOptions(readOnly: true))
+        defer { reader.close() }
+        try reader.withConnection { connection in
+            try connection.execute("BEGIN")
+            _ = try connection.scalar("SELECT count(*) FROM visitors")
+        }
+        let sizeBefore = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: storeFile.path)[.size] as? NSNumber).int64Value
+
+        let result = try flagship("db", "prune", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].hasPrefix("deleted 502 visitor(s) not seen for 30d00h"), lines[0])
+        XCTAssertTrue(lines[1].hasPrefix("freed ") && lines[1].contains("inside the file, which keeps its size for now"), lines[1])
+        let sizeAfter = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: storeFile.path)[.size] as? NSNumber).int64Value
+        XCTAssertGreaterThanOrEqual(sizeAfter, sizeBefore, "the file did not shrink: the line says so")
+        try reader.withConnection { try $0.execute("COMMIT") }
+    }
+
     func testARetentionGivenInSecondsAndABudgetDeleteTheLeastRecentlySeenFirst() throws {
         try withStore(populate)
 

@@ -44,7 +44,7 @@ final class ExportCommandTests: CommandTestCase {
                    "attempts": 0, "deadLetter": null,
                    "document": {"version": 1, "data": {"visitorId": "v1", "anonymousId": null, "type": "EVENT", "time": 1732170010000,
                                 "content": {"t": "EVENT", "vid": "v1", "ec": "User Engagement", "ea": "fs_consent", "el": "swift:true", "ds": "APP", "cid": "env"}}}}],
-         "unreadableRows": 0}
+         "unreadableRows": 0, "damagedRows": 0}
         """
 
     func testExportPrintsTheVisitorsDocumentDecisionsAndWaitingHitsOnly() throws {
@@ -65,7 +65,7 @@ final class ExportCommandTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(try canonicalJSON(try parseJSON(result.stdout)), try canonicalJSON(try parseJSON("""
-            {"visitorId": "nobody", "visitor": null, "decisions": [], "hits": [], "unreadableRows": 0}
+            {"visitorId": "nobody", "visitor": null, "decisions": [], "hits": [], "unreadableRows": 0, "damagedRows": 0}
             """)))
     }
 
@@ -88,13 +88,52 @@ final class ExportCommandTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stderr, """
             warning: 1 row(s) of this visitor could not be read and are not in the answer (`flagship db inspect` says more)
+            warning: 1 row(s) of this visitor hold a value the SDK would not have written (a hand edit, damage): in the answer as stored, each with `damaged` saying what
 
             """)
         let answer = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
         XCTAssertEqual(answer["unreadableRows"] as? Int, 1)
+        XCTAssertEqual(answer["damagedRows"] as? Int, 1, "the hit whose attempts is text")
+        let edited = (answer["hits"] as? [[String: Any]])?.first { $0["id"] as? String == "v1:0003" }
+        XCTAssertEqual(edited?["damaged"] as? String, "its attempts hold(s) a value of another type than the SDK writes, shown as near as it goes")
         XCTAssertEqual((answer["decisions"] as? [Any])?.count, 0)
         XCTAssertEqual((answer["hits"] as? [[String: Any]])?.map { $0["id"] as? String }, ["v1:0001", "v1:0003", "v1:0004"])
         XCTAssertNotNil(answer["visitor"] as? [String: Any])
+    }
+
+    /// A hit whose creation time was edited into text, and one whose document is not JSON: shown
+    /// as stored (the text, not a number it is not), each marked `damaged`, counted and warned
+    /// about, as `flagship hits` warns of them.
+    func testDamagedRowsAreShownAsStoredMarkedCountedAndWarnedAbout() throws {
+        try withStore { store in
+            try Self.populate(store)
+            try store.database.withConnection { connection in
+                XCTAssertEqual(try connection.execute("UPDATE hits SET created_at = 'yesterday' WHERE id = 'v1:0001'"), 1)
+                try connection.query("PRAGMA ignore_check_constraints = ON")
+                XCTAssertEqual(try connection.execute("UPDATE hits SET document = '{\"version\": 1, \"data\": ' WHERE id = 'v1:0003'"), 1)
+                try connection.query("PRAGMA ignore_check_constraints = OFF")
+            }
+        }
+
+        let result = try flagship("export", "--db", storeFile.path, "--visitor-id", "v1")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, """
+            warning: 2 row(s) of this visitor hold a value the SDK would not have written (a hand edit, damage): in the answer as stored, each with `damaged` saying what
+
+            """)
+        let answer = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        XCTAssertEqual(answer["damagedRows"] as? Int, 2)
+        XCTAssertEqual(answer["unreadableRows"] as? Int, 0)
+        let hits = try XCTUnwrap(answer["hits"] as? [[String: Any]])
+        let textTime = try XCTUnwrap(hits.first { $0["id"] as? String == "v1:0001" })
+        XCTAssertEqual(textTime["createdAt"] as? String, "yesterday", "as stored, not -2^63")
+        XCTAssertTrue(textTime["createdAtUTC"] is NSNull)
+        XCTAssertEqual(textTime["damaged"] as? String, "its created_at holds the text \"yesterday\", not unix milliseconds")
+        let brokenDocument = try XCTUnwrap(hits.first { $0["id"] as? String == "v1:0003" })
+        XCTAssertEqual(brokenDocument["document"] as? String, #"{"version": 1, "data": "#)
+        XCTAssertEqual(brokenDocument["damaged"] as? String, "its document is not JSON")
+        XCTAssertNil(hits.first { $0["id"] as? String == "v1:0004" }?["damaged"], "a row as written is not marked")
     }
 
     /// Any value SQLite can hold in a time column is printed, never a crash: -2^63 as itself,

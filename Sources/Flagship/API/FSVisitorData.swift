@@ -104,6 +104,49 @@ public struct FSVisitorData: Sendable, Equatable {
     /// when it is not 0, the answer is incomplete, and `flagship db inspect` says more.
     public var unreadableRows: Int { records.unreadableRows }
 
+    /// Rows of this visitor in the answer with a column the SDK would not have written (a hand
+    /// edit, a damaged value): a document or context that is not JSON, a hit's creation time that
+    /// is not unix milliseconds. They are in the answer as stored, each marked with `damaged` in
+    /// ``jsonData()``; when this is not 0, what they say may be wrong.
+    public var damagedRows: Int {
+        (records.visitor.map { Self.damage(ofVisitor: $0) != nil ? 1 : 0 } ?? 0)
+            + records.decisions.count(where: { Self.damage(ofDecision: $0) != nil })
+            + records.hits.count(where: { Self.damage(ofHit: $0) != nil })
+    }
+
+    private static func damage(ofVisitor record: VisitorRecord) -> String? {
+        isJSON(record.document) ? nil : "its document is not JSON"
+    }
+
+    private static func damage(ofDecision record: DecisionRecord) -> String? {
+        if let context = record.context, !isJSON(context) { return "its context is not JSON" }
+        if let flags = record.flags, !isJSON(flags) { return "its flags are not JSON" }
+        return nil
+    }
+
+    private static func damage(ofHit record: HitRecord) -> String? {
+        var reasons: [String] = []
+        if let stored = record.storedCreatedAt { reasons.append("its created_at holds \(Self.describe(stored)), not unix milliseconds") }
+        let others = record.columnsNotAsWritten.filter { $0 != "created_at" }
+        if !others.isEmpty { reasons.append("its " + others.joined(separator: ", ") + " hold(s) a value of another type than the SDK writes, shown as near as it goes") }
+        if !isJSON(record.document) { reasons.append("its document is not JSON") }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+    }
+
+    private static func describe(_ value: SQLiteValue) -> String {
+        switch value {
+        case .integer(let number): "the integer \(number)"
+        case .real(let number): "the real \(number)"
+        case .text(let text): "the text \"\(text.prefix(64))\""
+        case .blob(let bytes): "a blob of \(bytes.count) bytes"
+        case .null: "null"
+        }
+    }
+
+    private static func isJSON(_ text: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil
+    }
+
     /// Equal when what they show is: the rows' columns the SDK keeps for its own sending (who
     /// holds a hit now, when it is tried next) are not part of the answer.
     public static func == (lhs: FSVisitorData, rhs: FSVisitorData) -> Bool {
@@ -134,7 +177,8 @@ public struct FSVisitorData: Sendable, Equatable {
 
     /// The answer as a JSON object (keys sorted, indented): `visitorId`, `visitor` (its
     /// `document` embedded as JSON), `decisions`, `hits` (each `document` embedded), and
-    /// `unreadableRows`. Times are unix milliseconds, with a `…UTC` twin in ISO 8601.
+    /// `unreadableRows`, and `damagedRows` (each such row says how in `damaged`). Times are unix
+    /// milliseconds, with a `…UTC` twin in ISO 8601.
     public func jsonData() -> Data {
         // Every value is a string, number, bool, NSNull, array or dictionary: serialisation cannot fail.
         (try? JSONSerialization.data(withJSONObject: jsonObject, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
@@ -153,7 +197,7 @@ public struct FSVisitorData: Sendable, Equatable {
                     "lastSeenAt": records.lastSeenAt ?? NSNull(),
                     "lastSeenAtUTC": records.lastSeenAt.map(Self.utc) ?? NSNull(),
                     "document": Self.embedded(visitor.document),
-                ] as [String: Any]
+                ].merging(Self.damage(ofVisitor: visitor).map { ["damaged": $0] } ?? [:]) { $1 } as [String: Any]
             } ?? NSNull(),
             "decisions": records.decisions.map { decision -> [String: Any] in
                 [
@@ -167,25 +211,39 @@ public struct FSVisitorData: Sendable, Equatable {
                     "fileVersion": decision.fileVersion ?? NSNull(),
                     "context": decision.context.map(Self.embedded) ?? NSNull(),
                     "flags": decision.flags.map(Self.embedded) ?? NSNull(),
-                ]
+                ].merging(Self.damage(ofDecision: decision).map { ["damaged": $0] } ?? [:]) { $1 }
             },
             "hits": records.hits.map { hit -> [String: Any] in
                 [
                     "id": hit.id,
                     "type": hit.type,
                     "isConsent": hit.isConsent,
-                    "createdAt": hit.createdAt,
-                    "createdAtUTC": Self.utc(hit.createdAt),
+                    // A creation time that is not an integer is shown as stored, not as a number it is not.
+                    "createdAt": hit.storedCreatedAt.map(Self.stored) ?? hit.createdAt,
+                    "createdAtUTC": hit.storedCreatedAt == nil ? Self.utc(hit.createdAt) : NSNull(),
                     "attempts": hit.attempts,
                     "deadLetter": hit.deadLetter ?? NSNull(),
                     "document": Self.embedded(hit.document),
-                ]
+                ].merging(Self.damage(ofHit: hit).map { ["damaged": $0] } ?? [:]) { $1 }
             },
             "unreadableRows": records.unreadableRows,
+            "damagedRows": damagedRows,
         ]
     }
 
-    /// A stored JSON text as JSON, or as the string it is when it does not parse (a hand edit).
+    /// A column's value as JSON: its text, its number, or null.
+    private static func stored(_ value: SQLiteValue) -> Any {
+        switch value {
+        case .integer(let number): number
+        case .real(let number): number.isFinite ? number : String(describing: number)
+        case .text(let text): text
+        case .blob(let bytes): "<\(bytes.count) bytes>"
+        case .null: NSNull()
+        }
+    }
+
+    /// A stored JSON text as JSON, or as the string it is when it does not parse (a hand edit,
+    /// marked `damaged` on its row).
     private static func embedded(_ text: String) -> Any {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
     }

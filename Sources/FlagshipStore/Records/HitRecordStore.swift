@@ -26,6 +26,9 @@ package struct HitRecord: Sendable, Equatable {
     /// and `createdAt` only the nearest integer to it (`Int64.min` when there is none): the value
     /// an oldest-first walk goes on after (`HitCursor(after:)`).
     package var storedCreatedAt: SQLiteValue?
+    /// The columns a listing read as near as they go because they hold what the SDK would not
+    /// have written (`created_at`, `attempts`...): empty for a row as written.
+    package var columnsNotAsWritten: [String] = []
 
     /// Why the hit is a dead letter, if it is one: a row the SDK can never send exactly, kept
     /// out of every claim (`lease_until` at its maximum, `lease_owner` saying why).
@@ -374,6 +377,22 @@ package struct HitRecordStore {
                                attempts: Int(integer(6) ?? 0), nextAttemptAt: integer(7), leaseOwner: row[8].text,
                                leaseUntil: integer(9), fileVersion: row[10].text, decidedAt: integer(11))
         if case .integer = row[5] {} else { record.storedCreatedAt = row[5] }
+        for (index, column, nullable) in [(3, "is_consent", false), (6, "attempts", false), (7, "next_attempt_at", true),
+                                          (9, "lease_until", true), (11, "decided_at", true)] {
+            switch row[index] {
+            case .integer: continue
+            case .null where nullable: continue
+            default: record.columnsNotAsWritten.append(column)
+            }
+        }
+        for (index, column, nullable) in [(1, "visitor_id", false), (2, "type", false), (4, "document", false),
+                                          (8, "lease_owner", true), (10, "file_version", true)] {
+            switch row[index] {
+            case .text: continue
+            case .null where nullable: continue
+            default: record.columnsNotAsWritten.append(column)
+            }
+        }
         return record
     }
 
