@@ -1,6 +1,6 @@
 /// The Flagship endpoints the server answers, named by what they are for.
 public enum Route: String, Sendable, CaseIterable, Codable {
-    /// `POST /v2/{envId}/campaigns`: the Decision API.
+    /// `POST /v2/{envId}/campaigns` (or `…/campaigns/`): the Decision API.
     case campaigns
     /// `POST /v2/activate`: a visitor saw a flag.
     case activate
@@ -25,7 +25,10 @@ public enum Route: String, Sendable, CaseIterable, Codable {
         case "/analytics": return (.analytics, nil)
         case "/troubleshooting": return (.troubleshooting, nil)
         default:
-            let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            var segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            // `/v2/{envId}/campaigns/`: the trailing slash the official Python SDK sends, which the
+            // Decision API answers as it answers the path without it.
+            if segments.count == 5, segments[4].isEmpty, segments[3] == "campaigns" { segments.removeLast() }
             if segments.count == 4, segments[0].isEmpty, segments[1] == "v2", !segments[2].isEmpty, segments[3] == "campaigns" {
                 return (.campaigns, String(segments[2]).removingPercentEncoding ?? String(segments[2]))
             }

@@ -95,6 +95,23 @@ final class RoutesTests: ServerTestCase {
         XCTAssertEqual(server.received.map(\.route), [.activate, .events, .analytics, .troubleshooting])
     }
 
+    /// The official Python SDK asks `/v2/{envId}/campaigns/?exposeAllKeys=true`: the trailing
+    /// slash is the same route, as on the Decision API.
+    func testCampaignsWithATrailingSlashAndAQueryIsTheCampaignsRoute() async throws {
+        let url = try XCTUnwrap(URL(string: server.baseURL.absoluteString + "/v2/\(Self.envId)/campaigns/?exposeAllKeys=true"))
+
+        let reply = try await client.post(url, json: ["visitorId": "py", "context": [:]], apiKey: Self.apiKey)
+
+        XCTAssertEqual(reply.status, 200, reply.text)
+        XCTAssertEqual(reply.text, #"{"visitorId":"fixed","campaigns":[]}"#)
+        XCTAssertEqual(server.received(.campaigns).count, 1)
+        XCTAssertEqual(server.received(.unknown).count, 0)
+        // Two slashes are not one route.
+        let doubled = try XCTUnwrap(URL(string: server.baseURL.absoluteString + "/v2/\(Self.envId)/campaigns//"))
+        let refused = try await client.post(doubled, json: [:], apiKey: Self.apiKey)
+        XCTAssertEqual(refused.status, 404)
+    }
+
     func testUnknownPathIs404AndRecordedSoAWrongURLShows() async throws {
         let reply = try await client.post(server.baseURL.appendingPathComponent("v1/activate"), json: [:], apiKey: Self.apiKey)
 
