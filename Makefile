@@ -98,6 +98,8 @@ DOC_TARGETS := Flagship FlagshipLocalServer FlagshipTesting FlagshipServiceLifec
 	FlagshipTracing FlagshipConfiguration FlagshipPostgres
 .PHONY: docs
 docs: deps
+	@# Every figure the documentation quotes agrees with Benchmarks/figures.json, its one place.
+	python3 Scripts/figures.py check
 	@mkdir -p .build/docs
 	@traits=$$(grep -q '\.trait(' Package.swift && echo --enable-all-traits); warnings=0; \
 	for target in $(DOC_TARGETS); do \
@@ -112,6 +114,8 @@ docs: deps
 	[ $$warnings -eq 0 ] || { echo "$$warnings docc warning(s) in all: fix them"; exit 1; }
 	@# Every public symbol documented, as DocC sees it (the symbol graphs it just read).
 	python3 Scripts/doc-coverage.py --symbol-graphs "$$(find .build-docs -maxdepth 2 -type d -name extracted-symbols | head -1)"
+	@# The pages load their scripts from the site's root: a file:// open shows a blank page.
+	@echo "To read it: python3 -m http.server --bind 127.0.0.1 --directory .build/docs/Flagship 8000, then open http://127.0.0.1:8000/documentation/flagship (each product: its folder in .build/docs, at /documentation/<product in lower case>)"
 
 # The long torture runs (about half an hour on 2 cores): kill points, corruption seeds, simulated
 # minutes of network faults, the stress test, then every fuzz target for minutes.

@@ -101,6 +101,22 @@ final class EvaluationHookTests: SDKTestCase {
         XCTAssertEqual(result.metadata.campaignId, "c2")
     }
 
+    /// "No hook, no cost": a visitor without hooks (none configured, none of its own, or empty
+    /// lists given) holds no hook chain, so its reads take the plain path, which checks one
+    /// optional (`FSVisitor.readFlag`); one hook anywhere gives every read the chain.
+    func testAVisitorWithoutHooksHoldsNoChainAndItsReadsTakeThePlainPath() async throws {
+        start(configBuilder().withHooks([]))
+        let plain = try await visitor("plain", hooks: [])
+        XCTAssertNil(plain.hooks, "no chain: the read path is the one without this feature")
+        XCTAssertEqual(plain.getFlag(key: "btnColor").value(defaultValue: "blue"), "red")
+        XCTAssertEqual(calls.values.count, 0)
+
+        let hooked = try await visitor("hooked", hooks: [hook("visitor")])
+        XCTAssertEqual(hooked.hooks?.hooks.count, 1)
+        XCTAssertEqual(hooked.getFlag(key: "btnColor").value(defaultValue: "blue"), "red")
+        XCTAssertEqual(calls.values.count, 2, "before and after")
+    }
+
     func testAnEvaluationWithAnErrorCodeRunsErrorInsteadOfAfter() async throws {
         start()
         let visitor = try await visitor("bob", hooks: [hook("h")], fetched: false)

@@ -50,6 +50,25 @@ final class FlagChangesTests: SDKTestCase {
         XCTAssertEqual(visitor.getFlag(key: "shipping").value(defaultValue: "none"), "express", "decided again on the new file")
     }
 
+    /// A consumer that does not read: the stream keeps the newest 16 changes, the oldest go, and
+    /// the poller never waits for it.
+    func testAStreamNobodyReadsKeepsTheNewestSixteenChanges() async throws {
+        try start(file: BucketingModeTests.bucketingFile(vipValue: "v0"))
+        let visitor = await flagship.newVisitor(visitorId: "carol", hasConsented: true)
+            .withContext(context: ["isVip": true]).buildAsync()
+        try await visitor.fetchFlags()
+        let changes = visitor.flagChanges()
+
+        for number in 1...20 {
+            try await publish(BucketingModeTests.bucketingFile(vipValue: "v\(number)"), at: 1_700_000_000 + Double(number) * 100)
+        }
+        await flagship.close()
+
+        var received: [String] = []
+        for await change in changes { received.append(contentsOf: change.compactMap { $0.newValue as? String }) }
+        XCTAssertEqual(received, (5...20).map { "v\($0)" }, "the newest 16, in order")
+    }
+
     func testStreamsEndWithClose() async throws {
         try start(file: BucketingModeTests.bucketingFile())
         let visitor = await flagship.newVisitor(visitorId: "bob", hasConsented: true).buildAsync()

@@ -134,7 +134,40 @@ final class HostileReadmeTests: XCTestCase {
                                                                   + SnippetPackage.buildSettings)
             XCTAssertEqual(status, 0, "\(path) line \(manifest.line), with README line \(main.line) as main.swift, does not build:\n"
                 + output.split(separator: "\n").filter { $0.contains("error") || $0.contains("warning: ") }.joined(separator: "\n"))
+            // "An app that asks for `Flagship` alone resolves swift-log only": what SwiftPM
+            // resolved for this app, read back from it.
+            if manifest.text.contains(#".product(name: "Flagship", package: "flagship-swift-linux")"#),
+               !manifest.text.contains("traits:") {
+                let (shown, json) = try SnippetPackage.run(swift, ["package", "--package-path", app.path, "--scratch-path", snippets.scratch.path,
+                                                                   "show-dependencies", "--format", "json"])
+                XCTAssertEqual(shown, 0, json)
+                // A path dependency's identity is its folder's name: the checkout's link here.
+                XCTAssertEqual(try Self.dependencyIdentities(json), [snippets.checkoutLink.lastPathComponent.lowercased(), "swift-log"],
+                               "\(path) line \(manifest.line): an app of Flagship alone resolves swift-log only")
+            }
         }
+    }
+
+    /// The identities of every package `swift package show-dependencies --format json` lists
+    /// under the root, at any depth.
+    private static func dependencyIdentities(_ output: String) throws -> Set<String> {
+        guard let start = output.firstIndex(of: "{"),
+              let root = try JSONSerialization.jsonObject(with: Data(output[start...].utf8)) as? [String: Any] else {
+            throw Failure(description: "show-dependencies printed no JSON: \(output)")
+        }
+        var found: Set<String> = []
+        func walk(_ node: [String: Any]) {
+            for dependency in node["dependencies"] as? [[String: Any]] ?? [] {
+                if let identity = dependency["identity"] as? String { found.insert(identity) }
+                walk(dependency)
+            }
+        }
+        walk(root)
+        return found
+    }
+
+    private struct Failure: Error, CustomStringConvertible {
+        let description: String
     }
 
     private static func writeIfChanged(_ text: String, to url: URL) throws {

@@ -68,8 +68,9 @@ public final class FSVisitorBuilder {
     }
 
     /// The visitor, with its flags from the visitor cache when it has some (store first):
-    /// readable at once, offline. Blocks the calling thread while the cache is read, at most its
-    /// lookup timeout (the lookup runs on the cache's own queue, never on Swift's cooperative
+    /// readable at once, offline. Blocks the calling thread while the cache is read: a custom
+    /// cache at most its lookup timeout (200 ms by default), the SDK's own store up to 5 s (a
+    /// returning visitor is not decided again without its history; see The store) (the lookup runs on the cache's own queue, never on Swift's cooperative
     /// pool, so this is safe from a task); from async code prefer `await buildAsync()`, which
     /// suspends instead.
     @available(*, noasync, renamed: "buildAsync()", message: "blocks its thread for the visitor lookup: use buildAsync() from async code")
