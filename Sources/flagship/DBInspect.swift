@@ -12,13 +12,12 @@ struct DBInspect: AsyncParsableCommand {
             The file is opened read-only: nothing in it or beside it is ever written. Every page \
             is then checked (PRAGMA quick_check): a damaged store makes it exit 1, printing what \
             the check found.
-
-            A PostgreSQL store (--db postgres://user@host:port/database) is read in one read-only \
-            transaction: its schema version and migration history, then for each environment (or \
-            the one --env-id names) its visitors, its hits by type, those being sent now (claimed) \
-            or waiting to be tried again, the oldest, and its bucketing file. A database without \
-            the store's schema, or with a newer one, is refused, and nothing is ever created.
-            """
+            """ + postgresParagraph(
+                "A PostgreSQL store (--db postgres://user@host:port/database) is read in one read-only " +
+                "transaction: its schema version and migration history, then for each environment (or the one" +
+                " --env-id names) its visitors, its hits by type, those being sent now (claimed) or waiting " +
+                "to be tried again, the oldest, and its bucketing file. A database without the store's " +
+                "schema, or with a newer one, is refused, and nothing is ever created.")
     )
 
     @OptionGroup var database: DatabaseArguments<InspectStore>

@@ -57,9 +57,10 @@ struct DatabaseArguments<Store: StoreOption>: ParsableArguments {
 /// `--env-id` of the commands that read a store, for a PostgreSQL one: its tables hold the rows
 /// of several environments.
 struct EnvironmentArguments: ParsableArguments {
+    /// Shown in a build with PostgreSQL support only: elsewhere a store file is all `--db` takes.
     @Option(help: ArgumentHelp(
         "With a PostgreSQL --db: the environment whose rows to read (a store file holds one environment).",
-        valueName: "env-id"))
+        valueName: "env-id", visibility: PostgresURL.isBuiltIn ? .default : .hidden))
     var envId: String?
 
     /// `--env-id` with a store file: said to be ignored.

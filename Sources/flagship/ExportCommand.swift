@@ -15,8 +15,8 @@ struct ExportCommand: AsyncParsableCommand {
             visitor the store holds nothing for prints its id with an empty answer (exit 0); rows \
             of the visitor that cannot be read are skipped and counted (unreadableRows), with a \
             warning; rows with a value the SDK would not have written are shown as stored, marked \
-            `damaged` and counted (damagedRows), with a warning. With --db postgres://..., the visitor of the environment --env-id names.
-            """
+            `damaged` and counted (damagedRows), with a warning.
+            """ + postgresDiscussion("With --db postgres://..., the visitor of the environment --env-id names.")
     )
 
     @OptionGroup var database: DatabaseArguments<ExportStore>

@@ -13,10 +13,9 @@ struct HitsCommand: AsyncParsableCommand {
             that failed last will try again (NEXT TRY: "in 41s", "due", or "-" before any failure), \
             and who is sending it right now (CLAIMED BY: an SDK instance, "pid <pid> <id>", until its \
             claim lapses). --json includes each hit's cache document. A document the SDK cannot \
-            send is listed all the same, with a warning saying why (CONTENT: ?). With --db \
-            postgres://..., the hits of the environment --env-id names, read in a read-only \
-            transaction; CLAIMED BY then shows "<host> pid <pid> <id>".
-            """
+            send is listed all the same, with a warning saying why (CONTENT: ?).
+            """ + postgresDiscussion("With --db postgres://..., the hits of the environment --env-id names, read in a read-only "
+                + "transaction; CLAIMED BY then shows \"<host> pid <pid> <id>\".")
     )
 
     @OptionGroup var database: DatabaseArguments<HitsStore>

@@ -28,25 +28,24 @@ struct ReplayCommand: AsyncParsableCommand {
             "remaining" and named in a warning); 1, after the summary, when some remain (the \
             server did not take them, or another process holds them: run it again), or when the \
             replay could not run.
-
-            With --db postgres://user@host:port/database, the SDK starts on that PostgreSQL store \
-            (FSConfigBuilder.withPostgresStore) and sends the hits of --env-id that wait there, \
-            whoever wrote them, beside any hit of this host's local store file (--local-db); \
-            replays on several hosts share the work the same way. A database without the store's \
-            schema has nothing to replay and is left as it is; an older schema is migrated, as the \
-            SDK does when it starts. If PostgreSQL stops during the replay (a restart, a \
-            failover), the replay waits for it, 60 s at most, and sends again what remains; \
-            "remaining" is counted in PostgreSQL and in the local file once it answers, and the \
-            replay fails (exit 1) if it does not answer in time. A hit whose send could not be \
-            recorded before the stop is sent again, and counted again in "replayed".
-            """
+            """ + postgresParagraph(
+                "With --db postgres://user@host:port/database, the SDK starts on that PostgreSQL store " +
+                "(FSConfigBuilder.withPostgresStore) and sends the hits of --env-id that wait there, whoever " +
+                "wrote them, beside any hit of this host's local store file (--local-db); replays on several " +
+                "hosts share the work the same way. A database without the store's schema has nothing to " +
+                "replay and is left as it is; an older schema is migrated, as the SDK does when it starts. If" +
+                " PostgreSQL stops during the replay (a restart, a failover), the replay waits for it, 60 s " +
+                "at most, and sends again what remains; \"remaining\" is counted in PostgreSQL and in the " +
+                "local file once it answers, and the replay fails (exit 1) if it does not answer in time. A " +
+                "hit whose send could not be recorded before the stop is sent again, and counted again in " +
+                "\"replayed\".")
     )
 
     @OptionGroup var sdk: SDKArguments<ReplayStore>
     @Option(help: ArgumentHelp(
         "With a PostgreSQL --db: this host's store file, where the SDK commits hits while PostgreSQL cannot be reached, "
             + "and whose hits it sends too (default: <cache dir>/flagship-<envId>.sqlite).",
-        valueName: "path"))
+        valueName: "path", visibility: PostgresURL.isBuiltIn ? .default : .hidden))
     var localDb: String?
 
     func validate() throws {

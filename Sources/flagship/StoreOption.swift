@@ -13,9 +13,28 @@ protocol StoreOption {
 }
 
 extension StoreOption {
+    /// In a build without PostgreSQL support, the store file's part of the text only, and one
+    /// line saying how to get a build that takes a URL: the help does not describe URLs the
+    /// command would refuse.
     static var help: ArgumentHelp {
-        ArgumentHelp(text, valueName: takesPostgres ? "path|url" : "path")
+        guard takesPostgres, !PostgresURL.isBuiltIn else {
+            return ArgumentHelp(text, valueName: takesPostgres ? "path|url" : "path")
+        }
+        let fileOnly = text.range(of: " or a PostgreSQL store").map { String(text[..<$0.lowerBound]) + "." } ?? text
+        return ArgumentHelp(fileOnly + " (A postgres:// URL needs the Postgres trait: swift build --traits Postgres --product flagship.)",
+                            valueName: "path")
     }
+}
+
+/// The sentence of a command's discussion that says what it does with a PostgreSQL store: empty
+/// in a build without PostgreSQL support, where the command would refuse one.
+func postgresDiscussion(_ sentence: String) -> String {
+    PostgresURL.isBuiltIn ? " " + sentence : ""
+}
+
+/// The same for a paragraph of its own.
+func postgresParagraph(_ paragraph: String) -> String {
+    PostgresURL.isBuiltIn ? "\n\n" + paragraph : ""
 }
 
 /// Every command's `--db`.

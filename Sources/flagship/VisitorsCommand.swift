@@ -10,10 +10,8 @@ struct VisitorsCommand: AsyncParsableCommand {
         abstract: "List the cached visitors, most recently updated first.",
         discussion: """
             The file is opened read-only. --json includes each visitor's cache document. A document \
-            the SDK would not use is listed all the same, with a warning saying why (CAMPAIGNS: ?). \
-            With --db postgres://..., the visitors of the environment --env-id names, read in a \
-            read-only transaction.
-            """
+            the SDK would not use is listed all the same, with a warning saying why (CAMPAIGNS: ?).
+            """ + postgresDiscussion("With --db postgres://..., the visitors of the environment --env-id names, read in a read-only transaction.")
     )
 
     @OptionGroup var database: DatabaseArguments<VisitorsStore>

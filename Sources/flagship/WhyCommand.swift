@@ -20,9 +20,8 @@ struct WhyCommand: AsyncParsableCommand {
             lists the disagreements only. Each kept file is checked against its version (its sha256) \
             first, and a version must match whole. The exit status is 2 when a kept file was edited \
             (nothing is replayed on it), else 1 when a replayed decision disagrees. \
-            --explain adds how the recorded file decides the recorded context (targeting, bucket). \
-            With --db postgres://..., the decisions of the environment --env-id names.
-            """
+            --explain adds how the recorded file decides the recorded context (targeting, bucket).
+            """ + postgresDiscussion("With --db postgres://..., the decisions of the environment --env-id names.")
     )
 
     @OptionGroup var database: DatabaseArguments<WhyStore>

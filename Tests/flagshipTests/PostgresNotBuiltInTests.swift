@@ -28,6 +28,29 @@ final class PostgresNotBuiltInTests: CommandTestCase {
         }
     }
 
+    /// Its help describes what it does: each store command's `--db` is a store file, with one
+    /// line on how to get a tool that takes a `postgres://` URL; no `--env-id`, no `--local-db`,
+    /// no sentence on PostgreSQL stores. The tool with the trait describes both.
+    func testTheHelpOfStoreCommandsDescribesStoreFilesOnly() throws {
+        let tool = try Self.toolWithoutPostgres()
+        for command in [["db", "inspect"], ["visitors"], ["hits"], ["why"], ["export"], ["replay"], ["fetch"]] {
+            let light = try FlagshipExecutable.run(command + ["--help"], outputDirectory: outputDirectory, executable: tool.path)
+            XCTAssertEqual(light.status, 0, light.stderr)
+            let text = light.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            XCTAssertFalse(light.stdout.contains("--env-id <env-id>") && command != ["replay"] && command != ["fetch"],
+                           "\(command): --env-id, which only a PostgreSQL store takes")
+            XCTAssertFalse(light.stdout.contains("--local-db"), "\(command)")
+            XCTAssertFalse(text.contains("sslmode"), "\(command): the URL's TLS settings")
+            XCTAssertFalse(text.contains("PostgreSQL store"), "\(command): \(light.stdout)")
+            XCTAssertTrue(text.contains("A postgres:// URL needs the Postgres trait") || command == ["fetch"], "\(command): \(light.stdout)")
+            #if Postgres
+            let full = try FlagshipExecutable.run(command + ["--help"], outputDirectory: outputDirectory)
+            let fullText = full.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            XCTAssertTrue(fullText.contains("postgres://") || command == ["fetch"], "\(command): the tool with the trait describes URLs")
+            #endif
+        }
+    }
+
     /// The same build still works on store files.
     func testAStoreFileIsReadAsInEveryBuild() throws {
         let tool = try Self.toolWithoutPostgres()
