@@ -48,7 +48,7 @@ final class NetworkDecisionClientTests: LocalServerTestCase {
         XCTAssertEqual(request.headers["Accept"], "application/json")
         XCTAssertEqual(request.headers["x-api-key"], apiKey)
         XCTAssertEqual(request.headers["x-sdk-client"], "swift-linux")
-        XCTAssertEqual(request.headers["x-sdk-version"], "0.1.0")
+        XCTAssertEqual(request.headers["x-sdk-version"], SDKInfo.version)
         XCTAssertEqual(request.json, [
             "visitorId": "visitor_1", "anonymousId": nil,
             "context": ["isVip": true, "age": 32, "plan": "pro", "ratio": 0.5],

@@ -48,6 +48,15 @@ final class NetworkEndpointTests: XCTestCase {
 
     func testSDKIdentifiesItselfAsSwiftLinux() {
         XCTAssertEqual(SDKInfo.clientName, "swift-linux")
-        XCTAssertEqual(SDKInfo.version, "0.1.0")
+    }
+
+    /// One version: the changelog's newest heading names the constant every place reads.
+    func testTheChangelogsNewestVersionIsTheSDKsVersion() throws {
+        let changelog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md")
+        let text = try String(contentsOf: changelog, encoding: .utf8)
+        let newest = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("## ") })
+        XCTAssertTrue(newest.hasPrefix("## \(SDKInfo.version) — "), "CHANGELOG.md's newest entry is \(newest), the SDK says \(SDKInfo.version)")
+        XCTAssertNotNil(SDKInfo.version.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+/), "a semantic version")
     }
 }

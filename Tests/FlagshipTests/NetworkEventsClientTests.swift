@@ -52,7 +52,7 @@ final class NetworkEventsClientTests: LocalServerTestCase {
         XCTAssertEqual(request.headers["Content-Type"], "application/json")
         XCTAssertEqual(request.headers["Accept"], "application/json")
         XCTAssertEqual(request.headers["x-sdk-client"], "swift-linux")
-        XCTAssertEqual(request.headers["x-sdk-version"], "0.1.0")
+        XCTAssertEqual(request.headers["x-sdk-version"], SDKInfo.version)
         XCTAssertNil(request.headers["x-api-key"], "the events endpoint takes no API key")
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), """
             {"cid":"env_events","ds":"APP","h":[\
@@ -212,7 +212,7 @@ final class NetworkEventsClientTests: LocalServerTestCase {
         XCTAssertEqual(request.headers["x-api-key"], apiKey)
         XCTAssertEqual(request.headers["Content-Type"], "application/json")
         XCTAssertEqual(request.headers["x-sdk-client"], "swift-linux")
-        XCTAssertEqual(request.headers["x-sdk-version"], "0.1.0")
+        XCTAssertEqual(request.headers["x-sdk-version"], SDKInfo.version)
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), """
             {"batch":[\
             {"qt":35,"aid":null,"caid":"vg1","vaid":"v1","vid":"visitor_1"},\

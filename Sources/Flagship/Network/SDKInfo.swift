@@ -2,6 +2,8 @@
 /// every request, and the client name in the consent hit (`el: "<client>:true"`).
 package enum SDKInfo {
     package static let clientName = "swift-linux"
-    /// The SDK's version: sent to the servers, and what `flagship --version` prints.
-    package static let version = "0.1.0"
+    /// The SDK's version, the one constant every place reads: `flagship --version`, the start
+    /// log line, the `x-sdk-version` header, the `fs_version` context key. CHANGELOG.md's newest
+    /// heading names it (a test checks).
+    package static let version = "0.2.0"
 }
