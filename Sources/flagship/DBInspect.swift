@@ -10,7 +10,7 @@ struct DBInspect: AsyncParsableCommand {
         abstract: "Show a store's schema version, visitors, hits and bucketing files.",
         discussion: """
             The file is opened read-only: nothing in it or beside it is ever written. Every page \
-            is then checked (PRAGMA quick_check): a damaged store makes it exit 1, printing what \
+            is then checked (SQLite's quick_check): a damaged store makes it exit 1, printing what \
             the check found.
             """ + postgresParagraph(
                 "A PostgreSQL store (--db postgres://user@host:port/database) is read in one read-only " +

@@ -102,7 +102,7 @@ final class VisitorDataExportTests: TrackingTestCase {
         let delivered = try await flagship.visitorData(visitorId: "alice")
         XCTAssertTrue(delivered.isEmpty, "\(delivered)")
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: delivered.jsonData()) as? NSDictionary)
-        XCTAssertEqual(json, ["visitorId": "alice", "visitor": NSNull(), "decisions": [Any](), "hits": [Any](), "unreadableRows": 0] as NSDictionary)
+        XCTAssertEqual(json, ["visitorId": "alice", "visitor": NSNull(), "decisions": [Any](), "hits": [Any](), "unreadableRows": 0, "damagedRows": 0] as NSDictionary)
     }
 
     func testBeforeStartTheCallSaysTheSDKIsNotStarted() async {
