@@ -7,7 +7,8 @@
 
 A figure is a measure's current value, with its date and the benchmark that measured it. A quote is
 a place in a file that cites it: `text` holds `{}` where the value stands, and `value` is the part of
-the figure quoted there (a figure of several numbers may be quoted one at a time).
+the figure quoted there (a figure of several numbers may be quoted one at a time). The text after
+`{}` must not occur inside the value (a value is read up to the first place that text follows).
 """
 import json
 import re
@@ -83,6 +84,8 @@ def render(data):
         path = ROOT / quote["file"]
         before, after = quote["text"].split("{}")
         text = path.read_text(encoding="utf-8")
+        if before + quote["value"] + after in text:
+            continue
         text = quote_pattern(quote).sub(lambda _: before + quote["value"] + after, text)
         path.write_text(text, encoding="utf-8")
 
