@@ -27,23 +27,6 @@ final class TemporaryPostgresTests: XCTestCase {
         }
     }
 
-    /// `executable` with `arguments`, its output discarded, `environment` added to this process's.
-    private func spawn(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw XCTSkip("cannot run \(executable): \(String(cString: strerror(spawned)))") }
-        return pid
-    }
-
     func testTheServerOfAProcessKilledByASignalIsStoppedAndItsFilesRemoved() throws {
         if let report = ProcessInfo.processInfo.environment[Self.childVariable] {
             return try actAsTheChild(reportingTo: report)
@@ -58,7 +41,7 @@ final class TemporaryPostgresTests: XCTestCase {
             let report = FileManager.default.temporaryDirectory.appendingPathComponent("orphan-\(UUID().uuidString)").path
             // Spawned and reaped by hand: Foundation's `Process` on Linux waits for an exit its
             // own monitor may never see once the child is killed.
-            let pid = try spawn(ProcessInfo.processInfo.arguments[0],
+            let pid = try TemporaryPostgres.spawn(ProcessInfo.processInfo.arguments[0],
                                 ["FlagshipPostgresTests.TemporaryPostgresTests/testTheServerOfAProcessKilledByASignalIsStoppedAndItsFilesRemoved"],
                                 environment: [Self.childVariable: report])
             let started = Date()

@@ -216,11 +216,28 @@ public final class TemporaryPostgres: @unchecked Sendable {
     private static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("flagship-pg-output-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: outputFile) }
+        let pid = try spawn(executable, arguments, environment: environment, output: outputFile.path)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = ((try? String(contentsOf: outputFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        // Exited normally (the low 7 bits clear) with status 0.
+        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
+            throw Unavailable(description: "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    /// Starts `executable` with `arguments` (`environment` added to this process's), its input
+    /// from /dev/null, its output and errors to `output` (a file, created); returns at once.
+    /// Foundation's `Process` is not used: on Linux it may wait for ever for a child killed by a
+    /// signal.
+    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                             output: String = "/dev/null") throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -231,14 +248,7 @@ public final class TemporaryPostgres: @unchecked Sendable {
         guard spawned == 0 else {
             throw Unavailable(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = ((try? String(contentsOf: outputFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        // Exited normally (the low 7 bits clear) with status 0.
-        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
-            throw Unavailable(description: "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
-        }
-        return text
+        return pid
     }
 
     /// A port nobody listens on now: bound to port 0, read back, released.
