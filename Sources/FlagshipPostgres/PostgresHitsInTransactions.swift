@@ -18,7 +18,7 @@ extension FSVisitor {
     /// checks it, before anything is written: an invalid hit, a visitor without consent, panic
     /// mode, an SDK not started or without a PostgreSQL store throw `FlagshipError`, and the
     /// transaction is as it was. So do a connection that holds no transaction
-    /// (``FlagshipError/hitNotWritten(_:)`` with code `notInTransaction`: the hit would commit alone
+    /// (`FlagshipError.hitNotWritten` with code `notInTransaction`: the hit would commit alone
     /// and be sent even if the app then gave up its order) and one to another database, even one
     /// with a `flagship` schema of its own (code `notTheStore`: no instance would send it). The
     /// database is told by its name and the time its `flagship` schema was first migrated, read once
