@@ -61,6 +61,14 @@ final class FlagChangesTests: SDKTestCase {
 
         for number in 1...20 {
             try await publish(BucketingModeTests.bucketingFile(vipValue: "v\(number)"), at: 1_700_000_000 + Double(number) * 100)
+            // The watched visitor is decided again in a task of its own: its change is told before
+            // its fetch says FETCHED, so both together mean this file's change is in the stream.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while visitor.getFlag(key: "shipping").value(defaultValue: "none", visitorExposed: false) != "v\(number)"
+                    || visitor.fetchStatus != .FETCHED {
+                guard ContinuousClock.now < deadline else { return XCTFail("file \(number) was not decided on") }
+                try await Task.sleep(for: .milliseconds(5))
+            }
         }
         await flagship.close()
 
