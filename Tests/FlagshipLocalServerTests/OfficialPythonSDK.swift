@@ -46,6 +46,8 @@ enum OfficialPythonSDK {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        // In the scratch folder: the Python SDK writes its bucketing file beside it (`.<env>.decision`).
+        process.currentDirectoryURL = scratch
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = try FileHandle(forReadingFrom: inputFile)
