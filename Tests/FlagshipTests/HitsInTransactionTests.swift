@@ -244,6 +244,34 @@ final class HitsInTransactionTests: TrackingTestCase {
                       "the withdrawal itself is told")
     }
 
+    /// At most `erasuresWaitingLimit` failed erasures wait to be tried again: past it one is
+    /// logged and counted as abandoned, and the ones kept still run once the lock is gone.
+    func testFailedErasuresPastTheLimitAreCountedAsAbandoned() async throws {
+        start(trackingBuilder(interval: 10).withTrackingSettings { $0.erasuresWaitingLimit = 1 })
+        let (first, second) = (makeVisitor("first"), makeVisitor("second"))
+        await flagship.waitUntilTrackingIsIdle()
+        let db = try openAppConnection()
+
+        try execute(db, "BEGIN IMMEDIATE")
+        first.setConsent(hasConsented: false)
+        second.setConsent(hasConsented: false)
+        try await waitUntil("both erasures found the file locked", timeout: 20) {
+            log.allText.contains("erasures already wait to be tried again: this one is not")
+        }
+        try execute(db, "COMMIT")
+        let reported = await flagship.trackingStatistics()
+        let statistics = try XCTUnwrap(reported)
+        XCTAssertEqual(statistics.erasuresWaiting, 1)
+        XCTAssertEqual(statistics.erasuresAbandoned, 1)
+
+        try await nextInterval()
+        try await waitUntil("the kept erasure ran") { log.allText.contains("A visitor's data was deleted after consent was withdrawn") }
+        let after = await flagship.trackingStatistics()
+        XCTAssertEqual(after?.erasuresWaiting, 0)
+        XCTAssertEqual(after?.erasuresAbandoned, 1)
+        await flagship.close()
+    }
+
     /// A TEMP table named `hits` on the app's connection (searched before `main` for an
     /// unqualified name) does not take the SDK's hit: every statement names its schema.
     func testATempTableNamedHitsOnTheAppsConnectionDoesNotTakeTheHit() async throws {

@@ -64,6 +64,11 @@ package struct TrackingStatistics: Sendable, Equatable {
     /// them, refused past the ingress cap; and, when close's deadline found the store busy, the
     /// accepted hits not yet in it.
     package var lost = 0
+    /// Consent withdrawals whose erasure failed and waits to be tried again, now.
+    package var erasuresWaiting = 0
+    /// Consent withdrawals whose erasure failed when `erasuresWaitingLimit` already waited: not
+    /// tried again (each logged as an error).
+    package var erasuresAbandoned = 0
 }
 
 /// The tracking manager's in-memory structures, by entries: for tests that check memory stays
@@ -517,7 +522,8 @@ package final class TrackingManager: HitTracking {
                 cachedAtStart: state.cachedAtStart, expired: written.expired, delivered: sent.delivered,
                 rejected: sent.rejected, evicted: written.evicted, failedRequests: sent.failedRequests,
                 waiting: state.waiting, shed: backpressure.shed, refusedOverloaded: overloadedRefusals.withLock { $0 },
-                lost: written.lost + state.lostAtClose)
+                lost: written.lost + state.lostAtClose, erasuresWaiting: writer.erasuresWaiting,
+                erasuresAbandoned: written.erasuresAbandoned)
         }
     }
 
