@@ -377,20 +377,17 @@ package struct HitRecordStore {
                                attempts: Int(integer(6) ?? 0), nextAttemptAt: integer(7), leaseOwner: row[8].text,
                                leaseUntil: integer(9), fileVersion: row[10].text, decidedAt: integer(11))
         if case .integer = row[5] {} else { record.storedCreatedAt = row[5] }
-        for (index, column, nullable) in [(3, "is_consent", false), (6, "attempts", false), (7, "next_attempt_at", true),
-                                          (9, "lease_until", true), (11, "decided_at", true)] {
-            switch row[index] {
-            case .integer: continue
-            case .null where nullable: continue
-            default: record.columnsNotAsWritten.append(column)
-            }
-        }
-        for (index, column, nullable) in [(1, "visitor_id", false), (2, "type", false), (4, "document", false),
-                                          (8, "lease_owner", true), (10, "file_version", true)] {
-            switch row[index] {
-            case .text: continue
-            case .null where nullable: continue
-            default: record.columnsNotAsWritten.append(column)
+        // Each column as the SDK writes it: an integer or a text, null where it may be.
+        let written: [(index: Int, column: String, integer: Bool, nullable: Bool)] = [
+            (1, "visitor_id", false, false), (2, "type", false, false), (3, "is_consent", true, false), (4, "document", false, false),
+            (6, "attempts", true, false), (7, "next_attempt_at", true, true), (8, "lease_owner", false, true),
+            (9, "lease_until", true, true), (10, "file_version", false, true), (11, "decided_at", true, true),
+        ]
+        for expected in written {
+            switch row[expected.index] {
+            case .integer where expected.integer, .text where !expected.integer: continue
+            case .null where expected.nullable: continue
+            default: record.columnsNotAsWritten.append(expected.column)
             }
         }
         return record
