@@ -171,6 +171,15 @@ final class DeduplicationTests: TrackingTestCase {
         await expect(Received(consent: 0, segment: 0, activate: 0, event: 0))
     }
 
+    func testAConsentHitRefusedForItsVisitorIdIsNotRecordedAsReported() async throws {
+        start(builder())
+        let tooLong = String(repeating: "x", count: FSVisitor.maximumIdBytes + 1)
+        let visitor = await flagship.newVisitor(visitorId: tooLong, hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
+        XCTAssertNil(visitor.withState { $0.reported.consent }, "refused, so never told: a later consent must not be deduplicated")
+        await expect(Received(consent: 0, segment: 0, activate: 0, event: 0))
+        XCTAssertEqual(deduplicated.counts[.consent] ?? 0, 0)
+    }
+
     func testAnActivateIsSentAgainOnceTheExposureWindowHasPassed() async throws {
         start(builder(.exposureWindow(600)))
         try await request("hal")
@@ -255,4 +264,68 @@ private final class DeduplicationCounts: FlagshipInstrumentation, @unchecked Sen
     }
 
     var counts: [FSDeduplicatedHit: Int] { lock.withLock { stored } }
+}
+
+// MARK: What a returning request does not redo
+
+final class ReturningRequestWorkTests: XCTestCase {
+    func testTheDigestMemoGivesWhatHashingGivesAndMissesWhenTheContextChanges() {
+        let digests = ContextDigests(limit: 8)
+        let context: [String: JSONValue] = ["plan": .string("pro"), "age": .int(31), "sdk_firstTimeInit": .bool(true)]
+        let first = digests.digest(of: context, visitorId: "ann")
+        XCTAssertEqual(first, ReportedFacts.digest(of: context))
+        XCTAssertEqual(digests.digest(of: context, visitorId: "ann"), first)
+        XCTAssertEqual(digests.counts.hits, 1, "the same context again: from memory")
+
+        var changed = context
+        changed["plan"] = .string("free")
+        let other = digests.digest(of: changed, visitorId: "ann")
+        XCTAssertEqual(other, ReportedFacts.digest(of: changed), "a changed context is hashed again, never answered from the old entry")
+        XCTAssertNotEqual(other, first)
+        XCTAssertEqual(digests.counts.misses, 2)
+        // Another visitor with the first context: its own entry, the same digest.
+        XCTAssertEqual(digests.digest(of: context, visitorId: "bob"), first)
+    }
+
+    func testTheDigestMemoKeepsAtMostTwoGenerationsAndKeepsAVisitorSeenOften() {
+        let digests = ContextDigests(limit: 4)
+        let context: [String: JSONValue] = ["plan": .string("pro")]
+        for index in 0..<100 {
+            _ = digests.digest(of: context, visitorId: "visitor-\(index)")
+            _ = digests.digest(of: context, visitorId: "regular")
+            XCTAssertLessThanOrEqual(digests.counts.entries, 8, "two generations of 4 at most")
+        }
+        let before = digests.counts.hits
+        _ = digests.digest(of: context, visitorId: "regular")
+        XCTAssertEqual(digests.counts.hits, before + 1, "seen at each step: never dropped")
+    }
+
+    func testADecisionThatGivesTheSameCampaignsKeepsTheFlagsAndOneThatDiffersRebuildsThem() {
+        let campaign = AssignedCampaign(campaignId: "c1", variationGroupId: "vg1", variationId: "v1", type: "ab",
+                                        flags: ["color": .string("blue")])
+        var state = VisitorState(visitorId: "ann", anonymousId: nil, context: [:], hasConsented: true)
+        state.assign([campaign])
+        let entry = try! XCTUnwrap(state.flags["color"])
+        _ = state.recordExposure(of: entry)
+        XCTAssertTrue(state.isExposureReported(entry))
+
+        var activated = campaign
+        activated.activated = true
+        state.assignDecision([activated])
+        XCTAssertTrue(state.flags["color"] === entry, "the same decision (but `activated`): the flags already built")
+        XCTAssertFalse(state.isExposureReported(entry), "a new decision: its exposures are asked again, as after any fetch")
+        XCTAssertEqual(state.campaigns, [activated])
+
+        var other = campaign
+        other.flags["color"] = .string("red")
+        state.assignDecision([other])
+        XCTAssertEqual(state.flags["color"]?.value, .string("red"), "another value: rebuilt")
+        XCTAssertFalse(state.flags["color"] === entry)
+
+        var moved = other
+        moved.variationId = "v2"
+        state.assignDecision([moved])
+        XCTAssertEqual(state.flags["color"]?.metadata.variationId, "v2", "another variation: rebuilt")
+        XCTAssertEqual(state.assignmentsHistory["vg1"], "v2")
+    }
 }

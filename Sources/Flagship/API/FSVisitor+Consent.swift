@@ -30,24 +30,29 @@ extension FSVisitor {
 
     func sendConsentHit(_ hasConsented: Bool) {
         guard let runtime, runtime.status != .SDK_PANIC, runtime.status != .SDK_NOT_INITIALIZED else { return }
-        let hit = outgoingHit(type: "EVENT", fields: SDKHit.consent(hasConsented: hasConsented, clientName: SDKInfo.clientName), runtime: runtime)
-        if let refusal = hit.identityRefusal {
-            logger.error("Consent hit not sent: \(refusal)")
-            return
-        }
-        // A consent the store records as received is not sent again; a withdrawal always is (on a
-        // fleet another instance may have reported a consent since: missing it costs more).
+        // A consent the store records as received is not sent again, nor even made: a returning
+        // visitor's request costs no hit. A withdrawal always is (on a fleet another instance may
+        // have reported a consent since: missing it costs more).
+        var marked = false
         if hasConsented, runtime.config.deduplication.isEnabled {
             let told = withState { state -> Bool in
                 guard state.hasConsented else { return false }
                 if state.reported.consent == true { return true }
                 state.reported.consent = true
+                marked = true
                 return false
             }
             if told {
                 runtime.config.instrumentation?.hitsDeduplicated(kind: .consent, count: 1)
                 return
             }
+        }
+        let hit = outgoingHit(type: "EVENT", fields: SDKHit.consent(hasConsented: hasConsented, clientName: SDKInfo.clientName), runtime: runtime)
+        if let refusal = hit.identityRefusal {
+            // Not sent, so not reported.
+            if marked { withState { $0.reported.consent = nil } }
+            logger.error("Consent hit not sent: \(refusal)")
+            return
         }
         runtime.tracking.track(hit)
     }

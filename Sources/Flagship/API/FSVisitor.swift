@@ -169,7 +169,7 @@ public final class FSVisitor: Sendable {
         // Bucketing mode: the platform never saw a request, so it learns the context from a
         // SEGMENT hit; deduplicated, only when the context differs from the last one sent.
         let segmentDigest = runtime.decider.reportsSegment && request.hasConsented && deduplicates
-            ? ReportedFacts.digest(of: request.context) : nil
+            ? runtime.contextDigests.digest(of: request.context, visitorId: request.visitorId) : nil
         let outcome = withState { state -> (latest: Bool, document: VisitorCacheDocument?, changes: [FSFlagValueChange],
                                             decided: [AssignedCampaign], segment: Bool) in
             guard generation == state.fetchGeneration else { return (false, nil, [], [], false) }
@@ -183,7 +183,7 @@ public final class FSVisitor: Sendable {
             // held with another variation.
             let decided = recordsDecisions && state.hasConsented
                 ? response.campaigns.filter { state.assignmentsHistory[$0.variationGroupId] != $0.variationId } : []
-            state.assign(response.campaigns)
+            state.assignDecision(response.campaigns)
             state.decidedBy = decidedBy
             state.decidedWith = recordsDecisions ? VisitorState.Provenance(fileVersion: response.fileVersion, decidedAt: decidedAt) : nil
             let changes = watched ? Self.changes(from: before, to: state.flags.mapValues(\.value)) : []

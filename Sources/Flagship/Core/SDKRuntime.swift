@@ -26,6 +26,9 @@ final class SDKRuntime: Sendable {
     let flagWatch = FlagWatch()
     /// The flag keys (with the type asked) whose type mismatch was logged: once each.
     let mismatchesLogged = Locked<Set<String>>([])
+    /// Recent visitors' context digests: a returning visitor's unchanged context is not hashed
+    /// again to be compared with the last SEGMENT hit's (at most 8,192 visitors remembered).
+    let contextDigests = ContextDigests()
     /// The evaluation hooks that threw: counted, each hook type and stage logged once.
     let hookFailures: HookFailures
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.

@@ -89,6 +89,33 @@ struct VisitorState: Sendable {
         }
     }
 
+    /// Flags from a decision: as `assign(_:)`, but a decision that gives the campaigns held now
+    /// (a returning visitor decided as its cached document says; only `activated` may differ,
+    /// which the document derives from `reported`) keeps the flags already built. Either way no
+    /// flag's exposure counts as reported for the new decision.
+    mutating func assignDecision(_ newCampaigns: [AssignedCampaign]) {
+        guard Self.sameAssignments(campaigns, newCampaigns) else {
+            assign(newCampaigns)
+            return
+        }
+        campaigns = newCampaigns
+        forgetReportedExposures()
+    }
+
+    /// Whether two lists of campaigns assign the same variations with the same flags and metadata,
+    /// in the same order, whatever their `activated`.
+    static func sameAssignments(_ left: [AssignedCampaign], _ right: [AssignedCampaign]) -> Bool {
+        guard left.count == right.count else { return false }
+        for (old, new) in zip(left, right) {
+            guard old.variationGroupId == new.variationGroupId, old.variationId == new.variationId,
+                  old.campaignId == new.campaignId, old.campaignName == new.campaignName,
+                  old.variationGroupName == new.variationGroupName, old.variationName == new.variationName,
+                  old.isReference == new.isReference, old.type == new.type, old.slug == new.slug,
+                  old.flags == new.flags else { return false }
+        }
+        return true
+    }
+
     /// Who this visitor's hits and activates are about.
     var identity: OutgoingHit.Identity {
         OutgoingHit.Identity(visitorId: visitorId, anonymousId: anonymousId)
