@@ -17,6 +17,10 @@ package final class FlagshipDatabase: Sendable {
     private let fileIdentity: FileIdentity?
     /// The private directory holding the copy an inspection reads, if it reads one.
     private let scratch: URL?
+    /// The full check that opening deferred (`Opening.deferredCheck`), running or done.
+    private let deferredCheck: DeferredCheck?
+    /// Its outcome once known, and who waits to be told it.
+    private let deferredOutcome = Locked<(outcome: DeferredCheck.Outcome?, handlers: [@Sendable (DeferredCheck.Outcome) -> Void])>((nil, []))
     /// This store's entry in `openHere`, taken out at the first `close()`.
     private let registered: FileIdentity?
     private let unregistered = OnceFlag()
@@ -30,8 +34,13 @@ package final class FlagshipDatabase: Sendable {
         /// Where a damaged file was moved, with why it was judged damaged.
         package var movedAside: MovedAside?
         /// Why the whole file was checked (`PRAGMA quick_check`) before use; `nil` when the last
-        /// session closed cleanly and the check was skipped.
+        /// session closed cleanly and the check was skipped, or when the file was too big to
+        /// check before use (then `deferredCheck` says why).
         package var fullCheck: String?
+        /// Why the whole file is checked after opening, in the background: a check was due (a
+        /// crash) and the file is larger than `DatabaseOptions.fullCheckBeforeUseMaximumBytes`.
+        /// Before use it got the bounded check (`boundedCheck`). The outcome: `onDeferredCheckEnded`.
+        package var deferredCheck: String?
         /// Why the file was opened for reading only: another process held its write lock, or
         /// the file or its directory cannot be written. What it holds is served; nothing is
         /// written to it by this connection.
@@ -47,8 +56,9 @@ package final class FlagshipDatabase: Sendable {
         package var switchedToIncrementalVacuum = false
 
         package init(fromVersion: Int, movedAside: MovedAside? = nil, walSetAside: MovedAside? = nil,
-                     salvage: Result<Salvage, StoreError>? = nil, fullCheck: String? = nil, readOnly: String? = nil,
-                     switchedToIncrementalVacuum: Bool = false) {
+                     salvage: Result<Salvage, StoreError>? = nil, fullCheck: String? = nil, deferredCheck: String? = nil,
+                     readOnly: String? = nil, switchedToIncrementalVacuum: Bool = false) {
+            self.deferredCheck = deferredCheck
             self.switchedToIncrementalVacuum = switchedToIncrementalVacuum
             self.fromVersion = fromVersion
             self.salvage = salvage
@@ -80,6 +90,46 @@ package final class FlagshipDatabase: Sendable {
         if fileIdentity != nil {
             let path = database.path
             database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
+        }
+        if opening.deferredCheck != nil, fileIdentity != nil {
+            let path = database.path
+            let report = deferredOutcome
+            let check = DeferredCheck(path: path) { [database] outcome in
+                Self.record(outcome, of: database, path: path)
+                let handlers = report.withLock { report in
+                    report.outcome = outcome
+                    return report.handlers
+                }
+                for handler in handlers { handler(outcome) }
+            }
+            deferredCheck = check
+            check.start()
+        } else {
+            deferredCheck = nil
+        }
+    }
+
+    /// Calls `handler` once the deferred full check (`Opening.deferredCheck`) ends, on the check's
+    /// queue; at once if it has ended already. Never called when no check was deferred.
+    package func onDeferredCheckEnded(_ handler: @escaping @Sendable (DeferredCheck.Outcome) -> Void) {
+        let ended = deferredOutcome.withLock { report -> DeferredCheck.Outcome? in
+            if report.outcome == nil { report.handlers.append(handler) }
+            return report.outcome
+        }
+        if let ended { handler(ended) }
+    }
+
+    /// What a deferred check found, recorded where the next start reads it: passed, the check is
+    /// no longer due; damaged, the file is marked as a damaged statement marks it, so the next
+    /// start moves it aside (and salvages it) whatever its size. Interrupted or failed: still due.
+    private static func record(_ outcome: DeferredCheck.Outcome, of database: Database, path: String) {
+        switch outcome {
+        case .passed:
+            try? database.write { try StoreSessions.checkPassed($0, now: Date().unixMilliseconds) }
+        case .damaged(let findings):
+            markDamaged(path: path, note: "the full check found damage: \(findings)")
+        case .interrupted, .failed:
+            break
         }
     }
 
@@ -413,6 +463,7 @@ package final class FlagshipDatabase: Sendable {
     /// met a damaged page: then the marker stays and the next open checks the whole file.
     /// Safe to call more than once.
     package func close() {
+        deferredCheck?.close()
         if let sessionKey, !database.hasMetDamage {
             try? database.write { try StoreSessions.end(sessionKey, in: $0) }
         }
@@ -425,6 +476,7 @@ package final class FlagshipDatabase: Sendable {
     /// Ends the session as a killed process would: the connection closed without a checkpoint,
     /// the session marker left in the file. For crash tests.
     package func abandon() {
+        deferredCheck?.close()
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close(checkpoint: false)
         if let registered, unregistered.claim() { Self.openHere.remove(registered) }
@@ -515,10 +567,13 @@ package final class FlagshipDatabase: Sendable {
                 try refuseUnlessOurs(connection, path: path, migrator: migrator)
                 return inMemory ? nil : try StoreSessions.inspect(connection)
             }
-            if findings?.reasonForFullCheck != nil {
-                let check = try database.withConnection { try $0.query("PRAGMA quick_check").compactMap { $0[0].text } }
-                guard check == ["ok"] else {
-                    throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
+            var deferred: String?
+            if let reason = findings?.reasonForFullCheck {
+                if fileBytes(path) <= options.fullCheckBeforeUseMaximumBytes {
+                    try fullCheck(database)
+                } else {
+                    try boundedCheck(database)
+                    deferred = reason
                 }
             }
             try chooseIncrementalVacuumIfNew(database)
@@ -529,7 +584,7 @@ package final class FlagshipDatabase: Sendable {
                     try connection.hits.recount()
                     guard let findings else { return nil }
                     try checkSchema(connection, migrated: outcome.fromVersion < outcome.toVersion, now: now().unixMilliseconds)
-                    return try StoreSessions.begin(connection, after: findings, now: now().unixMilliseconds)
+                    return try StoreSessions.begin(connection, after: findings, checkDeferred: deferred != nil, now: now().unixMilliseconds)
                 }
             }
             // A current file can be served read-only: when another process holds the write lock,
@@ -560,7 +615,8 @@ package final class FlagshipDatabase: Sendable {
             return FlagshipDatabase(database: database, schemaVersion: outcome.toVersion,
                                     opening: Opening(fromVersion: outcome.fromVersion, movedAside: movedAside, walSetAside: walSetAside,
                                                      salvage: salvage,
-                                                     fullCheck: findings?.reasonForFullCheck,
+                                                     fullCheck: deferred == nil ? findings?.reasonForFullCheck : nil,
+                                                     deferredCheck: deferred,
                                                      switchedToIncrementalVacuum: switched),
                                     sessionKey: sessionKey)
         } catch {
@@ -718,8 +774,47 @@ package final class FlagshipDatabase: Sendable {
     /// most often trip on), so the next open trusts SQLite's word and moves the file aside.
     private static let damageMarkSuffix = "-damaged"
 
+    /// `PRAGMA quick_check`: every page of the file read, each B-tree's structure checked.
+    private static func fullCheck(_ database: Database) throws {
+        let check = try database.withConnection { try $0.query("PRAGMA main.quick_check").compactMap { $0[0].text } }
+        guard check == ["ok"] else {
+            throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
+        }
+    }
+
+    /// What a crash can leave wrong in a store in WAL mode, checked in time bounded by the hit
+    /// cache's cap rather than by the file's size. SQLite commits are atomic: a killed process or
+    /// a power loss leaves the WAL with a torn tail at worst, whose frames SQLite's recovery
+    /// checks (each frame carries a checksum over the log so far) and drops; no committed page is
+    /// ever half written in the database file, which only a checkpoint writes, from frames already
+    /// in the WAL, and which the next open repeats. So what is checked before use is what the
+    /// SDK reads first and must not misread: the schema (parsed by this statement's preparation,
+    /// and its version), `sdk_state` (the session markers), and the hits with their indexes and
+    /// counter, replayed at start. Damage from elsewhere (a disk, another program) is what the
+    /// full check looks for, deferred to the background (`DeferredCheck`).
+    private static func boundedCheck(_ database: Database) throws {
+        for table in ["sdk_state", "hits", "hits_total"] {
+            let check = try database.withConnection { connection -> [String] in
+                guard try connection.tableExists(table) else { return ["ok"] }
+                return try connection.query("PRAGMA main.quick_check(\(table))").compactMap { $0[0].text }
+            }
+            guard check == ["ok"] else {
+                throw Damage(reason: "quick_check(\(table)): " + check.prefix(3).joined(separator: "; "))
+            }
+        }
+    }
+
+    /// The file's size in bytes (0 when it cannot be read: then it is checked in full).
+    private static func fileBytes(_ path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
     private static func markDamaged(path: String, error: SQLiteError) {
-        let note = Data("a statement met a damaged page: \(error.message)\n".utf8)
+        markDamaged(path: path, note: "a statement met a damaged page: \(error.message)")
+    }
+
+    private static func markDamaged(path: String, note text: String) {
+        let note = Data((text + "\n").utf8)
         // Best effort: without it, the session's row left in the file still brings a `quick_check`.
         _ = FileManager.default.createFile(atPath: path + damageMarkSuffix, contents: note, attributes: [.posixPermissions: 0o600])
     }

@@ -11,6 +11,10 @@ import Foundation
 enum StoreSessions {
     static let keyPrefix = "store.session."
     static let checkedKey = "store.checked_at"
+    /// A full check deferred to the background (a file too big to check before use) that has not
+    /// passed yet: recorded at the start that deferred it, deleted when it passes, so that a
+    /// process killed before then leaves it due.
+    static let checkDueKey = "store.check_due"
 
     /// What opening found: why a full check is due (nil: none is) and the keys of sessions whose
     /// process is gone, to delete once the check has passed.
@@ -41,6 +45,9 @@ enum StoreSessions {
             let pids = stale.map { pid(in: $0).map(String.init) ?? "?" }.joined(separator: ", ")
             return Findings(reasonForFullCheck: "the last session (pid \(pids)) did not close the store cleanly", staleKeys: stale)
         }
+        if try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(checkDueKey)]) != nil {
+            return Findings(reasonForFullCheck: "a full check deferred at an earlier start has not passed yet", staleKeys: [])
+        }
         if try connection.scalar("SELECT value FROM main.sdk_state WHERE key = ?", [.text(checkedKey)]) == nil {
             return Findings(reasonForFullCheck: "no full check is recorded for this file yet", staleKeys: [])
         }
@@ -49,12 +56,17 @@ enum StoreSessions {
 
     /// Records this session (and, after a check that passed, that fact), forgets the sessions
     /// that ended without closing, and returns this session's key.
-    static func begin(_ connection: Connection, after findings: Findings, now: Int64) throws(StoreError) -> String {
+    /// `checkDeferred`: the full check was due and runs in the background (`DeferredCheck`): it
+    /// stays due (`checkDueKey`) until it passes (`checkPassed`).
+    static func begin(_ connection: Connection, after findings: Findings, checkDeferred: Bool = false,
+                      now: Int64) throws(StoreError) -> String {
         for key in findings.staleKeys {
             try connection.execute("DELETE FROM main.sdk_state WHERE key = ?", [.text(key)])
         }
-        if findings.reasonForFullCheck != nil || findings.isNew {
-            try connection.state.setValue(String(now), forKey: checkedKey, now: now)
+        if checkDeferred {
+            try connection.state.setValue(String(now), forKey: checkDueKey, now: now)
+        } else if findings.reasonForFullCheck != nil || findings.isNew {
+            try checkPassed(connection, now: now)
         }
         let token = UUID().uuidString.prefix(8).lowercased()
         let key = "\(keyPrefix)\(getpid()).\(token)"
@@ -62,6 +74,12 @@ enum StoreSessions {
                                [.text(key), .text(String(now)), .integer(now)])
         openHere.insert(key)
         return key
+    }
+
+    /// A full check passed: none is due until the next crash.
+    static func checkPassed(_ connection: Connection, now: Int64) throws(StoreError) {
+        try connection.state.setValue(String(now), forKey: checkedKey, now: now)
+        try connection.execute("DELETE FROM main.sdk_state WHERE key = ?", [.text(checkDueKey)])
     }
 
     /// A clean close: this session's key goes.

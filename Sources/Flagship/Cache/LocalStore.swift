@@ -34,6 +34,20 @@ enum LocalStore {
             logger.error("The cache database was damaged (\(movedAside.reason)); it was moved to \(movedAside.url.path) and a new one created", metadata: ["path": "\(url.path)"])
         } else if let reason = database.opening.fullCheck {
             logger.info("Cache database checked in full before use: \(reason)", metadata: ["path": "\(url.path)"])
+        } else if let reason = database.opening.deferredCheck {
+            logger.info("Cache database checked before use where a crash can leave damage (schema, session markers, hits), and in full in the background, being too large to read whole at start: \(reason)", metadata: ["path": "\(url.path)"])
+            database.onDeferredCheckEnded { outcome in
+                switch outcome {
+                case .passed(let seconds):
+                    logger.info("Cache database checked in full in the background in \(String(format: "%.1f", seconds)) s: no damage", metadata: ["path": "\(url.path)"])
+                case .damaged(let findings):
+                    logger.error("The full check found the cache database damaged (\(findings)): the SDK keeps working, and the next start moves it aside and copies what it still holds into a new one", metadata: ["path": "\(url.path)"])
+                case .failed(let reason):
+                    logger.warning("The cache database's full check could not run (\(reason)): it is tried again at the next start", metadata: ["path": "\(url.path)"])
+                case .interrupted:
+                    logger.info("The cache database's full check did not finish before close: it runs again at the next start", metadata: ["path": "\(url.path)"])
+                }
+            }
         }
         if database.opening.switchedToIncrementalVacuum {
             logger.info("Cache database switched to incremental auto-vacuum (rewritten once): the space pruned visitors free is given back", metadata: ["path": "\(url.path)"])

@@ -27,6 +27,10 @@ package struct DatabaseOptions: Sendable, Equatable {
     /// Read-only connections keep SQLite's default.
     package var writerCacheKibibytes = Self.defaultWriterCacheKibibytes
     package static let defaultWriterCacheKibibytes = 16_384
+    /// After a crash, a file of at most this many bytes is checked in full (`PRAGMA quick_check`,
+    /// every page) before use; a larger one gets the bounded check before use and the full check
+    /// after it, in the background (`FlagshipDatabase.open`). 64 MiB read in about half a second here.
+    package var fullCheckBeforeUseMaximumBytes: Int64 = 64 << 20
 
     package init(synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int32 = 5_000, readOnly: Bool = false,
                  immutable: Bool = false) {
