@@ -5,7 +5,7 @@ import Foundation
 /// path, run after opening on a connection and a queue of its own.
 ///
 /// What a crash can leave in a store in WAL mode is checked before use whatever the size (see
-/// `FlagshipDatabase.boundedCheck`); the full check looks for damage from elsewhere (a disk, a
+/// `FlagshipDatabase.boundedCheck`: the schema and the hits); the full check looks for damage from elsewhere (a disk, a
 /// program writing into the file), which a crash only gives a reason to look for. It reads every
 /// page of a file that may hold gigabytes, so it runs here while the SDK serves: on a read-only
 /// connection (it blocks no writer; the WAL cannot be reset past its snapshot while it runs), and

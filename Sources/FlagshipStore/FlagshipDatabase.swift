@@ -789,11 +789,12 @@ package final class FlagshipDatabase: Sendable {
     /// ever half written in the database file, which only a checkpoint writes, from frames already
     /// in the WAL, and which the next open repeats. So what is checked before use is what the
     /// SDK reads first and must not misread: the schema (parsed by this statement's preparation,
-    /// and its version), `sdk_state` (the session markers), and the hits with their indexes and
-    /// counter, replayed at start. Damage from elsewhere (a disk, another program) is what the
-    /// full check looks for, deferred to the background (`DeferredCheck`).
+    /// and its version) and the hits with their indexes and counter, replayed at start; the
+    /// session rows are read by their key, and a damaged page on that path fails the open as
+    /// damage. Bounded by the hit cache's cap, not by the visitors. Damage from elsewhere (a disk,
+    /// another program) is what the full check looks for, deferred to the background (`DeferredCheck`).
     private static func boundedCheck(_ database: Database) throws {
-        for table in ["sdk_state", "hits", "hits_total"] {
+        for table in ["hits", "hits_total"] {
             let check = try database.withConnection { connection -> [String] in
                 guard try connection.tableExists(table) else { return ["ok"] }
                 return try connection.query("PRAGMA main.quick_check(\(table))").compactMap { $0[0].text }

@@ -4,7 +4,7 @@ import XCTest
 @testable import FlagshipStore
 
 /// After a crash, a store larger than `fullCheckBeforeUseMaximumBytes` is checked before use
-/// only where a crash can leave damage (schema, session markers, hits), and in full in the
+/// only where a crash can leave damage (schema, hits), and in full in the
 /// background; what the full check finds is handled at the next start, as a damaged page met by a
 /// statement is.
 final class DeferredCheckTests: StoreTestCase {

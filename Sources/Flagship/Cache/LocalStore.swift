@@ -35,7 +35,7 @@ enum LocalStore {
         } else if let reason = database.opening.fullCheck {
             logger.info("Cache database checked in full before use: \(reason)", metadata: ["path": "\(url.path)"])
         } else if let reason = database.opening.deferredCheck {
-            logger.info("Cache database checked before use where a crash can leave damage (schema, session markers, hits), and in full in the background, being too large to read whole at start: \(reason)", metadata: ["path": "\(url.path)"])
+            logger.info("Cache database checked before use where a crash can leave damage (schema, hits), and in full in the background, being too large to read whole at start: \(reason)", metadata: ["path": "\(url.path)"])
             database.onDeferredCheckEnded { outcome in
                 switch outcome {
                 case .passed(let seconds):
