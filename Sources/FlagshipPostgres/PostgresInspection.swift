@@ -145,16 +145,16 @@ package struct PostgresInspection: Sendable {
         }
     }
 
-    /// The environment's visitors, most recently updated first (as the SQLite store lists them).
-    package func visitors(envId: String) async throws(FlagshipPostgresError) -> [VisitorRecord] {
+    /// Up to `limit` of the environment's visitors, most recently seen first (as the SQLite store lists them), by the index retention keeps.
+    package func visitors(envId: String, limit: Int) async throws(FlagshipPostgresError) -> [(record: VisitorRecord, lastSeenAt: Int64)] {
         try await rows("reading the visitors") { connection, logger in
-            var visitors: [VisitorRecord] = []
-            for try await (id, anonymousId, consent, document, updatedAt) in try await connection.query("""
-                SELECT visitor_id, anonymous_id, consent, document, updated_at FROM flagship.visitors
-                WHERE env_id = \(envId) ORDER BY updated_at DESC, visitor_id
-                """, logger: logger).decode((String, String?, Bool, String, Int64).self) {
-                visitors.append(VisitorRecord(visitorId: id, anonymousId: anonymousId, consent: consent, document: document,
-                                              updatedAt: updatedAt))
+            var visitors: [(record: VisitorRecord, lastSeenAt: Int64)] = []
+            for try await (id, anonymousId, consent, document, updatedAt, lastSeenAt) in try await connection.query("""
+                SELECT visitor_id, anonymous_id, consent, document, updated_at, COALESCE(last_seen_at, updated_at) FROM flagship.visitors
+                WHERE env_id = \(envId) ORDER BY COALESCE(last_seen_at, updated_at) DESC, visitor_id DESC LIMIT \(max(0, limit))
+                """, logger: logger).decode((String, String?, Bool, String, Int64, Int64).self) {
+                visitors.append((VisitorRecord(visitorId: id, anonymousId: anonymousId, consent: consent, document: document,
+                                               updatedAt: updatedAt), lastSeenAt))
             }
             return visitors
         }

@@ -14,6 +14,11 @@ enum Output {
 
     /// Prints `fields` as one line of JSON, in the order given: `{"replayed": 3, "expired": 0}`.
     /// A summary a script reads with `jq` and a person at a glance.
+    /// `value` as one line of JSON, keys sorted: a row of a listing printed as it is read.
+    static func jsonText(_ value: Any) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+    }
+
     static func printJSONLine(_ fields: KeyValuePairs<String, Int>) throws {
         let members = try fields.map { key, value in
             let name = try JSONSerialization.data(withJSONObject: key, options: [.fragmentsAllowed])

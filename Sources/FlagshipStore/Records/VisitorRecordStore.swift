@@ -108,6 +108,56 @@ package struct VisitorRecordStore {
         )
     }
 
+    /// A visitor as a listing shows it: its row, and when it was last seen (looked up or written).
+    package struct Listed: Sendable, Equatable {
+        package var record: VisitorRecord
+        package var lastSeenAt: Int64
+        /// Where the page after this visitor starts.
+        package var cursor: ListingCursor
+    }
+
+    /// A place in the listing's order: last seen, then row id, both descending.
+    package struct ListingCursor: Sendable, Equatable {
+        package var lastSeenAt: Int64
+        package var rowId: Int64
+
+        package static let start = ListingCursor(lastSeenAt: .max, rowId: .max)
+    }
+
+    /// Up to `limit` visitors, most recently seen first, after `cursor`: a walk down the index
+    /// retention keeps (`visitors_by_last_seen`), so that a page costs the same at any size and a
+    /// listing never holds more than a page. A file from before that index (schema 3 and older,
+    /// read as found) is ordered by its last write instead, sorted whole.
+    package func mostRecentlySeen(after cursor: ListingCursor = .start, limit: Int) throws -> [Listed] {
+        let sql: String
+        if try connection.sharedParts.available() {
+            sql = """
+                SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at), row_id
+                FROM main.visitor_documents
+                WHERE coalesce(last_seen_at, updated_at) <= ?1 AND (coalesce(last_seen_at, updated_at) < ?1 OR row_id < ?2)
+                ORDER BY coalesce(last_seen_at, updated_at) DESC, row_id DESC LIMIT ?3
+                """
+        } else if try connection.scalar("SELECT count(*) FROM pragma_table_info('visitors') WHERE name = 'last_seen_at'")?.int64 == 1 {
+            sql = """
+                SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at), rowid
+                FROM main.visitors
+                WHERE coalesce(last_seen_at, updated_at) <= ?1 AND (coalesce(last_seen_at, updated_at) < ?1 OR rowid < ?2)
+                ORDER BY coalesce(last_seen_at, updated_at) DESC, rowid DESC LIMIT ?3
+                """
+        } else {
+            sql = """
+                SELECT visitor_id, anonymous_id, consent, document, updated_at, updated_at, rowid
+                FROM main.visitors
+                WHERE updated_at <= ?1 AND (updated_at < ?1 OR rowid < ?2)
+                ORDER BY updated_at DESC, rowid DESC LIMIT ?3
+                """
+        }
+        return try connection.query(sql, [.integer(cursor.lastSeenAt), .integer(cursor.rowId), SQLiteValue(max(0, limit))]).map { row in
+            let seen = try row.int64(5)
+            return Listed(record: try Self.record(row), lastSeenAt: seen, cursor: ListingCursor(lastSeenAt: seen, rowId: try row.int64(6)))
+        }
+    }
+
     /// Visitors, most recently updated first.
     package func visitors(limit: Int = .max) throws -> [VisitorRecord] {
         try connection.query("\(try selectColumns()) ORDER BY updated_at DESC, visitor_id LIMIT ?", [SQLiteValue(limit)])
