@@ -38,7 +38,7 @@ final class MigratorTests: StoreTestCase {
         XCTAssertEqual(try store.database.schemaObjectNames(), [
             "bucketing", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
             "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence", "visitor_documents",
-            "visitors", "visitors_readable",
+            "visitors", "visitors_readable", "visitors_total",
         ])
     }
 
@@ -77,7 +77,8 @@ final class MigratorTests: StoreTestCase {
             "3 decision_provenance fnv1a64:76186d3148c2ba34",
             "4 visitor_retention fnv1a64:32595d719f04a13c",
             "5 shared_parts fnv1a64:211eef48996d5420",
-            "6 reported_facts \(Migration.embedded[5].checksum)",
+            "6 reported_facts fnv1a64:c0e2b49e736c12ec",
+            "7 visitor_count \(Migration.embedded[6].checksum)",
         ])
     }
 
@@ -207,6 +208,8 @@ final class MigratorTests: StoreTestCase {
         5: seeds5,
         // Version 6 puts a compact row's `reported` (what the platform was told) back in its document.
         6: seeds6,
+        // Version 7 keeps the visitors' number (`visitors_total`), counted once at the upgrade.
+        7: seeds7,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -284,6 +287,19 @@ final class MigratorTests: StoreTestCase {
             + entry.dropLast() + #","activated":true}],"consent":true,"context":{"sdk_osName":"linux","plan":"pro"},"visitorId":"visitor-6","reported":"#
             + reported + #"},"version":1}"#
         seed.visitors.append(VisitorRecord(visitorId: "visitor-6", anonymousId: nil, consent: true, document: whole, updatedAt: 1_732_170_004_000))
+        return seed
+    }()
+
+    private static let seeds7: SchemaSeed = {
+        var seed = seeds6
+        // A visitor written at version 7: counted by the trigger.
+        let visitor = VisitorRecord.sample("visitor-7", updatedAt: 1_732_170_005_000)
+        seed.statements.append((
+            "INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(visitor.visitorId), SQLiteValue(visitor.anonymousId), SQLiteValue(visitor.consent), .text(visitor.document),
+             .integer(visitor.updatedAt), .integer(visitor.updatedAt)]
+        ))
+        seed.visitors.append(visitor)
         return seed
     }()
 
@@ -393,6 +409,7 @@ final class MigratorTests: StoreTestCase {
             XCTAssertEqual(store.schemaVersion, latest, "from v\(version)")
             XCTAssertEqual(try appliedMigrations(store.database).map(\.version), (1...latest).map(Int64.init), "from v\(version)")
             try assertIntact(seed, in: store, "from v\(version)")
+            XCTAssertEqual(try store.read { try $0.visitors.count() }, seed.visitors.count, "the kept count, from v\(version)")
         }
     }
 

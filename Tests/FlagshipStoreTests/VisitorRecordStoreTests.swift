@@ -90,4 +90,40 @@ final class VisitorRecordStoreTests: StoreTestCase {
 
         XCTAssertEqual(row, ["visitor-1", "anon-1", 1, "2024-11-21 06:20:00", "2024-11-21 06:20:00", 1, #"{"plan":"free"}"#])
     }
+
+    func testTheKeptVisitorCountFollowsInsertsUpdatesDeletesAndPrunes() throws {
+        let store = try openStore()
+        func counts() throws -> (kept: Int, counted: Int) {
+            try store.read { (try $0.visitors.count(), try $0.visitors.countRows()) }
+        }
+        try store.write { try $0.visitors.save(["a", "b", "c", "d"].map { VisitorRecord.sample($0) }) }
+        XCTAssertEqual(try counts().kept, 4)
+        try store.write { try $0.visitors.save(.sample("a", updatedAt: 1_732_170_009_999)) }
+        XCTAssertEqual(try counts().kept, 4, "saved again: an update, not a visitor more")
+        XCTAssertTrue(try store.write { try $0.visitors.delete(visitorId: "b") })
+        XCTAssertEqual(try counts().kept, 3)
+        let pruned = try store.write { try $0.visitors.deleteNotSeen(since: .max, limit: 2) }
+        XCTAssertEqual(pruned.visitors, 2)
+        let after = try counts()
+        XCTAssertEqual(after.kept, 1)
+        XCTAssertEqual(after.kept, after.counted)
+        // A write around the triggers (`INSERT OR REPLACE` deletes without firing them) shows.
+        try store.write { try $0.execute("INSERT OR REPLACE INTO visitors (visitor_id, consent, document, updated_at) SELECT visitor_id, consent, document, updated_at FROM visitors") }
+        XCTAssertEqual(try counts().counted, 1)
+        XCTAssertEqual(try counts().kept, 2, "what --full shows beside the count")
+    }
+
+    func testAStoreMigratedToVersion7CountsItsVisitorsOnce() throws {
+        let file = url("version-6.sqlite")
+        let database = try rawDatabase(at: file)
+        _ = try Migrator().migrate(database, upTo: 6, now: { fixedNow })
+        try database.write { try $0.visitors.save(["a", "b", "c"].map { VisitorRecord.sample($0) }) }
+        XCTAssertFalse(try database.read { try $0.tableExists("visitors_total") })
+        XCTAssertEqual(try database.read { try $0.visitors.count() }, 3, "version 6: counted")
+        database.close()
+
+        let after = try openStore(at: file)
+        XCTAssertEqual(after.schemaVersion, 7)
+        XCTAssertEqual(try after.read { try $0.scalar("SELECT total FROM visitors_total")?.int64 }, 3)
+    }
 }

@@ -32,7 +32,8 @@ final class DBInspectTests: CommandTestCase {
              "dueForPruning": {"retentionSeconds": 2592000, "visitors": 2},
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
-             "decisions": {"assignments": 0, "visitors": 0, "unreadableRows": 0, "fileVersionsKept": 0},
+             "decisions": {"assignments": null, "visitors": null, "unreadableRows": null, "fileVersionsKept": 0},
+             "full": false,
              "bucketing": [
                 {"envId": "env-a", "lastModified": "Thu, 21 Nov 2024 06:00:00 GMT", "downloadedAt": 1732168800000, "bytes": 33,
                  "campaignCount": 0, "panic": false, "unusableReason": null},
@@ -52,9 +53,25 @@ final class DBInspectTests: CommandTestCase {
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
              "oldestSeenVisitor": null, "dueForPruning": {"retentionSeconds": 2592000, "visitors": 0},
              "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null,
-             "decisions": {"assignments": 0, "visitors": 0, "unreadableRows": 0, "fileVersionsKept": 0}, "bucketing": []}
+             "decisions": {"assignments": null, "visitors": null, "unreadableRows": null, "fileVersionsKept": 0}, "bucketing": [],
+             "full": false}
             """
         XCTAssertEqual(try canonicalJSON(try parseJSON(result.stdout)), try canonicalJSON(try parseJSON(expected)))
+    }
+
+    func testInspectFullCountsRowByRowAndChecksEveryPage() throws {
+        try withStore(StoreFixture.populate)
+
+        let result = try flagship("db", "inspect", "--db", storeFile.path, "--json", "--full")
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
+        XCTAssertEqual(document["full"] as? Bool, true)
+        XCTAssertEqual(document["visitors"] as? Int, 2)
+        XCTAssertEqual(document["decisions"] as? [String: Int], ["assignments": 0, "visitors": 0, "unreadableRows": 0, "fileVersionsKept": 0])
+        let text = try flagship("db", "inspect", "--db", storeFile.path, "--full")
+        XCTAssertFalse(text.stdout.contains("pages"), "checked: nothing to say unless damaged")
+        XCTAssertTrue(text.stdout.contains("decisions       0 assignment(s) of 0 visitor(s)"), text.stdout)
     }
 
     func testInspectTextIsAnAlignedReport() throws {
@@ -64,7 +81,7 @@ final class DBInspectTests: CommandTestCase {
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        XCTAssertEqual(lines.count, 16, result.stdout)
+        XCTAssertEqual(lines.count, 17, result.stdout)
         XCTAssertEqual(lines[0], "path            \(storeFile.path)")
         XCTAssertEqual(lines[1], "schema version  \(Migrator().latestVersion)")
         XCTAssertEqual(lines[2], "visitors        2")
@@ -80,8 +97,9 @@ final class DBInspectTests: CommandTestCase {
         ])
         XCTAssertTrue(lines[10].hasPrefix("oldest hit      "), lines[10])
         XCTAssertTrue(lines[10].hasSuffix(" ago (2024-11-21T06:20:00.123Z)"), lines[10])
-        XCTAssertEqual(lines[11], "decisions       0 assignment(s) of 0 visitor(s) (`flagship why`)")
+        XCTAssertEqual(lines[11], "decisions       not counted (--full reads them)")
         XCTAssertEqual(lines[12], "file versions   0 kept for replaying them")
+        XCTAssertEqual(lines[13], "pages           not checked (--full reads every page)")
         let bucketing = Array(lines.suffix(3))
         XCTAssertTrue(bucketing[0].hasPrefix("bucketing       env-a: 0 campaigns, 33 bytes, downloaded "), bucketing[0])
         XCTAssertTrue(bucketing[0].hasSuffix(" ago (2024-11-21T06:00:00.000Z), Last-Modified Thu, 21 Nov 2024 06:00:00 GMT"), bucketing[0])

@@ -85,7 +85,7 @@ final class HostileReadOnlyCommandTests: CommandTestCase {
         try bytes.write(to: storeFile)
 
         var results: [FlagshipExecutable.Result] = []
-        for command in [["db", "inspect"], ["db", "inspect", "--json"], ["visitors"], ["hits"]] {
+        for command in [["db", "inspect", "--full"], ["db", "inspect", "--json", "--full"], ["visitors"], ["hits"]] {
             results.append(try FlagshipExecutable.run(command + ["--db", storeFile.path], outputDirectory: outputDirectory))
 
             XCTAssertEqual(try storeDirectoryListing(), ["flagship-env.sqlite"], "\(command)")

@@ -200,7 +200,7 @@ final class WhyCommandTests: CommandTestCase {
     func testInspectCountsTheRecordedDecisionsAndKeptVersions() throws {
         try decide(["dan", "eve"])
 
-        let result = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+        let result = try flagship("db", "inspect", "--db", storeFile.path, "--json", "--full")
 
         XCTAssertEqual(result.status, 0, result.stderr)
         let decisions = (try parseJSON(result.stdout) as? [String: Any])?["decisions"] as? [String: Int]
@@ -238,11 +238,11 @@ final class WhyCommandTests: CommandTestCase {
         XCTAssertEqual(other.status, 0, other.stderr)
         XCTAssertEqual(other.stderr, "")
 
-        let inspect = try flagship("db", "inspect", "--db", storeFile.path, "--json")
+        let inspect = try flagship("db", "inspect", "--db", storeFile.path, "--json", "--full")
         XCTAssertEqual(inspect.status, 0, inspect.stderr)
         let decisions = (try parseJSON(inspect.stdout) as? [String: Any])?["decisions"] as? [String: Int]
         XCTAssertEqual(decisions, ["assignments": 4, "visitors": 3, "unreadableRows": 1, "fileVersionsKept": 1])
-        let text = try flagship("db", "inspect", "--db", storeFile.path)
+        let text = try flagship("db", "inspect", "--db", storeFile.path, "--full")
         XCTAssertTrue(text.stdout.contains("  unreadable") && text.stdout.contains("1 row(s) (`flagship why` skips them, naming them)"),
                       text.stdout)
     }

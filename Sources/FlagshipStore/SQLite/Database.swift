@@ -213,9 +213,13 @@ package final class Database: @unchecked Sendable {
                 sqlite3_trace_v2(connection.handle, 0, nil, nil)
                 return
             }
-            sqlite3_trace_v2(connection.handle, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
-                guard let context, let statement, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
-                Unmanaged<StatementTracer>.fromOpaque(context).takeUnretainedValue().handler(String(cString: sql))
+            // The text SQLite passes with each event: a statement's SQL as prepared, or, for each
+            // trigger it fires, "-- TRIGGER <name>" (`sqlite3_sql` would name the outer statement
+            // again for every trigger step).
+            sqlite3_trace_v2(connection.handle, UInt32(SQLITE_TRACE_STMT), { _, context, _, text in
+                guard let context, let text else { return 0 }
+                Unmanaged<StatementTracer>.fromOpaque(context).takeUnretainedValue()
+                    .handler(String(cString: text.assumingMemoryBound(to: CChar.self)))
                 return 0
             }, Unmanaged.passUnretained(tracer).toOpaque())
         }
