@@ -17,18 +17,19 @@ if [ ! -e "$store" ]; then
     sqlite3 "$store" <<SQL
 PRAGMA journal_mode = WAL;
 BEGIN;
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $visitors)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $visitors),
+     ids(i, id) AS (SELECT i, 'visitor-' || lower(hex(randomblob(8))) FROM n)
 INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
-SELECT 'visitor-' || lower(hex(randomblob(8))), NULL, 1,
+SELECT id, NULL, 1,
        json_object('version', 1, 'data', json_object(
-           'visitorId', 'v' || i, 'anonymousId', NULL, 'consent', json('true'),
+           'visitorId', id, 'anonymousId', NULL, 'consent', json('true'),
            'context', json_object('plan', 'pro', 'isVip', json('true'), 'sdk_deviceType', 'server'),
            'campaigns', json_array(json_object('campaignId', 'c1xyzabc', 'variationGroupId', 'vg1abcdef',
                'variationId', 'v1abcdef', 'isReference', json('false'), 'type', 'ab', 'activated', json('true'),
                'flags', json_object('btnColor', 'blue', 'freeShipping', json('true')))),
            'assignmentsHistory', json_object('vg1abcdef', 'v1abcdef'))),
        1732170000000 + i, NULL
-FROM n;
+FROM ids;
 INSERT INTO decisions (visitor_id, decided_at, source, file_version, context, assignments)
 SELECT visitor_id, updated_at, 'bucketing_file', printf('%064d', 0), '{"plan":"pro"}',
        '[{"campaignId":"c1xyzabc","variationGroupId":"vg1abcdef","variationId":"v1abcdef","reason":"SPLIT","flags":{}}]'

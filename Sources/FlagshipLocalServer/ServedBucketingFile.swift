@@ -22,7 +22,7 @@ public struct ServedBucketingFile: Sendable {
 
     private init(data: Data, lastModified: Date, path: String?) throws {
         do {
-            file = try BucketingFile(json: data)
+            file = try BucketingFile(json: data, maximumBytes: 1 << 30)
         } catch {
             throw LocalServerError.bucketingFile(path: path, reason: error.reason)
         }

@@ -37,6 +37,9 @@ struct DBInspect: AsyncParsableCommand {
     @Flag(help: "With a store file: count the visitors and the decisions row by row, and check every page (time linear in the file's size).")
     var full = false
 
+    /// The visitors due for pruning are counted up to this many without --full (more says "more than").
+    private var dueCountLimit: Int { full ? .max - 1 : 100_000 }
+
     func validate() throws {
         try VisitorRetentionArgument.validate(retention)
     }
@@ -61,7 +64,7 @@ struct DBInspect: AsyncParsableCommand {
         let (summary, documents, visitors) = try store.read { db in
             let summary = try StoreSummary(of: store, in: db, full: full)
             let visitors = VisitorAges(oldest: try db.visitors.leastRecentlySeen(),
-                                       due: try retention.boundary.map { try db.visitors.countNotSeen(since: $0) } ?? 0)
+                                       due: try retention.boundary.map { try db.visitors.countNotSeen(since: $0, atMost: dueCountLimit + 1) } ?? 0)
             return (summary, try summary.bucketing.map { try db.bucketing.file(envId: $0.envId)?.document }, visitors)
         }
         let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
@@ -105,7 +108,7 @@ struct DBInspect: AsyncParsableCommand {
                 return
             }
             do {
-                let file = try BucketingFile(json: Data(document.utf8))
+                let file = try BucketingFile(json: Data(document.utf8), maximumBytes: .max)
                 (campaignCount, panic, unusableReason) = (file.campaignCount, file.panic, nil)
             } catch {
                 (campaignCount, panic, unusableReason) = (nil, nil, error.reason)
@@ -153,7 +156,8 @@ struct DBInspect: AsyncParsableCommand {
                 ["visitorId": oldest.visitorId, "lastSeenAt": oldest.lastSeenAt,
                  "lastSeenAgeSeconds": Output.ageSeconds(sinceUnixMilliseconds: oldest.lastSeenAt, now: now)]
             } ?? NSNull(),
-            "dueForPruning": ["retentionSeconds": retention.seconds.map { Int64($0) as Any } ?? NSNull(), "visitors": visitors.due],
+            "dueForPruning": ["retentionSeconds": retention.seconds.map { Int64($0) as Any } ?? NSNull(),
+                              "visitors": min(visitors.due, dueCountLimit), "moreThan": visitors.due > dueCountLimit],
             "hits": ["total": summary.hitCount, "byType": summary.hitCountByType],
             "deadLetters": summary.deadLetterCount,
             "oldestHitCreatedAt": summary.oldestHitCreatedAt ?? NSNull(),
@@ -180,7 +184,7 @@ struct DBInspect: AsyncParsableCommand {
         } else {
             rows.append(["  oldest seen", "-"])
         }
-        rows.append(["  due to prune", retention.text.map { "\(visitors.due) not seen for \($0) (`flagship db prune`)" } ?? "none (--retention 0)"])
+        rows.append(["  due to prune", retention.text.map { "\(visitors.due > dueCountLimit ? "more than \(dueCountLimit)" : "\(visitors.due)") not seen for \($0) (`flagship db prune`)" } ?? "none (--retention 0)"])
         rows.append(["hits", "\(summary.hitCount)"])
         rows += summary.hitCountByType.sorted { $0.key < $1.key }.map { ["  \($0.key)", "\($0.value)"] }
         rows.append(["dead letters", summary.deadLetterCount == 0 ? "0" : "\(summary.deadLetterCount) (never sent: `flagship hits` says why)"])

@@ -126,4 +126,11 @@ final class VisitorRecordStoreTests: StoreTestCase {
         XCTAssertEqual(after.schemaVersion, 7)
         XCTAssertEqual(try after.read { try $0.scalar("SELECT total FROM visitors_total")?.int64 }, 3)
     }
+
+    func testTheDueCountStopsWhereItIsAskedTo() throws {
+        try store.write { try $0.visitors.save((0..<5).map { VisitorRecord.sample("old-\($0)", updatedAt: 1_000 + Int64($0)) }) }
+        XCTAssertEqual(try store.read { try $0.visitors.countNotSeen(since: 10_000) }, 5)
+        XCTAssertEqual(try store.read { try $0.visitors.countNotSeen(since: 10_000, atMost: 3) }, 3)
+        XCTAssertEqual(try store.read { try $0.visitors.countNotSeen(since: 1_002, atMost: 3) }, 2)
+    }
 }

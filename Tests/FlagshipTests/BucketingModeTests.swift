@@ -152,6 +152,44 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertTrue(log.allText.contains("HTTP status 404"), log.allText)
     }
 
+    /// A file past the 10 MiB default is refused whole, saying so; with the limit raised it is
+    /// taken, stored, and read back from the store at the next start.
+    func testAFileOverTheDefaultLimitIsRefusedAndTakenOnceTheLimitIsRaised() async throws {
+        var document = try XCTUnwrap(try JSONSerialization.jsonObject(with: Self.bucketingFile()) as? [String: Any])
+        document["padding"] = String(repeating: "x", count: 11 * 1024 * 1024)
+        let big = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])
+        try server.setBucketingFile(big)
+        start(bucketingBuilder())
+        do {
+            try await visitor("dan").fetchFlags()
+            XCTFail("over 10 MiB: refused")
+        } catch FlagshipError.fetchFailed {}
+        XCTAssertTrue(log.allText.contains("10485760"), log.allText)
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZING)
+        await flagship.close()
+
+        let raised = { self.bucketingBuilder().withBucketingFileMaximumBytes(16 * 1024 * 1024) }
+        let second = Flagship()
+        second.start(envId: Self.envId, apiKey: Self.apiKey, config: raised().build())
+        let visitor = visitor("dan", context: ["isVip": true], on: second)
+        try await visitor.fetchFlags()
+        XCTAssertEqual(flags(of: visitor)["shipping"], .string("free"))
+        try await waitUntil("the big file is stored") { try self.storedFile()?.document.utf8.count == big.count }
+        await second.close()
+        server.stop()
+
+        let third = Flagship()
+        third.start(envId: Self.envId, apiKey: Self.apiKey, config: raised().withBucketingBaseURL(Self.deadURL).build())
+        XCTAssertEqual(third.getStatus(), .SDK_INITIALIZED, "the stored file, read with the raised limit")
+        await third.close()
+    }
+
+    func testALimitUnderOneKibibyteIsIgnored() {
+        let config = FSConfigBuilder().withBucketingFileMaximumBytes(100).build()
+        XCTAssertEqual(config.bucketingFileMaximumBytes, FlagshipConfig.defaultBucketingFileMaximumBytes)
+        XCTAssertEqual(FSConfigBuilder().withBucketingFileMaximumBytes(20_000_000).build().bucketingFileMaximumBytes, 20_000_000)
+    }
+
     // MARK: Polling
 
     func testPollingSendsIfModifiedSinceA304KeepsTheFileAndANewFileServesTheNextFetch() async throws {

@@ -29,7 +29,7 @@ final class DBInspectTests: CommandTestCase {
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 2,
              "oldestSeenVisitor": {"visitorId": "v1", "lastSeenAt": 1732170001000},
-             "dueForPruning": {"retentionSeconds": 2592000, "visitors": 2},
+             "dueForPruning": {"retentionSeconds": 2592000, "visitors": 2, "moreThan": false},
              "hits": {"total": 4, "byType": {"EVENT": 2, "ACTIVATE": 1, "PAGEVIEW": 1}}, "deadLetters": 0,
              "oldestHitCreatedAt": 1732170000123,
              "decisions": {"assignments": null, "visitors": null, "unreadableRows": null, "fileVersionsKept": 0},
@@ -51,7 +51,7 @@ final class DBInspectTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let expected = """
             {"path": "\(storeFile.path)", "schemaVersion": \(Migrator().latestVersion), "visitors": 0,
-             "oldestSeenVisitor": null, "dueForPruning": {"retentionSeconds": 2592000, "visitors": 0},
+             "oldestSeenVisitor": null, "dueForPruning": {"retentionSeconds": 2592000, "visitors": 0, "moreThan": false},
              "hits": {"total": 0, "byType": {}}, "deadLetters": 0, "oldestHitCreatedAt": null, "oldestHitAgeSeconds": null,
              "decisions": {"assignments": null, "visitors": null, "unreadableRows": null, "fileVersionsKept": 0}, "bucketing": [],
              "full": false}

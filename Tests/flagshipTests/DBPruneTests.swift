@@ -142,6 +142,6 @@ final class DBPruneTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let document = try XCTUnwrap(try parseJSON(result.stdout) as? [String: Any])
         XCTAssertEqual(try canonicalJSON(try XCTUnwrap(document["dueForPruning"])),
-                       try canonicalJSON(["retentionSeconds": NSNull(), "visitors": 0]))
+                       try canonicalJSON(["retentionSeconds": NSNull(), "visitors": 0, "moreThan": false]))
     }
 }

@@ -158,6 +158,23 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// Bucketing mode: the largest bucketing file the SDK takes, in bytes (default 10 MiB,
+    /// `FlagshipConfig.defaultBucketingFileMaximumBytes`). A file over it is refused whole,
+    /// wherever it comes from (a download, the store, a bootstrap), logged with its size and this
+    /// limit, and the file held before keeps deciding; the download's body is cut off as it
+    /// arrives, so memory stays within it. Raise it for an environment whose campaigns outgrow
+    /// 10 MiB; a value below 1 KiB, or one that is not a number of bytes a process can hold, is
+    /// ignored (logged).
+    @discardableResult
+    public func withBucketingFileMaximumBytes(_ bytes: Int) -> FSConfigBuilder {
+        if bytes >= 1_024, bytes <= Int(Int32.max) {
+            config.bucketingFileMaximumBytes = bytes
+        } else {
+            Flagship.fallbackLogger.error("withBucketingFileMaximumBytes(\(bytes)) ignored: give a size from 1,024 bytes to 2 GiB")
+        }
+        return self
+    }
+
     /// Bucketing mode: a bucketing file to decide from at start when the store holds none, until
     /// the first download (or another instance's file, with a shared store) replaces it; flags
     /// decided on it give the reason `STATIC`. It is never stored. An unusable file is logged

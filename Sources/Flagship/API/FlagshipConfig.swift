@@ -30,6 +30,11 @@ public struct FlagshipConfig: Sendable {
     /// Where the bucketing file is downloaded from (bucketing mode). Default
     /// `https://cdn.flagship.io`.
     public internal(set) var bucketingBaseURL = URL(string: "https://cdn.flagship.io")!
+    /// Bucketing mode: the largest bucketing file read, downloaded, stored or given as a bootstrap,
+    /// in bytes. Default 10 MiB (`FSConfigBuilder.withBucketingFileMaximumBytes`).
+    public internal(set) var bucketingFileMaximumBytes = FlagshipConfig.defaultBucketingFileMaximumBytes
+    /// 10 MiB: some 14,000 campaigns of one variation group, two variations and three rules.
+    public static let defaultBucketingFileMaximumBytes = 10 * 1024 * 1024
     /// Where the default caches keep their database; `nil`: `$FLAGSHIP_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/flagship`, else `~/.cache/flagship`.
     public internal(set) var cacheDirectory: URL?

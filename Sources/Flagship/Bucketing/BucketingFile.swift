@@ -114,10 +114,11 @@ struct BucketingFileReader {
 
 extension BucketingFile {
     /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
-    package init(json data: Data) throws(BucketingFileError) {
+    /// `maximumBytes`: the largest document read (`FSConfigBuilder.withBucketingFileMaximumBytes`).
+    package init(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) {
         guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
-        guard data.count <= Self.maximumBytes else {
-            throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: Self.maximumBytes))
+        guard data.count <= maximumBytes else {
+            throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: maximumBytes))
         }
         let parsed: TolerantJSON
         do {

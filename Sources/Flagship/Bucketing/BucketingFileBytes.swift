@@ -8,10 +8,11 @@ import Darwin
 import Foundation
 
 extension BucketingFile {
-    /// The largest bucketing file this SDK reads, 10 MiB, wherever it comes from: a download (the
-    /// transport's response limit), a bootstrap file or data, the store, the command line. A
-    /// campaign of one variation group of two variations and three rules takes about 750 bytes,
-    /// so it holds some 14,000 such campaigns; a larger file is refused whole, never read in part.
+    /// The largest bucketing file this SDK reads unless told otherwise
+    /// (`FSConfigBuilder.withBucketingFileMaximumBytes`), 10 MiB, wherever it comes from: a
+    /// download (the transport's response limit), a bootstrap file or data, the store, the command
+    /// line. A campaign of one variation group of two variations and three rules takes about 750
+    /// bytes, so it holds some 14,000 such campaigns; a larger file is refused whole, never read in part.
     package static let maximumBytes = URLSessionTransport.defaultMaxResponseBytes
 
     /// The bytes of the file at `url`, read to its end, at most ``maximumBytes``: a regular file,

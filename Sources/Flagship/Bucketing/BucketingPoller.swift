@@ -27,6 +27,8 @@ final class BucketingPoller: Sendable {
 
     let url: URL
     private let envId: String
+    /// The largest file taken (`FlagshipConfig.bucketingFileMaximumBytes`).
+    private let maximumBytes: Int
     private let interval: TimeInterval
     private let timeout: TimeInterval
     private let transport: any HTTPTransport
@@ -50,9 +52,11 @@ final class BucketingPoller: Sendable {
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
          store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, bootstrap: Data? = nil,
-         keptVersions: Int? = nil, clock: any SDKClock, logger: Logger, onChange: (@Sendable (FSBucketingFileChange) -> Void)? = nil,
+         keptVersions: Int? = nil, maximumBytes: Int = BucketingFile.maximumBytes, clock: any SDKClock, logger: Logger,
+         onChange: (@Sendable (FSBucketingFileChange) -> Void)? = nil,
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
+        self.maximumBytes = maximumBytes
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
         self.interval = interval
         self.timeout = timeout
@@ -92,7 +96,7 @@ final class BucketingPoller: Sendable {
     private func loadBootstrap() {
         guard let bootstrap, file == nil else { return }
         do {
-            let file = try BucketingFile(json: bootstrap)
+            let file = try BucketingFile(json: bootstrap, maximumBytes: maximumBytes)
             let campaigns = BucketingFileCampaigns(json: bootstrap, file: file)
             let used = state.withLock { state -> Bool in
                 guard state.file == nil else { return false }
@@ -124,7 +128,7 @@ final class BucketingPoller: Sendable {
             return
         }
         do {
-            let file = try BucketingFile(json: Data(record.document.utf8))
+            let file = try BucketingFile(json: Data(record.document.utf8), maximumBytes: maximumBytes)
             let campaigns = BucketingFileCampaigns(json: Data(record.document.utf8), file: file)
             state.withLock { state in
                 state.file = file
@@ -159,7 +163,7 @@ final class BucketingPoller: Sendable {
             guard record.downloadedAt > state.withLock({ $0.downloadedAt }) else { return }
             let file: BucketingFile
             do {
-                file = try BucketingFile(json: Data(record.document.utf8))
+                file = try BucketingFile(json: Data(record.document.utf8), maximumBytes: maximumBytes)
             } catch {
                 logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
                 return
@@ -348,7 +352,7 @@ final class BucketingPoller: Sendable {
     private func accept(_ response: HTTPResponse) async {
         let file: BucketingFile
         do {
-            file = try BucketingFile(json: response.body)
+            file = try BucketingFile(json: response.body, maximumBytes: maximumBytes)
         } catch {
             logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
             return

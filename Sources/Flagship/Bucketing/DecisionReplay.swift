@@ -90,7 +90,7 @@ package struct DecisionReplay {
             if SHA256.hex(of: bytes) != version.lowercased() {
                 file = .failure(.tampered)
             } else {
-                file = (try? BucketingFile(json: bytes)).map { .success($0) } ?? .failure(.unusableFile)
+                file = (try? BucketingFile(json: bytes, maximumBytes: .max)).map { .success($0) } ?? .failure(.unusableFile)
             }
             files[version] = file
         }

@@ -63,7 +63,10 @@ final class SDKRuntime: Sendable {
         }
         retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
-        let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(), envId: envId, logger: logger)
+        // A response may be as large as the largest bucketing file taken (10 MiB unless raised).
+        let responses = max(URLSessionTransport.defaultMaxResponseBytes, config.bucketingFileMaximumBytes)
+        let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(maxResponseBytes: responses),
+                                                               envId: envId, logger: logger)
         transport = config.networkDisabled
             ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
         let timeout = config.timeout / 1000
@@ -73,8 +76,9 @@ final class SDKRuntime: Sendable {
             let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
                                          timeout: timeout, transport: transport, store: store,
                                          shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
-                                         bootstrap: Self.bootstrap(config.bootstrap, logger: logger),
+                                         bootstrap: Self.bootstrap(config.bootstrap, maximumBytes: config.bucketingFileMaximumBytes, logger: logger),
                                          keptVersions: config.recordsDecisions ? config.keptBucketingFileVersions : nil,
+                                         maximumBytes: config.bucketingFileMaximumBytes,
                                          clock: config.clock, logger: logger,
                                          onChange: { [flagWatch] change in flagWatch.fileChanged(change) }) { file in
                 statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
@@ -132,13 +136,13 @@ final class SDKRuntime: Sendable {
     }
 
     /// The bootstrap bucketing file's bytes; a file that cannot be read is logged and ignored.
-    private static func bootstrap(_ bootstrap: FlagshipConfig.Bootstrap?, logger: Logger) -> Data? {
+    private static func bootstrap(_ bootstrap: FlagshipConfig.Bootstrap?, maximumBytes: Int, logger: Logger) -> Data? {
         switch bootstrap {
         case .data(let data)?:
             return data
         case .file(let url)?:
             do {
-                return try BucketingFile.bytes(at: url)
+                return try BucketingFile.bytes(at: url, maximumBytes: maximumBytes)
             } catch {
                 logger.error("The bootstrap bucketing file \(url.path) cannot be read (\(error.reason)): it is ignored")
                 return nil

@@ -216,11 +216,13 @@ package struct VisitorRecordStore {
     /// How many visitors were not seen since `boundary` (unix ms). Reads a file of any schema
     /// version (`flagship db inspect` opens older ones as they are): before version 4, by
     /// `updated_at`, the only time those files keep.
-    package func countNotSeen(since boundary: Int64) throws(StoreError) -> Int {
+    /// `atMost`: the count stops there (a walk of the index as long as the visitors due, which
+    /// can be the whole table when no prune has run).
+    package func countNotSeen(since boundary: Int64, atMost: Int = .max) throws(StoreError) -> Int {
         let sql = try hasLastSeen()
-            ? "SELECT count(*) FROM main.visitors WHERE coalesce(last_seen_at, updated_at) < ?"
-            : "SELECT count(*) FROM main.visitors WHERE updated_at < ?"
-        return Int(try connection.scalar(sql, [.integer(boundary)])?.int64 ?? 0)
+            ? "SELECT count(*) FROM (SELECT 1 FROM main.visitors WHERE coalesce(last_seen_at, updated_at) < ?1 LIMIT ?2)"
+            : "SELECT count(*) FROM (SELECT 1 FROM main.visitors WHERE updated_at < ?1 LIMIT ?2)"
+        return Int(try connection.scalar(sql, [.integer(boundary), SQLiteValue(max(0, atMost))])?.int64 ?? 0)
     }
 
     /// The least recently seen visitor and when (unix ms); `nil` when there is none. Any
