@@ -20,7 +20,7 @@ package final class FlagshipDatabase: Sendable {
     /// The full check that opening deferred (`Opening.deferredCheck`), running or done.
     private let deferredCheck: DeferredCheck?
     /// Its outcome once known, and who waits to be told it.
-    private let deferredOutcome = Locked<(outcome: DeferredCheck.Outcome?, handlers: [@Sendable (DeferredCheck.Outcome) -> Void])>((nil, []))
+    let deferredOutcome = Locked<(outcome: DeferredCheck.Outcome?, handlers: [@Sendable (DeferredCheck.Outcome) -> Void])>((nil, []))
     /// This store's entry in `openHere`, taken out at the first `close()`.
     private let registered: FileIdentity?
     private let unregistered = OnceFlag()
@@ -106,30 +106,6 @@ package final class FlagshipDatabase: Sendable {
             check.start()
         } else {
             deferredCheck = nil
-        }
-    }
-
-    /// Calls `handler` once the deferred full check (`Opening.deferredCheck`) ends, on the check's
-    /// queue; at once if it has ended already. Never called when no check was deferred.
-    package func onDeferredCheckEnded(_ handler: @escaping @Sendable (DeferredCheck.Outcome) -> Void) {
-        let ended = deferredOutcome.withLock { report -> DeferredCheck.Outcome? in
-            if report.outcome == nil { report.handlers.append(handler) }
-            return report.outcome
-        }
-        if let ended { handler(ended) }
-    }
-
-    /// What a deferred check found, recorded where the next start reads it: passed, the check is
-    /// no longer due; damaged, the file is marked as a damaged statement marks it, so the next
-    /// start moves it aside (and salvages it) whatever its size. Interrupted or failed: still due.
-    private static func record(_ outcome: DeferredCheck.Outcome, of database: Database, path: String) {
-        switch outcome {
-        case .passed:
-            try? database.write { try StoreSessions.checkPassed($0, now: Date().unixMilliseconds) }
-        case .damaged(let findings):
-            markDamaged(path: path, note: "the full check found damage: \(findings)")
-        case .interrupted, .failed:
-            break
         }
     }
 
@@ -533,7 +509,7 @@ package final class FlagshipDatabase: Sendable {
     }
 
     /// A file judged damaged: what `open` moves aside.
-    private struct Damage: Error {
+    struct Damage: Error {
         let reason: String
 
         init(reason: String) {
@@ -774,47 +750,11 @@ package final class FlagshipDatabase: Sendable {
     /// most often trip on), so the next open trusts SQLite's word and moves the file aside.
     private static let damageMarkSuffix = "-damaged"
 
-    /// `PRAGMA quick_check`: every page of the file read, each B-tree's structure checked.
-    private static func fullCheck(_ database: Database) throws {
-        let check = try database.withConnection { try $0.query("PRAGMA main.quick_check").compactMap { $0[0].text } }
-        guard check == ["ok"] else {
-            throw Damage(reason: "quick_check: " + check.prefix(3).joined(separator: "; "))
-        }
-    }
-
-    /// What a crash can leave wrong in a store in WAL mode, checked in time bounded by the hit
-    /// cache's cap rather than by the file's size. SQLite commits are atomic: a killed process or
-    /// a power loss leaves the WAL with a torn tail at worst, whose frames SQLite's recovery
-    /// checks (each frame carries a checksum over the log so far) and drops; no committed page is
-    /// ever half written in the database file, which only a checkpoint writes, from frames already
-    /// in the WAL, and which the next open repeats. So what is checked before use is what the
-    /// SDK reads first and must not misread: the schema (parsed by this statement's preparation,
-    /// and its version) and the hits with their indexes and counter, replayed at start; the
-    /// session rows are read by their key, and a damaged page on that path fails the open as
-    /// damage. Bounded by the hit cache's cap, not by the visitors. Damage from elsewhere (a disk,
-    /// another program) is what the full check looks for, deferred to the background (`DeferredCheck`).
-    private static func boundedCheck(_ database: Database) throws {
-        for table in ["hits", "hits_total"] {
-            let check = try database.withConnection { connection -> [String] in
-                guard try connection.tableExists(table) else { return ["ok"] }
-                return try connection.query("PRAGMA main.quick_check(\(table))").compactMap { $0[0].text }
-            }
-            guard check == ["ok"] else {
-                throw Damage(reason: "quick_check(\(table)): " + check.prefix(3).joined(separator: "; "))
-            }
-        }
-    }
-
-    /// The file's size in bytes (0 when it cannot be read: then it is checked in full).
-    private static func fileBytes(_ path: String) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
     private static func markDamaged(path: String, error: SQLiteError) {
         markDamaged(path: path, note: "a statement met a damaged page: \(error.message)")
     }
 
-    private static func markDamaged(path: String, note text: String) {
+    static func markDamaged(path: String, note text: String) {
         let note = Data((text + "\n").utf8)
         // Best effort: without it, the session's row left in the file still brings a `quick_check`.
         _ = FileManager.default.createFile(atPath: path + damageMarkSuffix, contents: note, attributes: [.posixPermissions: 0o600])
