@@ -201,13 +201,7 @@ final class DamagedFileTests: StoreTestCase {
 
     /// Overwrites the root page of the `hits_by_visitor` index with zeros; returns the file's bytes then.
     private func zeroIndexRootPage() throws -> (bytes: Data, rootPage: Int64) {
-        let database = try rawDatabase()
-        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = 'hits_by_visitor'"))
-        database.close()
-        var damaged = try fileBytes(url())
-        damaged.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
-        try damaged.write(to: url())
-        return (damaged, rootPage)
+        try zeroRootPage(of: "hits_by_visitor")
     }
 
     /// A closed store spanning many pages, then cut to `keeping(length)` bytes; returns what is left.

@@ -48,15 +48,6 @@ final class DeferredCheckTests: StoreTestCase {
         return seen.withLock { $0 }
     }
 
-    private func zeroRootPage(of name: String) throws {
-        let database = try rawDatabase()
-        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = '\(name)'"))
-        database.close()
-        var bytes = try fileBytes(url())
-        bytes.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
-        try bytes.write(to: url())
-    }
-
     private func stateValue(_ key: String, in store: FlagshipDatabase) throws -> String? {
         try store.read { try $0.scalar("SELECT value FROM sdk_state WHERE key = ?", [.text(key)])?.text }
     }
@@ -138,13 +129,5 @@ final class DeferredCheckTests: StoreTestCase {
         check.close()
         XCTAssertEqual(seen.withLock { $0 }, [.interrupted], "told once, interrupted")
         check.close()
-    }
-
-    private func deadProcessId() throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return Int(process.processIdentifier)
     }
 }

@@ -262,13 +262,4 @@ final class FullCheckTests: StoreTestCase {
 
         XCTAssertEqual(try store.read { try $0.state.all() }.map(\.key), ["first_init"])
     }
-
-    /// The id of a process that has exited (and been reaped).
-    private func deadProcessId() throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return Int(process.processIdentifier)
-    }
 }

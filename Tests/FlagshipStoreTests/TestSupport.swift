@@ -45,6 +45,29 @@ class StoreTestCase: XCTestCase {
         try Database(path: (url ?? self.url()).path)
     }
 
+    /// Overwrites the root page of the table or index `name` in the store file with zeros (a damaged
+    /// page); returns the file's bytes then, and the page's number.
+    @discardableResult
+    func zeroRootPage(of name: String, at url: URL? = nil) throws -> (bytes: Data, rootPage: Int64) {
+        let url = url ?? self.url()
+        let database = try rawDatabase(at: url)
+        let rootPage = try XCTUnwrap(try database.integer("SELECT rootpage FROM sqlite_master WHERE name = '\(name)'"))
+        database.close()
+        var damaged = try fileBytes(url)
+        damaged.replaceSubrange(Int(rootPage - 1) * 4_096 ..< Int(rootPage) * 4_096, with: Data(count: 4_096))
+        try damaged.write(to: url)
+        return (damaged, rootPage)
+    }
+
+    /// The id of a process that has exited (and been reaped): a session row naming it is stale.
+    func deadProcessId() throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/true")
+        try process.run()
+        process.waitUntilExit()
+        return Int(process.processIdentifier)
+    }
+
     /// The names in the temporary directory, sorted.
     func directoryListing() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
