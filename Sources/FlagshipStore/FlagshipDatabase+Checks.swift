@@ -40,6 +40,25 @@ extension FlagshipDatabase {
     }
 
 
+    /// Sets the deferred full check of `database` going; its outcome is recorded in the file
+    /// (`record`), then kept in `report` and told to whoever waits there.
+    static func startDeferredCheck(
+        of database: Database,
+        reportingTo report: Locked<(outcome: DeferredCheck.Outcome?, handlers: [@Sendable (DeferredCheck.Outcome) -> Void])>
+    ) -> DeferredCheck {
+        let path = database.path
+        let check = DeferredCheck(path: path) { outcome in
+            record(outcome, of: database, path: path)
+            let handlers = report.withLock { report in
+                report.outcome = outcome
+                return report.handlers
+            }
+            for handler in handlers { handler(outcome) }
+        }
+        check.start()
+        return check
+    }
+
     /// Calls `handler` once the deferred full check (`Opening.deferredCheck`) ends, on the check's
     /// queue; at once if it has ended already. Never called when no check was deferred.
     package func onDeferredCheckEnded(_ handler: @escaping @Sendable (DeferredCheck.Outcome) -> Void) {

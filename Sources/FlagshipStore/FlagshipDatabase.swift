@@ -91,22 +91,8 @@ package final class FlagshipDatabase: Sendable {
             let path = database.path
             database.onFirstDamage { error in Self.markDamaged(path: path, error: error) }
         }
-        if opening.deferredCheck != nil, fileIdentity != nil {
-            let path = database.path
-            let report = deferredOutcome
-            let check = DeferredCheck(path: path) { [database] outcome in
-                Self.record(outcome, of: database, path: path)
-                let handlers = report.withLock { report in
-                    report.outcome = outcome
-                    return report.handlers
-                }
-                for handler in handlers { handler(outcome) }
-            }
-            deferredCheck = check
-            check.start()
-        } else {
-            deferredCheck = nil
-        }
+        deferredCheck = opening.deferredCheck != nil && fileIdentity != nil
+            ? Self.startDeferredCheck(of: database, reportingTo: deferredOutcome) : nil
     }
 
     // MARK: - Transactions

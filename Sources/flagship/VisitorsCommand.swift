@@ -80,6 +80,7 @@ struct VisitorsCommand: AsyncParsableCommand {
             guard !visitors.isEmpty else { return }
             if json {
                 for (index, visitor) in visitors.enumerated() {
+                    // Read as the SDK reads it for its warning alone: the JSON row embeds the text.
                     _ = VisitorsCommand.cachedDocument(visitor.record)
                     let row = try Output.jsonText(VisitorsCommand.jsonRow(visitor.record, lastSeenAt: visitor.lastSeenAt))
                     Swift.print((printed + index == 0 ? "[" : ",\n") + row, terminator: "")

@@ -137,7 +137,7 @@ package struct VisitorRecordStore {
                 WHERE coalesce(last_seen_at, updated_at) <= ?1 AND (coalesce(last_seen_at, updated_at) < ?1 OR row_id < ?2)
                 ORDER BY coalesce(last_seen_at, updated_at) DESC, row_id DESC LIMIT ?3
                 """
-        } else if try connection.scalar("SELECT count(*) FROM pragma_table_info('visitors') WHERE name = 'last_seen_at'")?.int64 == 1 {
+        } else if try hasLastSeen() {
             sql = """
                 SELECT visitor_id, anonymous_id, consent, document, updated_at, coalesce(last_seen_at, updated_at), rowid
                 FROM main.visitors
