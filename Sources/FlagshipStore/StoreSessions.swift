@@ -93,6 +93,17 @@ enum StoreSessions {
         openHere.remove(key)
     }
 
+    /// Whether a process other than this one has the file open now (a session key whose
+    /// process is alive): its writes wait on the file's lock, where this process cannot see them.
+    static func otherProcessOpen(_ connection: Connection) throws(StoreError) -> Bool {
+        guard try connection.tableExists("sdk_state") else { return false }
+        let keys = try connection.query(
+            "SELECT key FROM main.sdk_state WHERE key >= ? AND key < ?", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
+        ).compactMap { $0[0].text }
+        let me = getpid()
+        return keys.contains { key in pid(in: key).map { $0 != me } == true && processIsAlive(pidIn: key) }
+    }
+
     static func pid(in key: String) -> pid_t? {
         guard key.hasPrefix(keyPrefix) else { return nil }
         return key.dropFirst(keyPrefix.count).split(separator: ".").first.flatMap { pid_t($0) }

@@ -16,8 +16,22 @@ package struct VisitorPrune: Sendable, Equatable {
     /// Shared variations and contexts no row referred to any more, deleted once the shared
     /// tables outgrew their bound (`SharedPartsStore.collectionDue`).
     package var sharedPartsDeleted = 0
+    /// The longest a batch held the write lock: what a group commit arriving during the prune
+    /// waited at most.
+    package var longestHold: Duration = .zero
+    /// Batches after which the prune rested as long as others wanted the write lock (a thread of
+    /// this process waited for it, or another process had the file open), not the short rest of a
+    /// store nobody else writes (`FlagshipDatabase.Pacing`).
+    package var batchesYielded = 0
 
     package var visitors: Int { expired + evicted }
+
+    /// `longestHold` in milliseconds, one decimal, for a log line.
+    package var longestHoldText: String {
+        let (seconds, attoseconds) = longestHold.components
+        let tenths = seconds * 10_000 + attoseconds / 100_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
 
     /// Counts one batch of `batchSize` (a transaction); returns whether it was full, so that
     /// more may be due. `expired`: deleted for their age, not for the budget.
@@ -78,21 +92,25 @@ extension FlagshipDatabase {
     ) throws -> VisitorPrune {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
+        var pacing = Pacing(self)
         // Most runs find nothing to do: they say so from a read, without taking the write lock.
         let due = try sightings.count > 0 || read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
         if due, let boundary {
             while shouldContinue() {
-                let started = ContinuousClock.now
-                guard prune.add(try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }, expired: true, batchSize: batch) else { break }
-                Self.rest(afterBatchStartedAt: started)
+                pacing.batchStarts()
+                let deleted = try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }
+                let full = prune.add(deleted, expired: true, batchSize: batch)
+                pacing.batchEnded(resting: full)
+                guard full else { break }
             }
         }
         if due, let maxVisitors {
             while shouldContinue() {
-                let started = ContinuousClock.now
-                guard prune.add(try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) },
-                                expired: false, batchSize: batch) else { break }
-                Self.rest(afterBatchStartedAt: started)
+                pacing.batchStarts()
+                let deleted = try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) }
+                let full = prune.add(deleted, expired: false, batchSize: batch)
+                pacing.batchEnded(resting: full)
+                guard full else { break }
             }
         }
         if shouldContinue(), try read({ try $0.sharedParts.collectionDue() }) {
@@ -106,31 +124,89 @@ extension FlagshipDatabase {
             let beyond = (free - Self.freeShareKept * pages) / (1 - Self.freeShareKept)
             let steps = Int(max(0, beyond)) / Self.freePagesPerStep
             if steps > 0 {
-                prune.pagesReturned = try returnFreePages(atMost: steps * Self.freePagesPerStep, shouldContinue: shouldContinue)
+                prune.pagesReturned = try returnFreePages(atMost: steps * Self.freePagesPerStep, pacing: &pacing, shouldContinue: shouldContinue)
             }
         } else if prune.visitors > 0 || prune.sharedPartsDeleted > 0 {
-            prune.pagesReturned = try returnFreePages(shouldContinue: shouldContinue)
+            prune.pagesReturned = try returnFreePages(pacing: &pacing, shouldContinue: shouldContinue)
         }
+        prune.longestHold = pacing.longestHold
+        prune.batchesYielded = pacing.yielded
         return prune
     }
 
-    /// The shortest and the longest rest between two batches of background work.
+    /// The shortest and the longest rest between two batches of background work when others
+    /// want the write lock, and the rest when nobody does.
     package static let shortestRest: Duration = .milliseconds(15)
     package static let longestRest: Duration = .milliseconds(200)
+    package static let idleRest: Duration = .milliseconds(1)
 
-    /// Background work in batches (a prune, giving pages back) rests after each batch four times
-    /// as long as the batch took (`shortestRest` to `longestRest`) before it takes the write lock
-    /// again: it holds the lock a fifth of the time at most, and the group commits the rest. The
-    /// lock is not fair: a loop that took it back at once kept the group commits waiting for the
-    /// whole loop. Measured in the soak at 3,400 visitors/s, visitors kept 5 minutes (a prune of
-    /// some 150,000 visitors a minute): without rests, each prune held the awaited `sendHit` for
-    /// 2 – 3 s (its p99); with 15 ms and as long as the batch, for 0.1 – 0.4 s. At about 12 ms a
-    /// batch of 500 visitors, a prune deletes some 8,000 visitors a second. Synchronous, like the
-    /// work it paces: off Swift's cooperative pool.
-    static func rest(afterBatchStartedAt started: ContinuousClock.Instant) {
-        let rest = min(max((ContinuousClock.now - started) * 4, shortestRest), longestRest)
-        let (seconds, attoseconds) = rest.components
-        usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+    /// How background work in batches (a prune, giving pages back) shares the write lock.
+    ///
+    /// When others want the lock, the work rests after each batch four times as long as the
+    /// batch took (`shortestRest` to `longestRest`) before it takes the lock again: it holds the
+    /// lock a fifth of the time at most, and the group commits the rest. The lock is not fair: a
+    /// loop that took it back at once kept the group commits waiting for the whole loop. Measured
+    /// in the soak at 3,400 visitors/s, visitors kept 5 minutes (a prune of some 150,000 visitors
+    /// a minute): without rests, each prune held the awaited `sendHit` for 2 – 3 s (its p99); with
+    /// 15 ms and as long as the batch, for 0.1 – 0.4 s.
+    ///
+    /// Others want it when a thread of this process waited for the connection during the batch
+    /// (a group commit, a settlement, a visitor's write), or when another process has the file
+    /// open (a live session in `sdk_state`, looked at once a second): its writes wait on the
+    /// file's lock, out of sight. Otherwise the work rests `idleRest` only: a store nobody else
+    /// writes is pruned at the speed of its batches (`flagship db prune`, or an SDK between two
+    /// flows of visitors), and a writer arriving meanwhile waits one batch at most, as before.
+    /// Synchronous, like the work it paces: off Swift's cooperative pool.
+    package struct Pacing {
+        private let store: FlagshipDatabase
+        private var started = ContinuousClock.now
+        private var waitsBefore = 0
+        private var otherProcess = false
+        private var otherProcessLookedAt: ContinuousClock.Instant?
+        /// The longest batch so far: the longest a writer arriving during the work waited.
+        private(set) var longestHold: Duration = .zero
+        /// Batches after which the work rested as others wanted the lock.
+        private(set) var yielded = 0
+
+        init(_ store: FlagshipDatabase) {
+            self.store = store
+        }
+
+        mutating func batchStarts() {
+            let now = ContinuousClock.now
+            if otherProcessLookedAt.map({ now - $0 >= .seconds(1) }) ?? true {
+                otherProcess = (try? store.database.withConnection { try StoreSessions.otherProcessOpen($0) }) ?? true
+                otherProcessLookedAt = now
+            }
+            waitsBefore = store.database.connectionWaits
+            started = ContinuousClock.now
+        }
+
+        /// Notes the batch's hold and, when more work follows (`resting`), rests.
+        mutating func batchEnded(resting: Bool) {
+            let held = ContinuousClock.now - started
+            longestHold = max(longestHold, held)
+            guard resting else { return }
+            let wanted = otherProcess || store.database.connectionWaits != waitsBefore
+            if wanted {
+                yielded += 1
+                Self.sleep(min(max(held * 4, FlagshipDatabase.shortestRest), FlagshipDatabase.longestRest))
+                return
+            }
+            // Nobody else writes: a checkpoint falling behind ends first, or the WAL would outgrow
+            // what the background checkpointer copies, and a commit (this work's, or a group
+            // commit's arriving now) would checkpoint the whole WAL itself.
+            let deadline = ContinuousClock.now + FlagshipDatabase.longestRest
+            Self.sleep(FlagshipDatabase.idleRest)
+            while store.database.checkpointFallingBehind, ContinuousClock.now < deadline {
+                Self.sleep(FlagshipDatabase.idleRest)
+            }
+        }
+
+        private static func sleep(_ rest: Duration) {
+            let (seconds, attoseconds) = rest.components
+            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+        }
     }
 
     /// Writes the sightings noted so far (`sightings`): for a timer between prunes, and `close`.
@@ -174,18 +250,23 @@ extension FlagshipDatabase {
     /// file.
     @discardableResult
     package func returnFreePages(atMost limit: Int = .max, shouldContinue: () -> Bool = { true }) throws -> Int {
+        var pacing = Pacing(self)
+        return try returnFreePages(atMost: limit, pacing: &pacing, shouldContinue: shouldContinue)
+    }
+
+    private func returnFreePages(atMost limit: Int = .max, pacing: inout Pacing, shouldContinue: () -> Bool) throws -> Int {
         guard limit > 0, try autoVacuumMode() == .incremental else { return 0 }
         var returned = 0
         while returned < limit, shouldContinue() {
             let before = try freePageCount()
             guard before > 0 else { break }
-            let started = ContinuousClock.now
-            try write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }
+            pacing.batchStarts()
+            try write { db in _ = try db.query("PRAGMA incremental_vacuum(\(Self.freePagesPerStep))") }
             let after = try freePageCount()
             returned += before - after
             // Nothing moved: another process holds pages SQLite cannot move now.
+            pacing.batchEnded(resting: after < before && after > 0)
             guard after < before else { break }
-            if after > 0 { Self.rest(afterBatchStartedAt: started) }
         }
         return returned
     }

@@ -65,7 +65,8 @@ struct DBPrune: ParsableCommand {
         store.close()
         let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
         Output.line("deleted \(Self.describe(expired: prune.expired, evicted: prune.evicted, retention: retention, maxVisitors: maxVisitors))"
-                    + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms")
+                    + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms"
+                    + (prune.transactions > 0 ? "; the longest held the write lock \(prune.longestHoldText)" : ""))
         let sizeAfter = fileSize()
         if prune.pagesReturned > 0, sizeAfter >= sizeBefore {
             // Another connection (another process's read) kept the last checkpoint from

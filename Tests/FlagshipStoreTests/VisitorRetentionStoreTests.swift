@@ -246,6 +246,103 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         let after = try XCTUnwrap(writtenAfterBatches.withLock { $0 }, "the write ran")
         XCTAssertLessThan(after, 20, "the write waited for \(after) of the prune's 101 batches")
         XCTAssertEqual(try visitorIds(store), ["new"])
+        XCTAssertGreaterThan(prune.longestHold, .zero)
+    }
+
+    /// A write that waited for the connection during a batch makes the prune rest four times that
+    /// batch's length after it; the batches nobody waited for rest 1 ms.
+    func testAPruneRestsForOthersAfterTheBatchDuringWhichAWriteWaitedAndOnlyThen() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<1_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+        let deletes = Locked(0)
+        let written = DispatchSemaphore(value: 0)
+        try store.database.traceStatements { sql in
+            guard sql.hasPrefix("DELETE FROM main.visitors") else { return }
+            // The first row of the third batch (batches of 100): a write arrives, and waits for
+            // the connection the batch holds.
+            guard deletes.withLock({ count -> Int in
+                count += 1
+                return count
+            }) == 201 else { return }
+            let before = store.database.connectionWaits
+            Thread {
+                try? store.write { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
+                written.signal()
+            }.start()
+            while store.database.connectionWaits == before { usleep(100) }
+        }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
+        try store.database.traceStatements(nil)
+        written.wait()
+
+        XCTAssertEqual(prune.expired, 1_000)
+        XCTAssertEqual(prune.transactions, 11, "ten full batches and the one that found none")
+        XCTAssertEqual(prune.batchesYielded, 1, "the third batch only")
+        XCTAssertEqual(try visitorIds(store), ["new"])
+    }
+
+    /// The count of accesses that waited: one that finds the connection free is not counted, one
+    /// that finds it held is, once.
+    func testAnAccessIsCountedAsAWaitOnlyWhenItFindsTheConnectionHeld() throws {
+        let store = try openStore()
+        let start = store.database.connectionWaits
+        _ = try store.read { try $0.visitors.count() }
+        XCTAssertEqual(store.database.connectionWaits, start, "the connection was free")
+
+        let done = DispatchSemaphore(value: 0)
+        try store.database.withConnection { _ in
+            Thread {
+                _ = try? store.read { try $0.visitors.count() }
+                done.signal()
+            }.start()
+            while store.database.connectionWaits == start { usleep(100) }
+        }
+        done.wait()
+        XCTAssertEqual(store.database.connectionWaits, start + 1)
+    }
+
+    /// A store nobody else writes (`flagship db prune`, an SDK between two flows of visitors) is
+    /// pruned at the pace of its batches: none is followed by the rest that leaves the lock to
+    /// others four times as long as the batch.
+    func testAPruneNobodyElseWritesNeverRestsForOthers() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+
+        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
+
+        XCTAssertEqual(prune.expired, 2_000)
+        XCTAssertEqual(prune.transactions, 21, "20 full batches, and one that found none")
+        XCTAssertEqual(prune.batchesYielded, 0)
+        XCTAssertGreaterThan(prune.longestHold, .zero)
+    }
+
+    /// Another process with the file open writes through the file's lock, which this process
+    /// cannot watch: every full batch is followed by the long rest. A session left by a process
+    /// that is gone does not count.
+    func testAPruneOfAFileAnotherLiveProcessHasOpenRestsForItAfterEveryFullBatch() throws {
+        let store = try openStore()
+        try store.write { db in
+            try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+            try db.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)", [.text("store.session.\(try self.deadProcessId()).dead")])
+        }
+        let gone = try store.pruneVisitors(notSeenSince: nil, keepingAtMost: 1_500, batchSize: 250)
+        XCTAssertEqual(gone.evicted, 500)
+        XCTAssertEqual(gone.batchesYielded, 0, "a session whose process is gone is no writer")
+
+        // The parent process (the test runner's launcher, or init) is alive, and not this one.
+        try store.write { db in
+            try db.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)", [.text("store.session.\(getppid()).live")])
+        }
+        let shared = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 500)
+
+        XCTAssertEqual(shared.expired, 1_500)
+        XCTAssertEqual(shared.transactions, 4, "three full batches, and one that found none")
+        XCTAssertEqual(shared.batchesYielded, 3)
     }
 
     // MARK: - Free pages

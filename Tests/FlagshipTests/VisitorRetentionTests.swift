@@ -67,6 +67,7 @@ final class VisitorRetentionTests: TrackingTestCase {
         let line = try XCTUnwrap(log.messages(at: .info).first { $0.hasPrefix("Visitor cache pruned") })
         XCTAssertTrue(line.hasPrefix("Visitor cache pruned in 1 transaction(s), "), line)
         XCTAssertTrue(line.contains(" ms: 1 visitor(s) not seen for 30 d, with 1 decision row(s); "), line)
+        XCTAssertTrue(line.contains("; the longest held the write lock "), line)
     }
 
     /// The system clock set 40 days ahead while the SDK runs: the next prune ages visitors by the

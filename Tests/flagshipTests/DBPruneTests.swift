@@ -55,6 +55,7 @@ final class DBPruneTests: CommandTestCase {
         let lines = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 2, result.stdout)
         XCTAssertTrue(lines[0].hasPrefix("deleted 2 visitor(s) not seen for 30d00h, with 1 decision row(s), in 1 transaction(s), "), lines[0])
+        XCTAssertNotNil(lines[0].range(of: #"; the longest held the write lock \d+\.\d ms$"#, options: .regularExpression), lines[0])
         XCTAssertTrue(lines[1].hasPrefix("gave back "), lines[1])
         XCTAssertEqual(try visitorIds(), ["recent"])
         let store = try FlagshipDatabase.openForInspection(at: storeFile)

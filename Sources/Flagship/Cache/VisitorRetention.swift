@@ -168,7 +168,8 @@ final class VisitorRetention: Sendable {
         if prune.visitors > 0 {
             let took = (ContinuousClock.now - started).components
             let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
-            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))")
+            let hold = prune.longestHold > .zero ? "; the longest held the write lock \(prune.longestHoldText)" : ""
+            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)")
         }
         if prune.sharedPartsDeleted > 0 {
             logger.info("Shared variations and contexts no visitor refers to any more deleted: \(prune.sharedPartsDeleted)")

@@ -26,6 +26,10 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         /// The checkpointing connection, opened at the first checkpoint; used on `queue` only.
         var handle: OpaquePointer?
         var checkpoints = 0
+        /// A checkpoint is copying pages now.
+        var running = false
+        /// The WAL's size after the last commit, in pages.
+        var walPages: Int32 = 0
         /// The WAL's size when a checkpoint was last asked for: the next is asked once it has
         /// grown by another threshold (a WAL that keeps being written is not checkpointed at
         /// every commit, each with its two syncs).
@@ -47,6 +51,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// Called by SQLite's WAL hook, on the committing thread, after each commit (its write lock
     /// released): `pages` is the WAL's size. Returns at once, unless the writer must checkpoint.
     func committed(walPages pages: Int32, writer: OpaquePointer?) {
+        state.withLock { $0.walPages = pages }
         guard pages >= threshold else { return }
         var moved: Int32 = 0
         sqlite3_file_control(writer, nil, SQLITE_FCNTL_HAS_MOVED, &moved)
@@ -88,13 +93,30 @@ final class BackgroundCheckpointer: @unchecked Sendable {
                 state.handle = open()
                 if state.handle == nil { state.stopped = true }
             }
+            state.running = state.handle != nil
             return state.handle
         }
         guard let handle else { return }
         // `SQLITE_BUSY`: another checkpoint runs (another process's); other errors: tried again at
         // the next threshold, and the writer takes over once the WAL is far past it.
         let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-        if code == SQLITE_OK { state.withLock { $0.checkpoints += 1 } }
+        state.withLock { state in
+            state.running = false
+            if code == SQLITE_OK { state.checkpoints += 1 }
+        }
+    }
+
+    /// Whether a checkpoint is queued or copying pages: a writer that can wait (background work
+    /// in batches) lets it finish first, so that the WAL never grows far enough for a commit to
+    /// checkpoint itself.
+    var isBusy: Bool {
+        state.withLock { $0.pending || $0.running }
+    }
+
+    /// Whether the WAL has grown past twice the threshold with a checkpoint still queued or
+    /// under way: past four times, a commit checkpoints the whole WAL itself.
+    var isFallingBehind: Bool {
+        state.withLock { ($0.pending || $0.running) && $0.walPages >= threshold * 2 }
     }
 
     private func open() -> OpaquePointer? {

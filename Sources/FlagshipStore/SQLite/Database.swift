@@ -228,6 +228,25 @@ package final class Database: @unchecked Sendable {
     /// How long a write waits for the lock after one found it held for the whole busy timeout.
     package static let contendedBusyTimeout: Int32 = 200
 
+    /// Accesses that found the connection held by another thread and waited for it, since
+    /// opening (under `holderLock`).
+    private var waitsForConnection = 0
+
+    /// How many accesses of this process have waited for the connection so far: background work
+    /// in batches compares it before and after a batch to learn whether it kept a caller waiting
+    /// (`FlagshipDatabase.Pacing`).
+    package var connectionWaits: Int {
+        holderLock.withLock { waitsForConnection }
+    }
+
+    /// Whether the background checkpointer (`checkpointInBackground`) is falling behind the
+    /// commits: a checkpoint queued or under way, and the WAL past twice its threshold. Background
+    /// work in batches waits for it before its next batch, so that no commit ever checkpoints the
+    /// whole WAL itself. `false` without a checkpointer.
+    package var checkpointFallingBehind: Bool {
+        checkpointer.withLock { $0 }?.isFallingBehind ?? false
+    }
+
     /// Whether the last write found the file locked (read and written under `lock`).
     private var contended = false
 
@@ -244,7 +263,10 @@ package final class Database: @unchecked Sendable {
         let me = pthread_self()
         let nested = holderLock.withLock { holder.map { pthread_equal($0, me) != 0 } ?? false }
         guard !nested else { throw StoreError.reentrantAccess(path: path) }
-        lock.lock()
+        if !lock.try() {
+            holderLock.withLock { waitsForConnection &+= 1 }
+            lock.lock()
+        }
         holderLock.withLock { holder = me }
         defer {
             holderLock.withLock { holder = nil }
