@@ -208,6 +208,7 @@ let package = Package(
                 "FlagshipLocalServer",
                 "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

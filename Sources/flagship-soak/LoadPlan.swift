@@ -19,6 +19,12 @@ struct LoadPlan: Sendable {
     var seed: UInt64 = 31
     /// The SDK's visitor retention (seconds); `nil`: the SDK's default (30 days).
     var retention: TimeInterval?
+    /// The SDK's budget of visitors (`withVisitorRetention(_:maxVisitors:)`); `nil`: none.
+    var maxVisitors: Int?
+    /// A store file the run starts from (copied: the file itself is left alone), e.g. one of
+    /// a million visitors, so that the SDK's prunes and evictions run under the load; `nil`: an
+    /// empty store.
+    var seedStore: URL?
     /// Whether the SDK records each decision's provenance (its default: yes).
     var provenance = true
     /// Whether each sample ends with `malloc_trim(0)` (`HeapUsage.trim()`): a diagnostic.
@@ -32,6 +38,17 @@ struct LoadPlan: Sendable {
         guard maxInFlight > 0 else { throw .invalidOption("the in-flight cap must be at least 1") }
         if let retention, !(retention > 0 && retention.isFinite) {
             throw .invalidOption("the retention must be a positive number of seconds")
+        }
+        if let maxVisitors, maxVisitors < 1 { throw .invalidOption("the budget of visitors must be at least 1") }
+        if let seedStore {
+            guard FileManager.default.isReadableFile(atPath: seedStore.path) else {
+                throw .invalidOption("the store to start from, \(seedStore.path), cannot be read")
+            }
+            // Its WAL would be left behind by the copy, and with it every commit since the last
+            // checkpoint.
+            guard !FileManager.default.fileExists(atPath: seedStore.path + "-wal") else {
+                throw .invalidOption("the store to start from has a WAL beside it (\(seedStore.path)-wal): close what uses it, or run `sqlite3 \(seedStore.path) 'PRAGMA wal_checkpoint(TRUNCATE)'`, and remove it")
+            }
         }
         return self
     }

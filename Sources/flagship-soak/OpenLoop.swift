@@ -24,13 +24,16 @@ struct SoakRun: Sendable {
     /// (`VisitOverlaps`): left out of `decidedAgain`.
     var overlappedVisits = 0
     var overlapsOverflowed = false
+    /// The SDK's log lines of the prunes that deleted visitors during the run (the first few).
+    var prunes: [String] = []
 }
 
 enum OpenLoop {
     /// Offers `plan.rate` visitors per second to a fresh session for `plan.duration`, samples it,
     /// lets the visitors in flight finish (within the grace), and closes it.
     static func run(_ plan: LoadPlan, fixture: SoakFixture, onSample: @escaping @Sendable (Sample) -> Void) async throws(SoakError) -> SoakRun {
-        let session = try await SoakSession.start(fixture: fixture, retention: plan.retention, provenance: plan.provenance)
+        let session = try await SoakSession.start(fixture: fixture, retention: plan.retention, maxVisitors: plan.maxVisitors,
+                                                  seedStore: plan.seedStore, provenance: plan.provenance)
         let counters = LoadCounters()
         let latencies = LatencyLog()
         let journey = VisitorJourney(flagship: session.flagship, latencies: latencies)
@@ -89,7 +92,8 @@ enum OpenLoop {
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
                        deliveredAtClose: received.hits + received.activates, requestsAtClose: received.requests, interrupted: interrupted, decidedAgain: decidedAgain,
-                       overlappedVisits: overlapped.indexes.count, overlapsOverflowed: overlapped.overflowed)
+                       overlappedVisits: overlapped.indexes.count, overlapsOverflowed: overlapped.overflowed,
+                       prunes: session.prunes.lines)
     }
 
     enum ChildEnd: Sendable {

@@ -44,6 +44,8 @@ struct RunSummary: Sendable {
     /// Visitors left out of that count: a visit began before an earlier one of theirs was decided.
     let overlappedVisits: Int
     let overlapsOverflowed: Bool
+    /// The SDK's log lines of the prunes that deleted visitors during the run.
+    let prunes: [String]
     /// Why the run is not steady; empty when it is.
     let unsteadyReasons: [String]
 
@@ -77,6 +79,7 @@ struct RunSummary: Sendable {
         shed = run.closing?.shed ?? last?.shed ?? 0
         refusedOverloaded = run.closing?.refusedOverloaded ?? last?.refusedOverloaded ?? 0
         decidedAgain = run.decidedAgain
+        prunes = run.prunes
         overlappedVisits = run.overlappedVisits
         overlapsOverflowed = run.overlapsOverflowed
 
@@ -165,6 +168,9 @@ struct RunSummary: Sendable {
             lines.append(String(format: "heap      SQLite %+.3f MB/min", sqliteHeapSlope)
                 + (mallocInUseSlope.map { String(format: ", malloc in use %+.3f MB/min", $0) } ?? "")
                 + (mallocFreeSlope.map { String(format: ", free in its arenas %+.3f MB/min", $0) } ?? "") + " over the last two thirds")
+        }
+        for prune in prunes {
+            lines.append("prune     " + prune)
         }
         lines.append("verdict   " + (isSteady ? "steady" : "not steady: " + unsteadyReasons.joined(separator: "; ")))
         return lines.joined(separator: "\n")

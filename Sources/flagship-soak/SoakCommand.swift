@@ -73,6 +73,12 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     @Option(help: "Seconds the SDK keeps a visitor not seen (its retention; default: the SDK's, 30 days).")
     var retention: Double?
 
+    @Option(help: "The SDK's budget of visitors (least recently seen evicted beyond it; default: none).")
+    var maxVisitors: Int?
+
+    @Option(help: "Start from a copy of this store file (a store of many visitors, say), so that the SDK's prunes run under the load; the file itself is left alone.")
+    var store: String?
+
     @Flag(help: "Run the SDK without decision provenance (no decisions rows, no kept file versions).")
     var noProvenance = false
 
@@ -132,7 +138,8 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
         guard seconds > 0, seconds.isFinite else { throw .invalidOption("a duration must be a positive number of seconds") }
         let interval = sampleInterval ?? min(10, seconds / 12)
         return try LoadPlan(rate: rate, duration: .seconds(seconds), sampleInterval: .seconds(interval), newVisitorShare: newShare,
-                            maxInFlight: maxInFlight, seed: seed, retention: retention, provenance: !noProvenance,
+                            maxInFlight: maxInFlight, seed: seed, retention: retention, maxVisitors: maxVisitors,
+                            seedStore: store.map { URL(fileURLWithPath: $0) }, provenance: !noProvenance,
                             trimMalloc: trimMalloc).validated()
     }
 

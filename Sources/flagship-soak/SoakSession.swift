@@ -2,6 +2,7 @@ import Flagship
 import FlagshipLocalServer
 import FlagshipStore
 import Foundation
+import Logging
 
 /// One SDK started as an app starts it, on a store file of its own, against a local server of
 /// its own that takes every batch (200): a soak run or one trial of `--find-steady`. Stopped
@@ -17,6 +18,8 @@ final class SoakSession: Sendable {
     let flagship: Flagship
     let directory: URL
     let storeFile: URL
+    /// The SDK's log lines of its prunes.
+    let prunes = PruneLines.Kept()
 
     private init(server: LocalFlagshipServer, flagship: Flagship, directory: URL) {
         self.server = server
@@ -27,7 +30,8 @@ final class SoakSession: Sendable {
 
     /// Starts a server and the shared SDK in bucketing mode, then downloads the bucketing file
     /// before the first visitor, so that every visitor is decided on the fixture's campaigns.
-    static func start(fixture: SoakFixture, retention: TimeInterval? = nil, provenance: Bool = true) async throws(SoakError) -> SoakSession {
+    static func start(fixture: SoakFixture, retention: TimeInterval? = nil, maxVisitors: Int? = nil, seedStore: URL? = nil,
+                      provenance: Bool = true) async throws(SoakError) -> SoakSession {
         let server: LocalFlagshipServer
         do {
             server = LocalFlagshipServer(.init(
@@ -47,14 +51,27 @@ final class SoakSession: Sendable {
         }
         let flagship = Flagship.sharedInstance
         let session = SoakSession(server: server, flagship: flagship, directory: directory)
+        if let seedStore {
+            do {
+                try FileManager.default.copyItem(at: seedStore, to: session.storeFile)
+            } catch {
+                server.stop()
+                try? FileManager.default.removeItem(at: directory)
+                throw SoakError.fileSystem(path: seedStore.path, reason: "cannot copy it: \(error.localizedDescription)")
+            }
+        }
+        // The SDK's own log, kept to its prunes (at info), the rest silenced as before.
+        let prunes = session.prunes
+        var logger = Logger(label: "flagship-soak.sdk") { _ in PruneLines(prunes) }
+        logger.logLevel = .info
         let config = FSConfigBuilder()
             .Bucketing()
             .withBucketingBaseURL(server.bucketingBaseURL)
             .withDecisionBaseURL(server.decisionBaseURL)
             .withEventsBaseURL(server.eventsBaseURL)
             .withCacheFile(session.storeFile)
-            .withLogLevel(.NONE)
-            .withVisitorRetention(retention ?? FlagshipConfig.defaultVisitorRetention)
+            .withLogger(logger)
+            .withVisitorRetention(retention ?? FlagshipConfig.defaultVisitorRetention, maxVisitors: maxVisitors)
             .withDecisionProvenance(provenance)
             .build()
         flagship.start(envId: SoakFixture.envId, apiKey: SoakFixture.apiKey, config: config)
@@ -127,5 +144,38 @@ final class SoakSession: Sendable {
         } catch {
             return nil
         }
+    }
+}
+
+/// A log handler that keeps the SDK's lines about its prunes ("Visitor cache pruned …"), the
+/// first `Kept.limit` of them, and drops every other line.
+struct PruneLines: LogHandler {
+    final class Kept: Sendable {
+        static let limit = 20
+        private let state = Locked<[String]>([])
+
+        var lines: [String] { state.withLock { $0 } }
+
+        func keep(_ line: String) {
+            state.withLock { if $0.count < Self.limit { $0.append(line) } }
+        }
+    }
+
+    private let kept: Kept
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    init(_ kept: Kept) {
+        self.kept = kept
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let text = event.message.description
+        if text.hasPrefix("Visitor cache pruned") { kept.keep(text) }
     }
 }
