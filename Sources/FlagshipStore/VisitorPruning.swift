@@ -261,7 +261,7 @@ extension FlagshipDatabase {
             let before = try freePageCount()
             guard before > 0 else { break }
             pacing.batchStarts()
-            try write { db in _ = try db.query("PRAGMA incremental_vacuum(\(Self.freePagesPerStep))") }
+            try write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }  // freePagesPerStep
             let after = try freePageCount()
             returned += before - after
             // Nothing moved: another process holds pages SQLite cannot move now.

@@ -47,7 +47,7 @@ struct LoadPlan: Sendable {
             // Its WAL would be left behind by the copy, and with it every commit since the last
             // checkpoint.
             guard !FileManager.default.fileExists(atPath: seedStore.path + "-wal") else {
-                throw .invalidOption("the store to start from has a WAL beside it (\(seedStore.path)-wal): close what uses it, or run `sqlite3 \(seedStore.path) 'PRAGMA wal_checkpoint(TRUNCATE)'`, and remove it")
+                throw .invalidOption("the store to start from has a WAL beside it (\(seedStore.path)-wal): close what uses it first (its last connection checkpoints the WAL into the file and removes it)")
             }
         }
         return self
