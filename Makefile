@@ -141,6 +141,14 @@ soak: deps
 	$(SWIFT) build -c release --product flagship-soak
 	"$$($(SWIFT) build -c release --show-bin-path)/flagship-soak" $(SOAK_ARGS)
 
+# The scale measurements (issue 48): each figure on stores of growing size, with its growth from
+# one size to the next. The stores are built once in /tmp/flagship-scale (SCALE_DIR) and kept;
+# SCALE_SIZES="100000 1000000 10000000" adds the 8 GB store, SCALE_SOAK=1 a prune under the soak.
+SCALE_SIZES ?= 100000 1000000
+.PHONY: scale
+scale: deps
+	Scripts/scale.sh $(SCALE_SIZES)
+
 # The package-benchmark suite (its own package under Benchmarks/).
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
