@@ -153,10 +153,12 @@ extension FlagshipDatabase {
     /// Others want it when a thread of this process waited for the connection during the batch
     /// (a group commit, a settlement, a visitor's write), or when another process has the file
     /// open (a live session in `sdk_state`, looked at once a second): its writes wait on the
-    /// file's lock, out of sight. Otherwise the work rests `idleRest` only: a store nobody else
-    /// writes is pruned at the speed of its batches (`flagship db prune`, or an SDK between two
-    /// flows of visitors), and a writer arriving meanwhile waits one batch at most, as before.
-    /// Synchronous, like the work it paces: off Swift's cooperative pool.
+    /// file's lock, out of sight. Otherwise the work rests `idleRest`, then waits while the
+    /// background checkpointer falls behind (`Database.checkpointFallingBehind`): a store nobody
+    /// else writes is pruned at the pace of its checkpoints (`flagship db prune`, or an SDK between
+    /// two flows of visitors), no commit ever copies the whole WAL itself, and a writer arriving
+    /// meanwhile waits one batch at most, as before. Synchronous, like the work it paces: off
+    /// Swift's cooperative pool.
     package struct Pacing {
         private let store: FlagshipDatabase
         private var started = ContinuousClock.now
