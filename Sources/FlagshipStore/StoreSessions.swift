@@ -37,10 +37,7 @@ enum StoreSessions {
                 ? Findings(reasonForFullCheck: nil, staleKeys: [], isNew: true)
                 : Findings(reasonForFullCheck: "the file has no session markers yet", staleKeys: [])
         }
-        let keys = try connection.query(
-            "SELECT key FROM main.sdk_state WHERE key >= ? AND key < ? ORDER BY key", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
-        ).compactMap { $0[0].text }
-        let stale = keys.filter { !processIsAlive(pidIn: $0) }
+        let stale = try sessionKeys(connection).filter { !processIsAlive(pidIn: $0) }
         if !stale.isEmpty {
             let pids = stale.map { pid(in: $0).map(String.init) ?? "?" }.joined(separator: ", ")
             return Findings(reasonForFullCheck: "the last session (pid \(pids)) did not close the store cleanly", staleKeys: stale)
@@ -97,11 +94,15 @@ enum StoreSessions {
     /// process is alive): its writes wait on the file's lock, where this process cannot see them.
     static func otherProcessOpen(_ connection: Connection) throws(StoreError) -> Bool {
         guard try connection.tableExists("sdk_state") else { return false }
-        let keys = try connection.query(
-            "SELECT key FROM main.sdk_state WHERE key >= ? AND key < ?", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
-        ).compactMap { $0[0].text }
         let me = getpid()
-        return keys.contains { key in pid(in: key).map { $0 != me } == true && processIsAlive(pidIn: key) }
+        return try sessionKeys(connection).contains { key in pid(in: key).map { $0 != me } == true && processIsAlive(pidIn: key) }
+    }
+
+    /// The session keys in the file, in order.
+    private static func sessionKeys(_ connection: Connection) throws(StoreError) -> [String] {
+        try connection.query(
+            "SELECT key FROM main.sdk_state WHERE key >= ? AND key < ? ORDER BY key", [.text(keyPrefix), .text(keyPrefix + "\u{7F}")]
+        ).compactMap { $0[0].text }
     }
 
     static func pid(in key: String) -> pid_t? {

@@ -106,15 +106,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         }
     }
 
-    /// Whether a checkpoint is queued or copying pages: a writer that can wait (background work
-    /// in batches) lets it finish first, so that the WAL never grows far enough for a commit to
-    /// checkpoint itself.
-    var isBusy: Bool {
-        state.withLock { $0.pending || $0.running }
-    }
-
     /// Whether the WAL has grown past twice the threshold with a checkpoint still queued or
-    /// under way: past four times, a commit checkpoints the whole WAL itself.
+    /// under way: past four times, a commit checkpoints the whole WAL itself. A writer that can
+    /// wait (background work in batches) lets the checkpoint finish first.
     var isFallingBehind: Bool {
         state.withLock { ($0.pending || $0.running) && $0.walPages >= threshold * 2 }
     }
