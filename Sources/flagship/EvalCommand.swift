@@ -25,6 +25,7 @@ struct EvalCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("The bucketing file, as served at <cdn>/<env-id>/bucketing.json.", valueName: "file"))
     var bucketingFile: String
+    @OptionGroup var maximumBytes: BucketingFileLimit
     @Option(help: "One visitor id.") var visitorId: String?
     @Option(help: ArgumentHelp("A file of visitor ids, one per line (blank lines ignored).", valueName: "file"))
     var visitorsFile: String?
@@ -51,7 +52,7 @@ struct EvalCommand: ParsableCommand {
     func run() throws {
         let context = try parsedContext()
         let history = try parsedHistory()
-        let file = try BucketingFileArgument.load(bucketingFile)
+        let file = try BucketingFileArgument.load(bucketingFile, maximumBytes: maximumBytes.bytes)
         for warning in file.warnings { Output.warn("\(bucketingFile): \(warning)") }
         let visitors = try visitorIds()
         if visitors.isEmpty, let visitorsFile { Output.warn("no visitor id in \(visitorsFile)") }

@@ -42,6 +42,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bucketing mode: a bucketing file to decide from while the store has none and none is downloaded yet.",
                                valueName: "file"))
     var bootstrap: String?
+    @OptionGroup var maximumBytes: BucketingFileLimit
 
     enum Mode: String, ExpressibleByArgument, CaseIterable {
         case api, bucketing
@@ -67,6 +68,7 @@ struct FetchCommand: AsyncParsableCommand {
             builder.Bucketing()
             if let bucketingURL, let url = URL(string: bucketingURL) { builder.withBucketingBaseURL(url) }
             if let bootstrap { builder.withBootstrap(bucketingFile: bootstrap) }
+            if let limit = maximumBytes.bytes { builder.withBucketingFileMaximumBytes(limit) }
         }
         return builder.build()
     }
@@ -75,7 +77,7 @@ struct FetchCommand: AsyncParsableCommand {
         try sdk.requireStoreFile()
         // Read here, once (a FIFO or `<(curl …)` can be read only once), so that a file that is
         // not there or not usable is an error, not a log line.
-        let bootstrapBytes = try bootstrap.map { try BucketingFileArgument.bytes($0) }
+        let bootstrapBytes = try bootstrap.map { try BucketingFileArgument.bytes($0, maximumBytes: maximumBytes.bytes) }
         let visitorContext = try parseContext()
         let flagship = try sdk.startSDK(config(bootstrap: bootstrapBytes))
         let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: !noConsent, instanceType: .NEW_INSTANCE)

@@ -22,6 +22,7 @@ struct FlagsCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The bucketing file, as served at <cdn>/<env-id>/bucketing.json.", valueName: "file"))
     var bucketingFile: String
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @OptionGroup var maximumBytes: BucketingFileLimit
 
     /// One variation's value for a key.
     private struct Given {
@@ -32,7 +33,7 @@ struct FlagsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let file = try BucketingFileArgument.load(bucketingFile)
+        let file = try BucketingFileArgument.load(bucketingFile, maximumBytes: maximumBytes.bytes)
         for warning in file.warnings { Output.warn("\(bucketingFile): \(warning)") }
         var keys: [String: [Given]] = [:]
         for campaign in file.campaigns {
@@ -101,28 +102,45 @@ struct FlagsCommand: ParsableCommand {
 
 /// A bucketing file named on the command line, read and parsed, or a clear error.
 enum BucketingFileArgument {
-    static func load(_ path: String) throws -> BucketingFile {
-        try read(path).file
+    static func load(_ path: String, maximumBytes: Int? = nil) throws -> BucketingFile {
+        try read(path, maximumBytes: maximumBytes).file
     }
 
     /// The file's bytes, once checked to be a usable bucketing file.
-    static func bytes(_ path: String) throws -> Data {
-        try read(path).bytes
+    static func bytes(_ path: String, maximumBytes: Int? = nil) throws -> Data {
+        try read(path, maximumBytes: maximumBytes).bytes
     }
 
-    /// Reads the file once, at most `BucketingFile.maximumBytes`: a regular file, or a FIFO or
-    /// a process substitution (`<(curl …)`).
-    private static func read(_ path: String) throws -> (bytes: Data, file: BucketingFile) {
+    /// Reads the file once, at most `maximumBytes` (`--bucketing-file-maximum-bytes`, else
+    /// `BucketingFile.maximumBytes`): a regular file, or a FIFO or a process substitution (`<(curl …)`).
+    private static func read(_ path: String, maximumBytes: Int?) throws -> (bytes: Data, file: BucketingFile) {
+        let limit = maximumBytes ?? BucketingFile.maximumBytes
         let data: Data
         do {
-            data = try BucketingFile.bytes(at: URL(fileURLWithPath: path))
+            data = try BucketingFile.bytes(at: URL(fileURLWithPath: path), maximumBytes: limit)
         } catch {
             throw CommandFailure("cannot read the bucketing file \(path): \(error.reason)")
         }
         do {
-            return (data, try BucketingFile(json: data))
+            return (data, try BucketingFile(json: data, maximumBytes: limit))
         } catch {
             throw CommandFailure("\(path) is not a usable bucketing file: \(error.reason)")
+        }
+    }
+}
+
+/// `--bucketing-file-maximum-bytes`: the largest bucketing file a command reads (the SDK's
+/// `withBucketingFileMaximumBytes`), 10 MiB unless given.
+struct BucketingFileLimit: ParsableArguments {
+    @Option(name: .customLong("bucketing-file-maximum-bytes"),
+            help: ArgumentHelp("The largest bucketing file read, in bytes (default: 10 MiB, 10485760).", valueName: "bytes"))
+    var value: Int?
+
+    var bytes: Int? { value }
+
+    mutating func validate() throws {
+        if let value, value < 1_024 || value > Int(Int32.max) {
+            throw ValidationError("--bucketing-file-maximum-bytes must be from 1024 bytes to 2 GiB")
         }
     }
 }

@@ -32,6 +32,80 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.bucketing.summaries() }.count, 1)
     }
 
+    // MARK: - The compiled form
+
+    func testTheCompiledFormIsReadWithoutTheDocument() throws {
+        let document = #"{"campaigns":[],"panic":false,"note":"é"}"#
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: document, lastModified: "Thu, 21 Nov 2024 06:00:00 GMT",
+                                                  downloadedAt: 5, compiled: [1, 2, 3]))
+        }
+
+        let stored = try XCTUnwrap(try store.read { try $0.bucketing.compiledFile(envId: "env-1") })
+        XCTAssertEqual(stored.compiled, [1, 2, 3])
+        XCTAssertEqual(stored.documentBytes, document.utf8.count, "bytes, not characters")
+        XCTAssertEqual(stored.lastModified, "Thu, 21 Nov 2024 06:00:00 GMT")
+        XCTAssertEqual(stored.downloadedAt, 5)
+        XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-2") })
+    }
+
+    func testADocumentEditedByHandLosesItsCompiledForm() throws {
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 5, compiled: [1]))
+        }
+
+        // Anything else than the document (the time, the header) keeps it.
+        try store.write { try $0.execute("UPDATE bucketing SET downloaded_at = 6, last_modified = 'x'") }
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, [1])
+        // The same document written again keeps it too.
+        try store.write { try $0.execute(#"UPDATE bucketing SET document = '{"campaigns":[]}'"#) }
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, [1])
+
+        try store.write { try $0.execute(#"UPDATE bucketing SET document = '{"campaigns":[],"panic":true}'"#) }
+
+        XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, "the next start reads the JSON")
+    }
+
+    func testSavingAFileWritesItsCompiledFormWithIt() throws {
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 5, compiled: [1]))
+        }
+
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[],"panic":true}"#, lastModified: nil,
+                                                  downloadedAt: 6, compiled: [2]))
+        }
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, [2])
+
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 7))
+        }
+        XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, "a file saved without one has none")
+    }
+
+    func testTheCompiledFormIsWrittenOnlyForTheFileItWasMadeFrom() throws {
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 5))
+        }
+
+        XCTAssertFalse(try store.write { try $0.bucketing.saveCompiled([9], envId: "env-1", downloadedAt: 4) }, "a newer download is stored")
+        XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled)
+        XCTAssertTrue(try store.write { try $0.bucketing.saveCompiled([9], envId: "env-1", downloadedAt: 5) })
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-1") }?.compiled, [9])
+    }
+
+    func testMarkingAKeptVersionUsedNeedsNoDocument() throws {
+        let kept = BucketingFileVersion(version: String(repeating: "a", count: 64), envId: "env-1", document: "{}", origin: .download,
+                                        firstUsedAt: 1, lastUsedAt: 1)
+        try store.write { _ = try $0.bucketingFiles.use(kept, keeping: 5) }
+
+        XCTAssertTrue(try store.write { try $0.bucketingFiles.markUsed(version: kept.version, envId: "env-1", at: 9, keeping: 5) })
+        XCTAssertFalse(try store.write { try $0.bucketingFiles.markUsed(version: String(repeating: "b", count: 64), envId: "env-1", at: 9, keeping: 5) },
+                       "not kept: it is written with its document")
+        XCTAssertFalse(try store.write { try $0.bucketingFiles.markUsed(version: kept.version, envId: "env-2", at: 9, keeping: 5) })
+        XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }.map(\.lastUsedAt), [9])
+    }
+
     func testFileOfAnEnvironmentNeverSavedIsNil() throws {
         try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-1", document: "{}", lastModified: nil, downloadedAt: 1)) }
 

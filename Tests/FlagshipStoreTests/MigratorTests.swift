@@ -78,7 +78,8 @@ final class MigratorTests: StoreTestCase {
             "4 visitor_retention fnv1a64:32595d719f04a13c",
             "5 shared_parts fnv1a64:211eef48996d5420",
             "6 reported_facts fnv1a64:c0e2b49e736c12ec",
-            "7 visitor_count \(Migration.embedded[6].checksum)",
+            "7 visitor_count fnv1a64:74ea879e8f11bece",
+            "8 compiled_bucketing fnv1a64:280788e07a093549",
         ])
     }
 
@@ -192,6 +193,8 @@ final class MigratorTests: StoreTestCase {
         /// What `decisions` holds once the file is at the latest version.
         var decisions: [DecisionRecord] = []
         var fileVersions: [BucketingFileVersion] = []
+        /// The compiled form of a stored bucketing file, by env id (version 8 on).
+        var compiled: [String: [UInt8]] = [:]
     }
 
     static let seeds: [Int: SchemaSeed] = [
@@ -210,6 +213,8 @@ final class MigratorTests: StoreTestCase {
         6: seeds6,
         // Version 7 keeps the visitors' number (`visitors_total`), counted once at the upgrade.
         7: seeds7,
+        // Version 8 keeps the bucketing file compiled beside its JSON (NULL until the SDK writes it).
+        8: seeds8,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -300,6 +305,20 @@ final class MigratorTests: StoreTestCase {
              .integer(visitor.updatedAt), .integer(visitor.updatedAt)]
         ))
         seed.visitors.append(visitor)
+        return seed
+    }()
+
+    private static let seeds8: SchemaSeed = {
+        var seed = seeds7
+        let file = BucketingRecord(envId: "env-8", document: #"{"campaigns":[],"panic":true}"#, lastModified: nil,
+                                   downloadedAt: 1_732_170_008_000)
+        let compiled: [UInt8] = Array("FSBK".utf8) + [1, 2, 3]
+        seed.statements.append((
+            "INSERT INTO bucketing (env_id, document, last_modified, downloaded_at, compiled) VALUES (?, ?, NULL, ?, ?)",
+            [.text(file.envId), .text(file.document), .integer(file.downloadedAt), .blob(compiled)]
+        ))
+        seed.bucketing.append(file)
+        seed.compiled[file.envId] = compiled
         return seed
     }()
 
@@ -619,6 +638,7 @@ final class MigratorTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.bucketing.summaries() }.map(\.envId), seed.bucketing.map(\.envId).sorted(), context)
         for file in seed.bucketing {
             XCTAssertEqual(try store.read { try $0.bucketing.file(envId: file.envId) }, file, context)
+            XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: file.envId) }?.compiled, seed.compiled[file.envId], context)
         }
         let state = try store.read { try $0.state.all() }
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: state.map { ($0.key, $0.value) }), seed.state, context)

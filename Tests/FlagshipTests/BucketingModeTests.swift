@@ -137,6 +137,100 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertFalse(statuses.values.contains(.SDK_INITIALIZING))
     }
 
+    /// Starts on the stored file with the server gone; the flags a visitor gets and the start's
+    /// line about the stored file.
+    private func restartOnTheStoredFile(_ visitorId: String, context: [String: Any]) async throws -> (flags: [String: JSONValue], line: String) {
+        let restarted = Flagship()
+        restarted.start(envId: Self.envId, apiKey: Self.apiKey, config: bucketingBuilder(bucketingURL: Self.deadURL).build())
+        XCTAssertEqual(restarted.getStatus(), .SDK_INITIALIZED, "ready when start returns")
+        let visitor = visitor(visitorId, context: context, on: restarted)
+        try await visitor.fetchFlags()
+        let flags = flags(of: visitor)
+        await restarted.close()
+        let line = log.messages(at: .info).last { $0.hasPrefix("Bucketing file from the store") } ?? "none"
+        return (flags, line)
+    }
+
+    private func withStore(_ body: (FlagshipDatabase) throws -> Void) throws {
+        let store = try FlagshipDatabase.open(at: StoreLocation.databaseFile(envId: Self.envId, in: directory.url))
+        defer { store.close() }
+        try body(store)
+    }
+
+    private func storedCompiledForm() throws -> [UInt8]? {
+        let store = try inspectStore()
+        defer { store.close() }
+        return try store.read { try $0.bucketing.compiledFile(envId: Self.envId) }?.compiled
+    }
+
+    func testARestartDecidesFromTheCompiledFormAndReadsTheJSONWhenItIsMissingDamagedOrStale() async throws {
+        let file = Self.bucketingFile()
+        try server.setBucketingFile(file)
+        start(bucketingBuilder())
+        try await visitor("warm-up").fetchFlags()
+        await flagship.close()
+        server.stop()
+        let compiled = try XCTUnwrap(try storedCompiledForm(), "written with the download")
+
+        // From the compiled form: no JSON read.
+        var restart = try await restartOnTheStoredFile("bob", context: ["isVip": true])
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "bob", context: ["isVip": .bool(true)]))
+        XCTAssertTrue(restart.line.hasSuffix("compiled)"), restart.line)
+
+        // Missing (a store written by an older SDK): the JSON is read, and the form written again.
+        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = NULL") } }
+        restart = try await restartOnTheStoredFile("carol", context: ["isVip": true])
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "carol", context: ["isVip": .bool(true)]))
+        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+        XCTAssertEqual(try storedCompiledForm(), compiled, "compiled again for the next start")
+
+        // Damaged: refused whole with a warning, the JSON read, the form written again.
+        var damaged = compiled
+        damaged[damaged.count / 2] ^= 0xFF
+        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(damaged)]) } }
+        restart = try await restartOnTheStoredFile("dave", context: [:])
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "dave"))
+        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+        XCTAssertTrue(log.messages(at: .warning).contains {
+            $0.contains("compiled form is unusable (its checksum does not match: damaged or cut)")
+        }, "\(log.messages(at: .warning))")
+        XCTAssertEqual(try storedCompiledForm(), compiled)
+
+        // Stale: a document edited by hand is what decides, never the form of the file before it.
+        let edited = Self.bucketingFile(vipValue: "express")
+        try withStore { store in
+            _ = try store.write { try $0.execute("UPDATE bucketing SET document = ?", [.text(String(decoding: edited, as: UTF8.self))]) }
+        }
+        restart = try await restartOnTheStoredFile("erin", context: ["isVip": true])
+        XCTAssertEqual(restart.flags["shipping"], .string("express"))
+        XCTAssertEqual(restart.flags, try expected(edited, visitorId: "erin", context: ["isVip": .bool(true)]))
+        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+        restart = try await restartOnTheStoredFile("frank", context: ["isVip": true])
+        XCTAssertEqual(restart.flags["shipping"], .string("express"))
+        XCTAssertTrue(restart.line.hasSuffix("compiled)"), restart.line)
+    }
+
+    func testAStoredFileOverALoweredLimitIsRefusedWithoutBeingRead() async throws {
+        let file = BucketingJSON.file((1...20).map { number in
+            BucketingJSON.campaign("c\(number)", BucketingJSON.group("g\(number)", BucketingJSON.variation("v\(number)", 100, flags: #"{"k": 1}"#)))
+        })
+        XCTAssertGreaterThan(file.count, 2_048)
+        try server.setBucketingFile(file)
+        start(bucketingBuilder())
+        try await visitor("warm-up").fetchFlags()
+        await flagship.close()
+        server.stop()
+
+        let restarted = Flagship()
+        restarted.start(envId: Self.envId, apiKey: Self.apiKey,
+                        config: bucketingBuilder(bucketingURL: Self.deadURL).withBucketingFileMaximumBytes(2_048).build())
+        XCTAssertEqual(restarted.getStatus(), .SDK_INITIALIZING, "no file to decide from")
+        await restarted.close()
+        XCTAssertTrue(log.messages(at: .error).contains {
+            $0.contains("The stored bucketing file is unusable (The bucketing file is unusable: the document is \(file.count) bytes, over the 2048 bytes")
+        }, "\(log.messages(at: .error))")
+    }
+
     func testWithNoFileAnywhereAFetchFailsClearlyAndTheSDKStaysInitializing() async throws {
         start(bucketingBuilder())  // the server has no bucketing file: 404
         let visitor = visitor("carol")

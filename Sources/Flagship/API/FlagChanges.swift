@@ -86,9 +86,9 @@ final class ChangeBroadcaster<Value: Sendable>: Sendable {
 extension FSBucketingFileChange {
     /// What changed from `old` to `new` (campaign JSON by id); `nil` when nothing did.
     static func between(old: BucketingFileCampaigns, new: BucketingFileCampaigns, panic: Bool) -> FSBucketingFileChange? {
-        let added = new.documents.keys.filter { old.documents[$0] == nil }.sorted()
-        let removed = old.documents.keys.filter { new.documents[$0] == nil }.sorted()
-        let changed = new.documents.keys.filter { id in old.documents[id].map { $0 != new.documents[id] } ?? false }.sorted()
+        let added = new.digests.keys.filter { old.digests[$0] == nil }.sorted()
+        let removed = old.digests.keys.filter { new.digests[$0] == nil }.sorted()
+        let changed = new.digests.keys.filter { id in old.digests[id].map { $0 != new.digests[id] } ?? false }.sorted()
         guard !added.isEmpty || !removed.isEmpty || !changed.isEmpty || panic != old.panic else { return nil }
         var keys = Set<String>()
         for id in added + changed { keys.formUnion(new.flagKeys[id] ?? []) }
@@ -98,30 +98,36 @@ extension FSBucketingFileChange {
     }
 }
 
-/// A bucketing file's campaigns as JSON by id, and the flag keys each gives: what a change is
-/// computed from.
+/// A bucketing file's campaigns by id, each as the digest of its JSON (keys sorted), and the flag
+/// keys each gives: what a change is computed from, without keeping the file's tree.
 struct BucketingFileCampaigns: Sendable {
-    let documents: [String: JSONValue]
+    let digests: [String: String]
     let flagKeys: [String: Set<String>]
     let panic: Bool
 
-    init(json data: Data, file: BucketingFile) {
-        var documents: [String: JSONValue] = [:]
-        if case .array(let campaigns)? = (try? JSONValue(json: data))?["campaigns"] {
+    /// From the file's tree: each campaign with a string id, the later of two with the same id.
+    init(parsed: ParsedBucketingFile, file: BucketingFile) {
+        var digests: [String: String] = [:]
+        if case .array(let campaigns)? = parsed.root["campaigns"] {
             for campaign in campaigns {
-                if case .string(let id)? = campaign["id"] { documents[id] = campaign }
+                if case .string(let id)? = campaign["id"] { digests[id] = SHA256.hex(of: campaign.jsonString().utf8) }
             }
         }
+        self.init(digests: digests, file: file)
+    }
+
+    /// From digests kept (the store's compiled form); the flag keys from `file`, without reading
+    /// any flag's value.
+    init(digests: [String: String], file: BucketingFile) {
         var keys: [String: Set<String>] = [:]
         for campaign in file.campaigns {
             for group in campaign.variationGroups {
-                for variation in group.variations {
-                    guard let flags = variation.assignment?.flags else { continue }
-                    keys[campaign.id, default: []].formUnion(flags.keys)
+                for variation in group.variations where variation.id != nil {
+                    keys[campaign.id, default: []].formUnion(variation.flagKeys)
                 }
             }
         }
-        self.documents = documents
+        self.digests = digests
         flagKeys = keys
         panic = file.panic
     }

@@ -64,13 +64,41 @@ package struct BucketingFile: Sendable {
         package let id: String?
         /// 0 or more; 0 takes no visitor by hash.
         package let allocation: Double
-        /// What a visitor assigned to it gets; `nil` when it has no id.
-        package let assignment: BucketedCampaign?
+        private let made: Made
+
+        /// A variation read from the file's JSON has its flags at once; one read from the
+        /// store's compiled form reads them when a visitor is first assigned to it.
+        private enum Made: Sendable {
+            case ready(BucketedCampaign?)
+            case lazy(LazyAssignment)
+        }
 
         init(id: String?, allocation: Double, assignment: BucketedCampaign?) {
             self.id = id
             self.allocation = allocation
-            self.assignment = assignment
+            made = .ready(assignment)
+        }
+
+        init(id: String, allocation: Double, lazy: LazyAssignment) {
+            self.id = id
+            self.allocation = allocation
+            made = .lazy(lazy)
+        }
+
+        /// What a visitor assigned to it gets; `nil` when it has no id.
+        package var assignment: BucketedCampaign? {
+            switch made {
+            case .ready(let assignment): assignment
+            case .lazy(let lazy): lazy.assignment
+            }
+        }
+
+        /// The keys of its flags, without reading their values.
+        var flagKeys: [String] {
+            switch made {
+            case .ready(let assignment): assignment.map { Array($0.flags.keys) } ?? []
+            case .lazy(let lazy): lazy.flagKeys
+            }
         }
     }
 }
@@ -89,6 +117,8 @@ package struct BucketingFileError: Error, Equatable, CustomStringConvertible {
 /// What reading a file gathers beside its campaigns: the warnings, and the context keys its rules read.
 struct BucketingFileReader {
     private(set) var warnings: [String] = []
+    /// Reading the store's compiled form: where each variation's flags are.
+    var compiledFlags: CompiledFlags?
     private(set) var contextKeys = ContextKeys()
     private(set) var readsVisitorId = false
     private var namedOperators: Set<String> = []
@@ -116,6 +146,19 @@ extension BucketingFile {
     /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
     /// `maximumBytes`: the largest document read (`FSConfigBuilder.withBucketingFileMaximumBytes`).
     package init(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) {
+        try self.init(parsed: Self.parse(json: data, maximumBytes: maximumBytes))
+    }
+
+    /// Reads the campaigns of a file parsed by `parse(json:maximumBytes:)`.
+    init(parsed: ParsedBucketingFile) throws(BucketingFileError) {
+        var reader = BucketingFileReader()
+        for warning in parsed.parseWarnings { reader.warn(warning) }
+        try self.init(root: parsed.root, version: parsed.version, reader: reader)
+    }
+
+    /// Parses the document once: the tree the campaigns are read from (a flag value that cannot
+    /// be read taken out, with its warning), and the version of its bytes.
+    static func parse(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) -> ParsedBucketingFile {
         guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
         guard data.count <= maximumBytes else {
             throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: maximumBytes))
@@ -126,7 +169,7 @@ extension BucketingFile {
         } catch {
             throw BucketingFileError(reason: "the document (\(data.count) bytes) is not valid JSON, or is truncated")
         }
-        var reader = BucketingFileReader()
+        var warnings: [String] = []
         // An unusable value inside one flag's value of a variation costs that flag only; anywhere else, the file.
         var root = parsed.value
         for unusable in parsed.unusable {
@@ -138,9 +181,16 @@ extension BucketingFile {
                 throw BucketingFileError(reason: unusable.sentence)
             }
             root.remove(at: path[...8])
-            reader.warn("campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
+            warnings.append("campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
                 + "flag \"\(flag)\" was dropped: \(unusable.reason)")
         }
+        return ParsedBucketingFile(root: root, parseWarnings: warnings, version: SHA256.hex(of: data))
+    }
+
+    /// Reads the campaigns from the file's tree (its JSON parsed, or the store's compiled form:
+    /// `reader` then reads each variation's flags from it when first needed).
+    init(root: JSONValue, version: String, reader: BucketingFileReader) throws(BucketingFileError) {
+        var reader = reader
         guard case .object(let body) = root else {
             throw BucketingFileError(reason: "the document is JSON but not an object")
         }
@@ -177,7 +227,7 @@ extension BucketingFile {
                                              enabled1V1T: settings?["enabled1V1T"]?.boolValue ?? false),
             warnings: reader.warnings, campaigns: campaigns,
             contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
-        version = SHA256.hex(of: data)
+        self.version = version
     }
 
     /// A non-empty string `id`, or `nil` after a warning naming `location`.
@@ -262,17 +312,24 @@ extension BucketingFile.Variation {
         let allocation = Self.allocation(of: entry["allocation"], at: location, with: &reader)
         let share = allocation > 0 ? "a visitor in its \(allocation.shortText)% gets nothing from the campaign" : "it is ignored"
         let id = BucketingFile.id(of: entry, at: location, share, with: &reader)
-        let assignment = id.map { id in
-            var assignment = group
-            assignment.variationId = id
-            assignment.variationName = entry["name"]?.stringValue ?? ""
-            assignment.isReference = entry["reference"]?.boolValue ?? false
-            let modifications = entry["modifications"]
-            assignment.modificationsType = modifications?["type"]?.stringValue
-            if assignment.modificationsType != nil, let flags = modifications?["value"]?.objectValue {
-                assignment.flags = flags
+        guard let id else {
+            self.init(id: nil, allocation: allocation, assignment: nil)
+            return
+        }
+        var assignment = group
+        assignment.variationId = id
+        assignment.variationName = entry["name"]?.stringValue ?? ""
+        assignment.isReference = entry["reference"]?.boolValue ?? false
+        let modifications = entry["modifications"]
+        assignment.modificationsType = modifications?["type"]?.stringValue
+        if let compiled = reader.compiledFlags {
+            // The compiled form holds, in place of an object of flags, where they are and their keys.
+            if assignment.modificationsType != nil, let place = compiled.place(of: modifications?["value"]) {
+                self.init(id: id, allocation: allocation, lazy: LazyAssignment(assignment, flags: compiled, at: place))
+                return
             }
-            return assignment
+        } else if assignment.modificationsType != nil, let flags = modifications?["value"]?.objectValue {
+            assignment.flags = flags
         }
         self.init(id: id, allocation: allocation, assignment: assignment)
     }

@@ -96,8 +96,9 @@ final class BucketingPoller: Sendable {
     private func loadBootstrap() {
         guard let bootstrap, file == nil else { return }
         do {
-            let file = try BucketingFile(json: bootstrap, maximumBytes: maximumBytes)
-            let campaigns = BucketingFileCampaigns(json: bootstrap, file: file)
+            let parsed = try BucketingFile.parse(json: bootstrap, maximumBytes: maximumBytes)
+            let file = try BucketingFile(parsed: parsed)
+            let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
             let used = state.withLock { state -> Bool in
                 guard state.file == nil else { return false }
                 state.file = file
@@ -114,34 +115,76 @@ final class BucketingPoller: Sendable {
         }
     }
 
+    /// The stored file, from its compiled form: no JSON parsed, no digest of the file's bytes
+    /// computed, each variation's flags read when first needed. A store without it (written by an
+    /// older SDK, or its JSON edited by hand) or with one this SDK cannot read gives the JSON,
+    /// parsed as a download is, and the compiled form is written for the next start.
     private func loadLocal() {
         guard let store else { return }
-        let record: BucketingRecord?
+        let stored: CompiledBucketingRecord?
         do {
-            record = try store.read { try $0.bucketing.file(envId: envId) }
+            stored = try store.read { try $0.bucketing.compiledFile(envId: envId) }
         } catch {
             logger.error("The stored bucketing file could not be read: \(error)")
             return
         }
-        guard let record else {
+        guard let stored else {
             logger.info("No bucketing file stored yet: waiting for the first download")
             return
         }
-        do {
-            let file = try BucketingFile(json: Data(record.document.utf8), maximumBytes: maximumBytes)
-            let campaigns = BucketingFileCampaigns(json: Data(record.document.utf8), file: file)
-            state.withLock { state in
-                state.file = file
-                state.campaigns = campaigns
-                state.lastModified = record.lastModified
-                state.downloadedAt = record.downloadedAt
-            }
-            let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
-            logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
-            onFile(file)
-            keepVersionSoon(of: file, document: record.document, origin: .store)
-        } catch {
+        guard stored.documentBytes <= maximumBytes else {
+            let error = BucketingFileError(reason: BucketingFile.tooLarge("the document", size: "\(stored.documentBytes) bytes", limit: maximumBytes))
             logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
+            return
+        }
+        var loaded: (file: BucketingFile, campaigns: BucketingFileCampaigns)?
+        if let compiled = stored.compiled {
+            do {
+                loaded = try CompiledBucketingFile.decode(compiled)
+            } catch {
+                logger.warning("The stored bucketing file's compiled form is unusable (\(error)): its JSON is read instead, and compiled again")
+            }
+        }
+        var document: String?
+        if loaded == nil {
+            do {
+                guard let record = try store.read({ try $0.bucketing.file(envId: envId) }) else { return }
+                let parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
+                let file = try BucketingFile(parsed: parsed)
+                let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
+                loaded = (file, campaigns)
+                document = record.document
+                compileSoon(parsed, digests: campaigns.digests, downloadedAt: record.downloadedAt)
+            } catch {
+                logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
+                return
+            }
+        }
+        guard let (file, campaigns) = loaded else { return }
+        state.withLock { state in
+            state.file = file
+            state.campaigns = campaigns
+            state.lastModified = stored.lastModified
+            state.downloadedAt = stored.downloadedAt
+        }
+        let age = Int(max(0, clock.now().unixMilliseconds - stored.downloadedAt) / 1000)
+        let form = document == nil ? "compiled" : "read from its JSON"
+        logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago, \(form))")
+        onFile(file)
+        keepVersionSoon(of: file, document: document, origin: .store)
+    }
+
+    /// Writes the compiled form of the stored file read from its JSON, on the store queue.
+    private func compileSoon(_ parsed: ParsedBucketingFile, digests: [String: String], downloadedAt: Int64) {
+        guard let store, store.opening.readOnly == nil else { return }
+        let (envId, logger) = (envId, logger)
+        storeQueue.async {
+            let compiled = CompiledBucketingFile.encode(parsed, digests: digests)
+            do {
+                try store.write { try $0.bucketing.saveCompiled(compiled, envId: envId, downloadedAt: downloadedAt) }
+            } catch {
+                logger.warning("The stored bucketing file could not be compiled for the next start (\(error)): it reads the JSON again")
+            }
         }
     }
 
@@ -161,14 +204,16 @@ final class BucketingPoller: Sendable {
                 return
             }
             guard record.downloadedAt > state.withLock({ $0.downloadedAt }) else { return }
+            let parsed: ParsedBucketingFile
             let file: BucketingFile
             do {
-                file = try BucketingFile(json: Data(record.document.utf8), maximumBytes: maximumBytes)
+                parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
+                file = try BucketingFile(parsed: parsed)
             } catch {
                 logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
                 return
             }
-            let campaigns = BucketingFileCampaigns(json: Data(record.document.utf8), file: file)
+            let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
             let adopted = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
                 guard !state.closed, record.downloadedAt > state.downloadedAt else { return (false, nil) }
                 defer { state.campaigns = campaigns }
@@ -184,9 +229,11 @@ final class BucketingPoller: Sendable {
             logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
             let version = versionToKeep(of: file, document: record.document, origin: .fleet)
+            var compiled = record
+            if store != nil { compiled.compiled = CompiledBucketingFile.encode(parsed, digests: campaigns.digests) }
             do {
                 try store?.write { db in
-                    try db.bucketing.save(record)
+                    try db.bucketing.save(compiled)
                     if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
                 }
             } catch {
@@ -205,15 +252,36 @@ final class BucketingPoller: Sendable {
     }
 
     /// Keeps `file` by version, on the store queue (a file read at start: the caller goes on).
-    private func keepVersionSoon(of file: BucketingFile, document: String, origin: BucketingFileVersion.Origin) {
-        guard let version = versionToKeep(of: file, document: document, origin: origin) else { return }
-        let (store, shared, logger) = (store, shared, logger)
+    /// `document` `nil`: the file came from the store's compiled form, without its JSON, which is
+    /// read only when the version must be written with it (not kept yet, or for the fleet), and
+    /// only if it is still that version.
+    private func keepVersionSoon(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin) {
+        guard let keeping = keptVersions, store != nil || shared != nil else { return }
+        let (store, shared, logger, envId) = (store, shared, logger, envId)
+        let now = clock.now().unixMilliseconds
         storeQueue.async {
+            func version(_ document: String) -> BucketingFileVersion {
+                BucketingFileVersion(version: file.version, envId: envId, document: document, origin: origin,
+                                     firstUsedAt: now, lastUsedAt: now)
+            }
+            /// The stored JSON, if it is still the file's version.
+            func storedDocument() throws -> String? {
+                guard let text = try store?.read({ try $0.bucketing.file(envId: envId)?.document }),
+                      SHA256.hex(of: text.utf8) == file.version else { return nil }
+                return text
+            }
             do {
                 if let store, store.opening.readOnly == nil {
-                    try store.write { try $0.bucketingFiles.use(version.file, keeping: version.keeping) }
+                    let marked = try document == nil && store.write {
+                        try $0.bucketingFiles.markUsed(version: file.version, envId: envId, at: now, keeping: keeping)
+                    }
+                    if !marked, let text = try document ?? storedDocument() {
+                        try store.write { try $0.bucketingFiles.use(version(text), keeping: keeping) }
+                    }
                 }
-                try shared?.keep(version.file, keeping: version.keeping)
+                if let shared, let text = try document ?? storedDocument() {
+                    try shared.keep(version(text), keeping: keeping)
+                }
             } catch {
                 logger.warning("The bucketing file in use could not be kept by version (\(error)): decisions made on it cannot be replayed")
             }
@@ -350,9 +418,11 @@ final class BucketingPoller: Sendable {
     /// its own (a busy timeout of seconds when another process holds the lock), never on a thread
     /// of Swift's pool.
     private func accept(_ response: HTTPResponse) async {
+        let parsed: ParsedBucketingFile
         let file: BucketingFile
         do {
-            file = try BucketingFile(json: response.body, maximumBytes: maximumBytes)
+            parsed = try BucketingFile.parse(json: response.body, maximumBytes: maximumBytes)
+            file = try BucketingFile(parsed: parsed)
         } catch {
             logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
             return
@@ -362,7 +432,7 @@ final class BucketingPoller: Sendable {
         }
         let lastModified = response.headers["last-modified"]
         let downloadedAt = clock.now().unixMilliseconds
-        let campaigns = BucketingFileCampaigns(json: response.body, file: file)
+        let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
         let changed = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
             guard !state.closed else { return (false, nil) }
             defer { state.campaigns = campaigns }
@@ -382,9 +452,12 @@ final class BucketingPoller: Sendable {
         let (store, shared, logger) = (store, shared, logger)
         let version = versionToKeep(of: file, document: record.document, origin: .download)
         await queuedCall(on: storeQueue) {
+            var compiled = record
+            // Compiled here, off Swift's pool: the next start decides from it without the JSON.
+            if store != nil { compiled.compiled = CompiledBucketingFile.encode(parsed, digests: campaigns.digests) }
             do {
                 try store?.write { db in
-                    try db.bucketing.save(record)
+                    try db.bucketing.save(compiled)
                     if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
                 }
             } catch {

@@ -7,13 +7,26 @@ package struct BucketingRecord: Sendable, Equatable {
     package var lastModified: String?
     /// Unix milliseconds.
     package var downloadedAt: Int64
+    /// The file in the form a start decides from without parsing the JSON (the SDK's
+    /// `CompiledBucketingFile`); `nil` when not written (yet).
+    package var compiled: [UInt8]?
 
-    package init(envId: String, document: String, lastModified: String?, downloadedAt: Int64) {
+    package init(envId: String, document: String, lastModified: String?, downloadedAt: Int64, compiled: [UInt8]? = nil) {
         self.envId = envId
         self.document = document
         self.lastModified = lastModified
         self.downloadedAt = downloadedAt
+        self.compiled = compiled
     }
+}
+
+/// The stored file of an environment as a start reads it: its compiled form, without the JSON.
+package struct CompiledBucketingRecord: Sendable, Equatable {
+    package var compiled: [UInt8]?
+    /// The JSON's size in bytes (a start refuses a file over the limit without reading it).
+    package var documentBytes: Int
+    package var lastModified: String?
+    package var downloadedAt: Int64
 }
 
 /// The `bucketing` table, seen through the connection of an open transaction (`db.bucketing`):
@@ -21,16 +34,42 @@ package struct BucketingRecord: Sendable, Equatable {
 package struct BucketingRecordStore {
     let connection: Connection
 
-    /// Stores the file for its environment, replacing the previous one.
+    /// Stores the file for its environment, replacing the previous one (and its compiled form).
     package func save(_ record: BucketingRecord) throws(StoreError) {
         try connection.execute(
             """
-            INSERT INTO main.bucketing (env_id, document, last_modified, downloaded_at) VALUES (?, ?, ?, ?)
+            INSERT INTO main.bucketing (env_id, document, last_modified, downloaded_at, compiled) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (env_id) DO UPDATE SET document = excluded.document,
-                last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at
+                last_modified = excluded.last_modified, downloaded_at = excluded.downloaded_at, compiled = excluded.compiled
             """,
-            [.text(record.envId), .text(record.document), SQLiteValue(record.lastModified), .integer(record.downloadedAt)]
+            [.text(record.envId), .text(record.document), SQLiteValue(record.lastModified), .integer(record.downloadedAt),
+             record.compiled.map(SQLiteValue.blob) ?? .null]
         )
+    }
+
+    /// The stored file's compiled form and what a start needs beside it, without the JSON.
+    package func compiledFile(envId: String) throws -> CompiledBucketingRecord? {
+        try connection.query(
+            """
+            SELECT compiled, length(CAST(document AS BLOB)), last_modified, downloaded_at
+            FROM main.bucketing WHERE env_id = ?
+            """,
+            [.text(envId)]
+        ).first.map { row in
+            let compiled: [UInt8]? = if case .blob(let bytes) = row[0] { bytes } else { nil }
+            return CompiledBucketingRecord(compiled: compiled, documentBytes: try row.int(1),
+                                           lastModified: try row.optionalText(2), downloadedAt: try row.int64(3))
+        }
+    }
+
+    /// Writes the compiled form of the stored file, if the file is still the one of `downloadedAt`
+    /// (a download stored meanwhile keeps its own). Returns whether it was written.
+    @discardableResult
+    package func saveCompiled(_ compiled: [UInt8], envId: String, downloadedAt: Int64) throws(StoreError) -> Bool {
+        try connection.execute(
+            "UPDATE main.bucketing SET compiled = ? WHERE env_id = ? AND downloaded_at = ?",
+            [.blob(compiled), .text(envId), .integer(downloadedAt)]
+        ) > 0
     }
 
     package func file(envId: String) throws -> BucketingRecord? {

@@ -398,12 +398,31 @@ package struct BucketingFileVersionStore {
             [.text(file.version), .text(file.envId), .text(file.document), .text(file.origin.rawValue),
              .integer(file.firstUsedAt), .integer(file.lastUsedAt)]
         )
-        return try connection.execute(
+        return try keepNewest(keeping, envId: file.envId)
+    }
+
+    /// Records that a version kept already is in use at `lastUsedAt`, without its document (a
+    /// start that read the file's compiled form has none), then keeps the newest `keeping` as
+    /// `use` does. `false` when the version is not kept: `use` it, with its document.
+    package func markUsed(version: String, envId: String, at lastUsedAt: Int64, keeping: Int) throws(StoreError) -> Bool {
+        let updated = try connection.execute(
+            "UPDATE main.bucketing_files SET last_used_at = max(last_used_at, ?2) WHERE version = ?1 AND env_id = ?3",
+            [.text(version), .integer(lastUsedAt), .text(envId)]
+        )
+        guard updated > 0 else { return false }
+        try keepNewest(keeping, envId: envId)
+        return true
+    }
+
+    /// Deletes the environment's versions beyond the newest `keeping` by last use.
+    @discardableResult
+    private func keepNewest(_ keeping: Int, envId: String) throws(StoreError) -> Int {
+        try connection.execute(
             """
             DELETE FROM main.bucketing_files WHERE env_id = ?1 AND version NOT IN (
                 SELECT version FROM main.bucketing_files WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
             """,
-            [.text(file.envId), SQLiteValue(max(1, keeping))]
+            [.text(envId), SQLiteValue(max(1, keeping))]
         )
     }
 

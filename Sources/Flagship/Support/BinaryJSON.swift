@@ -1,0 +1,184 @@
+/// A JSON value in a tagged binary layout, for what the SDK keeps for itself and reads back often
+/// (the compiled bucketing file): no text to tokenize, numbers kept exactly as they were read
+/// (an integer stays an integer, a double keeps its 64 bits), lengths up front.
+///
+/// Layout: one tag byte, then the payload. `null`, `false`, `true`: nothing. An integer or a
+/// double: 8 bytes, little-endian. A string: its UTF-8 length as a LEB128 varint, then the bytes.
+/// An array: its count, then each value. An object: its count, then each member as a string key
+/// and a value, keys sorted (the same value always gives the same bytes).
+enum BinaryJSON {
+    enum Tag: UInt8 {
+        case null = 0, `false`, `true`, int, double, string, array, object
+    }
+
+    /// Why bytes are not a value of this layout: a truncated or damaged blob.
+    struct Malformed: Error, Equatable, CustomStringConvertible {
+        let reason: String
+        let offset: Int
+        var description: String { "\(reason) at byte \(offset)" }
+    }
+
+    /// Nesting deeper than this is refused when read: a damaged blob must not exhaust the stack.
+    static let maximumDepth = 512
+
+    // MARK: Writing
+
+    static func append(_ value: JSONValue, to bytes: inout [UInt8]) {
+        switch value {
+        case .null: bytes.append(Tag.null.rawValue)
+        case .bool(let flag): bytes.append(flag ? Tag.true.rawValue : Tag.false.rawValue)
+        case .int(let number):
+            bytes.append(Tag.int.rawValue)
+            appendFixed(UInt64(bitPattern: number), to: &bytes)
+        case .double(let number):
+            bytes.append(Tag.double.rawValue)
+            appendFixed(number.bitPattern, to: &bytes)
+        case .string(let text):
+            bytes.append(Tag.string.rawValue)
+            appendString(text, to: &bytes)
+        case .array(let values):
+            bytes.append(Tag.array.rawValue)
+            appendVarint(UInt64(values.count), to: &bytes)
+            for element in values { append(element, to: &bytes) }
+        case .object(let members):
+            bytes.append(Tag.object.rawValue)
+            appendVarint(UInt64(members.count), to: &bytes)
+            for key in members.keys.sorted() {
+                appendString(key, to: &bytes)
+                append(members[key]!, to: &bytes)
+            }
+        }
+    }
+
+    static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            appendVarint(UInt64(utf8.count), to: &bytes)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    static func appendFixed(_ value: UInt64, to bytes: inout [UInt8]) {
+        for shift in stride(from: 0, to: 64, by: 8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads values from `bytes`, every length checked against what is left.
+    struct Reader: ~Copyable {
+        let bytes: UnsafeRawBufferPointer
+        private(set) var offset: Int
+
+        init(_ bytes: UnsafeRawBufferPointer, at offset: Int = 0) {
+            self.bytes = bytes
+            self.offset = offset
+        }
+
+        var isAtEnd: Bool { offset == bytes.count }
+
+        mutating func value(depth: Int = 0) throws(Malformed) -> JSONValue {
+            guard depth < BinaryJSON.maximumDepth else { throw Malformed(reason: "nesting deeper than \(BinaryJSON.maximumDepth)", offset: offset) }
+            let at = offset
+            guard let tag = Tag(rawValue: try byte()) else { throw Malformed(reason: "an unknown tag", offset: at) }
+            switch tag {
+            case .null: return .null
+            case .false: return .bool(false)
+            case .true: return .bool(true)
+            case .int: return .int(Int64(bitPattern: try fixed()))
+            case .double: return .double(Double(bitPattern: try fixed()))
+            case .string: return .string(try string())
+            case .array:
+                let count = try count()
+                var values: [JSONValue] = []
+                values.reserveCapacity(count)
+                for _ in 0..<count { values.append(try value(depth: depth + 1)) }
+                return .array(values)
+            case .object:
+                let count = try count()
+                var members: [String: JSONValue] = [:]
+                for _ in 0..<count {
+                    let key = try string()
+                    members[key] = try value(depth: depth + 1)
+                }
+                return .object(members)
+            }
+        }
+
+        mutating func byte() throws(Malformed) -> UInt8 {
+            guard offset < bytes.count else { throw Malformed(reason: "the end of the bytes", offset: offset) }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+
+        mutating func varint() throws(Malformed) -> UInt64 {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let at = offset
+                let next = try byte()
+                guard shift < 64 else { throw Malformed(reason: "a length past 64 bits", offset: at) }
+                value |= UInt64(next & 0x7F) << shift
+                if next & 0x80 == 0 { return value }
+                shift += 7
+            }
+        }
+
+        /// A count or a length: never more than the bytes left (each element takes one at least).
+        mutating func count() throws(Malformed) -> Int {
+            let at = offset
+            let value = try varint()
+            guard value <= UInt64(bytes.count - offset) else { throw Malformed(reason: "a length past the end", offset: at) }
+            return Int(value)
+        }
+
+        mutating func fixed() throws(Malformed) -> UInt64 {
+            guard bytes.count - offset >= 8 else { throw Malformed(reason: "the end of the bytes", offset: offset) }
+            var value: UInt64 = 0
+            for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(index * 8) }
+            offset += 8
+            return value
+        }
+
+        mutating func string() throws(Malformed) -> String {
+            let at = offset
+            let length = try count()
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+            guard let text = String(validating: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+                throw Malformed(reason: "a string that is not UTF-8", offset: at)
+            }
+            offset += length
+            return text
+        }
+    }
+
+    /// The value `bytes` hold, all of them.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> JSONValue {
+        var reader = Reader(bytes)
+        let value = try reader.value()
+        guard reader.isAtEnd else { throw Malformed(reason: "bytes after the value", offset: reader.offset) }
+        return value
+    }
+}
+
+/// FNV-1a, 64 bits: the checksum of a compiled blob (a damaged or cut one is told from a good
+/// one at once; not a defence against anyone who can write the file).
+enum FNV1a {
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}

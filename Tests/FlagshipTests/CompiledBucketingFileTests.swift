@@ -1,0 +1,209 @@
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// The bucketing file's compiled form (what the store keeps so that a start decides without
+/// parsing the JSON): its binary layout read back exactly, refused whole when damaged, and
+/// deciding as the JSON does on every conformance case.
+final class CompiledBucketingFileTests: XCTestCase {
+    /// Compiles `data` as a download would, then reads it back as a start does.
+    private func roundTrip(_ data: Data) throws -> (json: BucketingFile, compiled: BucketingFile, campaigns: BucketingFileCampaigns, blob: [UInt8]) {
+        let parsed = try BucketingFile.parse(json: data)
+        let file = try BucketingFile(parsed: parsed)
+        let digests = BucketingFileCampaigns(parsed: parsed, file: file).digests
+        let blob = CompiledBucketingFile.encode(parsed, digests: digests)
+        let decoded = try CompiledBucketingFile.decode(blob)
+        return (file, decoded.file, decoded.campaigns, blob)
+    }
+
+    // MARK: The binary layout
+
+    func testEveryKindOfValueIsReadBackExactly() throws {
+        let value: JSONValue = .object([
+            "null": .null, "yes": .bool(true), "no": .bool(false),
+            "ints": .array([.int(0), .int(-1), .int(.max), .int(.min), .int(9_007_199_254_740_993)]),
+            "doubles": .array([.double(1.0), .double(-0.0), .double(1e300), .double(0.1), .double(9_007_199_254_740_994)]),
+            "text": .array([.string(""), .string("é \u{1F600} \"quoted\" \\ \n"), .string(String(repeating: "x", count: 300))]),
+            "nested": .object(["a": .array([.object([:]), .array([])])]),
+            "": .string("an empty key"),
+        ])
+        var bytes: [UInt8] = []
+        BinaryJSON.append(value, to: &bytes)
+
+        let read = try bytes.withUnsafeBytes { try BinaryJSON.decode($0) }
+
+        XCTAssertEqual(read, value)
+        // An integer stays an integer and a double a double, bit for bit (JSON text would not say).
+        guard case .array(let doubles)? = read["doubles"], case .double(let zero) = doubles[1], case .array(let ints)? = read["ints"] else {
+            return XCTFail("not read back as written: \(read)")
+        }
+        XCTAssertEqual(zero.sign, .minus)
+        XCTAssertEqual(ints[4], .int(9_007_199_254_740_993))
+    }
+
+    func testEqualValuesGiveEqualBytes() {
+        var first: [UInt8] = [], second: [UInt8] = []
+        BinaryJSON.append(.object(["b": .int(1), "a": .int(2), "c": .object(["y": .null, "x": .null])]), to: &first)
+        BinaryJSON.append(.object(["c": .object(["x": .null, "y": .null]), "a": .int(2), "b": .int(1)]), to: &second)
+        XCTAssertEqual(first, second)
+    }
+
+    func testEveryCutOfTheBytesIsRefusedNeverReadInPart() {
+        var bytes: [UInt8] = []
+        BinaryJSON.append(.object(["flags": .array([.string("blue"), .int(3), .double(2.5), .object(["k": .bool(true)])])]), to: &bytes)
+        for length in 0..<bytes.count {
+            XCTAssertThrowsError(try Array(bytes[0..<length]).withUnsafeBytes { try BinaryJSON.decode($0) }, "cut at \(length)")
+        }
+        XCTAssertThrowsError(try (bytes + [0]).withUnsafeBytes { try BinaryJSON.decode($0) }, "a byte after the value")
+    }
+
+    func testDamagedBytesAreRefusedWithWhereAndWhy() {
+        func reason(_ bytes: [UInt8]) -> String {
+            do {
+                _ = try bytes.withUnsafeBytes { try BinaryJSON.decode($0) }
+                return "read"
+            } catch {
+                return "\(error)"
+            }
+        }
+        XCTAssertEqual(reason([42]), "an unknown tag at byte 0")
+        XCTAssertEqual(reason([BinaryJSON.Tag.string.rawValue, 2, 0xC3, 0x28]), "a string that is not UTF-8 at byte 1")
+        XCTAssertEqual(reason([BinaryJSON.Tag.array.rawValue, 0xFF, 0xFF, 0xFF, 0x7F]), "a length past the end at byte 1")
+        XCTAssertEqual(reason([BinaryJSON.Tag.array.rawValue] + [UInt8](repeating: 0xFF, count: 11)), "a length past 64 bits at byte 11")
+        // A blob of nested arrays deeper than any file: refused, not a stack overflow.
+        let deep = [UInt8](repeating: 0, count: 2 * 10_000).enumerated().map { $0.offset % 2 == 0 ? BinaryJSON.Tag.array.rawValue : 1 }
+        XCTAssertEqual(reason(deep), "nesting deeper than \(BinaryJSON.maximumDepth) at byte \(2 * BinaryJSON.maximumDepth)")
+    }
+
+    // MARK: The compiled file
+
+    func testEveryConformanceCaseDecidesTheSameFromTheCompiledForm() throws {
+        let directory = try Conformance.bucketingDirectory()
+        let document = try Conformance.bucketingDocument("bucketing-cases.json")
+        guard case .array(let cases)? = document["cases"], !cases.isEmpty else {
+            return XCTFail("bucketing-cases.json has no cases")
+        }
+        var files: [String: BucketingFile] = [:]
+        for entry in cases {
+            let id = entry["id"]?.stringValue ?? "?"
+            guard let fileName = entry["bucketingFile"]?.stringValue, let visitorId = entry["visitorId"]?.stringValue,
+                  case .array(let expectedCampaigns)? = entry["expected"]?["campaigns"],
+                  case .object(let expectedFlags)? = entry["expected"]?["flags"] else {
+                XCTFail("case \(id): unreadable")
+                continue
+            }
+            if files[fileName] == nil {
+                let compiled = try roundTrip(Data(contentsOf: directory.appendingPathComponent(fileName)))
+                XCTAssertEqual(compiled.compiled.version, compiled.json.version, fileName)
+                XCTAssertEqual(compiled.compiled.warnings, compiled.json.warnings, fileName)
+                files[fileName] = compiled.compiled
+            }
+            let file = try XCTUnwrap(files[fileName])
+            let history = (entry["assignmentsHistory"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
+            let decision = file.decide(visitorId: visitorId, context: entry["context"]?.objectValue ?? [:], history: history)
+
+            let expectedIds = expectedCampaigns.map { campaign in
+                ["campaignId", "variationGroupId", "variationId"].map { campaign[$0]?.stringValue ?? "?" }.joined(separator: "/")
+            }
+            XCTAssertEqual(decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }, expectedIds, "case \(id)")
+            XCTAssertEqual(decision.flags, expectedFlags, "case \(id)")
+            XCTAssertEqual(decision.panic, entry["expected"]?["panic"]?.boolValue ?? false, "case \(id)")
+        }
+        XCTAssertFalse(files.isEmpty)
+    }
+
+    /// A file with what the reader warns about and what it skips: the compiled form keeps each
+    /// warning (those of the parse too), the flags and their exact types, and every decision.
+    func testAFileWithFaultsDecidesAndWarnsAsItsJSONDoes() throws {
+        let flags = #"{"color": "green", "size": 3, "ratio": 1.0, "big": 1e400, "nested": {"a": [1, null]}}"#
+        let data = BucketingJSON.file(
+            BucketingJSON.campaign("c1", BucketingJSON.group("g1", BucketingJSON.variation("v1", 50, flags: flags),
+                                                             BucketingJSON.variation("v2", 50, flags: #""not an object""#))),
+            BucketingJSON.campaign("c2", BucketingJSON.group("g2", targeting: BucketingJSON.targeting([
+                BucketingJSON.rule("plan", "SEMVER_GREATER_THAN", #""1.2.0""#), BucketingJSON.rule("age", "NO_SUCH_OPERATOR", "3"),
+            ], [BucketingJSON.rule("plan", "CONTAINS", #"["pro", "team"]"#)]), BucketingJSON.variation("v3", 100, flags: #"{"k": true}"#))),
+            #"{"name": "no id"}"#,
+            BucketingJSON.campaign("c1", BucketingJSON.group("g9", BucketingJSON.variation("v9", 100, flags: #"{"later": 1}"#)))
+        )
+
+        let (json, compiled, campaigns, _) = try roundTrip(data)
+
+        XCTAssertEqual(compiled.warnings, json.warnings)
+        XCTAssertTrue(json.warnings.contains { $0.contains("\"big\" was dropped") }, "\(json.warnings)")
+        XCTAssertEqual(compiled.campaignCount, json.campaignCount)
+        for number in 0..<300 {
+            for context: [String: JSONValue] in [[:], ["plan": .string("2.0.0")], ["plan": .string("team")], ["age": .int(3)]] {
+                let visitorId = "visitor-\(number)"
+                let expected = json.decide(visitorId: visitorId, context: context, history: [:])
+                let got = compiled.decide(visitorId: visitorId, context: context, history: [:])
+                XCTAssertEqual(got.campaigns, expected.campaigns, visitorId)
+                XCTAssertEqual(got.flags, expected.flags, visitorId)
+            }
+        }
+        let v1 = try XCTUnwrap(compiled.campaigns.first?.variationGroups.first?.variations.first?.assignment)
+        XCTAssertEqual(v1.flags["ratio"], .double(1.0), "a double stays a double")
+        XCTAssertEqual(v1.flags["size"], .int(3))
+        XCTAssertEqual(v1.flags["nested"], .object(["a": .array([.int(1), .null])]))
+        XCTAssertEqual(campaigns.flagKeys["c1"], ["color", "size", "ratio", "nested", "later"])
+        XCTAssertEqual(campaigns.digests, BucketingFileCampaigns(parsed: try BucketingFile.parse(json: data), file: json).digests)
+    }
+
+    func testAVariationsFlagsAreReadWhenItIsFirstAssignedAndTheirKeysBefore() throws {
+        let data = BucketingJSON.file(BucketingJSON.campaign("c1", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"b": 1, "a": "x"}"#))))
+        let (_, compiled, _, _) = try roundTrip(data)
+        let variation = try XCTUnwrap(compiled.campaigns.first?.variationGroups.first?.variations.first)
+
+        XCTAssertEqual(variation.flagKeys, ["a", "b"])
+        XCTAssertEqual(variation.assignment?.flags, ["a": .string("x"), "b": .int(1)])
+        XCTAssertEqual(variation.assignment?.variationId, "v1")
+        XCTAssertEqual(compiled.decide(visitorId: "anyone", context: [:], history: [:]).flags, ["a": .string("x"), "b": .int(1)])
+    }
+
+    func testAChangeEventFromTheCompiledFormNamesWhatAJSONReadWouldName() throws {
+        let old = BucketingJSON.file(
+            BucketingJSON.campaign("kept", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"k1": 1}"#))),
+            BucketingJSON.campaign("changed", BucketingJSON.group("g2", BucketingJSON.variation("v2", 100, flags: #"{"k2": 1}"#))),
+            BucketingJSON.campaign("removed", BucketingJSON.group("g3", BucketingJSON.variation("v3", 100, flags: #"{"k3": 1}"#))))
+        let new = BucketingJSON.file(
+            BucketingJSON.campaign("kept", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"k1": 1}"#))),
+            BucketingJSON.campaign("changed", BucketingJSON.group("g2", BucketingJSON.variation("v2", 100, flags: #"{"k2": 2}"#))),
+            BucketingJSON.campaign("added", BucketingJSON.group("g4", BucketingJSON.variation("v4", 100, flags: #"{"k4": 1}"#))))
+        let stored = try roundTrip(old).campaigns
+        let parsed = try BucketingFile.parse(json: new)
+        let downloaded = BucketingFileCampaigns(parsed: parsed, file: try BucketingFile(parsed: parsed))
+
+        let change = try XCTUnwrap(FSBucketingFileChange.between(old: stored, new: downloaded, panic: false))
+
+        XCTAssertEqual(change.campaignsAdded, ["added"])
+        XCTAssertEqual(change.campaignsRemoved, ["removed"])
+        XCTAssertEqual(change.campaignsChanged, ["changed"])
+        XCTAssertEqual(change.flagKeys, ["k2", "k3", "k4"])
+        XCTAssertNil(FSBucketingFileChange.between(old: stored, new: try roundTrip(old).campaigns, panic: false), "the same file")
+    }
+
+    func testADamagedCutOrForeignBlobIsRefusedWhole() throws {
+        let data = BucketingJSON.file(BucketingJSON.campaign("c1", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"a": 1}"#))))
+        let blob = try roundTrip(data).blob
+        func reason(_ bytes: [UInt8]) -> String {
+            do {
+                _ = try CompiledBucketingFile.decode(bytes)
+                return "read"
+            } catch {
+                return "\(error)"
+            }
+        }
+
+        for index in stride(from: CompiledBucketingFile.headerSize, to: blob.count, by: 7) {
+            var damaged = blob
+            damaged[index] ^= 0x40
+            XCTAssertEqual(reason(damaged), "its checksum does not match: damaged or cut", "byte \(index)")
+        }
+        XCTAssertEqual(reason(Array(blob.dropLast(3))), "its checksum does not match: damaged or cut")
+        var otherFormat = blob
+        otherFormat[4] = 9
+        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 1")
+        XCTAssertEqual(reason(Array(data)), "not a compiled bucketing file")
+        XCTAssertEqual(reason([]), "not a compiled bucketing file")
+    }
+}
