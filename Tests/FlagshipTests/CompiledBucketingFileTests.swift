@@ -12,7 +12,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         let parsed = try BucketingFile.parse(json: data)
         let file = try BucketingFile(parsed: parsed)
         let digests = BucketingFileCampaigns(parsed: parsed, file: file).digests
-        let blob = CompiledBucketingFile.encode(parsed, digests: digests)
+        let blob = CompiledBucketingFile.encode(file, digests: digests)
         let decoded = try CompiledBucketingFile.decode(blob)
         return (file, decoded.file, decoded.campaigns, blob)
     }
@@ -202,7 +202,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(reason(Array(blob.dropLast(3))), "its checksum does not match: damaged or cut")
         var otherFormat = blob
         otherFormat[4] = 9
-        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 1")
+        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 2")
         XCTAssertEqual(reason(Array(data)), "not a compiled bucketing file")
         XCTAssertEqual(reason([]), "not a compiled bucketing file")
     }

@@ -117,8 +117,6 @@ package struct BucketingFileError: Error, Equatable, CustomStringConvertible {
 /// What reading a file gathers beside its campaigns: the warnings, and the context keys its rules read.
 struct BucketingFileReader {
     private(set) var warnings: [String] = []
-    /// Reading the store's compiled form: where each variation's flags are.
-    var compiledFlags: CompiledFlags?
     private(set) var contextKeys = ContextKeys()
     private(set) var readsVisitorId = false
     private var namedOperators: Set<String> = []
@@ -187,8 +185,16 @@ extension BucketingFile {
         return ParsedBucketingFile(root: root, parseWarnings: warnings, version: SHA256.hex(of: data))
     }
 
-    /// Reads the campaigns from the file's tree (its JSON parsed, or the store's compiled form:
-    /// `reader` then reads each variation's flags from it when first needed).
+    /// A file read back from the store's compiled form (`CompiledBucketingFile`): its campaigns,
+    /// the warnings its JSON gave, and the context keys `reader` met reading its rules again.
+    init(compiled campaigns: [Campaign], panic: Bool, accountSettings: AccountSettings, warnings: [String],
+         reader: BucketingFileReader, version: String) {
+        self.init(panic: panic, accountSettings: accountSettings, warnings: warnings, campaigns: campaigns,
+                  contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
+        self.version = version
+    }
+
+    /// Reads the campaigns from the file's parsed JSON.
     init(root: JSONValue, version: String, reader: BucketingFileReader) throws(BucketingFileError) {
         var reader = reader
         guard case .object(let body) = root else {
@@ -322,13 +328,7 @@ extension BucketingFile.Variation {
         assignment.isReference = entry["reference"]?.boolValue ?? false
         let modifications = entry["modifications"]
         assignment.modificationsType = modifications?["type"]?.stringValue
-        if let compiled = reader.compiledFlags {
-            // The compiled form holds, in place of an object of flags, where they are and their keys.
-            if assignment.modificationsType != nil, let place = compiled.place(of: modifications?["value"]) {
-                self.init(id: id, allocation: allocation, lazy: LazyAssignment(assignment, flags: compiled, at: place))
-                return
-            }
-        } else if assignment.modificationsType != nil, let flags = modifications?["value"]?.objectValue {
+        if assignment.modificationsType != nil, let flags = modifications?["value"]?.objectValue {
             assignment.flags = flags
         }
         self.init(id: id, allocation: allocation, assignment: assignment)

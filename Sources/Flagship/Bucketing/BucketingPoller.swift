@@ -154,7 +154,7 @@ final class BucketingPoller: Sendable {
                 let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
                 loaded = (file, campaigns)
                 document = record.document
-                compileSoon(parsed, digests: campaigns.digests, downloadedAt: record.downloadedAt)
+                compileSoon(file, digests: campaigns.digests, downloadedAt: record.downloadedAt)
             } catch {
                 logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
                 return
@@ -175,11 +175,11 @@ final class BucketingPoller: Sendable {
     }
 
     /// Writes the compiled form of the stored file read from its JSON, on the store queue.
-    private func compileSoon(_ parsed: ParsedBucketingFile, digests: [String: String], downloadedAt: Int64) {
+    private func compileSoon(_ file: BucketingFile, digests: [String: String], downloadedAt: Int64) {
         guard let store, store.opening.readOnly == nil else { return }
         let (envId, logger) = (envId, logger)
         storeQueue.async {
-            let compiled = CompiledBucketingFile.encode(parsed, digests: digests)
+            let compiled = CompiledBucketingFile.encode(file, digests: digests)
             do {
                 try store.write { try $0.bucketing.saveCompiled(compiled, envId: envId, downloadedAt: downloadedAt) }
             } catch {
@@ -230,7 +230,7 @@ final class BucketingPoller: Sendable {
             onFile(file)
             let version = versionToKeep(of: file, document: record.document, origin: .fleet)
             var compiled = record
-            if store != nil { compiled.compiled = CompiledBucketingFile.encode(parsed, digests: campaigns.digests) }
+            if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: campaigns.digests) }
             do {
                 try store?.write { db in
                     try db.bucketing.save(compiled)
@@ -454,7 +454,7 @@ final class BucketingPoller: Sendable {
         await queuedCall(on: storeQueue) {
             var compiled = record
             // Compiled here, off Swift's pool: the next start decides from it without the JSON.
-            if store != nil { compiled.compiled = CompiledBucketingFile.encode(parsed, digests: campaigns.digests) }
+            if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: campaigns.digests) }
             do {
                 try store?.write { db in
                     try db.bucketing.save(compiled)

@@ -1,8 +1,8 @@
 import FlagshipStore
 
 /// A bucketing file's JSON parsed once, with a flag value that could not be read taken out (and
-/// its warning): what the engine (`BucketingFile`), the change events (`BucketingFileCampaigns`)
-/// and the store's compiled form are all made from.
+/// its warning): what the engine (`BucketingFile`) and the change events (`BucketingFileCampaigns`)
+/// are both read from, so that a download is parsed once.
 struct ParsedBucketingFile: Sendable {
     let root: JSONValue
     let parseWarnings: [String]
@@ -12,25 +12,26 @@ struct ParsedBucketingFile: Sendable {
 
 /// The form of a bucketing file the store keeps beside its JSON (`bucketing.compiled`), made
 /// once when the file arrives, so that a start decides without parsing the JSON again:
-/// - everything a decision reads (campaigns, groups, targeting, allocations, names) in a tagged
-///   binary layout (`BinaryJSON`): no text to tokenize, lengths up front;
+/// - the engine's own structures as the JSON was read into them (campaigns, groups, each rule as
+///   written, allocations, names, the warnings), in a binary layout read straight back into them:
+///   no text to tokenize, no tree of JSON values in between, lengths up front;
 /// - each variation's flags apart, read only when a visitor is first assigned to it (most of a
 ///   large file's bytes are flag values, and most variations are not needed by a given process);
-/// - the version (the sha256 of the JSON's bytes, not computed again), the warnings the JSON gave,
-///   and a digest of each campaign for the change events.
+/// - the version (the sha256 of the JSON's bytes, not computed again) and a digest of each
+///   campaign for the change events.
 ///
 /// Layout: `FSBK`, the format (1 byte), the FNV-1a checksum of every byte after it (8 bytes),
-/// where the envelope starts (8 bytes), the flags of every variation (each a `BinaryJSON` object),
-/// then the envelope: a `BinaryJSON` object of `version`, `parseWarnings`, `digests` and `root` (the
-/// file's tree, each variation's `modifications.value` replaced by `[start, end, [flag keys]]`
-/// when it is an object, by `null` when it is not).
+/// where the file starts (8 bytes), the flags of every variation (each a `BinaryJSON` object),
+/// then the file: version, panic, account settings, warnings, digests, then each campaign with its
+/// groups (targeting rules as written) and variations (with where their flags are). Strings are
+/// a varint length and UTF-8; an optional value is a byte 0 (absent) or 1 and the value.
 ///
 /// A blob of another format, damaged or cut is refused whole (`Unusable`): the caller reads the
 /// JSON instead and writes the blob again.
 enum CompiledBucketingFile {
-    static let format: UInt8 = 1
+    static let format: UInt8 = 2
     static let magic: [UInt8] = Array("FSBK".utf8)
-    /// Magic, format, checksum, envelope offset.
+    /// Magic, format, checksum, where the file starts.
     static let headerSize = 4 + 1 + 8 + 8
 
     struct Unusable: Error, Equatable, CustomStringConvertible {
@@ -38,28 +39,81 @@ enum CompiledBucketingFile {
         var description: String { reason }
     }
 
-    /// The compiled form of `parsed`, with each campaign's digest (`BucketingFileCampaigns`).
-    static func encode(_ parsed: ParsedBucketingFile, digests: [String: String]) -> [UInt8] {
+    /// The compiled form of `file` (read from its JSON), with each campaign's digest (`BucketingFileCampaigns`).
+    static func encode(_ file: BucketingFile, digests: [String: String]) -> [UInt8] {
         var bytes = magic + [format] + [UInt8](repeating: 0, count: 16)
-        var root = parsed.root
-        if case .object(var body) = root, case .array(var campaigns)? = body["campaigns"] {
-            body["campaigns"] = nil
-            for index in campaigns.indices {
-                campaigns[index] = compileCampaign(campaigns[index], flagsInto: &bytes)
+        // The flags first: the file then names where each variation's are.
+        var places: [ObjectIdentifier: (start: Int, end: Int, keys: [String])] = [:]
+        for campaign in file.campaigns {
+            for group in campaign.variationGroups {
+                for variation in group.variations {
+                    guard let flags = variation.assignment?.flags, !flags.isEmpty else { continue }
+                    let start = bytes.count
+                    BinaryJSON.append(.object(flags), to: &bytes)
+                    places[ObjectIdentifier(variation)] = (start, bytes.count, flags.keys.sorted())
+                }
             }
-            body["campaigns"] = .array(campaigns)
-            root = .object(body)
         }
-        let envelopeStart = bytes.count
-        let envelope: JSONValue = .object([
-            "version": .string(parsed.version),
-            "parseWarnings": .array(parsed.parseWarnings.map(JSONValue.string)),
-            "digests": .object(digests.mapValues(JSONValue.string)),
-            "root": root,
-        ])
-        BinaryJSON.append(envelope, to: &bytes)
+        let fileStart = bytes.count
+        BinaryJSON.appendString(file.version, to: &bytes)
+        for flag in [file.panic, file.accountSettings.enabledXPC, file.accountSettings.enabled1V1T] { bytes.append(flag ? 1 : 0) }
+        appendStrings(file.warnings, to: &bytes)
+        BinaryJSON.appendVarint(UInt64(digests.count), to: &bytes)
+        for id in digests.keys.sorted() {
+            BinaryJSON.appendString(id, to: &bytes)
+            BinaryJSON.appendString(digests[id]!, to: &bytes)
+        }
+        BinaryJSON.appendVarint(UInt64(file.campaigns.count), to: &bytes)
+        for campaign in file.campaigns {
+            BinaryJSON.appendString(campaign.id, to: &bytes)
+            // Names, slug and type are the campaign's: the first variation with an assignment gives them.
+            let any = campaign.variationGroups.lazy.flatMap(\.variations).compactMap(\.assignment).first
+            BinaryJSON.appendString(any?.campaignName ?? "", to: &bytes)
+            appendOptional(any?.slug, to: &bytes)
+            BinaryJSON.appendString(any?.type ?? "", to: &bytes)
+            BinaryJSON.appendVarint(UInt64(campaign.variationGroups.count), to: &bytes)
+            for group in campaign.variationGroups {
+                BinaryJSON.appendString(group.id, to: &bytes)
+                BinaryJSON.appendString(group.variations.lazy.compactMap(\.assignment).first?.variationGroupName ?? "", to: &bytes)
+                BinaryJSON.appendVarint(UInt64(group.targeting.written.count), to: &bytes)
+                for rules in group.targeting.written {
+                    BinaryJSON.appendVarint(UInt64(rules.count), to: &bytes)
+                    for rule in rules {
+                        appendOptional(rule.key, to: &bytes)
+                        appendOptional(rule.operatorName, to: &bytes)
+                        if let value = rule.value {
+                            bytes.append(1)
+                            BinaryJSON.append(value, to: &bytes)
+                        } else {
+                            bytes.append(0)
+                        }
+                    }
+                }
+                BinaryJSON.appendVarint(UInt64(group.variations.count), to: &bytes)
+                for variation in group.variations {
+                    BinaryJSON.appendFixed(variation.allocation.bitPattern, to: &bytes)
+                    guard let id = variation.id, let assignment = variation.assignment else {
+                        bytes.append(0)
+                        continue
+                    }
+                    bytes.append(1)
+                    BinaryJSON.appendString(id, to: &bytes)
+                    BinaryJSON.appendString(assignment.variationName, to: &bytes)
+                    bytes.append(assignment.isReference ? 1 : 0)
+                    appendOptional(assignment.modificationsType, to: &bytes)
+                    if let place = places[ObjectIdentifier(variation)] {
+                        bytes.append(1)
+                        BinaryJSON.appendVarint(UInt64(place.start), to: &bytes)
+                        BinaryJSON.appendVarint(UInt64(place.end), to: &bytes)
+                        appendStrings(place.keys, to: &bytes)
+                    } else {
+                        bytes.append(0)
+                    }
+                }
+            }
+        }
         for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
-            bytes[13 + index] = UInt8(truncatingIfNeeded: UInt64(envelopeStart) >> UInt64(shift))
+            bytes[13 + index] = UInt8(truncatingIfNeeded: UInt64(fileStart) >> UInt64(shift))
         }
         let checksum = bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[13...])) }
         for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
@@ -68,35 +122,15 @@ enum CompiledBucketingFile {
         return bytes
     }
 
-    /// Every variation's flags moved to `bytes`, as the reader walks them (a part of another
-    /// shape is left as it is: the reader skips it too).
-    private static func compileCampaign(_ campaign: JSONValue, flagsInto bytes: inout [UInt8]) -> JSONValue {
-        guard case .object(var campaign) = campaign, case .array(var groups)? = campaign["variationGroups"] else { return campaign }
-        campaign["variationGroups"] = nil
-        for groupIndex in groups.indices {
-            guard case .object(var group) = groups[groupIndex], case .array(var variations)? = group["variations"] else { continue }
-            group["variations"] = nil
-            for index in variations.indices {
-                guard case .object(var variation) = variations[index],
-                      case .object(var modifications)? = variation["modifications"],
-                      let value = modifications["value"] else { continue }
-                variation["modifications"] = nil
-                if case .object(let flags) = value {
-                    let start = bytes.count
-                    BinaryJSON.append(value, to: &bytes)
-                    modifications["value"] = .array([.int(Int64(start)), .int(Int64(bytes.count)),
-                                                     .array(flags.keys.sorted().map(JSONValue.string))])
-                } else {
-                    modifications["value"] = .null
-                }
-                variation["modifications"] = .object(modifications)
-                variations[index] = .object(variation)
-            }
-            group["variations"] = .array(variations)
-            groups[groupIndex] = .object(group)
-        }
-        campaign["variationGroups"] = .array(groups)
-        return .object(campaign)
+    private static func appendOptional(_ text: String?, to bytes: inout [UInt8]) {
+        guard let text else { return bytes.append(0) }
+        bytes.append(1)
+        BinaryJSON.appendString(text, to: &bytes)
+    }
+
+    private static func appendStrings(_ texts: [String], to bytes: inout [UInt8]) {
+        BinaryJSON.appendVarint(UInt64(texts.count), to: &bytes)
+        for text in texts { BinaryJSON.appendString(text, to: &bytes) }
     }
 
     /// The engine's file and the change events' campaigns from a compiled blob; the flags of a
@@ -113,35 +147,128 @@ enum CompiledBucketingFile {
         }
         let checksum = bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[13...])) }
         guard checksum == fixed(at: 5) else { throw Unusable(reason: "its checksum does not match: damaged or cut") }
-        let envelopeStart = fixed(at: 13)
-        guard envelopeStart >= UInt64(headerSize), envelopeStart < UInt64(bytes.count) else {
-            throw Unusable(reason: "its envelope is out of its bytes")
+        let fileStart = fixed(at: 13)
+        guard fileStart >= UInt64(headerSize), fileStart < UInt64(bytes.count) else {
+            throw Unusable(reason: "its file is out of its bytes")
         }
-        let envelope: JSONValue
-        do {
-            envelope = try bytes.withUnsafeBytes { raw throws(BinaryJSON.Malformed) in
-                var reader = BinaryJSON.Reader(raw, at: Int(envelopeStart))
-                let value = try reader.value()
-                guard reader.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the envelope", offset: reader.offset) }
-                return value
+        let flags = CompiledFlags(bytes, section: headerSize..<Int(fileStart))
+        let read: Result<Read, BinaryJSON.Malformed> = bytes.withUnsafeBytes { raw in
+            var reader = BinaryJSON.Reader(raw, at: Int(fileStart))
+            do throws(BinaryJSON.Malformed) {
+                let read = try readFile(&reader, flags: flags)
+                guard reader.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the file", offset: reader.offset) }
+                return .success(read)
+            } catch {
+                return .failure(error)
             }
-        } catch {
-            throw Unusable(reason: "its envelope cannot be read: \(error)")
         }
-        guard let version = envelope["version"]?.stringValue, let root = envelope["root"],
-              case .array(let warnings)? = envelope["parseWarnings"], case .object(let digests)? = envelope["digests"] else {
-            throw Unusable(reason: "its envelope lacks a part")
+        switch read {
+        case .success(let read): return (read.file, read.campaigns)
+        case .failure(let error): throw Unusable(reason: "it cannot be read: \(error)")
         }
-        var reader = BucketingFileReader()
-        for warning in warnings { reader.warn(warning.stringValue ?? "") }
-        reader.compiledFlags = CompiledFlags(bytes, section: headerSize..<Int(envelopeStart))
+    }
+
+    private struct Read {
         let file: BucketingFile
-        do {
-            file = try BucketingFile(root: root, version: version, reader: reader)
-        } catch {
-            throw Unusable(reason: "\(error)")
+        let campaigns: BucketingFileCampaigns
+    }
+
+    private static func readFile(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) -> Read {
+        let version = try input.string()
+        let panic = try input.bool(), enabledXPC = try input.bool(), enabled1V1T = try input.bool()
+        let warnings = try input.strings()
+        var digests: [String: String] = [:]
+        for _ in 0..<(try input.count()) {
+            let id = try input.string()
+            digests[id] = try input.string()
         }
-        return (file, BucketingFileCampaigns(digests: digests.compactMapValues(\.stringValue), file: file))
+        // The rules are read again as the JSON's were, in the same order: the same context slots.
+        // Their warnings are the ones kept.
+        var reader = BucketingFileReader()
+        var campaigns: [BucketingFile.Campaign] = []
+        for _ in 0..<(try input.count()) {
+            let id = try input.string()
+            let base = BucketedCampaign(campaignId: id, campaignName: try input.string(), slug: try input.optionalString(),
+                                        type: try input.string(), variationGroupId: "", variationId: "")
+            var groups: [BucketingFile.VariationGroup] = []
+            for _ in 0..<(try input.count()) {
+                var group = base
+                group.variationGroupId = try input.string()
+                group.variationGroupName = try input.string()
+                var rules: [[TargetingRule]] = [], written: [[Targeting.WrittenRule]] = []
+                for _ in 0..<(try input.count()) {
+                    var groupRules: [TargetingRule] = [], groupWritten: [Targeting.WrittenRule] = []
+                    for _ in 0..<(try input.count()) {
+                        let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
+                                                         value: try input.bool() ? try input.value() : nil)
+                        var json: [String: JSONValue] = [:]
+                        json["key"] = rule.key.map(JSONValue.string)
+                        json["operator"] = rule.operatorName.map(JSONValue.string)
+                        json["value"] = rule.value
+                        groupRules.append(TargetingRule(reading: .object(json), at: "", with: &reader))
+                        groupWritten.append(rule)
+                    }
+                    rules.append(groupRules)
+                    written.append(groupWritten)
+                }
+                var variations: [BucketingFile.Variation] = []
+                for _ in 0..<(try input.count()) {
+                    let allocation = Double(bitPattern: try input.fixed())
+                    guard try input.bool() else {
+                        variations.append(BucketingFile.Variation(id: nil, allocation: allocation, assignment: nil))
+                        continue
+                    }
+                    var assignment = group
+                    let variationId = try input.string()
+                    assignment.variationId = variationId
+                    assignment.variationName = try input.string()
+                    assignment.isReference = try input.bool()
+                    assignment.modificationsType = try input.optionalString()
+                    if try input.bool() {
+                        let at = input.offset
+                        let start = try input.varint(), end = try input.varint()
+                        let keys = try input.strings()
+                        guard let place = flags.place(start: start, end: end, keys: keys) else {
+                            throw BinaryJSON.Malformed(reason: "flags out of their section", offset: at)
+                        }
+                        variations.append(BucketingFile.Variation(id: variationId, allocation: allocation,
+                                                                  lazy: LazyAssignment(assignment, flags: flags, at: place)))
+                    } else {
+                        variations.append(BucketingFile.Variation(id: variationId, allocation: allocation, assignment: assignment))
+                    }
+                }
+                var hashPrefix = MurmurHash3.State()
+                hashPrefix.append(utf8Of: group.variationGroupId)
+                groups.append(BucketingFile.VariationGroup(id: group.variationGroupId, targeting: Targeting(groups: rules, written: written),
+                                                           hashPrefix: hashPrefix, variations: variations))
+            }
+            campaigns.append(BucketingFile.Campaign(id: id, variationGroups: groups))
+        }
+        let file = BucketingFile(compiled: campaigns, panic: panic,
+                                 accountSettings: AccountSettings(enabledXPC: enabledXPC, enabled1V1T: enabled1V1T),
+                                 warnings: warnings, reader: reader, version: version)
+        return Read(file: file, campaigns: BucketingFileCampaigns(digests: digests, file: file))
+    }
+}
+
+extension BinaryJSON.Reader {
+    mutating func bool() throws(BinaryJSON.Malformed) -> Bool {
+        let at = offset
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        default: throw BinaryJSON.Malformed(reason: "a flag that is neither 0 nor 1", offset: at)
+        }
+    }
+
+    mutating func optionalString() throws(BinaryJSON.Malformed) -> String? {
+        try bool() ? try string() : nil
+    }
+
+    mutating func strings() throws(BinaryJSON.Malformed) -> [String] {
+        var texts: [String] = []
+        for _ in 0..<(try count()) { texts.append(try string()) }
+        return texts
     }
 }
 
@@ -161,12 +288,10 @@ final class CompiledFlags: Sendable {
         self.section = section
     }
 
-    /// The place a compiled `modifications.value` names; `nil` for `null` (flags that were not an object).
-    func place(of marker: JSONValue?) -> Place? {
-        guard case .array(let parts)? = marker, parts.count == 3,
-              case .int(let start) = parts[0], case .int(let end) = parts[1], case .array(let keys) = parts[2],
-              start >= Int64(section.lowerBound), start <= end, end <= Int64(section.upperBound) else { return nil }
-        return Place(range: Int(start)..<Int(end), keys: keys.compactMap(\.stringValue))
+    /// The place of flags from `start` to `end`; `nil` when it is not inside the flags section.
+    func place(start: UInt64, end: UInt64, keys: [String]) -> Place? {
+        guard start >= UInt64(section.lowerBound), start <= end, end <= UInt64(section.upperBound) else { return nil }
+        return Place(range: Int(start)..<Int(end), keys: keys)
     }
 
     /// The flags at `range`. The blob's checksum passed when it was read, so these bytes are the

@@ -153,8 +153,14 @@ enum BinaryJSON {
         mutating func string() throws(Malformed) -> String {
             let at = offset
             let length = try count()
-            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
-            guard let text = String(validating: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+            let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]).assumingMemoryBound(to: UInt8.self)
+            let text: String
+            // ASCII (ids, keys, most names) is UTF-8 as it is: decoded without the generic check.
+            if utf8.allSatisfy({ $0 < 0x80 }) {
+                text = String(decoding: utf8, as: UTF8.self)
+            } else if let valid = String(validating: utf8, as: UTF8.self) {
+                text = valid
+            } else {
                 throw Malformed(reason: "a string that is not UTF-8", offset: at)
             }
             offset += length
