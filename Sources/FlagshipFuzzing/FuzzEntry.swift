@@ -21,6 +21,9 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
     case hitCacheDocument = "FuzzHitCacheDocument"
     /// Context values and hits built from bytes (see ``FuzzBytes``), validated and encoded.
     case validation = "FuzzValidation"
+    /// The store's compiled form of a bucketing file, as a start reads it back: the bytes with the
+    /// checksum they need written in (so that the reading past it is reached), then decisions.
+    case compiledBucketing = "FuzzCompiledBucketing"
 
     package enum Outcome: Sendable, Equatable {
         /// The SDK read (or validated) the input, and every invariant held.
@@ -41,6 +44,7 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
         case .visitorCacheDocument: return try Self.visitorCacheDocument(input)
         case .hitCacheDocument: return try Self.hitCacheDocument(input)
         case .validation: return try Self.validation(input)
+        case .compiledBucketing: return try Self.compiledBucketing(input)
         }
     }
 
@@ -130,6 +134,40 @@ extension FuzzEntry {
             }
         }
         _ = decision.flags
+
+        // The store's compiled form of the file, read back as a start reads it, decides the same
+        // and keeps the same warnings.
+        let compiled: BucketingFile
+        do {
+            compiled = try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
+        } catch {
+            throw Violation(description: "the compiled form of a file read cannot be read back: \(error)")
+        }
+        try check(compiled.decide(visitorId: visitorId, context: context, history: history) == decision,
+                  "the compiled form decides otherwise than the JSON")
+        try check(compiled.warnings == file.warnings && compiled.version == file.version && compiled.panic == file.panic,
+                  "the compiled form lost the file's warnings, version or panic")
+        return .accepted
+    }
+
+    /// Whatever a damaged or hostile compiled blob holds, it is refused or read whole: then its
+    /// decisions are deterministic, every assigned variation's flags can be read, and compiling
+    /// it again gives a blob that decides the same.
+    private static func compiledBucketing(_ input: Data) throws(Violation) -> Outcome {
+        guard let file = try? CompiledBucketingFile.file(from: CompiledBucketingFile.withChecksum(Array(input))) else { return .refused }
+        let decision = file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:])
+        try check(decision == file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]),
+                  "two decisions for the same visitor differ")
+        try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
+        _ = decision.flags
+        let again: BucketingFile
+        do {
+            again = try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
+        } catch {
+            throw Violation(description: "a blob read cannot be compiled and read again: \(error)")
+        }
+        try check(again.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]) == decision,
+                  "compiled again, the file decides otherwise")
         return .accepted
     }
 }

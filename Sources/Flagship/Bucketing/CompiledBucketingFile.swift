@@ -28,19 +28,19 @@ struct ParsedBucketingFile: Sendable {
 ///
 /// A blob of another format, damaged or cut is refused whole (`Unusable`): the caller reads the
 /// JSON instead and writes the blob again.
-enum CompiledBucketingFile {
+package enum CompiledBucketingFile {
     static let format: UInt8 = 2
     static let magic: [UInt8] = Array("FSBK".utf8)
     /// Magic, format, checksum, where the file starts.
-    static let headerSize = 4 + 1 + 8 + 8
+    package static let headerSize = 4 + 1 + 8 + 8
 
-    struct Unusable: Error, Equatable, CustomStringConvertible {
+    package struct Unusable: Error, Equatable, CustomStringConvertible {
         let reason: String
-        var description: String { reason }
+        package var description: String { reason }
     }
 
     /// The compiled form of `file` (read from its JSON), with each campaign's digest (`BucketingFileCampaigns`).
-    static func encode(_ file: BucketingFile, digests: [String: String]) -> [UInt8] {
+    package static func encode(_ file: BucketingFile, digests: [String: String] = [:]) -> [UInt8] {
         var bytes = magic + [format] + [UInt8](repeating: 0, count: 16)
         // The flags first: the file then names where each variation's are.
         var places: [ObjectIdentifier: (start: Int, end: Int, keys: [String])] = [:]
@@ -115,6 +115,19 @@ enum CompiledBucketingFile {
         for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
             bytes[13 + index] = UInt8(truncatingIfNeeded: UInt64(fileStart) >> UInt64(shift))
         }
+        return withChecksum(bytes)
+    }
+
+    /// The file a compiled blob holds (`decode` without the change events' part).
+    package static func file(from bytes: [UInt8]) throws(Unusable) -> BucketingFile {
+        try decode(bytes).file
+    }
+
+    /// `bytes` with the checksum a blob of them needs written in its header (for the fuzzer, which
+    /// reaches the reading past the checksum so; a blob shorter than the header is left as it is).
+    package static func withChecksum(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= headerSize else { return bytes }
+        var bytes = bytes
         let checksum = bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[13...])) }
         for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
             bytes[5 + index] = UInt8(truncatingIfNeeded: checksum >> UInt64(shift))
@@ -213,7 +226,12 @@ enum CompiledBucketingFile {
                 }
                 var variations: [BucketingFile.Variation] = []
                 for _ in 0..<(try input.count()) {
+                    let at = input.offset
                     let allocation = Double(bitPattern: try input.fixed())
+                    // As the JSON's reading leaves it: a number of 0 or more.
+                    guard allocation.isFinite, allocation >= 0 else {
+                        throw BinaryJSON.Malformed(reason: "an allocation that is not a number of 0 or more", offset: at)
+                    }
                     guard try input.bool() else {
                         variations.append(BucketingFile.Variation(id: nil, allocation: allocation, assignment: nil))
                         continue
