@@ -65,7 +65,16 @@ struct DBInspect: AsyncParsableCommand {
             let summary = try StoreSummary(of: store, in: db, full: full)
             let visitors = VisitorAges(oldest: try db.visitors.leastRecentlySeen(),
                                        due: try retention.boundary.map { try db.visitors.countNotSeen(since: $0, atMost: dueCountLimit + 1) } ?? 0)
-            return (summary, try summary.bucketing.map { try db.bucketing.file(envId: $0.envId)?.document }, visitors)
+            // A file's compiled form (schema version 8 on) says its campaigns without parsing the
+            // JSON; without a usable one, the JSON is read.
+            let documents = try summary.bucketing.map { file -> StoredBucketingFile.Read? in
+                if let compiled = (try? db.bucketing.compiledFile(envId: file.envId))??.compiled,
+                   let read = try? CompiledBucketingFile.file(from: compiled) {
+                    return .file(read)
+                }
+                return try db.bucketing.file(envId: file.envId).map { .document($0.document) }
+            }
+            return (summary, documents, visitors)
         }
         let oldestHitAge = summary.oldestHitCreatedAt.map { Output.ageSeconds(sinceUnixMilliseconds: $0, now: now) }
         let files = zip(summary.bucketing, documents).map { file, document in
@@ -99,19 +108,28 @@ struct DBInspect: AsyncParsableCommand {
         let panic: Bool?
         let unusableReason: String?
 
-        init(envId: String, lastModified: String?, downloadedAt: Int64, bytes: Int, now: Date, document: String?) {
+        /// What was read of a stored file: its compiled form, read; or its JSON.
+        enum Read {
+            case file(BucketingFile)
+            case document(String)
+        }
+
+        init(envId: String, lastModified: String?, downloadedAt: Int64, bytes: Int, now: Date, document: Read?) {
             (self.envId, self.lastModified, self.downloadedAt, self.bytes) = (envId, lastModified, downloadedAt, bytes)
             ageSeconds = Output.ageSeconds(sinceUnixMilliseconds: downloadedAt, now: now)
-            guard let document else {
+            switch document {
+            case nil:
                 // Deleted since the summary was read: another process is writing the store.
                 (campaignCount, panic, unusableReason) = (nil, nil, "removed while being read")
-                return
-            }
-            do {
-                let file = try BucketingFile(json: Data(document.utf8), maximumBytes: .max)
+            case .file(let file):
                 (campaignCount, panic, unusableReason) = (file.campaignCount, file.panic, nil)
-            } catch {
-                (campaignCount, panic, unusableReason) = (nil, nil, error.reason)
+            case .document(let document):
+                do {
+                    let file = try BucketingFile(json: Data(document.utf8), maximumBytes: .max)
+                    (campaignCount, panic, unusableReason) = (file.campaignCount, file.panic, nil)
+                } catch {
+                    (campaignCount, panic, unusableReason) = (nil, nil, error.reason)
+                }
             }
         }
 

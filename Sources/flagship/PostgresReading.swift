@@ -50,7 +50,7 @@ extension DBInspect {
         let environments = summaries.map { summary in
             (summary, summary.bucketing.map { file in
                 StoredBucketingFile(envId: file.envId, lastModified: file.lastModified, downloadedAt: file.downloadedAt,
-                                    bytes: file.document.utf8.count, now: now, document: file.document)
+                                    bytes: file.document.utf8.count, now: now, document: .document(file.document))
             })
         }
         if json {

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 
+import FlagshipStore
+
 @testable import Flagship
 
 /// The bucketing file's compiled form (what the store keeps so that a start decides without
@@ -158,6 +160,27 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(variation.assignment?.flags, ["a": .string("x"), "b": .int(1)])
         XCTAssertEqual(variation.assignment?.variationId, "v1")
         XCTAssertEqual(compiled.decide(visitorId: "anyone", context: [:], history: [:]).flags, ["a": .string("x"), "b": .int(1)])
+    }
+
+    /// Threads deciding at once on a file just read from the store: each variation's flags are
+    /// read once, under a lock, and every thread gets them whole.
+    func testConcurrentDecisionsReadEachVariationsFlagsOnceAndWhole() throws {
+        let campaigns = (1...40).map { number in
+            BucketingJSON.campaign("c\(number)", BucketingJSON.group("g\(number)",
+                BucketingJSON.variation("a\(number)", 50, flags: #"{"k\#(number)": "a", "n": \#(number)}"#),
+                BucketingJSON.variation("b\(number)", 50, flags: #"{"k\#(number)": "b", "n": \#(number)}"#)))
+        }
+        let (json, compiled, _, _) = try roundTrip(BucketingJSON.file(campaigns))
+        let visitors = (0..<400).map { "visitor-\($0)" }
+        let expected = visitors.map { json.decide(visitorId: $0, context: [:], history: [:]) }
+        let decided = Locked([BucketingDecision?](repeating: nil, count: visitors.count))
+
+        DispatchQueue.concurrentPerform(iterations: visitors.count) { index in
+            let decision = compiled.decide(visitorId: visitors[index], context: [:], history: [:])
+            decided.withLock { $0[index] = decision }
+        }
+
+        XCTAssertEqual(decided.withLock { $0 }, expected)
     }
 
     func testAChangeEventFromTheCompiledFormNamesWhatAJSONReadWouldName() throws {
