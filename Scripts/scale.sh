@@ -17,7 +17,9 @@
 #     default, 80 % new) for 120 s, the SDK's retention set so that its first prune (a minute in)
 #     deletes a tenth of the store under the load: hits evicted, lost or shed, the lowest and highest
 #     p99 of the 10 s samples (a visitor's fetch, an awaited hit), and the prune's line.
-# A release build of the tools first. Prints a Markdown table on stdout, progress on stderr.
+#   - (once, whatever the sizes) a start on a stored bucketing file of 100, 6,000 and 10,000 random
+#     campaigns ($SCALE_CAMPAIGNS), from its compiled form and from its JSON, and `flagship eval`.
+# A release build of the tools first. Prints Markdown tables on stdout, progress on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -94,6 +96,46 @@ for n in "${sizes[@]}"; do
     fi
 done
 
+# A start on a stored bucketing file of growing size: from its compiled form, and from its JSON
+# (the form dropped, as a store of an older SDK starts); and `flagship eval` on the file. Files of
+# random campaigns (Scripts/bucketing-file.py), stored by a first online fetch against `flagship
+# serve`; each figure the median of 5 runs (seconds) with the largest peak RSS.
+campaign_counts=(${SCALE_CAMPAIGNS:-100 6000 10000})
+declare -A bucketing
+median_timed() {
+    local runs=() peak=0 seconds kb
+    for _ in 1 2 3 4 5; do
+        [ -n "${before_each:-}" ] && $before_each
+        read -r seconds kb < <(timed "$@")
+        runs+=("$seconds"); [ "$kb" -gt "$peak" ] && peak=$kb
+    done
+    echo "$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 3p) s / $((peak / 1024)) MB"
+}
+drop_compiled() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE bucketing SET compiled = NULL"); c.commit()' "$bstore"; }
+for c in "${campaign_counts[@]}"; do
+    file=$dir/bucketing-$c.json
+    [ -s "$file" ] || python3 Scripts/bucketing-file.py "$c" > "$file"
+    say "stored bucketing file of $c campaigns ($(stat -c %s "$file") bytes)"
+    "$tool" serve --env-id scale --api-key scale-key --port 0 --bucketing-file "$file" > "$dir/serve.log" 2>&1 &
+    served=$!
+    url=
+    for _ in $(seq 100); do
+        url=$(sed -n 's/^Flagship local server on \(http:[^ ]*\).*/\1/p' "$dir/serve.log")
+        [ -n "$url" ] && break
+        sleep 0.1
+    done
+    bstore=$dir/bucketing-$c.sqlite
+    rm -f "$bstore" "$bstore-wal" "$bstore-shm"
+    args=(--env-id scale --api-key scale-key --mode bucketing --bucketing-file-maximum-bytes 100000000 --visitor-id v1 --context '{"age":30}')
+    "$tool" fetch --db "$bstore" "${args[@]}" --decision-url "$url/v2" --events-url "$url" --bucketing-url "$url" >/dev/null 2>&1
+    kill "$served"; wait "$served" 2>/dev/null || true
+    bucketing[$c,compiled]=$(before_each= median_timed "$tool" fetch --db "$bstore" "${args[@]}" --offline)
+    bucketing[$c,json]=$(before_each=drop_compiled median_timed "$tool" fetch --db "$bstore" "${args[@]}" --offline)
+    bucketing[$c,eval]=$(before_each= median_timed "$tool" eval --bucketing-file "$file" --bucketing-file-maximum-bytes 100000000 --visitor-id v1)
+    bucketing[$c,bytes]=$(stat -c %s "$file")
+    rm -f "$bstore" "$bstore-wal" "$bstore-shm" "$dir/serve.log"
+done
+
 rows=(restart "start after a crash" visitors "\`flagship visitors\` (default): time / peak RSS"
       inspect "\`flagship db inspect\` (default): time / peak RSS" retention "retention prune of a tenth"
       budget "eviction of a tenth by budget")
@@ -111,4 +153,11 @@ for ((r = 0; r < ${#rows[@]}; r += 2)); do
             'BEGIN { if (a > 0 && b > 0) printf "%.2f×", b / a }') |"
     done
     echo "$line"
+done
+
+echo
+echo "| stored bucketing file | start, compiled: time / peak RSS | start from its JSON (then compiled and written) | \`flagship eval\` on the file |"
+echo "|---|---|---|---|"
+for c in "${campaign_counts[@]}"; do
+    echo "| $c campaigns (${bucketing[$c,bytes]} bytes) | ${bucketing[$c,compiled]} | ${bucketing[$c,json]} | ${bucketing[$c,eval]} |"
 done
