@@ -146,9 +146,12 @@ final class BucketingPoller: Sendable {
             }
         }
         var document: String?
+        var (lastModified, downloadedAt) = (stored.lastModified, stored.downloadedAt)
         if loaded == nil {
             do {
                 guard let record = try store.read({ try $0.bucketing.file(envId: envId) }) else { return }
+                // Another process may have stored a download since: its times go with its JSON.
+                (lastModified, downloadedAt) = (record.lastModified, record.downloadedAt)
                 let parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
                 let file = try BucketingFile(parsed: parsed)
                 let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
@@ -164,10 +167,10 @@ final class BucketingPoller: Sendable {
         state.withLock { state in
             state.file = file
             state.campaigns = campaigns
-            state.lastModified = stored.lastModified
-            state.downloadedAt = stored.downloadedAt
+            state.lastModified = lastModified
+            state.downloadedAt = downloadedAt
         }
-        let age = Int(max(0, clock.now().unixMilliseconds - stored.downloadedAt) / 1000)
+        let age = Int(max(0, clock.now().unixMilliseconds - downloadedAt) / 1000)
         let form = document == nil ? "compiled" : "read from its JSON"
         logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago, \(form))")
         onFile(file)
