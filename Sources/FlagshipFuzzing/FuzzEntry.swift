@@ -137,17 +137,21 @@ extension FuzzEntry {
 
         // The store's compiled form of the file, read back as a start reads it, decides the same
         // and keeps the same warnings.
-        let compiled: BucketingFile
-        do {
-            compiled = try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
-        } catch {
-            throw Violation(description: "the compiled form of a file read cannot be read back: \(error)")
-        }
+        let compiled = try recompiled(file)
         try check(compiled.decide(visitorId: visitorId, context: context, history: history) == decision,
                   "the compiled form decides otherwise than the JSON")
         try check(compiled.warnings == file.warnings && compiled.version == file.version && compiled.panic == file.panic,
                   "the compiled form lost the file's warnings, version or panic")
         return .accepted
+    }
+
+    /// `file` compiled as the store keeps it, then read back as a start reads it.
+    private static func recompiled(_ file: BucketingFile) throws(Violation) -> BucketingFile {
+        do {
+            return try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
+        } catch {
+            throw Violation(description: "a file read cannot be compiled and read back: \(error)")
+        }
     }
 
     /// Whatever a damaged or hostile compiled blob holds, it is refused or read whole: then its
@@ -160,12 +164,7 @@ extension FuzzEntry {
                   "two decisions for the same visitor differ")
         try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
         _ = decision.flags
-        let again: BucketingFile
-        do {
-            again = try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
-        } catch {
-            throw Violation(description: "a blob read cannot be compiled and read again: \(error)")
-        }
+        let again = try recompiled(file)
         try check(again.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]) == decision,
                   "compiled again, the file decides otherwise")
         return .accepted

@@ -6,31 +6,38 @@ import XCTest
 /// `../shared/conformance`, read in place: every whole-file case and every single-rule row.
 final class BucketingConformanceTests: XCTestCase {
     func testEveryBucketingCase() throws {
+        try Self.checkEveryBucketingCase { try BucketingFile(json: $0) }
+    }
+
+    /// Every whole-file case of `bucketing-cases.json`, each file read once by `read` (its JSON,
+    /// or the store's compiled form of it): the campaigns, flags and panic it expects.
+    static func checkEveryBucketingCase(file read: (Data) throws -> BucketingFile,
+                                        fileName: StaticString = #filePath, line: UInt = #line) throws {
         let directory = try Conformance.bucketingDirectory()
         let document = try Conformance.bucketingDocument("bucketing-cases.json")
         guard case .array(let cases)? = document["cases"], !cases.isEmpty else {
-            return XCTFail("bucketing-cases.json has no cases")
+            return XCTFail("bucketing-cases.json has no cases", file: fileName, line: line)
         }
         var files: [String: BucketingFile] = [:]
         for entry in cases {
             let id = entry["id"]?.stringValue ?? "?"
-            guard let fileName = entry["bucketingFile"]?.stringValue, let visitorId = entry["visitorId"]?.stringValue,
+            guard let name = entry["bucketingFile"]?.stringValue, let visitorId = entry["visitorId"]?.stringValue,
                   case .array(let expectedCampaigns)? = entry["expected"]?["campaigns"],
                   case .object(let expectedFlags)? = entry["expected"]?["flags"] else {
-                XCTFail("case \(id): unreadable (\(entry.jsonString()))")
+                XCTFail("case \(id): unreadable (\(entry.jsonString()))", file: fileName, line: line)
                 continue
             }
             let file: BucketingFile
-            if let parsed = files[fileName] {
-                file = parsed
+            if let known = files[name] {
+                file = known
             } else {
                 do {
-                    file = try BucketingFile(json: Data(contentsOf: directory.appendingPathComponent(fileName)))
+                    file = try read(Data(contentsOf: directory.appendingPathComponent(name)))
                 } catch {
-                    XCTFail("case \(id): \(fileName) does not parse: \(error)")
+                    XCTFail("case \(id): \(name) does not parse: \(error)", file: fileName, line: line)
                     continue
                 }
-                files[fileName] = file
+                files[name] = file
             }
             let history = (entry["assignmentsHistory"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
             let decision = file.decide(visitorId: visitorId, context: entry["context"]?.objectValue ?? [:], history: history)
@@ -40,10 +47,12 @@ final class BucketingConformanceTests: XCTestCase {
             }
             let ids = decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }
             let why = entry["source"]?.stringValue ?? ""
-            XCTAssertEqual(ids, expectedIds, "case \(id) (\(why)): campaigns differ")
-            XCTAssertEqual(decision.flags, expectedFlags, "case \(id) (\(why)): flags differ: got \(JSONValue.object(decision.flags).jsonString())")
-            XCTAssertEqual(decision.panic, entry["expected"]?["panic"]?.boolValue ?? false, "case \(id): panic differs")
+            XCTAssertEqual(ids, expectedIds, "case \(id) (\(why)): campaigns differ", file: fileName, line: line)
+            XCTAssertEqual(decision.flags, expectedFlags, "case \(id) (\(why)): flags differ: got \(JSONValue.object(decision.flags).jsonString())",
+                           file: fileName, line: line)
+            XCTAssertEqual(decision.panic, entry["expected"]?["panic"]?.boolValue ?? false, "case \(id): panic differs", file: fileName, line: line)
         }
+        XCTAssertFalse(files.isEmpty, file: fileName, line: line)
     }
 
     /// Each row: one rule `{key (default "k"), operator, value: targeting}` against a context

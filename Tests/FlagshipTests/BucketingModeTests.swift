@@ -117,38 +117,40 @@ final class BucketingModeTests: TrackingTestCase {
 
     func testAStoredFileMakesTheSDKReadyAtOnceAndDecidesWithTheServerGone() async throws {
         let file = Self.bucketingFile()
+        try await storeThenStopTheServer(file)
+
+        let restart = try await restartOnTheStoredFile("bob", context: ["isVip": true])
+
+        XCTAssertEqual(restart.fetchStatus, .FETCHED)
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "bob", context: ["isVip": .bool(true)]))
+        XCTAssertFalse(restart.statuses.contains(.SDK_INITIALIZING))
+    }
+
+    /// A first start downloads `file` and stores it; then the server is gone.
+    private func storeThenStopTheServer(_ file: Data) async throws {
         try server.setBucketingFile(file)
         start(bucketingBuilder())
         try await visitor("warm-up").fetchFlags()
         await flagship.close()
         server.stop()
+    }
 
+    /// Starts on the stored file with the server gone: ready when start returns; the flags a
+    /// visitor gets, the fetch's status, the statuses of the start and its line about the stored file.
+    private func restartOnTheStoredFile(_ visitorId: String, context: [String: Any]) async throws
+        -> (flags: [String: JSONValue], fetchStatus: FSFetchStatus, statuses: [FSSdkStatus], line: String) {
         let restarted = Flagship()
         let statuses = Collected<FSSdkStatus>()
         restarted.start(envId: Self.envId, apiKey: Self.apiKey,
                         config: bucketingBuilder(bucketingURL: Self.deadURL).withOnSdkStatusChanged { statuses.append($0) }.build())
         XCTAssertEqual(restarted.getStatus(), .SDK_INITIALIZED, "ready when start returns")
-        let visitor = visitor("bob", context: ["isVip": true], on: restarted)
-        try await visitor.fetchFlags()
-        XCTAssertEqual(visitor.fetchStatus, .FETCHED)
-        XCTAssertEqual(flags(of: visitor), try expected(file, visitorId: "bob", context: ["isVip": .bool(true)]))
-        await restarted.close()
-        restarted.currentRuntime?.callbacks.sync {}
-        XCTAssertFalse(statuses.values.contains(.SDK_INITIALIZING))
-    }
-
-    /// Starts on the stored file with the server gone; the flags a visitor gets and the start's
-    /// line about the stored file.
-    private func restartOnTheStoredFile(_ visitorId: String, context: [String: Any]) async throws -> (flags: [String: JSONValue], line: String) {
-        let restarted = Flagship()
-        restarted.start(envId: Self.envId, apiKey: Self.apiKey, config: bucketingBuilder(bucketingURL: Self.deadURL).build())
-        XCTAssertEqual(restarted.getStatus(), .SDK_INITIALIZED, "ready when start returns")
         let visitor = visitor(visitorId, context: context, on: restarted)
         try await visitor.fetchFlags()
         let flags = flags(of: visitor)
         await restarted.close()
+        restarted.currentRuntime?.callbacks.sync {}
         let line = log.messages(at: .info).last { $0.hasPrefix("Bucketing file from the store") } ?? "none"
-        return (flags, line)
+        return (flags, visitor.fetchStatus, statuses.values, line)
     }
 
     private func withStore(_ body: (FlagshipDatabase) throws -> Void) throws {
@@ -165,11 +167,7 @@ final class BucketingModeTests: TrackingTestCase {
 
     func testARestartDecidesFromTheCompiledFormAndReadsTheJSONWhenItIsMissingDamagedOrStale() async throws {
         let file = Self.bucketingFile()
-        try server.setBucketingFile(file)
-        start(bucketingBuilder())
-        try await visitor("warm-up").fetchFlags()
-        await flagship.close()
-        server.stop()
+        try await storeThenStopTheServer(file)
         let compiled = try XCTUnwrap(try storedCompiledForm(), "written with the download")
 
         // From the compiled form: no JSON read.
@@ -215,11 +213,7 @@ final class BucketingModeTests: TrackingTestCase {
             BucketingJSON.campaign("c\(number)", BucketingJSON.group("g\(number)", BucketingJSON.variation("v\(number)", 100, flags: #"{"k": 1}"#)))
         })
         XCTAssertGreaterThan(file.count, 2_048)
-        try server.setBucketingFile(file)
-        start(bucketingBuilder())
-        try await visitor("warm-up").fetchFlags()
-        await flagship.close()
-        server.stop()
+        try await storeThenStopTheServer(file)
 
         let restarted = Flagship()
         restarted.start(envId: Self.envId, apiKey: Self.apiKey,

@@ -81,38 +81,12 @@ final class CompiledBucketingFileTests: XCTestCase {
     // MARK: The compiled file
 
     func testEveryConformanceCaseDecidesTheSameFromTheCompiledForm() throws {
-        let directory = try Conformance.bucketingDirectory()
-        let document = try Conformance.bucketingDocument("bucketing-cases.json")
-        guard case .array(let cases)? = document["cases"], !cases.isEmpty else {
-            return XCTFail("bucketing-cases.json has no cases")
+        try BucketingConformanceTests.checkEveryBucketingCase { data in
+            let compiled = try roundTrip(data)
+            XCTAssertEqual(compiled.compiled.version, compiled.json.version)
+            XCTAssertEqual(compiled.compiled.warnings, compiled.json.warnings)
+            return compiled.compiled
         }
-        var files: [String: BucketingFile] = [:]
-        for entry in cases {
-            let id = entry["id"]?.stringValue ?? "?"
-            guard let fileName = entry["bucketingFile"]?.stringValue, let visitorId = entry["visitorId"]?.stringValue,
-                  case .array(let expectedCampaigns)? = entry["expected"]?["campaigns"],
-                  case .object(let expectedFlags)? = entry["expected"]?["flags"] else {
-                XCTFail("case \(id): unreadable")
-                continue
-            }
-            if files[fileName] == nil {
-                let compiled = try roundTrip(Data(contentsOf: directory.appendingPathComponent(fileName)))
-                XCTAssertEqual(compiled.compiled.version, compiled.json.version, fileName)
-                XCTAssertEqual(compiled.compiled.warnings, compiled.json.warnings, fileName)
-                files[fileName] = compiled.compiled
-            }
-            let file = try XCTUnwrap(files[fileName])
-            let history = (entry["assignmentsHistory"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
-            let decision = file.decide(visitorId: visitorId, context: entry["context"]?.objectValue ?? [:], history: history)
-
-            let expectedIds = expectedCampaigns.map { campaign in
-                ["campaignId", "variationGroupId", "variationId"].map { campaign[$0]?.stringValue ?? "?" }.joined(separator: "/")
-            }
-            XCTAssertEqual(decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }, expectedIds, "case \(id)")
-            XCTAssertEqual(decision.flags, expectedFlags, "case \(id)")
-            XCTAssertEqual(decision.panic, entry["expected"]?["panic"]?.boolValue ?? false, "case \(id)")
-        }
-        XCTAssertFalse(files.isEmpty)
     }
 
     /// A file with what the reader warns about and what it skips: the compiled form keeps each
