@@ -48,7 +48,7 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
         }
     }
 
-    fileprivate static func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(Violation) {
+    static func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(Violation) {
         guard condition else { throw Violation(description: message()) }
     }
 }
@@ -75,98 +75,6 @@ extension FuzzEntry {
         // The campaigns go to the visitor cache as they are: they must come back from it equal.
         let document = VisitorCacheDocument(visitorId: response.visitorId ?? "visitor", campaigns: response.campaigns)
         try checkCacheRoundTrip(document)
-        return .accepted
-    }
-}
-
-// MARK: - Bucketing
-
-extension FuzzEntry {
-    private static func bucketing(_ input: Data) throws(Violation) -> Outcome {
-        let parts = input.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
-        guard let file = try? BucketingFile(json: Data(parts[0])) else { return .refused }
-        let visitor = parts.count > 1 ? (try? JSONValue(json: Data(parts[1]))) : nil
-        let visitorId = visitor?["visitorId"]?.stringValue ?? "visitor-1"
-        let context = visitor?["context"]?.objectValue ?? [:]
-        let history = (visitor?["history"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
-
-        let decision = file.decide(visitorId: visitorId, context: context, history: history)
-        try check(decision == file.decide(visitorId: visitorId, context: context, history: history),
-                  "two decisions for the same visitor differ")
-        try check(!decision.panic || decision.campaigns.isEmpty, "a file in panic assigned campaigns")
-        try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
-
-        for assigned in decision.campaigns {
-            // Ids may repeat in a file: one of the groups with the assigned ids must explain the choice.
-            let groups = file.campaigns.filter { $0.id == assigned.campaignId }.flatMap(\.variationGroups).filter {
-                $0.id == assigned.variationGroupId && $0.variations.contains { $0.id == assigned.variationId }
-            }
-            try check(!groups.isEmpty, "assigned variation \(assigned.variationId) is in no group \(assigned.variationGroupId)")
-            guard history[assigned.variationGroupId] == nil else { continue }
-            // Without history, the hash chose: the one-shot hash of the concatenated ids must agree
-            // with the group's prepared one, and place the visitor inside the chosen variation's share.
-            let bucket = MurmurHash3.x86_32(Array((assigned.variationGroupId + visitorId).utf8)) % 100
-            try check(bucket == MurmurHash3.x86_32(utf8Of: assigned.variationGroupId, followedBy: visitorId) % 100,
-                      "the hash fed in pieces differs from the hash of the whole")
-            try check(groups.contains { group in
-                var below = 0.0
-                for variation in group.variations where variation.allocation > 0 {
-                    if variation.id == assigned.variationId { return Double(bucket) >= below && Double(bucket) < below + variation.allocation }
-                    below += variation.allocation
-                }
-                return false
-            }, "bucket \(bucket) is outside the share of variation \(assigned.variationId)")
-        }
-
-        // A visitor whose history remembers its variations keeps them. History is by variation
-        // group id: a file that repeats a group id in another campaign, where the hash placed the
-        // visitor in no variation, assigns that campaign too from the history (the remembered
-        // variation exists there); any campaign added so must be one the history names.
-        let remembered = Dictionary(decision.campaigns.map { ($0.variationGroupId, $0.variationId) }) { first, _ in first }
-        if remembered.count == decision.campaigns.count, history.isEmpty {
-            let again = file.decide(visitorId: visitorId, context: context, history: remembered)
-            for assigned in decision.campaigns {
-                try check(again.campaigns.contains(assigned), "the visitor's remembered variations lost \(assigned.campaignId)")
-            }
-            for added in again.campaigns where !decision.campaigns.contains(added) {
-                try check(remembered[added.variationGroupId] == added.variationId,
-                          "the visitor's remembered variations gave \(added.campaignId) a variation no history names")
-            }
-        }
-        _ = decision.flags
-
-        // The store's compiled form of the file, read back as a start reads it, decides the same
-        // and keeps the same warnings.
-        let compiled = try recompiled(file)
-        try check(compiled.decide(visitorId: visitorId, context: context, history: history) == decision,
-                  "the compiled form decides otherwise than the JSON")
-        try check(compiled.warnings == file.warnings && compiled.version == file.version && compiled.panic == file.panic,
-                  "the compiled form lost the file's warnings, version or panic")
-        return .accepted
-    }
-
-    /// `file` compiled as the store keeps it, then read back as a start reads it.
-    private static func recompiled(_ file: BucketingFile) throws(Violation) -> BucketingFile {
-        do {
-            return try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(file))
-        } catch {
-            throw Violation(description: "a file read cannot be compiled and read back: \(error)")
-        }
-    }
-
-    /// Whatever a damaged or hostile compiled blob holds, it is refused or read whole: then its
-    /// decisions are deterministic, every assigned variation's flags can be read, and compiling
-    /// it again gives a blob that decides the same.
-    private static func compiledBucketing(_ input: Data) throws(Violation) -> Outcome {
-        guard let file = try? CompiledBucketingFile.file(from: CompiledBucketingFile.withChecksum(Array(input))) else { return .refused }
-        let decision = file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:])
-        try check(decision == file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]),
-                  "two decisions for the same visitor differ")
-        try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
-        _ = decision.flags
-        let again = try recompiled(file)
-        try check(again.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]) == decision,
-                  "compiled again, the file decides otherwise")
         return .accepted
     }
 }

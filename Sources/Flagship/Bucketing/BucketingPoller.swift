@@ -115,66 +115,26 @@ final class BucketingPoller: Sendable {
         }
     }
 
-    /// The stored file, from its compiled form: no JSON parsed, no digest of the file's bytes
-    /// computed, each variation's flags read when first needed. A store without it (written by an
-    /// older SDK, or its JSON edited by hand) or with one this SDK cannot read gives the JSON,
-    /// parsed as a download is, and the compiled form is written for the next start.
+    /// The stored file (`StoredBucketingFile`), so the SDK can decide at once, offline; one read
+    /// from its JSON is compiled again for the next start.
     private func loadLocal() {
-        guard let store else { return }
-        let stored: CompiledBucketingRecord?
-        do {
-            stored = try store.read { try $0.bucketing.compiledFile(envId: envId) }
-        } catch {
-            logger.error("The stored bucketing file could not be read: \(error)")
+        guard let store, let stored = StoredBucketingFile.read(from: store, envId: envId, maximumBytes: maximumBytes, logger: logger) else {
             return
         }
-        guard let stored else {
-            logger.info("No bucketing file stored yet: waiting for the first download")
-            return
+        if let recompile = stored.recompile {
+            compileSoon(stored.file, digests: stored.campaigns.digests, downloadedAt: recompile.downloadedAt)
         }
-        guard stored.documentBytes <= maximumBytes else {
-            let error = BucketingFileError(reason: BucketingFile.tooLarge("the document", size: "\(stored.documentBytes) bytes", limit: maximumBytes))
-            logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
-            return
-        }
-        var loaded: (file: BucketingFile, campaigns: BucketingFileCampaigns)?
-        if let compiled = stored.compiled {
-            do {
-                loaded = try CompiledBucketingFile.decode(compiled)
-            } catch {
-                logger.warning("The stored bucketing file's compiled form is unusable (\(error)): its JSON is read instead, and compiled again")
-            }
-        }
-        var document: String?
-        var (lastModified, downloadedAt) = (stored.lastModified, stored.downloadedAt)
-        if loaded == nil {
-            do {
-                guard let record = try store.read({ try $0.bucketing.file(envId: envId) }) else { return }
-                // Another process may have stored a download since: its times go with its JSON.
-                (lastModified, downloadedAt) = (record.lastModified, record.downloadedAt)
-                let parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
-                let file = try BucketingFile(parsed: parsed)
-                let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
-                loaded = (file, campaigns)
-                document = record.document
-                compileSoon(file, digests: campaigns.digests, downloadedAt: record.downloadedAt)
-            } catch {
-                logger.error("The stored bucketing file is unusable (\(error)); waiting for a new download")
-                return
-            }
-        }
-        guard let (file, campaigns) = loaded else { return }
         state.withLock { state in
-            state.file = file
-            state.campaigns = campaigns
-            state.lastModified = lastModified
-            state.downloadedAt = downloadedAt
+            state.file = stored.file
+            state.campaigns = stored.campaigns
+            state.lastModified = stored.lastModified
+            state.downloadedAt = stored.downloadedAt
         }
-        let age = Int(max(0, clock.now().unixMilliseconds - downloadedAt) / 1000)
-        let form = document == nil ? "compiled" : "read from its JSON"
-        logger.info("Bucketing file from the store (\(file.campaignCount) campaign(s), downloaded \(age) s ago, \(form))")
-        onFile(file)
-        keepVersionSoon(of: file, document: document, origin: .store)
+        let age = Int(max(0, clock.now().unixMilliseconds - stored.downloadedAt) / 1000)
+        let form = stored.recompile == nil ? "compiled" : "read from its JSON"
+        logger.info("Bucketing file from the store (\(stored.file.campaignCount) campaign(s), downloaded \(age) s ago, \(form))")
+        onFile(stored.file)
+        keepVersionSoon(of: stored.file, document: stored.recompile?.document, origin: .store)
     }
 
     /// Writes the compiled form of the stored file read from its JSON, on the store queue.
@@ -182,12 +142,7 @@ final class BucketingPoller: Sendable {
         guard let store, store.opening.readOnly == nil else { return }
         let (envId, logger) = (envId, logger)
         storeQueue.async {
-            let compiled = CompiledBucketingFile.encode(file, digests: digests)
-            do {
-                try store.write { try $0.bucketing.saveCompiled(compiled, envId: envId, downloadedAt: downloadedAt) }
-            } catch {
-                logger.warning("The stored bucketing file could not be compiled for the next start (\(error)): it reads the JSON again")
-            }
+            StoredBucketingFile.writeCompiled(file, digests: digests, envId: envId, downloadedAt: downloadedAt, to: store, logger: logger)
         }
     }
 
@@ -254,37 +209,16 @@ final class BucketingPoller: Sendable {
                                      firstUsedAt: now, lastUsedAt: now), keptVersions)
     }
 
-    /// Keeps `file` by version, on the store queue (a file read at start: the caller goes on).
-    /// `document` `nil`: the file came from the store's compiled form, without its JSON, which is
-    /// read only when the version must be written with it (not kept yet, or for the fleet), and
-    /// only if it is still that version.
+    /// Keeps `file` by version (`StoredBucketingFile.keepVersion`), on the store queue: a file
+    /// read at start, and the caller goes on.
     private func keepVersionSoon(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin) {
         guard let keeping = keptVersions, store != nil || shared != nil else { return }
         let (store, shared, logger, envId) = (store, shared, logger, envId)
         let now = clock.now().unixMilliseconds
         storeQueue.async {
-            func version(_ document: String) -> BucketingFileVersion {
-                BucketingFileVersion(version: file.version, envId: envId, document: document, origin: origin,
-                                     firstUsedAt: now, lastUsedAt: now)
-            }
-            /// The stored JSON, if it is still the file's version.
-            func storedDocument() throws -> String? {
-                guard let text = try store?.read({ try $0.bucketing.file(envId: envId)?.document }),
-                      SHA256.hex(of: text.utf8) == file.version else { return nil }
-                return text
-            }
             do {
-                if let store, store.opening.readOnly == nil {
-                    let marked = try document == nil && store.write {
-                        try $0.bucketingFiles.markUsed(version: file.version, envId: envId, at: now, keeping: keeping)
-                    }
-                    if !marked, let text = try document ?? storedDocument() {
-                        try store.write { try $0.bucketingFiles.use(version(text), keeping: keeping) }
-                    }
-                }
-                if let shared, let text = try document ?? storedDocument() {
-                    try shared.keep(version(text), keeping: keeping)
-                }
+                try StoredBucketingFile.keepVersion(of: file, document: document, origin: origin, envId: envId, at: now,
+                                                    keeping: keeping, store: store, shared: shared)
             } catch {
                 logger.warning("The bucketing file in use could not be kept by version (\(error)): decisions made on it cannot be replayed")
             }
