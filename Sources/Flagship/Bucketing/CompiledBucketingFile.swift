@@ -33,6 +33,7 @@ package enum CompiledBucketingFile {
     static let magic: [UInt8] = Array("FSBK".utf8)
     /// Magic, format, checksum, where the file starts.
     package static let headerSize = 4 + 1 + 8 + 8
+    private static let checksumOffset = 5, fileStartOffset = 13
 
     package struct Unusable: Error, Equatable, CustomStringConvertible {
         let reason: String
@@ -112,9 +113,7 @@ package enum CompiledBucketingFile {
                 }
             }
         }
-        for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
-            bytes[13 + index] = UInt8(truncatingIfNeeded: UInt64(fileStart) >> UInt64(shift))
-        }
+        BinaryJSON.writeFixed(UInt64(fileStart), into: &bytes, at: fileStartOffset)
         return withChecksum(bytes)
     }
 
@@ -128,11 +127,13 @@ package enum CompiledBucketingFile {
     package static func withChecksum(_ bytes: [UInt8]) -> [UInt8] {
         guard bytes.count >= headerSize else { return bytes }
         var bytes = bytes
-        let checksum = bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[13...])) }
-        for (index, shift) in stride(from: 0, to: 64, by: 8).enumerated() {
-            bytes[5 + index] = UInt8(truncatingIfNeeded: checksum >> UInt64(shift))
-        }
+        BinaryJSON.writeFixed(checksum(of: bytes), into: &bytes, at: checksumOffset)
         return bytes
+    }
+
+    /// The checksum of every byte after the checksum itself.
+    private static func checksum(of bytes: [UInt8]) -> UInt64 {
+        bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[fileStartOffset...])) }
     }
 
     private static func appendOptional(_ text: String?, to bytes: inout [UInt8]) {
@@ -155,12 +156,10 @@ package enum CompiledBucketingFile {
         guard bytes[4] == format else {
             throw Unusable(reason: "compiled in format \(bytes[4]), this SDK reads format \(format)")
         }
-        func fixed(at offset: Int) -> UInt64 {
-            (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64($1 * 8) }
+        guard checksum(of: bytes) == BinaryJSON.fixed(in: bytes, at: checksumOffset) else {
+            throw Unusable(reason: "its checksum does not match: damaged or cut")
         }
-        let checksum = bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[13...])) }
-        guard checksum == fixed(at: 5) else { throw Unusable(reason: "its checksum does not match: damaged or cut") }
-        let fileStart = fixed(at: 13)
+        let fileStart = BinaryJSON.fixed(in: bytes, at: fileStartOffset)
         guard fileStart >= UInt64(headerSize), fileStart < UInt64(bytes.count) else {
             throw Unusable(reason: "its file is out of its bytes")
         }

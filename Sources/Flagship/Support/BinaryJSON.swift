@@ -68,9 +68,20 @@ enum BinaryJSON {
     }
 
     static func appendFixed(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 64, by: 8) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        bytes.append(contentsOf: repeatElement(0, count: 8))
+        writeFixed(value, into: &bytes, at: bytes.count - 8)
+    }
+
+    /// Writes `value` over the 8 bytes at `offset`, little-endian (a header filled in afterwards).
+    static func writeFixed(_ value: UInt64, into bytes: inout [UInt8], at offset: Int) {
+        for index in 0..<8 {
+            bytes[offset + index] = UInt8(truncatingIfNeeded: value >> UInt64(index * 8))
         }
+    }
+
+    /// The 8 bytes at `offset`, little-endian; the caller has checked they are there.
+    static func fixed(in bytes: [UInt8], at offset: Int) -> UInt64 {
+        (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64($1 * 8) }
     }
 
     // MARK: Reading
