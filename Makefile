@@ -95,7 +95,7 @@ demo: deps
 # does not resolve, say) fails it; the dependencies' own warnings are theirs. Once the package
 # declares traits, all are enabled, for the integrations' catalogs.
 DOC_TARGETS := Flagship FlagshipLocalServer FlagshipTesting FlagshipServiceLifecycle FlagshipMetrics \
-	FlagshipTracing FlagshipConfiguration FlagshipPostgres
+	FlagshipTracing FlagshipConfiguration FlagshipPostgres FlagshipAsyncHTTPClient
 .PHONY: docs
 docs: deps
 	@# Every figure the documentation quotes agrees with Benchmarks/figures.json, its one place.

@@ -7,6 +7,7 @@ let serviceLifecycle = TargetDependencyCondition.when(traits: ["ServiceLifecycle
 let metrics = TargetDependencyCondition.when(traits: ["Metrics"])
 let tracing = TargetDependencyCondition.when(traits: ["Tracing"])
 let configuration = TargetDependencyCondition.when(traits: ["Configuration"])
+let asyncHTTPClient = TargetDependencyCondition.when(traits: ["AsyncHTTPClient"])
 
 let package = Package(
     name: "flagship-swift-linux",
@@ -34,6 +35,9 @@ let package = Package(
         // The fuzz targets' bodies (`FuzzEntry`, `package` access), for `Fuzz/` and the regression
         // tests: out of the `Flagship` product, so that no app ships them.
         .library(name: "FlagshipFuzzing", targets: ["FlagshipFuzzing"]),
+        // The SDK's requests through async-http-client: the app's `HTTPClient`, or one of the
+        // SDK's on the singleton event loop group (trait `AsyncHTTPClient`).
+        .library(name: "FlagshipAsyncHTTPClient", targets: ["FlagshipAsyncHTTPClient"]),
         // The store on PostgreSQL for a fleet of instances, with postgres-nio (trait `Postgres`).
         .library(name: "FlagshipPostgres", targets: ["FlagshipPostgres"]),
         // Flag values set by a test, answered in-process to the real SDK, with every hit and
@@ -53,6 +57,7 @@ let package = Package(
         .trait(name: "Metrics", description: "FlagshipMetrics: the SDK's instrumentation through swift-metrics."),
         .trait(name: "Tracing", description: "FlagshipTracing: spans and trace context through swift-distributed-tracing."),
         .trait(name: "Configuration", description: "FlagshipConfiguration: the SDK's configuration read with swift-configuration."),
+        .trait(name: "AsyncHTTPClient", description: "FlagshipAsyncHTTPClient: the SDK's requests through async-http-client."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -63,6 +68,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // TLS for FlagshipPostgres (sslmode): the version postgres-nio itself resolves.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
     ],
@@ -147,6 +154,15 @@ let package = Package(
             ]
         ),
         .target(
+            name: "FlagshipAsyncHTTPClient",
+            dependencies: [
+                "Flagship",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: asyncHTTPClient),
+                .product(name: "NIOCore", package: "swift-nio", condition: asyncHTTPClient),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: asyncHTTPClient),
+            ]
+        ),
+        .target(
             name: "FlagshipPostgres",
             dependencies: [
                 "Flagship",
@@ -160,6 +176,9 @@ let package = Package(
         // The real SDK against test data, through an in-process transport (no sockets); `Locked`
         // from FlagshipStore, which `Flagship` depends on already.
         .target(name: "FlagshipTesting", dependencies: ["Flagship", "FlagshipStore"]),
+        // glibc's heap in use (`mallinfo2`), for the tests that check what the host check frees:
+        // a test helper, out of every shipped target.
+        .target(name: "CHeapProbe", path: "Tests/Support/CHeapProbe"),
         // A PostgreSQL server for the tests, started from Debian's binaries in a temporary directory.
         .target(name: "PostgresTestSupport", path: "Tests/Support/PostgresTestSupport"),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
@@ -226,6 +245,7 @@ let package = Package(
             dependencies: [
                 "Flagship",
                 .target(name: "CFlagshipURLHostCheck", condition: .when(platforms: [.linux])),
+                .target(name: "CHeapProbe", condition: .when(platforms: [.linux])),
                 "FlagshipFuzzing",
                 "FlagshipStore",
                 "FlagshipLocalServer",
@@ -281,6 +301,15 @@ let package = Package(
                 "FlagshipConfiguration",
                 "Flagship",
                 .product(name: "Configuration", package: "swift-configuration", condition: configuration),
+            ]
+        ),
+        .testTarget(
+            name: "FlagshipAsyncHTTPClientTests",
+            dependencies: [
+                "FlagshipAsyncHTTPClient",
+                "Flagship",
+                "FlagshipLocalServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: asyncHTTPClient),
             ]
         ),
         .testTarget(

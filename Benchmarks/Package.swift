@@ -20,7 +20,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     dependencies: [
         // `Postgres`: FlagshipPostgres, for the ServerLoop and Fleet suites.
-        .package(name: "flagship-swift-linux", path: "..", traits: ["Postgres"]),
+        .package(name: "flagship-swift-linux", path: "..", traits: ["Postgres", "AsyncHTTPClient"]),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -103,6 +104,8 @@ let package = Package(
                 .product(name: "Flagship", package: "flagship-swift-linux"),
                 .product(name: "FlagshipLocalServer", package: "flagship-swift-linux"),
                 .product(name: "FlagshipPostgres", package: "flagship-swift-linux"),
+                .product(name: "FlagshipAsyncHTTPClient", package: "flagship-swift-linux"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresTestSupport", package: "flagship-swift-linux"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],

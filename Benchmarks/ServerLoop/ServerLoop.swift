@@ -2,6 +2,7 @@ import BenchSQLite
 import BenchSupport
 import Benchmark
 import Flagship
+import FlagshipAsyncHTTPClient
 import FlagshipLocalServer
 import Foundation
 import PostgresTestSupport
@@ -105,6 +106,38 @@ let benchmarks: @Sendable () -> Void = {
         try await ServerSession.start(.decisionAPI, fixture: fixture, into: api)
     } teardown: {
         await api.value?.stop()
+    }
+
+    // Issue 46: the same loop with the SDK's requests through async-http-client
+    // (`AsyncHTTPClientTransport`, FlagshipAsyncHTTPClient), beside raw async-http-client POSTs.
+    let apiThroughAHC = Box<ServerSession>()
+    Benchmark("server loop, Decision API: SDK through async-http-client, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
+        for _ in benchmark.scaledIterations {
+            let elapsed = await measure(benchmark) { await session.serveRound() }
+            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+        }
+        if let failure = session.failure { benchmark.error(failure) }
+        await session.checkNothingWasLost(benchmark)
+    } setup: {
+        try await ServerSession.start(.decisionAPI, fixture: fixture, into: apiThroughAHC, transport: AsyncHTTPClientTransport())
+    } teardown: {
+        await apiThroughAHC.value?.stop()
+    }
+
+    let ahcPosts = Box<RawAsyncHTTPClientPoster>()
+    Benchmark("server loop, Decision API: raw async-http-client POSTs of the same bodies, 64 tasks") {
+        (benchmark: Benchmark, poster: RawAsyncHTTPClientPoster) async in
+        for _ in benchmark.scaledIterations {
+            let elapsed = await measure(benchmark) { await poster.postRound() }
+            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+        }
+        if let failure = poster.failure { benchmark.error(failure) }
+    } setup: {
+        let poster = try RawAsyncHTTPClientPoster(fixture: fixture)
+        ahcPosts.value = poster
+        return poster
+    } teardown: {
+        await ahcPosts.value?.stop()
     }
 
     let posts = Box<RawDecisionPoster>()

@@ -1,9 +1,11 @@
 import BenchSQLite
 import BenchSupport
+import AsyncHTTPClient
 import Benchmark
 import Flagship
 import FlagshipLocalServer
 import FlagshipPostgres
+import NIOCore
 import Foundation
 import PostgresTestSupport
 #if canImport(FoundationNetworking)
@@ -137,7 +139,8 @@ final class ServerSession: Sendable {
 
     /// Starts the SDK on a SQLite file of its own, or with `postgres`, on a new database there.
     static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>,
-                      postgres: TemporaryPostgres? = nil, provenance: Bool = true) async throws -> ServerSession {
+                      postgres: TemporaryPostgres? = nil, provenance: Bool = true,
+                      transport: (any FSHTTPTransport)? = nil) async throws -> ServerSession {
         let server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
         try server.setBucketingFile(fixture.json)
         if mode == .decisionAPI { server.decision = .bucketing }
@@ -151,6 +154,7 @@ final class ServerSession: Sendable {
             .withCacheFile(directory.url.appendingPathComponent("flagship.sqlite"))
             .withLogLevel(.NONE)
             .withDecisionProvenance(provenance)
+        if let transport { builder = builder.withHTTPTransport(transport) }
         var store: FlagshipPostgresStore?
         var database: String?
         if let postgres {
@@ -279,6 +283,64 @@ final class RawDecisionPoster: Sendable {
 
     func stop() {
         session.invalidateAndCancel()
+        server.stop()
+    }
+}
+
+/// The same decision requests as `RawDecisionPoster`, sent with async-http-client alone (a client
+/// on the singleton event loop group, as the SDK's transport makes): the floor of the SDK's
+/// Decision API loop through that transport.
+final class RawAsyncHTTPClientPoster: Sendable {
+    let server: LocalFlagshipServer
+    private let client: HTTPClient
+    private let url: String
+    private let round = Locked(0)
+    private let failures = Locked<String?>(nil)
+
+    var failure: String? { failures.withLock { $0 } }
+
+    init(fixture: ServerLoopFixture) throws {
+        server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
+        try server.setBucketingFile(fixture.json)
+        server.decision = .bucketing
+        try server.start()
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        url = server.decisionBaseURL.appendingPathComponent(ServerLoop.envId).appendingPathComponent("campaigns").absoluteString
+    }
+
+    func postRound() async {
+        let round = round.withLock { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        let (client, url, failures) = (client, url, failures)
+        await forEachVisitor { index in
+            var context = ServerLoopFixture.context(index: index)
+            context["fs_client"] = "swift-linux"
+            context["fs_version"] = "0.1.0"
+            let body: [String: Any] = [
+                "visitorId": ServerLoopFixture.visitorId(round: round, index: index), "anonymousId": NSNull(),
+                "trigger_hit": false, "visitor_consent": true, "context": context,
+            ]
+            do {
+                var request = HTTPClientRequest(url: url)
+                request.method = .POST
+                request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.headers.add(name: "x-api-key", value: ServerLoop.apiKey)
+                let response = try await client.execute(request, timeout: .seconds(10))
+                let data = try await response.body.collect(upTo: 10 * 1024 * 1024)
+                guard response.status.code == 200 else { throw FixtureError(description: "status \(response.status.code)") }
+                blackHole(try JSONSerialization.jsonObject(with: Data(data.readableBytesView)))
+            } catch {
+                failures.withLock { $0 = $0 ?? "\(error)" }
+            }
+        }
+    }
+
+    func stop() async {
+        try? await client.shutdown()
         server.stop()
     }
 }

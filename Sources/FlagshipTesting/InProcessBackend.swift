@@ -93,7 +93,7 @@ final class InProcessBackend: HTTPTransport {
 
     // MARK: HTTPTransport
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
         defer { handled() }
         switch network {
         case .available:
@@ -103,7 +103,7 @@ final class InProcessBackend: HTTPTransport {
             throw .connectionFailed("\(request.url.host ?? "the host") cannot be reached (FlagshipTesting: the network is unreachable)")
         case .failing(let status):
             state.withLock { $0.failedRequests += 1 }
-            return HTTPResponse(status: status)
+            return FSHTTPResponse(status: status)
         }
     }
 
@@ -119,10 +119,10 @@ final class InProcessBackend: HTTPTransport {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func answer(_ request: HTTPRequest) -> HTTPResponse {
+    private func answer(_ request: FSHTTPRequest) -> FSHTTPResponse {
         let url = request.url
         guard request.method == .post, let body = request.body, let json = try? JSONValue(json: body) else {
-            return HTTPResponse(status: request.method == .post ? 400 : 404)
+            return FSHTTPResponse(status: request.method == .post ? 400 : 404)
         }
         switch (url.host, url.path) {
         case (Self.decisionBaseURL.host, Self.decisionBaseURL.path + "/\(envId)/campaigns"):
@@ -132,15 +132,15 @@ final class InProcessBackend: HTTPTransport {
         case (Self.eventsBaseURL.host, "/"):
             return recordHits(json)
         default:
-            return HTTPResponse(status: 404)
+            return FSHTTPResponse(status: 404)
         }
     }
 
     // MARK: Decision API
 
-    private func decide(_ body: JSONValue) -> HTTPResponse {
+    private func decide(_ body: JSONValue) -> FSHTTPResponse {
         guard let visitorId = body["visitorId"]?.stringValue, let context = body["context"]?.objectValue else {
-            return HTTPResponse(status: 400)
+            return FSHTTPResponse(status: 400)
         }
         let testContext = context.mapValues(TestValue.init)
         let (panic, values) = testData.decide(visitorId: visitorId, context: testContext)
@@ -159,7 +159,7 @@ final class InProcessBackend: HTTPTransport {
             "campaigns": .array(variations.map(Self.campaign)),
             "extras": .object(["accountSettings": .object(["enabledXPC": .bool(false), "enabled1V1T": .bool(false)])]),
         ])
-        return HTTPResponse(status: 200, headers: ["content-type": "application/json"], body: answer.jsonData())
+        return FSHTTPResponse(status: 200, headers: ["content-type": "application/json"], body: answer.jsonData())
     }
 
     /// One campaign per flag: its variation gives the flag's value.
@@ -182,27 +182,27 @@ final class InProcessBackend: HTTPTransport {
 
     // MARK: Events and activates
 
-    private func recordActivates(_ body: JSONValue) -> HTTPResponse {
+    private func recordActivates(_ body: JSONValue) -> FSHTTPResponse {
         guard let envId = body["cid"]?.stringValue, case .array(let entries)? = body["batch"] else {
-            return HTTPResponse(status: 400)
+            return FSHTTPResponse(status: 400)
         }
         let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
-        guard fields.count == entries.count else { return HTTPResponse(status: 400) }
+        guard fields.count == entries.count else { return FSHTTPResponse(status: 400) }
         state.withLock { state in
             state.activates += fields.map { entry in
                 TestActivate(envId: envId, fields: entry, variation: entry["vaid"]?.stringValue.flatMap { state.served[$0] })
             }
         }
-        return HTTPResponse(status: 200)
+        return FSHTTPResponse(status: 200)
     }
 
-    private func recordHits(_ body: JSONValue) -> HTTPResponse {
+    private func recordHits(_ body: JSONValue) -> FSHTTPResponse {
         guard body["t"]?.stringValue == "BATCH", let envId = body["cid"]?.stringValue, case .array(let entries)? = body["h"] else {
-            return HTTPResponse(status: 400)
+            return FSHTTPResponse(status: 400)
         }
         let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
-        guard fields.count == entries.count else { return HTTPResponse(status: 400) }
+        guard fields.count == entries.count else { return FSHTTPResponse(status: 400) }
         state.withLock { $0.hits += fields.map { TestHit(envId: envId, fields: $0) } }
-        return HTTPResponse(status: 200)
+        return FSHTTPResponse(status: 200)
     }
 }

@@ -131,7 +131,7 @@ struct DoctorCommand: AsyncParsableCommand {
                        verdict: (Int) -> (Check.Verdict, String?)) async -> Check {
         let started = ContinuousClock.now
         do {
-            let response = try await transport.send(HTTPRequest(method: .get, url: url, timeout: seconds))
+            let response = try await transport.send(FSHTTPRequest(method: .get, url: url, timeout: seconds))
             let (judged, advice) = verdict(response.status)
             return Check(name: name, verdict: judged,
                          detail: "\(url.absoluteString) answered \(response.status) in \(Self.milliseconds(since: started))"

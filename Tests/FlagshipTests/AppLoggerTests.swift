@@ -36,6 +36,8 @@ final class AppLoggerTests: XCTestCase {
         let started = capture.entries.first { $0.message.contains("started for environment logger_env") }
         XCTAssertEqual(started?.level, .info, "the start line reached the app's handler: \(capture.entries)")
         XCTAssertTrue(started?.details.contains("checkout") == true, "with the app's metadata: \(started?.details ?? "")")
+        XCTAssertTrue(started?.message.hasSuffix("; HTTP through none (the network is disabled)") == true,
+                      "the start line says which HTTP client runs (AppTransportTests: the others): \(started?.message ?? "")")
         XCTAssertTrue(capture.entries.allSatisfy { $0.level >= .info }, "the app's level (info) filters: \(capture.entries)")
     }
 

@@ -87,7 +87,7 @@ struct DocumentationSnippet: Sendable {
     /// products with the packages they bring.
     static let mainBuildModules = [
         "XCTest", "FlagshipPostgres", "FlagshipServiceLifecycle", "FlagshipMetrics", "FlagshipTracing", "FlagshipConfiguration",
-        "PostgresNIO", "ServiceLifecycle", "Metrics", "Tracing", "Configuration",
+        "FlagshipAsyncHTTPClient", "PostgresNIO", "ServiceLifecycle", "Metrics", "Tracing", "Configuration", "AsyncHTTPClient",
         // This package's system library over libsqlite3 (not a product): the app's own SQLite
         // connection in HitsAndDelivery's program.
         "CSQLite",

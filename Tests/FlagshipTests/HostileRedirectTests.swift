@@ -29,8 +29,8 @@ final class HostileRedirectTests: TrackingTestCase {
 
     private var bucketingPath: String { "/\(Self.envId)/bucketing.json" }
 
-    private func batchRequest(_ body: String) -> HTTPRequest {
-        HTTPRequest.flagshipPOST(url: server.eventsBaseURL.flagshipEndpoint(path: [""]), body: Data(body.utf8),
+    private func batchRequest(_ body: String) -> FSHTTPRequest {
+        FSHTTPRequest.flagshipPOST(url: server.eventsBaseURL.flagshipEndpoint(path: [""]), body: Data(body.utf8),
                                  apiKey: nil, sdkVersion: "9.9.9", timeout: 2)
     }
 
@@ -86,7 +86,7 @@ final class HostileRedirectTests: TrackingTestCase {
         server.injectFault(.redirect(302, location: bucketingPath + "?moved=1"), on: .bucketing, share: .next(1))
         let url = server.bucketingBaseURL.flagshipEndpoint(path: [Self.envId, "bucketing.json"])
 
-        let response = try await transport.send(HTTPRequest(method: .get, url: url, timeout: 2))
+        let response = try await transport.send(FSHTTPRequest(method: .get, url: url, timeout: 2))
 
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(server.received.map(\.status), [302, 200])

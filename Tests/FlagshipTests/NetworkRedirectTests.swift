@@ -33,12 +33,12 @@ final class NetworkRedirectTests: TrackingTestCase {
         server.decisionBaseURL.flagshipEndpoint(path: [Self.envId, "campaigns"])
     }
 
-    private func campaignsRequest() -> HTTPRequest {
-        HTTPRequest.flagshipPOST(url: campaignsURL(on: server), body: Data(#"{"visitorId":"v1"}"#.utf8),
+    private func campaignsRequest() -> FSHTTPRequest {
+        FSHTTPRequest.flagshipPOST(url: campaignsURL(on: server), body: Data(#"{"visitorId":"v1"}"#.utf8),
                                  apiKey: Self.apiKey, sdkVersion: "9.9.9", timeout: 2)
     }
 
-    private func assertRefused(_ request: HTTPRequest, on transport: URLSessionTransport, to target: String,
+    private func assertRefused(_ request: FSHTTPRequest, on transport: URLSessionTransport, to target: String,
                                file: StaticString = #filePath, line: UInt = #line) async throws {
         do {
             let response = try await transport.send(request)

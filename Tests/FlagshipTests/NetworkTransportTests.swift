@@ -11,8 +11,8 @@ final class NetworkTransportTests: LocalServerTestCase {
         LocalFlagshipServer(envId: "env", apiKey: "key", decision: .fixed(Data(#"{"campaigns":[]}"#.utf8)))
     }
 
-    private func campaignsRequest(timeout: TimeInterval = 2) -> HTTPRequest {
-        HTTPRequest.flagshipPOST(url: server.decisionBaseURL.flagshipEndpoint(path: ["env", "campaigns"]),
+    private func campaignsRequest(timeout: TimeInterval = 2) -> FSHTTPRequest {
+        FSHTTPRequest.flagshipPOST(url: server.decisionBaseURL.flagshipEndpoint(path: ["env", "campaigns"]),
                                  body: Data("{}".utf8), apiKey: "key", sdkVersion: "9.9.9", timeout: timeout)
     }
 

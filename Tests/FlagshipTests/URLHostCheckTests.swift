@@ -1,5 +1,6 @@
 #if os(Linux)
 import CFlagshipURLHostCheck
+import CHeapProbe
 @testable import Flagship
 import FlagshipLocalServer
 import Foundation
@@ -57,16 +58,38 @@ final class URLHostCheckTests: XCTestCase {
     }
 
     func testItFreesWhatItAllocates() throws {
-        let check = try boundCheck()
+        let grown = heapGrowth(of: try boundCheck())
+        // Losing the URL's parts (scheme, host, port, path, query) would be some 10 MB here.
+        XCTAssertLessThan(grown, 1_000_000, "100,000 checks kept \(grown) bytes")
+    }
+
+    /// The heap kept by 100,000 checks of one URL.
+    private func heapGrowth(of check: HostCheck) -> Int64 {
         let url = "http://127.0.0.1:8080/v4/activate?envId=soak", host = "127.0.0.1"
         _ = check(url, host)  // libcurl's first-use allocations
-        let before = flagship_heap_bytes_in_use()
+        let before = flagship_test_heap_bytes_in_use()
         for _ in 0..<100_000 {
             XCTAssertTrue(check(url, host))
         }
-        let grown = Int64(flagship_heap_bytes_in_use()) - Int64(before)
-        // Losing the URL's parts (scheme, host, port, path, query) would be some 10 MB here.
-        XCTAssertLessThan(grown, 1_000_000, "100,000 checks kept \(grown) bytes")
+        return Int64(flagship_test_heap_bytes_in_use()) - Int64(before)
+    }
+
+    /// The replacement is compiled only with the toolchains known to leak (Swift 6.3's, clang 21:
+    /// the bound in URLHostCheck.c). On a newer toolchain this fails unless the SDK leaves
+    /// FoundationNetworking's check alone and that check frees what it allocates: the signal to
+    /// look again at the bound, rather than to interpose a symbol that may have changed.
+    func testTheReplacementIsBuiltOnlyWhereTheToolchainIsKnownToLeak() throws {
+        #if compiler(<6.4)
+        XCTAssertEqual(URLHostCheck.current, .sdk, "Swift 6.3's FoundationNetworking leaks: the SDK's check should run")
+        // Swift 6.3's own check loses what it allocates: what the replacement is for.
+        let foundations = try foundationNetworkingsCheck()
+        XCTAssertGreaterThan(heapGrowth(of: foundations), 5_000_000, "FoundationNetworking's check no longer leaks here: narrow the bound")
+        #else
+        XCTAssertEqual(URLHostCheck.current, .foundationNetworkingNotKnownToLeak)
+        let symbol = try XCTUnwrap(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "CFURLSessionCurlHostIsEqual"))
+        let grown = heapGrowth(of: unsafeBitCast(symbol, to: HostCheck.self))
+        XCTAssertLessThan(grown, 1_000_000, "this toolchain's check leaks too (\(grown) bytes): raise the bound in URLHostCheck.c")
+        #endif
     }
 
     func testEveryRequestOfTheTransportGoesThroughIt() async throws {
@@ -77,7 +100,7 @@ final class URLHostCheckTests: XCTestCase {
         defer { transport.shutdown() }
         let before = flagship_url_host_checks()
         for _ in 0..<5 {
-            let response = try await transport.send(HTTPRequest(method: .get, url: base.appendingPathComponent("health"), timeout: 5))
+            let response = try await transport.send(FSHTTPRequest(method: .get, url: base.appendingPathComponent("health"), timeout: 5))
             XCTAssertLessThan(response.status, 500)
         }
         XCTAssertGreaterThanOrEqual(flagship_url_host_checks() - before, 5, "each request's host is checked by the SDK's check")

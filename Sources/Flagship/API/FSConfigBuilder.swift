@@ -64,6 +64,17 @@ public final class FSConfigBuilder {
         return self
     }
 
+    /// Sends every request (decisions, hits, the bucketing file) through `transport`: the HTTP
+    /// client the app already has, in place of the SDK's URLSession. The SDK keeps its deadline,
+    /// its redirect rule (within the origin only) and its bound on answers around it
+    /// (``FSHTTPTransport``). `AsyncHTTPClientTransport()` (the `FlagshipAsyncHTTPClient`
+    /// product) is one. The SDK calls the transport's `shutdown()` when it closes.
+    @discardableResult
+    public func withHTTPTransport(_ transport: any FSHTTPTransport) -> FSConfigBuilder {
+        config.httpTransport = transport
+        return self
+    }
+
     /// Runs `hooks` around every flag evaluation of every visitor, before a visitor's own
     /// (`FSVisitorBuilder.withHooks`); each call adds to the hooks given before. A visitor's hooks
     /// are fixed when it is built. Without hooks, a read costs what it costs without this feature.

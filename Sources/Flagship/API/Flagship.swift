@@ -86,7 +86,7 @@ public final class Flagship: Sendable {
         }
         let started = SDKRuntime(envId: envId, apiKey: apiKey, config: config, logger: logger, network: network)
         state.withLock { $0.runtime = started }
-        logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue))")
+        logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue)); HTTP through \(started.httpClient)")
         started.begin()
     }
 

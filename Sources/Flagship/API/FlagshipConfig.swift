@@ -90,6 +90,8 @@ public struct FlagshipConfig: Sendable {
     var adjustTracking: (@Sendable (inout TrackingManager.Settings) -> Void)?
     /// Nothing leaves the process: no transport is made, hits wait in the cache.
     var networkDisabled = false
+    /// The app's HTTP client (`withHTTPTransport`); `nil`: URLSession.
+    var httpTransport: (any FSHTTPTransport)?
     /// How long a visitor lookup in the SDK's own store is waited for (`CacheService.ownStoreReadBound`; tests shorten it).
     var ownStoreReadBound: TimeInterval = CacheService.ownStoreReadBound
     /// Where hits, visitors and the bucketing file are kept in place of the default caches, with

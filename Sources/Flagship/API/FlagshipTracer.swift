@@ -32,7 +32,7 @@ struct TracePropagatingTransport: HTTPTransport {
     let base: any HTTPTransport
     let tracer: any FlagshipTracer
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
         var request = request
         for (name, value) in tracer.propagationHeaders() where request.headers[name] == nil {
             request.headers[name] = value
@@ -40,7 +40,7 @@ struct TracePropagatingTransport: HTTPTransport {
         return try await base.send(request)
     }
 
-    func shutdown() {
-        base.shutdown()
+    func shutdown() async {
+        await base.shutdown()
     }
 }

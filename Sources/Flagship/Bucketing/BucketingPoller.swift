@@ -306,7 +306,7 @@ final class BucketingPoller: Sendable {
 
     /// One download: a new file is parsed, stored, then used; anything else keeps the current one.
     func poll() async {
-        var request = HTTPRequest(method: .get, url: url, headers: [
+        var request = FSHTTPRequest(method: .get, url: url, headers: [
             "Accept": "application/json",
             "x-sdk-client": SDKInfo.clientName,
             "x-sdk-version": SDKInfo.version,
@@ -314,7 +314,7 @@ final class BucketingPoller: Sendable {
         if let lastModified = state.withLock({ $0.lastModified }) {
             request.headers["If-Modified-Since"] = lastModified
         }
-        let response: HTTPResponse
+        let response: FSHTTPResponse
         do {
             response = try await transport.send(request)
         } catch {
@@ -354,7 +354,7 @@ final class BucketingPoller: Sendable {
     /// Serves a new file at once, then stores it: the write waits for the store on a queue of
     /// its own (a busy timeout of seconds when another process holds the lock), never on a thread
     /// of Swift's pool.
-    private func accept(_ response: HTTPResponse) async {
+    private func accept(_ response: FSHTTPResponse) async {
         let parsed: ParsedBucketingFile
         let file: BucketingFile
         do {

@@ -41,6 +41,8 @@ final class SDKRuntime: Sendable {
     private let store: FlagshipDatabase?
     /// `DisabledTransport` when the network is disabled: then no request can leave.
     let transport: any HTTPTransport
+    /// Which HTTP client the requests go through, for the start's log line.
+    let httpClient: String
     private let statusCell: SDKStatusCell
 
     /// The state key recording that the SDK has started with this store before.
@@ -64,9 +66,15 @@ final class SDKRuntime: Sendable {
         retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         // A response may be as large as the largest bucketing file taken (10 MiB unless raised).
-        let responses = max(URLSessionTransport.defaultMaxResponseBytes, config.bucketingFileMaximumBytes)
-        let network: any HTTPTransport = MisconfigurationWatch(given ?? URLSessionTransport(maxResponseBytes: responses),
-                                                               envId: envId, logger: logger)
+        let responses = max(FSHTTPRequest.defaultMaximumResponseBytes, config.bucketingFileMaximumBytes)
+        let client: any HTTPTransport = given
+            ?? config.httpTransport.map { AppTransport(base: $0, maximumResponseBytes: responses) }
+            ?? URLSessionTransport(maxResponseBytes: responses)
+        httpClient = config.networkDisabled ? "none (the network is disabled)"
+            : given != nil ? "an in-process backend"
+            : config.httpTransport.map { "the app's \(type(of: $0))" }
+            ?? "URLSession, its host check \(URLHostCheck.current.summary)"
+        let network: any HTTPTransport = MisconfigurationWatch(client, envId: envId, logger: logger)
         transport = config.networkDisabled
             ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
         let timeout = config.timeout / 1000
@@ -285,7 +293,7 @@ final class SDKRuntime: Sendable {
         if let bucketing, !(await bucketing.waitForStoreWrites(until: deadline, clock: clock)) {
             logger.warning("Closed at its deadline with the bucketing file still being stored")
         }
-        transport.shutdown()
+        await transport.shutdown()
         guard let store else { return }
         // Closing takes the store's lock, which a write waiting for another process's lock holds.
         let closed = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in

@@ -40,9 +40,9 @@ package final class DecisionAPIClient: Sendable {
             "trigger_hit": .bool(false),
             "visitor_consent": .bool(hasConsented),
         ])
-        let request = HTTPRequest.flagshipPOST(url: campaignsURL, body: body.jsonData(), apiKey: apiKey,
+        let request = FSHTTPRequest.flagshipPOST(url: campaignsURL, body: body.jsonData(), apiKey: apiKey,
                                                sdkVersion: sdkVersion, timeout: timeout)
-        let response: HTTPResponse
+        let response: FSHTTPResponse
         do {
             response = try await transport.send(request)
         } catch {

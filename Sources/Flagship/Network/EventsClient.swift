@@ -94,7 +94,7 @@ final class EventsClient: Sendable {
         if !batch.ids.isEmpty { bodies.append((batch.ids, body(batch.entries, batch.oldestQueueTime))) }
 
         for (ids, text) in bodies {
-            let request = HTTPRequest.flagshipPOST(url: url, body: Data(text.utf8), apiKey: apiKey,
+            let request = FSHTTPRequest.flagshipPOST(url: url, body: Data(text.utf8), apiKey: apiKey,
                                                    sdkVersion: sdkVersion, timeout: timeout)
             results.append(await result(of: request, hitIds: ids, service: service, now: now))
         }
@@ -112,8 +112,8 @@ final class EventsClient: Sendable {
     /// PROTOCOL.md section 6: 2xx delivered; 4xx other than 408 and 429 rejected; anything else
     /// (408, 429, 5xx, an unexpected 1xx or 3xx, a redirect not followed, no answer) retried,
     /// since it may yet succeed. Only a 2xx to the request that carried the hits delivers them.
-    private func result(of request: HTTPRequest, hitIds: [String], service: String, now: Int64) async -> SendResult {
-        let response: HTTPResponse
+    private func result(of request: FSHTTPRequest, hitIds: [String], service: String, now: Int64) async -> SendResult {
+        let response: FSHTTPResponse
         do {
             response = try await transport.send(request)
         } catch {

@@ -2,81 +2,30 @@ import Foundation
 
 /// Sends one HTTP request and gives back the whole answer, whatever its status.
 ///
-/// The seam between the Flagship clients (decision, events) and the network: the SDK uses
-/// ``URLSessionTransport``; anything else (another HTTP stack) can stand in. An answer with any
-/// status is a response, not an error: only a request that got no complete answer throws.
-/// `package`: FlagshipTesting answers in-process through it (`FSConfigBuilder.withTransport`).
+/// The seam between the Flagship clients (decision, events) and the network, with typed errors:
+/// ``URLSessionTransport`` by default; an app's ``FSHTTPTransport`` through ``AppTransport``,
+/// which gives it the SDK's deadline, redirect rule and answer bound. An answer with any status
+/// is a response, not an error: only a request that got no complete answer throws. `package`:
+/// FlagshipTesting answers in-process through it.
 package protocol HTTPTransport: Sendable {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
-    /// Cancels what is in flight and refuses new requests. Safe to call twice.
-    func shutdown()
-}
-
-extension HTTPTransport {
-    package func shutdown() {}
+    func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse
+    /// Cancels what is in flight and refuses new requests. Safe to call twice. No default: a
+    /// conformer's own synchronous `shutdown()` is its witness, and a default `async` one would
+    /// be what `await`-ing code calls on the concrete type, silently doing nothing.
+    func shutdown() async
 }
 
 /// The transport of an SDK whose network is disabled: refuses every request, sends nothing.
 struct DisabledTransport: HTTPTransport {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
         throw .networkDisabled
     }
-}
 
-package struct HTTPRequest: Sendable, Equatable {
-    package enum Method: String, Sendable {
-        case get = "GET"
-        case post = "POST"
-    }
-
-    package var method: Method
-    package var url: URL
-    package var headers: [String: String]
-    package var body: Data?
-    /// Seconds from the call to the last byte of the answer; past it the request fails with
-    /// ``TransportError/timedOut(after:)``, whether or not the server is still sending.
-    package var timeout: TimeInterval
-
-    package init(method: Method, url: URL, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.timeout = timeout
-    }
-
-    /// A JSON POST to a Flagship service, with the headers every Flagship request carries
-    /// (PROTOCOL.md): content type, accept, SDK client and version, and the API key when given.
-    static func flagshipPOST(url: URL, body: Data, apiKey: String?, sdkVersion: String,
-                             timeout: TimeInterval) -> HTTPRequest {
-        var headers = [
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "x-sdk-client": SDKInfo.clientName,
-            "x-sdk-version": sdkVersion,
-        ]
-        if let apiKey { headers["x-api-key"] = apiKey }
-        return HTTPRequest(method: .post, url: url, headers: headers, body: body, timeout: timeout)
-    }
-}
-
-package struct HTTPResponse: Sendable, Equatable {
-    package var status: Int
-    /// Header names in lower case (HTTP names are case-insensitive).
-    package var headers: [String: String]
-    package var body: Data
-
-    package init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    package var isSuccess: Bool { (200..<300).contains(status) }
+    func shutdown() {}
 }
 
 /// Why a request got no complete answer. Descriptions name the host, never a header's value.
-package enum TransportError: Error, Equatable, CustomStringConvertible {
+package enum TransportError: Error, Hashable, CustomStringConvertible {
     /// No complete answer within the request's timeout (seconds).
     case timedOut(after: TimeInterval)
     /// Connection refused, host not found, connection dropped, not HTTP...: the reason as a phrase.

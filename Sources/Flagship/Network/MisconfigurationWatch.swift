@@ -18,7 +18,7 @@ struct MisconfigurationWatch: HTTPTransport {
         self.logger = logger
     }
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
         let response = try await base.send(request)
         if [401, 403, 404].contains(response.status) {
             report(response.status, for: request.url)
@@ -26,8 +26,8 @@ struct MisconfigurationWatch: HTTPTransport {
         return response
     }
 
-    func shutdown() {
-        base.shutdown()
+    func shutdown() async {
+        await base.shutdown()
     }
 
     /// Which endpoint a URL is, and which setting points there.

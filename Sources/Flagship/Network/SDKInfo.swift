@@ -5,5 +5,5 @@ package enum SDKInfo {
     /// The SDK's version, the one constant every place reads: `flagship --version`, the start
     /// log line, the `x-sdk-version` header, the `fs_version` context key. CHANGELOG.md's newest
     /// heading names it (a test checks).
-    package static let version = "0.2.0"
+    package static let version = "0.3.0"
 }

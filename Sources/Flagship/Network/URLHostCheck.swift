@@ -19,6 +19,9 @@ package enum URLHostCheck: Sendable {
     case foundationNetworking
     /// FoundationNetworking's runs because `FLAGSHIP_URL_HOST_CHECK=foundation` asked for it.
     case foundationNetworkingAsked
+    /// FoundationNetworking's runs: the SDK was built with a toolchain newer than those known to
+    /// leak (Swift 6.3's), and defines no replacement.
+    case foundationNetworkingNotKnownToLeak
 
     /// The check this process runs (read once, the first time).
     package static var current: URLHostCheck {
@@ -26,6 +29,7 @@ package enum URLHostCheck: Sendable {
         switch flagship_url_host_check_mode() {
         case FlagshipURLHostCheckReplaced: return .sdk
         case FlagshipURLHostCheckFoundationNetworkingAsked: return .foundationNetworkingAsked
+        case FlagshipURLHostCheckNotKnownToLeak: return .foundationNetworkingNotKnownToLeak
         default: return .foundationNetworking
         }
         #else
@@ -39,6 +43,7 @@ package enum URLHostCheck: Sendable {
         case .sdk: return "the SDK's (frees what it allocates)"
         case .foundationNetworking: return "FoundationNetworking's"
         case .foundationNetworkingAsked: return "FoundationNetworking's (FLAGSHIP_URL_HOST_CHECK=foundation)"
+        case .foundationNetworkingNotKnownToLeak: return "FoundationNetworking's (this toolchain's is not known to leak)"
         }
     }
 }

@@ -23,7 +23,7 @@ import FoundationNetworking
 /// One session per transport, ephemeral: no cookies, no URL cache, no credentials kept.
 /// ``shutdown()`` cancels what is in flight and invalidates the session; safe to call twice.
 package final class URLSessionTransport: HTTPTransport {
-    package static let defaultMaxResponseBytes = 10 * 1024 * 1024
+    package static let defaultMaxResponseBytes = FSHTTPRequest.defaultMaximumResponseBytes
 
     let maxResponseBytes: Int
     private let session: URLSession
@@ -50,11 +50,8 @@ package final class URLSessionTransport: HTTPTransport {
         if !state.withLock({ $0 }) { session.finishTasksAndInvalidate() }
     }
 
-    /// Redirects followed within the origin before a request fails.
-    static let maxRedirects = 5
-
     /// Sends `request`, following redirects within its origin; its timeout bounds them all.
-    package func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    package func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
         let timeout = Self.sane(request.timeout)
         let started = DispatchTime.now()
         var current = request
@@ -62,23 +59,23 @@ package final class URLSessionTransport: HTTPTransport {
         while true {
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
             let (result, redirect) = await exchange(current, timeout: max(0, timeout - elapsed))
-            let response: HTTPResponse
+            let response: FSHTTPResponse
             do {
                 response = try result.get()
             } catch .timedOut {
                 throw .timedOut(after: timeout)
             }
             guard let redirect else { return response }
-            guard redirects < Self.maxRedirects else {
-                throw .connectionFailed("\(request.url.hostAndPort) redirected the request more than \(Self.maxRedirects) times")
+            guard redirects < Redirect.maxFollowed else {
+                throw .connectionFailed("\(request.url.hostAndPort) redirected the request more than \(Redirect.maxFollowed) times")
             }
             redirects += 1
-            current = try Self.request(current, redirectedBy: redirect, from: request.url)
+            current = try redirect.request(following: current, from: request.url)
         }
     }
 
     /// One request and its answer, or the redirect it met (declined, for `send` to judge).
-    private func exchange(_ request: HTTPRequest, timeout: TimeInterval) async -> (Exchange.Outcome, Redirect?) {
+    private func exchange(_ request: FSHTTPRequest, timeout: TimeInterval) async -> (Exchange.Outcome, Redirect?) {
         let exchange = Exchange(url: request.url, timeout: timeout, maxResponseBytes: maxResponseBytes)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -90,27 +87,6 @@ package final class URLSessionTransport: HTTPTransport {
         return (result, exchange.redirect)
     }
 
-    /// Where a redirect leads `request`, when it stays within the origin of `first` (the URL the
-    /// caller gave). A 307 or 308 keeps the method and the body. Any other would turn a request
-    /// with a body into a GET without it, whose answer says nothing about the body (a batch of
-    /// hits would look delivered): it is followed only by a request without a body. The headers,
-    /// API key included, go along: to the same origin only.
-    private static func request(_ request: HTTPRequest, redirectedBy redirect: Redirect,
-                                from first: URL) throws(TransportError) -> HTTPRequest {
-        let from = Origin(first)
-        let to = redirect.target.flatMap(Origin.init)
-        guard let from, let to, from == to, let target = redirect.target else {
-            throw .redirectRefused(from: from?.description ?? first.hostAndPort, to: to?.description ?? "an unusable URL")
-        }
-        let keepsBody = redirect.status == 307 || redirect.status == 308
-        guard keepsBody || (request.method == .get && request.body == nil) else {
-            throw .redirectNotFollowed(status: redirect.status, to: to.description + target.pathForMessages)
-        }
-        var next = request
-        next.url = target
-        return next
-    }
-
     package func shutdown() {
         let first = state.withLock { shutDown in
             defer { shutDown = true }
@@ -119,8 +95,8 @@ package final class URLSessionTransport: HTTPTransport {
         if first { session.invalidateAndCancel() }
     }
 
-    private func start(_ request: HTTPRequest, exchange: Exchange,
-                       continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>) {
+    private func start(_ request: FSHTTPRequest, exchange: Exchange,
+                       continuation: CheckedContinuation<Result<FSHTTPResponse, TransportError>, Never>) {
         guard exchange.attach(continuation) else { return }  // cancelled before it started
         // Holding the lock while creating the task keeps `shutdown()` from invalidating the
         // session in between (creating a task on an invalidated session is a crash).
@@ -144,7 +120,7 @@ package final class URLSessionTransport: HTTPTransport {
         return max(0, timeout)
     }
 
-    private static func urlRequest(_ request: HTTPRequest) -> URLRequest {
+    private static func urlRequest(_ request: FSHTTPRequest) -> URLRequest {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
         for (name, value) in request.headers {
@@ -162,7 +138,7 @@ package final class URLSessionTransport: HTTPTransport {
 /// One request in flight: collects the answer and resumes its caller exactly once, with the
 /// answer, an error, the deadline's `.timedOut` or `.cancelled`, whichever comes first.
 private final class Exchange: Sendable {
-    typealias Outcome = Result<HTTPResponse, TransportError>
+    typealias Outcome = Result<FSHTTPResponse, TransportError>
 
     /// `@unchecked`: Foundation on Linux does not mark the task, the work item and the response
     /// `Sendable`; they are reached only under `state`'s lock, and the task's own methods are
@@ -232,7 +208,7 @@ private final class Exchange: Sendable {
             state.redirect = redirect
             return true
         }
-        if first { finish(.success(HTTPResponse(status: redirect.status))) }
+        if first { finish(.success(FSHTTPResponse(status: redirect.status))) }
     }
 
     /// The first call wins: resumes the caller and, for a failure, cancels the data task.
@@ -286,7 +262,7 @@ private final class Exchange: Sendable {
         for (name, value) in response.allHeaderFields {
             headers[String(describing: name).lowercased()] = String(describing: value)
         }
-        finish(.success(HTTPResponse(status: response.statusCode, headers: headers, body: answer.1)))
+        finish(.success(FSHTTPResponse(status: response.statusCode, headers: headers, body: answer.1)))
     }
 
     private func transportError(_ error: any Error) -> TransportError {
@@ -370,11 +346,6 @@ private final class ExchangeTable: NSObject, URLSessionDataDelegate, Sendable {
 }
 
 /// A redirect an answer asked for: its status, and the absolute URL of its `Location`.
-private struct Redirect: Sendable {
-    let status: Int
-    let target: URL?
-}
-
 /// A URL's origin (RFC 6454): scheme, host and port, the port written or the scheme's default.
 struct Origin: Equatable, CustomStringConvertible {
     let scheme: String
@@ -399,7 +370,7 @@ struct Origin: Equatable, CustomStringConvertible {
 
 extension URL {
     /// `host:port` (or just the host), for messages that must not show a path or query.
-    fileprivate var hostAndPort: String {
+    var hostAndPort: String {
         let host = host ?? "the server"
         return port.map { "\(host):\($0)" } ?? host
     }
