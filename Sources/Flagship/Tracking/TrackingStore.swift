@@ -7,9 +7,10 @@ import Foundation
 /// consent erasure, in the order they were asked for. Every call into a `HitQueue` blocks on
 /// I/O, so none runs on a thread of Swift's cooperative pool.
 ///
-/// A hit queue that takes concurrent calls (`takesConcurrentCalls`: FlagshipPostgres's) gets a
-/// second serial queue for the sender's claims and settlements, so that a group commit, which
-/// callers of `try await sendHit` wait for, never waits behind a claim's round trip.
+/// A hit queue that takes concurrent calls (`takesConcurrentCalls`: the SDK's SQLite store, whose
+/// connection's lock orders the two, and FlagshipPostgres's) gets a second serial queue for the
+/// sender's claims and settlements, so that a group commit, which callers of `try await sendHit`
+/// wait for, never queues behind a claim.
 final class TrackingStore: Sendable {
     let hits: any HitQueue
     private let queue = DispatchQueue(label: "io.flagship.tracking.store")
