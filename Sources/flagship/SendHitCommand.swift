@@ -84,10 +84,10 @@ struct SendHitCommand: AsyncParsableCommand {
                 try await visitor.sendHit(next, until: durable ? .committed : .strategyDefault)
                 sent += 1
                 if durable { Output.line("acknowledged \(number)") }
-            } catch FlagshipError.hitNotCached(let reason) {
+            } catch let error as FlagshipError where error.code == .hitNotCached {
                 // Accepted and kept in memory, but not in the store: stop here.
                 sent += 1
-                storeFailure = "the store stopped taking hits at hit \(number) of \(count) (\(reason)); the rest were not sent"
+                storeFailure = "the store stopped taking hits at hit \(number) of \(count) (\(error.cacheError.map(String.init(describing:)) ?? "\(error)")); the rest were not sent"
                 break
             } catch {
                 await flagship.close()

@@ -234,7 +234,8 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
         do {
             try await visitor.sendHit(Self.order("o-1"), inTransactionOn: shop.connection, logger: logger)
             XCTFail("the hit was to be refused")
-        } catch FlagshipError.hitNotWritten(let reason) {
+        } catch let error as FlagshipError where error.code == .hitNotWritten {
+            let reason = try XCTUnwrap(error.cacheError)
             XCTAssertEqual(reason.code, .notTheStore, "\(reason)")
         }
         XCTAssertEqual(try transactionRows(shop), "0")
@@ -251,7 +252,8 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
         do {
             try await visitor.sendHit(Self.order("o-1"), inTransactionOn: shop.connection, logger: logger)
             XCTFail("the hit was to be refused")
-        } catch FlagshipError.hitNotWritten(let reason) {
+        } catch let error as FlagshipError where error.code == .hitNotWritten {
+            let reason = try XCTUnwrap(error.cacheError)
             XCTAssertEqual(reason.code, .notInTransaction, "\(reason)")
         }
         XCTAssertEqual(try transactionRows(shop), "0")
@@ -280,7 +282,8 @@ final class PostgresHitsInTransactionTests: PostgresTestCase {
             do {
                 try await visitor.sendHit(Self.order("o-1"), inTransactionOn: connection, logger: logger)
                 XCTFail("the hit was to be refused")
-            } catch FlagshipError.hitNotWritten(let reason) {
+            } catch let error as FlagshipError where error.code == .hitNotWritten {
+                let reason = try XCTUnwrap(error.cacheError)
                 XCTAssertEqual(reason.code, .notTheStore, "\(reason)")
                 XCTAssertTrue(reason.description.contains(other), reason.description)
             }

@@ -94,7 +94,7 @@ final class AppLoggerTests: XCTestCase {
         do {
             try await visitor.fetchFlags()
             XCTFail("a 500 is thrown")
-        } catch FlagshipError.fetchFailed(.httpStatus(500)) {}
+        } catch let error as FlagshipError where error.fetchFailure == .httpStatus(500) {}
         XCTAssertEqual(fetchWarnings().count, 1, "thrown and logged: \(fetchWarnings())")
         XCTAssertTrue(fetchWarnings().first?.hasPrefix("Flags cannot be fetched (the Decision API answered with HTTP status 500): visitors keep") ?? false,
                       "\(fetchWarnings())")

@@ -37,7 +37,8 @@ final class BackpressureTests: TrackingTestCase {
         do {
             try await visitor.sendHit(click(26))
             XCTFail("an awaited hit that found no room within its wait is refused, not taken")
-        } catch FlagshipError.overloaded(let backlog, let waited) {
+        } catch let error as FlagshipError where error.code == .overloaded {
+            let (backlog, waited) = (try XCTUnwrap(error.backlog), try XCTUnwrap(error.waited))
             XCTAssertGreaterThanOrEqual(backlog, 20)
             XCTAssertEqual(waited, 0)
         }

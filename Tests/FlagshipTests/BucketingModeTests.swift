@@ -231,7 +231,8 @@ final class BucketingModeTests: TrackingTestCase {
         do {
             try await visitor.fetchFlags()
             XCTFail("a fetch with no bucketing file must fail")
-        } catch FlagshipError.fetchFailed(let reason) {
+        } catch let error as FlagshipError where error.code == .fetchFailed {
+            let reason = try XCTUnwrap(error.fetchFailure)
             XCTAssertTrue(reason.description.contains("no bucketing file"), "\(reason)")
         }
         XCTAssertEqual(visitor.fetchStatus, .FETCH_REQUIRED)
@@ -251,7 +252,7 @@ final class BucketingModeTests: TrackingTestCase {
         do {
             try await visitor("dan").fetchFlags()
             XCTFail("over 10 MiB: refused")
-        } catch FlagshipError.fetchFailed {}
+        } catch FlagshipError.Code.fetchFailed {}
         XCTAssertTrue(log.allText.contains("10485760"), log.allText)
         XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZING)
         await flagship.close()

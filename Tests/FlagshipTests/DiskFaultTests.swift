@@ -399,7 +399,7 @@ final class DiskFaultTests: TrackingTestCase {
                 try await visitor.sendHit(hit)
                 XCTAssertTrue(refused.isEmpty, "hit \(number) durable after a refusal")
                 durable.append(number)
-            } catch FlagshipError.hitNotCached {
+            } catch FlagshipError.Code.hitNotCached {
                 refused.append(number)
             }
         }

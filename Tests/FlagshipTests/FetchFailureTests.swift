@@ -35,8 +35,8 @@ final class FetchFailureTests: XCTestCase {
             .buildAsync()
         do {
             try await visitor.fetchFlags()
-        } catch FlagshipError.fetchFailed(let failure) {
-            return failure
+        } catch let error as FlagshipError where error.code == .fetchFailed {
+            return try XCTUnwrap(error.fetchFailure)
         }
         throw FetchSucceeded()
     }
@@ -51,16 +51,16 @@ final class FetchFailureTests: XCTestCase {
 
     func testATimeoutIsItsOwnCase() async throws {
         _ = server.injectFault(.latency(.seconds(3)), on: .campaigns)
-        guard case .timedOut = try await failure() else { return XCTFail("a timeout") }
+        guard case .timedOut = try await failure().code else { return XCTFail("a timeout") }
     }
 
     func testAnUnreadableAnswerIsItsOwnCase() async throws {
         _ = server.injectFault(.malformedBody(.notJSON), on: .campaigns)
-        guard case .malformedBody = try await failure() else { return XCTFail("an unreadable answer") }
+        guard case .malformedBody = try await failure().code else { return XCTFail("an unreadable answer") }
     }
 
     func testAnUnreachableServerIsItsOwnCase() async throws {
-        guard case .transport = try await failure(decisionURL: URL(string: "http://127.0.0.1:1/v2")!) else {
+        guard case .transport = try await failure(decisionURL: URL(string: "http://127.0.0.1:1/v2")!).code else {
             return XCTFail("an unreachable server")
         }
     }

@@ -356,14 +356,14 @@ final class HitsInTransactionTests: TrackingTestCase {
             try body()
             return nil
         } catch {
-            guard case .overloaded(_, let waited)? = error as? FlagshipError else { return nil }
-            return waited
+            guard let error = error as? FlagshipError, error.code == .overloaded else { return nil }
+            return error.waited
         }
     }
 
     private func assertNotWritten(_ code: FSCacheError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
-            guard case FlagshipError.hitNotWritten(let reason)? = error as? FlagshipError else {
+            guard let thrown = error as? FlagshipError, thrown.code == .hitNotWritten, let reason = thrown.cacheError else {
                 return XCTFail("expected hitNotWritten(\(code)), got \(error)", file: file, line: line)
             }
             XCTAssertEqual(reason.code, code, "\(reason)", file: file, line: line)

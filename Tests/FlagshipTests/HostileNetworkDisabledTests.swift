@@ -16,7 +16,8 @@ final class HostileNetworkDisabledTests: TrackingTestCase {
         do {
             try await visitor.fetchFlags()
             XCTFail("an offline fetch cannot succeed")
-        } catch FlagshipError.fetchFailed(let reason) {
+        } catch let error as FlagshipError where error.code == .fetchFailed {
+            let reason = try XCTUnwrap(error.fetchFailure)
             XCTAssertTrue(reason.description.contains("the network is disabled"), "\(reason)")
         }
         clock.advance(by: 600)

@@ -128,7 +128,8 @@ final class NetworkRedirectTests: TrackingTestCase {
         do {
             try await visitor.fetchFlags()
             XCTFail("the fetch should fail")
-        } catch FlagshipError.fetchFailed(let reason) {
+        } catch let error as FlagshipError where error.code == .fetchFailed {
+            let reason = try XCTUnwrap(error.fetchFailure)
             XCTAssertTrue(reason.description.contains(try origin(elsewhere)), "\(reason)")
         }
 

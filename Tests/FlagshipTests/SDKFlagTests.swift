@@ -251,7 +251,7 @@ final class SDKFlagTests: SDKTestCase {
             try await visitor.sendHit(FSPage("not a url"))
             XCTFail("the hit should be refused")
         } catch let error as FlagshipError {
-            guard case .invalidHit(let reason) = error else { return XCTFail("\(error)") }
+            guard let reason = error.hitValidation else { return XCTFail("\(error)") }
             guard case .invalidValue(hit: "PAGEVIEW", field: "dl", _) = reason else { return XCTFail("\(reason)") }
         }
         // The logging form, as code that cannot await calls it.

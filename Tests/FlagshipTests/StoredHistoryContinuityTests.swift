@@ -87,7 +87,8 @@ final class StoredHistoryContinuityTests: TrackingTestCase {
         do {
             try await visitor.fetchFlags()
             XCTFail("a visitor whose history could not be read is not decided")
-        } catch FlagshipError.fetchFailed(.storeUnavailable(let bound)) {
+        } catch let error as FlagshipError where error.fetchFailure?.code == .storeUnavailable {
+            let bound = try XCTUnwrap(error.fetchFailure?.waited)
             XCTAssertEqual(bound, 0.3)
         }
         XCTAssertEqual(visitor.fetchStatus, .FETCH_REQUIRED)

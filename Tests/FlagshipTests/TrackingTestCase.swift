@@ -91,7 +91,7 @@ class TrackingTestCase: SDKTestCase {
             XCTFail("expected \(expected) to be thrown", file: file, line: line)
         } catch let error as FlagshipError {
             // For a reason that comes from SQLite, its kind is what matters, not its wording.
-            if case .hitNotCached(let expected) = expected, case .hitNotCached(let error) = error {
+            if expected.code == .hitNotCached, error.code == .hitNotCached, let expected = expected.cacheError, let error = error.cacheError {
                 XCTAssertEqual(error.code, expected.code, "\(error)", file: file, line: line)
                 return
             }

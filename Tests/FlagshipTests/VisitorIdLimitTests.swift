@@ -15,8 +15,8 @@ final class VisitorIdLimitTests: TrackingTestCase {
         do {
             try await visitor.sendHit(click(9))
             return nil
-        } catch FlagshipError.invalidHit(let refusal) {
-            return refusal
+        } catch let error as FlagshipError where error.code == .invalidHit {
+            return error.hitValidation
         } catch {
             XCTFail("not an invalid hit: \(error)")
             return nil

@@ -87,7 +87,7 @@ public final class FSVisitor: Sendable {
         Task {
             do {
                 try await fetchFlags()
-            } catch FlagshipError.fetchFailed {
+            } catch let error as FlagshipError where error.code == .fetchFailed {
                 // Logged by the fetch itself.
             } catch {
                 logger.error("fetchFlags ignored: \(error)")
@@ -132,7 +132,8 @@ public final class FSVisitor: Sendable {
             }
         } catch {
             runtime.config.instrumentation?.fetchEnded(.failure, source: source, duration: ContinuousClock.now - started)
-            let failure = error as? FSFetchFailure ?? .transport(String(describing: error))
+            let failure = (error as? DecisionError).map(FSFetchFailure.init) ?? error as? FSFetchFailure
+                ?? .transport(String(describing: error))
             // Thrown and logged: `try? await fetchFlags()` must not make a wrong key or URL look
             // like success. Bounded: a storm of failing fetches says it once per kind of failure.
             let reason = failure.description

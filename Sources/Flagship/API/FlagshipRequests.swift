@@ -34,7 +34,7 @@ extension Flagship {
         guard hasConsented else { return visitor }
         do {
             try await visitor.fetchFlags()
-        } catch FlagshipError.fetchFailed {
+        } catch let error as FlagshipError where error.code == .fetchFailed {
             // Logged by the fetch itself; the visitor keeps what the store held.
         } catch {
             visitor.logger.error("A request's visitor was not fetched: \(error)")

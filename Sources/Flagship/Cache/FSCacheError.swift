@@ -12,7 +12,7 @@ import Foundation
 /// ```swift
 /// do {
 ///     try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "buy"))
-/// } catch FlagshipError.hitNotCached(let error) where error.code == .diskFull {
+/// } catch let error as FlagshipError where error.cacheError?.code == .diskFull {
 ///     // Sent from memory; free some room so the next hits survive a restart.
 /// }
 /// ```

@@ -2,10 +2,106 @@ import Foundation
 
 /// Why a fetch could not have the visitor's flags: from the Decision API, or in bucketing mode
 /// from the bucketing file. Thrown as `FlagshipError.fetchFailed(_:)`, for a caller to switch
-/// over (a timeout is not a 403, nor a missing bucketing file).
+/// over its ``code`` (a timeout is not a 403, nor a missing bucketing file).
 ///
+/// A struct with a code, as async-http-client's and postgres-nio's errors are: a new kind of
+/// failure is a new static member, not a breaking change, and a `switch` needs a `default`.
 /// Descriptions are whole sentences fit for a log line; none ever contains the API key.
-public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible {
+///
+/// ```swift
+/// do {
+///     try await visitor.fetchFlags()
+/// } catch let error as FlagshipError {
+///     switch error.fetchFailure?.code {
+///     case .timedOut?: print("slow Decision API; flags kept:", error)
+///     case .httpStatus?: print("status", error.fetchFailure?.status ?? 0)
+///     default: print(error)
+///     }
+/// }
+/// ```
+public struct FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of failure, to switch on.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case timedOut, transport, httpStatus, malformedBody, noBucketingFile, storeUnavailable
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// No complete answer within the configured timeout.
+        public static let timedOut = Code(.timedOut)
+        /// The server could not be reached, or the connection broke.
+        public static let transport = Code(.transport)
+        /// The server answered with a status other than 2xx (``FSFetchFailure/status``).
+        public static let httpStatus = Code(.httpStatus)
+        /// A 2xx answer whose body is not a decision.
+        public static let malformedBody = Code(.malformedBody)
+        /// Bucketing mode: no bucketing file is stored and none could be downloaded yet.
+        public static let noBucketingFile = Code(.noBucketingFile)
+        /// The visitor's stored assignments could not be read from the SDK's own store in time.
+        public static let storeUnavailable = Code(.storeUnavailable)
+
+        /// The code's name as written here (`timedOut`, `httpStatus`...).
+        public var description: String { base.rawValue }
+    }
+
+    /// The failure with its details.
+    package let reason: DecisionError
+
+    package init(_ reason: DecisionError) {
+        self.reason = reason
+    }
+
+    /// What kind of failure this is.
+    public var code: Code {
+        switch reason {
+        case .timedOut: .timedOut
+        case .transport: .transport
+        case .httpStatus: .httpStatus
+        case .malformedBody: .malformedBody
+        case .noBucketingFile: .noBucketingFile
+        case .storeUnavailable: .storeUnavailable
+        }
+    }
+
+    /// The status the server answered with (``Code/httpStatus``), `nil` for any other kind.
+    public var status: Int? {
+        if case .httpStatus(let status) = reason { return status }
+        return nil
+    }
+
+    /// The seconds waited (``Code/timedOut``: the timeout; ``Code/storeUnavailable``: the
+    /// store's bound), `nil` for any other kind.
+    public var waited: TimeInterval? {
+        switch reason {
+        case .timedOut(let seconds), .storeUnavailable(let seconds): seconds
+        default: nil
+        }
+    }
+
+    /// No complete answer within `after` seconds.
+    public static func timedOut(after: TimeInterval) -> FSFetchFailure { FSFetchFailure(.timedOut(after: after)) }
+    /// The server could not be reached, for `reason`.
+    public static func transport(_ reason: String) -> FSFetchFailure { FSFetchFailure(.transport(reason)) }
+    /// The server answered `status`.
+    public static func httpStatus(_ status: Int) -> FSFetchFailure { FSFetchFailure(.httpStatus(status)) }
+    /// A 2xx answer that is not a decision, for `reason`.
+    public static func malformedBody(_ reason: String) -> FSFetchFailure { FSFetchFailure(.malformedBody(reason)) }
+    /// No bucketing file yet.
+    public static let noBucketingFile = FSFetchFailure(.noBucketingFile)
+    /// The stored assignments could not be read within `after` seconds.
+    public static func storeUnavailable(after: TimeInterval) -> FSFetchFailure { FSFetchFailure(.storeUnavailable(after: after)) }
+
+    /// What failed, as a sentence for a log (durations in milliseconds); never the API key.
+    public var description: String { reason.description }
+
+    package var causeKey: String { reason.causeKey }
+}
+
+/// Why a decision failed, with its details: the SDK's own form of ``FSFetchFailure``, which
+/// carries it to the app.
+package enum DecisionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No complete answer within the configured timeout (seconds).
     case timedOut(after: TimeInterval)
     /// The server could not be reached, or the connection broke (refused, DNS, dropped, cancelled).
@@ -22,7 +118,7 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case storeUnavailable(after: TimeInterval)
 
     /// What failed, as a sentence for a log (durations in milliseconds); never the API key.
-    public var description: String {
+    package var description: String {
         switch self {
         case .timedOut(let timeout):
             return "the Decision API did not answer within \(timeout.millisecondsText)"
@@ -40,7 +136,7 @@ public enum FSFetchFailure: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-extension FSFetchFailure {
+extension DecisionError {
     /// The kind of failure, for logging each kind once per outage: the case (and the status),
     /// not the message, which may vary from one failure to the next (byte counts, hosts).
     package var causeKey: String {
@@ -55,5 +151,9 @@ extension FSFetchFailure {
     }
 }
 
-/// The SDK's own name for it.
-package typealias DecisionError = FSFetchFailure
+extension FSFetchFailure.Code {
+    /// Matches a failure of this code: `if case FSFetchFailure.Code.timedOut = failure { … }`.
+    public static func ~= (code: FSFetchFailure.Code, failure: FSFetchFailure) -> Bool {
+        failure.code == code
+    }
+}

@@ -352,7 +352,7 @@ package final class TrackingManager: HitTracking {
         let outage = try admitInTransaction()
         do {
             try write(outage, outage ? nil : backpressure.settings.highWater)
-        } catch .overloaded {
+        } catch where error.code == .overloaded {
             throw refusedInTransaction()
         }
     }
