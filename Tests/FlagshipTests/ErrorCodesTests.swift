@@ -31,6 +31,22 @@ final class ErrorCodesTests: XCTestCase {
         XCTAssertEqual(timedOut.description, "the Decision API did not answer within 2000 ms")
     }
 
+    func testAHitRefusalNamesTheHitTheFieldAndWhy() {
+        let refused = FSHitValidationError.invalidValue(hit: "PAGEVIEW", field: "dl", reason: "is not a URL")
+        XCTAssertEqual(refused.code, .invalidValue)
+        XCTAssertEqual(refused.hitType, "PAGEVIEW")
+        XCTAssertEqual(refused.field, "dl")
+        XCTAssertEqual(refused.why, "is not a URL")
+        XCTAssertEqual(refused.description, "PAGEVIEW hit refused: field dl (location) is not a URL")
+        let missing = FSHitValidationError.missingField(hit: "TRANSACTION", field: "tid")
+        XCTAssertEqual(missing.code, .missingField)
+        XCTAssertNil(missing.why)
+        let foreign = FSHitValidationError.notAnSDKHit(typeName: "MyHit")
+        XCTAssertEqual(foreign.typeName, "MyHit")
+        XCTAssertNil(foreign.field)
+        XCTAssertEqual(FlagshipError.invalidHit(missing).hitValidation, missing)
+    }
+
     func testErrorsCompareWithTheirDetails() {
         XCTAssertEqual(FlagshipError.fetchFailed(.httpStatus(503)), .fetchFailed(.httpStatus(503)))
         XCTAssertNotEqual(FlagshipError.fetchFailed(.httpStatus(503)), .fetchFailed(.httpStatus(500)))

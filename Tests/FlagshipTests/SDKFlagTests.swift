@@ -252,7 +252,7 @@ final class SDKFlagTests: SDKTestCase {
             XCTFail("the hit should be refused")
         } catch let error as FlagshipError {
             guard let reason = error.hitValidation else { return XCTFail("\(error)") }
-            guard case .invalidValue(hit: "PAGEVIEW", field: "dl", _) = reason else { return XCTFail("\(reason)") }
+            guard reason.code == .invalidValue, reason.hitType == "PAGEVIEW", reason.field == "dl" else { return XCTFail("\(reason)") }
         }
         // The logging form, as code that cannot await calls it.
         let sendAndForget = { visitor.sendHit(FSTransaction(transactionId: "", affiliation: "basket")) }

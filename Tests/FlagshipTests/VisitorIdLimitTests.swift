@@ -39,10 +39,12 @@ final class VisitorIdLimitTests: TrackingTestCase {
         await flagship.flushCaches()
 
         let detail = "must be at most 1024 bytes in UTF-8 (got 1026)"
-        guard case .invalidValue("EVENT", "vid", let reason)? = asAnonymous, reason.hasPrefix(detail) else {
+        guard let asAnonymous, asAnonymous.code == .invalidValue, asAnonymous.hitType == "EVENT", asAnonymous.field == "vid",
+              let reason = asAnonymous.why, reason.hasPrefix(detail) else {
             return XCTFail("\(String(describing: asAnonymous))")
         }
-        guard case .invalidValue("EVENT", "cuid", let reason)? = asCustomer, reason.hasPrefix(detail) else {
+        guard let asCustomer, asCustomer.code == .invalidValue, asCustomer.hitType == "EVENT", asCustomer.field == "cuid",
+              let reason = asCustomer.why, reason.hasPrefix(detail) else {
             return XCTFail("\(String(describing: asCustomer))")
         }
         // Nothing of the long id reached the server, nor stayed in the store; the id of exactly
