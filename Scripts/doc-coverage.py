@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "FlagshipTracing",
     "FlagshipConfiguration",
     "FlagshipPostgres",
+    "FlagshipAsyncHTTPClient",
     "FlagshipTesting",
 ]
 

@@ -29,7 +29,7 @@ import NIOHTTP1
 ///   key among them, to wherever `Location` points.
 ///
 /// Each request runs with the SDK's timeout as its deadline, reads the answer up to the SDK's
-/// bound (``FSHTTPRequest/maximumResponseBytes``) and no further, and takes the SDK's
+/// bound (`FSHTTPRequest.maximumResponseBytes`) and no further, and takes the SDK's
 /// cancellation (a closing SDK, a cancelled task) at once.
 public struct AsyncHTTPClientTransport: FSHTTPTransport {
     private let client: HTTPClient
@@ -51,7 +51,7 @@ public struct AsyncHTTPClientTransport: FSHTTPTransport {
     }
 
     /// Sends `request` with its timeout as the deadline and reads the answer up to its bound;
-    /// async-http-client's errors are given in the SDK's words (``FSTransportError``).
+    /// async-http-client's errors are given in the SDK's words (`FSTransportError`).
     public func send(_ request: FSHTTPRequest) async throws -> FSHTTPResponse {
         var outbound = HTTPClientRequest(url: request.url.absoluteString)
         outbound.method = request.method == .post ? .POST : .GET
