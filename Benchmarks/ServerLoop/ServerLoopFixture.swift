@@ -47,6 +47,19 @@ struct ServerLoopFixture: Sendable {
         self.file = try BucketingFile(json: json)
     }
 
+    /// The body the SDK posts to the Decision API for visitor `index` of `round`: what the raw
+    /// posters send, so that they compare with the SDK's loop.
+    static func decisionBody(round: Int, index: Int) throws -> Data {
+        var context = context(index: index)
+        context["fs_client"] = "swift-linux"
+        context["fs_version"] = "0.1.0"
+        let body: [String: Any] = [
+            "visitorId": visitorId(round: round, index: index), "anonymousId": NSNull(),
+            "trigger_hit": false, "visitor_consent": true, "context": context,
+        ]
+        return try JSONSerialization.data(withJSONObject: body)
+    }
+
     static func visitorId(round: Int, index: Int) -> String {
         "visitor-\(round)-\(index)"
     }
@@ -257,17 +270,11 @@ final class RawDecisionPoster: Sendable {
         }
         let (session, url, failures) = (session, url, failures)
         await forEachVisitor { index in
-            var context = ServerLoopFixture.context(index: index)
-            context["fs_client"] = "swift-linux"
-            context["fs_version"] = "0.1.0"
-            let body: [String: Any] = [
-                "visitorId": ServerLoopFixture.visitorId(round: round, index: index), "anonymousId": NSNull(),
-                "trigger_hit": false, "visitor_consent": true, "context": context,
-            ]
             do {
+                let body = try ServerLoopFixture.decisionBody(round: round, index: index)
                 var request = URLRequest(url: url)
                 request.httpMethod = "POST"
-                request.httpBody = try JSONSerialization.data(withJSONObject: body)
+                request.httpBody = body
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
                 request.setValue(ServerLoop.apiKey, forHTTPHeaderField: "x-api-key")
                 let (data, response) = try await session.data(for: request)
@@ -316,17 +323,11 @@ final class RawAsyncHTTPClientPoster: Sendable {
         }
         let (client, url, failures) = (client, url, failures)
         await forEachVisitor { index in
-            var context = ServerLoopFixture.context(index: index)
-            context["fs_client"] = "swift-linux"
-            context["fs_version"] = "0.1.0"
-            let body: [String: Any] = [
-                "visitorId": ServerLoopFixture.visitorId(round: round, index: index), "anonymousId": NSNull(),
-                "trigger_hit": false, "visitor_consent": true, "context": context,
-            ]
             do {
+                let body = try ServerLoopFixture.decisionBody(round: round, index: index)
                 var request = HTTPClientRequest(url: url)
                 request.method = .POST
-                request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+                request.body = .bytes(ByteBuffer(bytes: body))
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.headers.add(name: "x-api-key", value: ServerLoop.apiKey)
                 let response = try await client.execute(request, timeout: .seconds(10))

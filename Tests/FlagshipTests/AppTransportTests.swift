@@ -7,22 +7,7 @@ import XCTest
 
 /// An app's own HTTP client (`FSConfigBuilder.withHTTPTransport`): the SDK's requests go through
 /// it, and the SDK keeps its deadline, its redirect rule and its bound on answers around it.
-final class AppTransportTests: XCTestCase {
-    private var directory: TemporaryDirectory!
-    private var server: LocalFlagshipServer!
-
-    override func setUpWithError() throws {
-        directory = try TemporaryDirectory()
-        server = LocalFlagshipServer(envId: "env", apiKey: "key")
-        try server.start()
-    }
-
-    override func tearDown() async throws {
-        await Flagship.sharedInstance.close()
-        server.stop()
-        directory.remove()
-    }
-
+final class AppTransportTests: SDKTestCase {
     /// An app's client as an app would write one, here over URLSession; counts what it is asked.
     private final class CountingClient: FSHTTPTransport {
         private let base = URLSessionTransport()
@@ -63,14 +48,8 @@ final class AppTransportTests: XCTestCase {
 
     func testTheSDKFetchesAndDeliversThroughTheAppsClientAndShutsItDownOnce() async throws {
         let client = CountingClient()
-        let config = FSConfigBuilder().DecisionApi()
-            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
-            .withCacheFile(directory.file("flagship.sqlite")).withLogLevel(.NONE)
-            .withHTTPTransport(client)
-            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 1, batchIntervalTimer: 0.1))
-            .build()
-        Flagship.sharedInstance.start(envId: "env", apiKey: "key", config: config)
-        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
+        flagship.start(envId: Self.envId, apiKey: Self.apiKey, config: configBuilder().DecisionApi().withHTTPTransport(client).build())
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
             .buildAsync()
         try await visitor.fetchFlags()
         XCTAssertEqual(visitor.fetchStatus, .FETCHED)
@@ -80,29 +59,24 @@ final class AppTransportTests: XCTestCase {
 
         let asked = client.requests.withLock { $0 }
         XCTAssertTrue(asked.contains { $0.url.path.hasSuffix("/campaigns") }, "the decision went through the app's client")
-        XCTAssertTrue(asked.filter { $0.url.path.hasSuffix("/campaigns") }.allSatisfy { $0.headers["x-api-key"] == "key" })
+        XCTAssertTrue(asked.filter { $0.url.path.hasSuffix("/campaigns") }.allSatisfy { $0.headers["x-api-key"] == Self.apiKey })
         XCTAssertTrue(asked.allSatisfy { $0.maximumResponseBytes == FSHTTPRequest.defaultMaximumResponseBytes })
         XCTAssertEqual(server.received.count, asked.count, "every request the server saw came through the app's client")
 
-        await Flagship.sharedInstance.close()
+        await flagship.close()
         XCTAssertEqual(client.shutdowns.withLock { $0 }, 1)
     }
 
     func testTheBucketingFileComesThroughTheAppsClientWithTheBoundRaised() async throws {
         try server.setBucketingFile(BucketingModeTests.bucketingFile())
         let client = CountingClient()
-        let config = FSConfigBuilder().Bucketing()
-            .withBucketingBaseURL(server.bucketingBaseURL).withDecisionBaseURL(server.decisionBaseURL)
-            .withEventsBaseURL(server.eventsBaseURL)
-            .withBucketingFileMaximumBytes(32 * 1024 * 1024)
-            .withCacheFile(directory.file("flagship.sqlite")).withLogLevel(.NONE)
-            .withHTTPTransport(client)
-            .build()
-        Flagship.sharedInstance.start(envId: "env", apiKey: "key", config: config)
-        let visitor = await Flagship.sharedInstance.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
+        let config = configBuilder().Bucketing().withBucketingBaseURL(server.bucketingBaseURL)
+            .withBucketingFileMaximumBytes(32 * 1024 * 1024).withHTTPTransport(client).build()
+        flagship.start(envId: Self.envId, apiKey: Self.apiKey, config: config)
+        let visitor = await flagship.newVisitor(visitorId: "v1", hasConsented: true, instanceType: .NEW_INSTANCE)
             .buildAsync()
         try await visitor.fetchFlags()
-        XCTAssertEqual(Flagship.sharedInstance.getStatus(), .SDK_INITIALIZED)
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZED)
         let download = try XCTUnwrap(client.requests.withLock { $0 }.first { $0.url.path.hasSuffix("/bucketing.json") })
         XCTAssertEqual(download.method, .get)
         XCTAssertEqual(download.maximumResponseBytes, 32 * 1024 * 1024)
@@ -113,16 +87,11 @@ final class AppTransportTests: XCTestCase {
             (nil, "; HTTP through URLSession, its host check the SDK's (frees what it allocates)"),
             (CountingClient() as (any FSHTTPTransport)?, "; HTTP through the app's CountingClient"),
         ] {
-            let capture = LogCapture()
-            var logger = capture.logger
-            logger.logLevel = .info
-            var builder = FSConfigBuilder().DecisionApi()
-                .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
-                .withCacheFile(directory.file("flagship.sqlite")).withLogger(logger)
+            var builder = configBuilder().DecisionApi()
             if let transport { builder = builder.withHTTPTransport(transport) }
-            Flagship.sharedInstance.start(envId: "env", apiKey: "key", config: builder.build())
-            await Flagship.sharedInstance.close()
-            let line = capture.entries.first { $0.message.contains("started for environment env") }?.message ?? ""
+            flagship.start(envId: Self.envId, apiKey: Self.apiKey, config: builder.build())
+            await flagship.close()
+            let line = log.entries.last { $0.message.contains("started for environment \(Self.envId)") }?.message ?? ""
             XCTAssertTrue(line.hasSuffix(expected), line)
         }
     }
