@@ -94,65 +94,43 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    let api = Box<ServerSession>()
-    Benchmark("server loop, Decision API: SDK, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await session.serveRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+    // Decision API mode through URLSession, and (issue 46) through async-http-client
+    // (`AsyncHTTPClientTransport()`, FlagshipAsyncHTTPClient); beside each client's raw POSTs.
+    for throughAsyncHTTPClient in [false, true] {
+        let api = Box<ServerSession>()
+        let name = "server loop, Decision API: SDK\(throughAsyncHTTPClient ? " through async-http-client" : ""), 64 tasks"
+        Benchmark(name) { (benchmark: Benchmark, session: ServerSession) async in
+            for _ in benchmark.scaledIterations {
+                let elapsed = await measure(benchmark) { await session.serveRound() }
+                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+            }
+            if let failure = session.failure { benchmark.error(failure) }
+            await session.checkNothingWasLost(benchmark)
+        } setup: {
+            try await ServerSession.start(.decisionAPI, fixture: fixture, into: api,
+                                          transport: throughAsyncHTTPClient ? AsyncHTTPClientTransport() : nil)
+        } teardown: {
+            await api.value?.stop()
         }
-        if let failure = session.failure { benchmark.error(failure) }
-        await session.checkNothingWasLost(benchmark)
-    } setup: {
-        try await ServerSession.start(.decisionAPI, fixture: fixture, into: api)
-    } teardown: {
-        await api.value?.stop()
     }
 
-    // Issue 46: the same loop with the SDK's requests through async-http-client
-    // (`AsyncHTTPClientTransport`, FlagshipAsyncHTTPClient), beside raw async-http-client POSTs.
-    let apiThroughAHC = Box<ServerSession>()
-    Benchmark("server loop, Decision API: SDK through async-http-client, 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await session.serveRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+    for asyncHTTPClient in [true, false] {
+        let posts = Box<RawDecisionPoster>()
+        let client = asyncHTTPClient ? "async-http-client" : "URLSession"
+        Benchmark("server loop, Decision API: raw \(client) POSTs of the same bodies, 64 tasks") {
+            (benchmark: Benchmark, poster: RawDecisionPoster) async in
+            for _ in benchmark.scaledIterations {
+                let elapsed = await measure(benchmark) { await poster.postRound() }
+                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+            }
+            if let failure = poster.failure { benchmark.error(failure) }
+        } setup: {
+            let poster = try RawDecisionPoster(fixture: fixture, asyncHTTPClient: asyncHTTPClient)
+            posts.value = poster
+            return poster
+        } teardown: {
+            await posts.value?.stop()
         }
-        if let failure = session.failure { benchmark.error(failure) }
-        await session.checkNothingWasLost(benchmark)
-    } setup: {
-        try await ServerSession.start(.decisionAPI, fixture: fixture, into: apiThroughAHC, transport: AsyncHTTPClientTransport())
-    } teardown: {
-        await apiThroughAHC.value?.stop()
-    }
-
-    let ahcPosts = Box<RawAsyncHTTPClientPoster>()
-    Benchmark("server loop, Decision API: raw async-http-client POSTs of the same bodies, 64 tasks") {
-        (benchmark: Benchmark, poster: RawAsyncHTTPClientPoster) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await poster.postRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-        }
-        if let failure = poster.failure { benchmark.error(failure) }
-    } setup: {
-        let poster = try RawAsyncHTTPClientPoster(fixture: fixture)
-        ahcPosts.value = poster
-        return poster
-    } teardown: {
-        await ahcPosts.value?.stop()
-    }
-
-    let posts = Box<RawDecisionPoster>()
-    Benchmark("server loop, Decision API: raw URLSession POSTs of the same bodies, 64 tasks") { (benchmark: Benchmark, poster: RawDecisionPoster) async in
-        for _ in benchmark.scaledIterations {
-            let elapsed = await measure(benchmark) { await poster.postRound() }
-            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-        }
-        if let failure = poster.failure { benchmark.error(failure) }
-    } setup: {
-        let poster = try RawDecisionPoster(fixture: fixture)
-        posts.value = poster
-        return poster
-    } teardown: {
-        posts.value?.stop()
     }
 
     // close(): one wall-clock run per case; the README's deadline is 5 s.

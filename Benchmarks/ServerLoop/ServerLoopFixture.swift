@@ -241,25 +241,37 @@ final class ServerSession: Sendable {
     }
 }
 
-/// The decision requests of the Decision API loop, sent with URLSession alone to the same local
-/// server: the same body the SDK sends (visitor id, context, consent), 64 at a time.
+/// The decision requests of the Decision API loop, sent by an HTTP client alone to the same local
+/// server: the same body the SDK sends (visitor id, context, consent), 64 at a time. The floor of
+/// the SDK's loop through URLSession, or through async-http-client (a client on the singleton
+/// event loop group, as the SDK's `AsyncHTTPClientTransport()` makes).
 final class RawDecisionPoster: Sendable {
+    enum Client: Sendable {
+        case urlSession(URLSession)
+        case asyncHTTPClient(HTTPClient)
+    }
+
     let server: LocalFlagshipServer
-    private let session: URLSession
+    private let client: Client
     private let url: URL
     private let round = Locked(0)
     private let failures = Locked<String?>(nil)
 
     var failure: String? { failures.withLock { $0 } }
 
-    init(fixture: ServerLoopFixture) throws {
+    init(fixture: ServerLoopFixture, asyncHTTPClient: Bool) throws {
         server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
         try server.setBucketingFile(fixture.json)
         server.decision = .bucketing
         try server.start()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        session = URLSession(configuration: configuration)
+        if asyncHTTPClient {
+            client = .asyncHTTPClient(HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                                                 configuration: HTTPClient.Configuration(redirectConfiguration: .disallow)))
+        } else {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.urlCache = nil
+            client = .urlSession(URLSession(configuration: configuration))
+        }
         url = server.decisionBaseURL.appendingPathComponent(ServerLoop.envId).appendingPathComponent("campaigns")
     }
 
@@ -268,80 +280,47 @@ final class RawDecisionPoster: Sendable {
             defer { value += 1 }
             return value
         }
-        let (session, url, failures) = (session, url, failures)
-        await forEachVisitor { index in
+        await forEachVisitor { [self] index in
             do {
-                let body = try ServerLoopFixture.decisionBody(round: round, index: index)
-                var request = URLRequest(url: url)
-                request.httpMethod = "POST"
-                request.httpBody = body
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                request.setValue(ServerLoop.apiKey, forHTTPHeaderField: "x-api-key")
-                let (data, response) = try await session.data(for: request)
-                guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-                    throw FixtureError(description: "status \((response as? HTTPURLResponse)?.statusCode ?? 0)")
-                }
-                blackHole(try JSONSerialization.jsonObject(with: data))
+                let answer = try await post(try ServerLoopFixture.decisionBody(round: round, index: index))
+                blackHole(try JSONSerialization.jsonObject(with: answer))
             } catch {
                 failures.withLock { $0 = $0 ?? "\(error)" }
             }
         }
     }
 
-    func stop() {
-        session.invalidateAndCancel()
-        server.stop()
-    }
-}
-
-/// The same decision requests as `RawDecisionPoster`, sent with async-http-client alone (a client
-/// on the singleton event loop group, as the SDK's transport makes): the floor of the SDK's
-/// Decision API loop through that transport.
-final class RawAsyncHTTPClientPoster: Sendable {
-    let server: LocalFlagshipServer
-    private let client: HTTPClient
-    private let url: String
-    private let round = Locked(0)
-    private let failures = Locked<String?>(nil)
-
-    var failure: String? { failures.withLock { $0 } }
-
-    init(fixture: ServerLoopFixture) throws {
-        server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
-        try server.setBucketingFile(fixture.json)
-        server.decision = .bucketing
-        try server.start()
-        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-                            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
-        url = server.decisionBaseURL.appendingPathComponent(ServerLoop.envId).appendingPathComponent("campaigns").absoluteString
-    }
-
-    func postRound() async {
-        let round = round.withLock { value -> Int in
-            defer { value += 1 }
-            return value
-        }
-        let (client, url, failures) = (client, url, failures)
-        await forEachVisitor { index in
-            do {
-                let body = try ServerLoopFixture.decisionBody(round: round, index: index)
-                var request = HTTPClientRequest(url: url)
-                request.method = .POST
-                request.body = .bytes(ByteBuffer(bytes: body))
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.headers.add(name: "x-api-key", value: ServerLoop.apiKey)
-                let response = try await client.execute(request, timeout: .seconds(10))
-                let data = try await response.body.collect(upTo: 10 * 1024 * 1024)
-                guard response.status.code == 200 else { throw FixtureError(description: "status \(response.status.code)") }
-                blackHole(try JSONSerialization.jsonObject(with: Data(data.readableBytesView)))
-            } catch {
-                failures.withLock { $0 = $0 ?? "\(error)" }
-            }
+    /// One decision POST; the answer's body, or an error for a status other than 200.
+    private func post(_ body: Data) async throws -> Data {
+        switch client {
+        case .urlSession(let session):
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue(ServerLoop.apiKey, forHTTPHeaderField: "x-api-key")
+            let (data, response) = try await session.data(for: request)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            guard status == 200 else { throw FixtureError(description: "status \(status)") }
+            return data
+        case .asyncHTTPClient(let client):
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(bytes: body))
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "x-api-key", value: ServerLoop.apiKey)
+            let response = try await client.execute(request, timeout: .seconds(10))
+            let data = try await response.body.collect(upTo: 10 * 1024 * 1024)
+            guard response.status.code == 200 else { throw FixtureError(description: "status \(response.status.code)") }
+            return Data(data.readableBytesView)
         }
     }
 
     func stop() async {
-        try? await client.shutdown()
+        switch client {
+        case .urlSession(let session): session.invalidateAndCancel()
+        case .asyncHTTPClient(let client): try? await client.shutdown()
+        }
         server.stop()
     }
 }

@@ -73,7 +73,7 @@ final class DecisionExplanationTests: XCTestCase {
 
     func testAnUnusableFileAndAnInvalidContextValueAreClearErrors() {
         XCTAssertThrowsError(try FSDecisionExplanation(bucketingFile: Data("{".utf8), visitorId: "v")) { error in
-            guard case .unusableFile? = error as? FSDecisionExplanationError else { return XCTFail("\(error)") }
+            guard (error as? FSDecisionExplanationError)?.code == .unusableFile else { return XCTFail("\(error)") }
             XCTAssertTrue("\(error)".hasPrefix("The bucketing file is unusable:"), "\(error)")
         }
         XCTAssertThrowsError(try FSDecisionExplanation(bucketingFile: Self.file, visitorId: "v", context: ["when": Date()])) { error in

@@ -56,19 +56,48 @@ public struct FSDecisionExplanation: Sendable, Equatable {
     public var assigned: [FSCampaignExplanation] { campaigns.filter { $0.variationId != nil } }
 }
 
-/// Why an explanation could not be made.
-public enum FSDecisionExplanationError: Error, Equatable, CustomStringConvertible {
-    /// The bucketing file could not be read, for the reason given (not JSON, a missing field...).
-    case unusableFile(String)
+/// Why an explanation could not be made: a struct with a ``code`` to switch on, as the SDK's
+/// other errors are.
+public struct FSDecisionExplanationError: Error, Equatable, CustomStringConvertible {
+    /// The kind of failure, to switch on.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unusableFile, invalidContextValue
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The bucketing file could not be read.
+        public static let unusableFile = Code(.unusableFile)
+        /// A context value is not a string, a boolean or a number.
+        public static let invalidContextValue = Code(.invalidContextValue)
+
+        /// The code's name as written here.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// Why the file could not be read (``Code/unusableFile``: not JSON, a missing field...), or
+    /// the context key whose value is refused (``Code/invalidContextValue``).
+    public let detail: String
+
+    /// The bucketing file could not be read, for `reason`.
+    public static func unusableFile(_ reason: String) -> FSDecisionExplanationError {
+        FSDecisionExplanationError(code: .unusableFile, detail: reason)
+    }
+
     /// The context value of `key` is not a string, a boolean or a number.
-    case invalidContextValue(key: String)
+    public static func invalidContextValue(key: String) -> FSDecisionExplanationError {
+        FSDecisionExplanationError(code: .invalidContextValue, detail: key)
+    }
 
     /// One sentence naming the problem, for a log or a command's error output.
     public var description: String {
-        switch self {
-        case .unusableFile(let reason): "The bucketing file is unusable: \(reason)."
-        case .invalidContextValue(let key): "The context value of '\(key)' is not a string, a boolean or a number."
-        }
+        code == .unusableFile
+            ? "The bucketing file is unusable: \(detail)."
+            : "The context value of '\(detail)' is not a string, a boolean or a number."
     }
 }
 
