@@ -38,12 +38,7 @@ let benchmarks: @Sendable () -> Void = {
         let bucketing = Box<ServerSession>()
         let name = "server loop, bucketing: SDK\(onPostgres ? " on PostgreSQL" : "")\(provenance ? "" : ", provenance off"), 64 tasks"
         Benchmark(name) { (benchmark: Benchmark, session: ServerSession) async in
-            for _ in benchmark.scaledIterations {
-                let elapsed = await measure(benchmark) { await session.serveRound() }
-                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-            }
-            if let failure = session.failure { benchmark.error(failure) }
-            await session.checkNothingWasLost(benchmark)
+            await session.serveRounds(benchmark)
         } setup: {
             try await ServerSession.start(.bucketing, fixture: fixture, into: bucketing,
                                           postgres: onPostgres ? try TemporaryPostgres.sharedDurable.get() : nil,
@@ -100,12 +95,7 @@ let benchmarks: @Sendable () -> Void = {
         let api = Box<ServerSession>()
         let name = "server loop, Decision API: SDK\(throughAsyncHTTPClient ? " through async-http-client" : ""), 64 tasks"
         Benchmark(name) { (benchmark: Benchmark, session: ServerSession) async in
-            for _ in benchmark.scaledIterations {
-                let elapsed = await measure(benchmark) { await session.serveRound() }
-                benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
-            }
-            if let failure = session.failure { benchmark.error(failure) }
-            await session.checkNothingWasLost(benchmark)
+            await session.serveRounds(benchmark)
         } setup: {
             try await ServerSession.start(.decisionAPI, fixture: fixture, into: api,
                                           transport: throughAsyncHTTPClient ? AsyncHTTPClientTransport() : nil)

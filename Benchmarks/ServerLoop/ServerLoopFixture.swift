@@ -221,6 +221,16 @@ final class ServerSession: Sendable {
         }
     }
 
+    /// The benchmark's rounds: each one's rate, then whether the run lost anything.
+    func serveRounds(_ benchmark: Benchmark) async {
+        for _ in benchmark.scaledIterations {
+            let elapsed = await measure(benchmark) { await serveRound() }
+            benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+        }
+        if let failure { benchmark.error(failure) }
+        await checkNothingWasLost(benchmark)
+    }
+
     /// A rate bought by dropping hits would mean nothing: the run fails if the hit cache evicted
     /// any (its cap reached while the sender fell behind) or the SDK counted any as lost. How
     /// much of what the run produced the sender delivered meanwhile is reported beside the rate.
