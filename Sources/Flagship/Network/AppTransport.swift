@@ -18,7 +18,7 @@ struct AppTransport: HTTPTransport {
     let maximumResponseBytes: Int
 
     func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
-        let timeout = Self.sane(request.timeout)
+        let timeout = request.saneTimeout
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .seconds(timeout))
         var current = request
@@ -75,11 +75,5 @@ struct AppTransport: HTTPTransport {
         case is CancellationError: .cancelled
         default: .connectionFailed("the HTTP client failed: \(error)")
         }
-    }
-
-    /// A timeout a `Duration` can take: not finite or over a day is a day, negative is zero.
-    private static func sane(_ timeout: TimeInterval) -> TimeInterval {
-        guard timeout.isFinite, timeout <= 86_400 else { return 86_400 }
-        return max(0, timeout)
     }
 }

@@ -15,6 +15,16 @@ package protocol HTTPTransport: Sendable {
     func shutdown() async
 }
 
+extension FSHTTPRequest {
+    /// The timeout as a transport can take it, Foundation, Dispatch and `Duration` alike: one
+    /// that is not finite (or over a day) is a day, a negative one is zero (FoundationNetworking
+    /// traps on an infinite one).
+    var saneTimeout: TimeInterval {
+        guard timeout.isFinite, timeout <= 86_400 else { return 86_400 }
+        return max(0, timeout)
+    }
+}
+
 /// The transport of an SDK whose network is disabled: refuses every request, sends nothing.
 struct DisabledTransport: HTTPTransport {
     func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {

@@ -52,7 +52,7 @@ package final class URLSessionTransport: HTTPTransport {
 
     /// Sends `request`, following redirects within its origin; its timeout bounds them all.
     package func send(_ request: FSHTTPRequest) async throws(TransportError) -> FSHTTPResponse {
-        let timeout = Self.sane(request.timeout)
+        let timeout = request.saneTimeout
         let started = DispatchTime.now()
         var current = request
         var redirects = 0
@@ -113,13 +113,6 @@ package final class URLSessionTransport: HTTPTransport {
         }
     }
 
-    /// A timeout Foundation and Dispatch can take: one that is not finite (or over a day) is a
-    /// day, a negative one is zero. (FoundationNetworking traps on an infinite one.)
-    private static func sane(_ timeout: TimeInterval) -> TimeInterval {
-        guard timeout.isFinite, timeout <= 86_400 else { return 86_400 }
-        return max(0, timeout)
-    }
-
     private static func urlRequest(_ request: FSHTTPRequest) -> URLRequest {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
@@ -129,7 +122,7 @@ package final class URLSessionTransport: HTTPTransport {
         urlRequest.httpBody = request.body
         // FoundationNetworking truncates this to whole seconds (0.5 would time out at once), and
         // it only bounds idle time: whole seconds here, and the exchange's deadline is the bound.
-        urlRequest.timeoutInterval = max(1, sane(request.timeout).rounded(.up))
+        urlRequest.timeoutInterval = max(1, request.saneTimeout.rounded(.up))
         urlRequest.httpShouldHandleCookies = false
         return urlRequest
     }
