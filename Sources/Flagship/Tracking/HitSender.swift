@@ -23,11 +23,7 @@ final class HitSender: Sendable {
         var failedRequests = 0
     }
 
-    private enum PageOutcome {
-        case empty, partial, full, failed
-    }
-
-    private struct State {
+    struct State {
         /// A round runs, or is about to (signalled).
         var running = false
         /// Asked again while a round ran: one more round after it.
@@ -54,28 +50,28 @@ final class HitSender: Sendable {
         var counts = Counts()
     }
 
-    private let settings: TrackingManager.Settings
-    private let store: TrackingStore
-    private let writer: HitWriter
-    private let events: EventsClient
-    private let clock: any SDKClock
-    private let logger: Logger
+    let settings: TrackingManager.Settings
+    let store: TrackingStore
+    let writer: HitWriter
+    let events: EventsClient
+    let clock: any SDKClock
+    let logger: Logger
     /// One warning when deliveries start failing, one when they succeed again; retries at debug.
-    private let outage: OutageLog
-    private let callbacks: DeliveryCallbacks
+    let outage: OutageLog
+    let callbacks: DeliveryCallbacks
     /// Hits committed claimed, waiting here to be sent without a claim (`nil`: every hit is claimed).
-    private let committedHits: CommittedHits?
-    private let backpressure: Backpressure?
+    let committedHits: CommittedHits?
+    let backpressure: Backpressure?
     /// Each hit's queue time, on the monotonic clock for hits accepted here.
-    private let ages: HitAges?
-    private let state: Locked<State>
+    let ages: HitAges?
+    let state: Locked<State>
     /// Wakes the loop. At most one signal waits: a flush asked for while one is pending is the
     /// same flush (`requestFlush` signals only when it marks the sender running).
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
     /// When the backoff gate opens next: the wake loop sleeps until then and asks for a round.
     private let wakes: AsyncStream<Date>
-    private let wake: AsyncStream<Date>.Continuation
+    let wake: AsyncStream<Date>.Continuation
 
     init(settings: TrackingManager.Settings, store: TrackingStore, writer: HitWriter, events: EventsClient,
          clock: any SDKClock, logger: Logger, callbacks: DeliveryCallbacks,
@@ -207,16 +203,6 @@ final class HitSender: Sendable {
 
     // MARK: A round
 
-    /// The outcome of a page sent, not yet recorded: the next page's claim records it in the same
-    /// visit to the store queue (under load, each visit waits for a group commit), or the round's
-    /// end does.
-    private struct PendingSettlement {
-        let settlement: HitSettlement
-        let count: Int
-        /// `onVisitorExposed` callbacks of the delivered activates: called once it is recorded.
-        let exposed: [@Sendable () -> Void]
-    }
-
     /// Sends pages, activates first, until both run dry, a send fails, or `deadline` passes.
     private func flushRound(until deadline: Date?) async {
         state.withLock { $0.poolCount = 0 }
@@ -247,249 +233,6 @@ final class HitSender: Sendable {
             if hits == .failed { return }
             if activates != .full && hits != .full { return }
         }
-    }
-
-    /// A page's outcome is in the store (or could not be written): its exposure callbacks run.
-    private func recorded(_ pending: PendingSettlement, error: (any Error)?) {
-        if let error {
-            logger.error("The outcome of sending \(pending.count) hit(s) could not be recorded in the hit cache (\(error)): delivered ones may be sent again")
-        }
-        for callback in pending.exposed { callback() }
-    }
-
-    private func sendPage(_ endpoint: HitEndpoint, settling pending: inout PendingSettlement?) async -> PageOutcome {
-        let stop = state.withLock { $0.closed && $0.finalDeadline == nil }
-        guard !stop else { return .failed }
-        // Activates are claimed in pages as large as hits' and sent 100 per request (the events
-        // client splits them): a page of 100 cost a visit to the store per 100 activates, too
-        // many visits to keep up with three activates per visitor when claims are needed.
-        let limit = settings.pageSize
-        let claimedAt = clock.now().unixMilliseconds
-        var claimed: [OutgoingHit] = []
-        // The page before is recorded in the same visit to the store as this claim; with nothing
-        // to claim, beside this page's send (below).
-        let previous = pending
-        pending = nil
-        // Rows nobody holds are older than the hits committed to this sender's memory: they go
-        // first. Once a claim comes back short, none is tried until a row is written or released
-        // unclaimed, or a claim may have lapsed.
-        let claims = store.hits.mayHaveClaimable(endpoint)
-        if !claims, let previous, committedHits != nil {
-            // Nothing to claim: the page before is recorded beside this page's send, not before
-            // it (in order, on the sending queue; the round's end waits for it).
-            store.sendingAsync { [self] in
-                var settleError: (any Error)?
-                do { try store.hits.settle(previous.settlement) } catch { settleError = error }
-                recorded(previous, error: settleError)
-                writer.reportBacklog()
-            }
-        } else if claims || previous != nil {
-            let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
-                var settleError: (any Error)?
-                if let previous {
-                    do { try queue.settle(previous.settlement) } catch { settleError = error }
-                }
-                return (settleError, claims ? Result { try queue.claim(endpoint, limit: limit, now: claimedAt) } : .success([]))
-            }
-            if let previous {
-                recorded(previous, error: settleError)
-                writer.reportBacklog()
-            }
-            do {
-                claimed = try claim.get()
-                if state.withLock({ $0.cacheReadFailing.remove(endpoint) != nil }) {
-                    logger.info("Cached hits can be read for sending again")
-                }
-            } catch {
-                // Hits waiting in memory still go: a disk that fails must not hold them back too.
-                if state.withLock({ $0.cacheReadFailing.insert(endpoint).inserted }) {
-                    logger.error("Cached hits could not be read for sending (\(error)): only hits waiting in memory are sent until they can")
-                }
-            }
-        }
-        // Committed hits whose claim would lapse during the send go back to the store's claims.
-        var handed: [OutgoingHit] = []
-        if let committedHits, claimed.count < limit {
-            let holdsUntil = clock.now().unixMilliseconds + store.hits.claimMilliseconds / 2
-            let taken = committedHits.take(endpoint, limit: limit - claimed.count, holdsUntil: holdsUntil)
-            handed = taken.hits
-            if taken.lapsed > 0 { store.hits.claimsMayHaveLapsed() }
-        }
-        let fromMemory = writer.borrow(endpoint, limit: limit - claimed.count - handed.count)
-        var batch = claimed + handed + fromMemory
-        // A visitor whose erasure waits to be tried again (consent withdrawn while the file was
-        // locked): its hits from before the withdrawal are not sent. Their rows stay claimed
-        // until the erasure deletes them (or the claim lapses, and they are held again).
-        let held = batch.filter { writer.erasurePending(for: $0) }
-        if !held.isEmpty {
-            let heldIds = Set(held.map(\.id))
-            batch.removeAll { heldIds.contains($0.id) }
-            writer.giveBack(fromMemory.filter { heldIds.contains($0.id) }, done: [])
-            logger.debug("\(held.count) hit(s) of visitors whose erasure waits are not sent")
-        }
-        guard !batch.isEmpty else { return .empty }
-
-        let sentAt = clock.now().unixMilliseconds
-        let sendStarted = ContinuousClock.now
-        let events = events
-        let results = await traced(settings.tracer, "flagship.batch",
-                                   attributes: ["flagship.endpoint": endpoint == .activate ? "activate" : "events",
-                                                "flagship.hits": String(batch.count)]) { span in
-            let queueTimes = ages?.queueTimes(of: batch) ?? [:]
-            let results = endpoint == .activate
-                ? await events.sendActivates(batch, now: sentAt, queueTimes: queueTimes)
-                : await events.sendHits(batch, now: sentAt, queueTimes: queueTimes)
-            span?.setAttribute("flagship.outcome", Self.outcome(of: results).rawValue)
-            return results
-        }
-        let sendTook = ContinuousClock.now - sendStarted
-        // A send that outlived `close()` (its deadline passed, the transport was shut down): close
-        // released the claims and counted what waits, so the outcome is left alone; a delivery
-        // the server confirmed is still sent again by the next start (at least once).
-        guard !state.withLock({ $0.abandoned }) else { return .failed }
-        let failed = record(results, of: batch)
-        if let instrumentation = settings.instrumentation {
-            report(results, endpoint: endpoint, hits: batch.count, duration: sendTook, to: instrumentation)
-        }
-
-        // Rows of the store, claimed by this instance: the claimed page and the committed hits.
-        let cachedIds = Set(claimed.map(\.id)).union(handed.map(\.id))
-        var settlement = HitSettlement()
-        settlement.nextAttemptAt = state.withLock { $0.retryAt?.unixMilliseconds }
-        if failed {
-            // Sends fail: the committed hits waiting here wait in the store instead, claimable
-            // once the backoff ends; hits are committed unclaimed until sends succeed again.
-            settlement.released = committedHits?.close().map(\.id) ?? []
-            backpressure?.sendsFailing(true)
-        } else {
-            committedHits?.reopen()
-            backpressure?.sendsFailing(false)
-        }
-        var done = Set<String>()
-        var delivered: [String] = []
-        for result in results {
-            for id in result.hitIds {
-                switch result.outcome {
-                case .delivered:
-                    delivered.append(id)
-                    done.insert(id)
-                    if cachedIds.contains(id) { settlement.delivered.append(id) }
-                case .rejected:
-                    done.insert(id)
-                    if cachedIds.contains(id) { settlement.rejected.append(id) }
-                case .retryLater:
-                    if cachedIds.contains(id) { settlement.failed.append(id) }
-                }
-            }
-        }
-        ages?.forget(done)
-        let exposed = callbacks.take(delivered)
-        callbacks.forget(done.subtracting(delivered))
-        // Hits back from a failed send count toward the memory limit again.
-        writer.giveBack(fromMemory, done: done)
-        pending = PendingSettlement(settlement: settlement, count: batch.count, exposed: exposed)
-        // Periodic pool hits that failed are written now: the interval's write skipped them while
-        // they were in flight, and they would otherwise wait unwritten for a second interval.
-        if failed, !fromMemory.isEmpty, settings.strategy == .PERIODIC_CACHING {
-            await writer.writePool()
-        }
-        if failed { return .failed }
-        return batch.count >= limit ? .full : .partial
-    }
-
-    /// A page's outcomes, by hit, and the page as a batch (failed if any of its requests must be
-    /// retried, rejected if all that did not succeed were refused).
-    private func report(_ results: [SendResult], endpoint: HitEndpoint, hits: Int, duration: Duration,
-                        to instrumentation: any FlagshipInstrumentation) {
-        let kind: FSHitKind = endpoint == .activate ? .activate : .hit
-        var delivered = 0
-        var rejected = 0
-        var retried = 0
-        for result in results {
-            switch result.outcome {
-            case .delivered: delivered += result.hitIds.count
-            case .rejected: rejected += result.hitIds.count
-            case .retryLater: retried += result.hitIds.count
-            }
-        }
-        if delivered > 0 { instrumentation.hits(.delivered, kind: kind, count: delivered) }
-        if rejected > 0 { instrumentation.hits(.rejected, kind: kind, count: rejected) }
-        if retried > 0 { instrumentation.hits(.retried, kind: kind, count: retried) }
-        instrumentation.batchEnded(endpoint == .activate ? .activate : .events, outcome: Self.outcome(of: results), hits: hits,
-                                   duration: duration)
-    }
-
-    /// A page's outcome: failed if any of its requests must be retried, rejected if all that did
-    /// not succeed were refused and none succeeded, else delivered.
-    static func outcome(of results: [SendResult]) -> FSBatchOutcome {
-        var delivered = false
-        var rejected = false
-        for result in results {
-            switch result.outcome {
-            case .retryLater: return .failed
-            case .rejected: rejected = true
-            case .delivered: delivered = true
-            }
-        }
-        return rejected && !delivered ? .rejected : .delivered
-    }
-
-    /// Logs and counts the outcomes, and moves the backoff: closed after a retryable failure,
-    /// reset by a success. Returns whether a send failed.
-    private func record(_ results: [SendResult], of batch: [OutgoingHit]) -> Bool {
-        let types = Dictionary(batch.map { ($0.id, $0.type) }, uniquingKeysWith: { first, _ in first })
-        var delivered = 0
-        var failure: (reason: String, count: Int, retryAfter: TimeInterval?)?
-        for result in results {
-            switch result.outcome {
-            case .delivered:
-                delivered += result.hitIds.count
-            case .rejected(let status):
-                let kinds = Set(result.hitIds.compactMap { types[$0] }).sorted().joined(separator: ", ")
-                logger.error("\(result.hitIds.count) \(kinds) hit(s) refused with status \(status)\(result.rejectionReason.map { " (\($0))" } ?? ""): dropped")
-            case .retryLater(let reason):
-                let retryAfter = max(failure?.retryAfter ?? 0, result.retryAfter ?? 0)
-                failure = (reason, (failure?.count ?? 0) + result.hitIds.count, retryAfter > 0 ? retryAfter : nil)
-            }
-        }
-        let rejected = results.reduce(0) { $0 + ($1.outcome.isRejection ? $1.hitIds.count : 0) }
-        let now = clock.now()
-        let uptime = clock.uptime()
-        let unit = settings.jitter()
-        let retry = state.withLock { state -> (delay: TimeInterval, attempt: Int)? in
-            state.counts.delivered += delivered
-            state.counts.rejected += rejected
-            guard let failure else {
-                if delivered > 0 {
-                    state.backoff.reset()
-                    state.retryAt = nil
-                    state.retryAtUptime = nil
-                }
-                return nil
-            }
-            state.counts.failedRequests += 1
-            let delay = state.backoff.nextDelay(retryAfter: failure.retryAfter, unit: unit)
-            state.retryAt = now.addingTimeInterval(delay)
-            state.retryAtUptime = uptime + delay
-            return (delay, state.backoff.failures)
-        }
-        if delivered > 0 {
-            logger.debug("\(delivered) hit(s) delivered in \(results.count) request(s)")
-        }
-        guard let failure, let retry else {
-            if delivered > 0 {
-                outage.succeeded { failures, seconds in
-                    "Hits are delivered again, after \(failures) failed attempt(s) over \(seconds) s"
-                }
-            }
-            return false
-        }
-        let next = "next try in \(retry.delay.millisecondsText) (failure \(retry.attempt) in a row)"
-        outage.failed(
-            started: { _ in "Hits cannot be delivered (\(failure.reason)): \(failure.count) kept in the cache and retried with backoff, \(next); said again once they are delivered" },
-            retrying: { _ in "\(failure.count) hit(s) not sent (\(failure.reason)): kept, \(next)" })
-        wake.yield(now.addingTimeInterval(retry.delay))
-        return true
     }
 
     // MARK: Closing

@@ -3,89 +3,6 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// Where a visitor's hits and activates go: one per SDK instance, not one per visitor.
-///
-/// The seam between visitors and the tracking manager: visitors only ever call these.
-protocol HitTracking: Sendable {
-    /// Accepts a hit or an activate and returns at once. `durable` is told once the hit is in the
-    /// cache (continuous caching, or `committed`) or in the pool (periodic caching), or why it
-    /// was not; `onDelivered` (activates) runs once the server accepted it.
-    func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?,
-               durable: (@Sendable (Result<Void, FlagshipError>) -> Void)?, committed: Bool)
-    /// Consent withdrawn: the visitor's waiting hits are deleted, consent hits excepted, after
-    /// every hit accepted before this call.
-    func purge(visitorId: String)
-    /// Stops the timers, sends what it can within a deadline, leaves the rest in the cache.
-    /// Returns only then; safe to call twice.
-    func close() async
-}
-
-extension HitTracking {
-    func track(_ hit: OutgoingHit) {
-        track(hit, onDelivered: nil, durable: nil, committed: false)
-    }
-
-    func track(_ hit: OutgoingHit, onDelivered: (@Sendable () -> Void)?) {
-        track(hit, onDelivered: onDelivered, durable: nil, committed: false)
-    }
-
-    /// Accepts a hit and returns once it is committed to the cache (continuous caching, or
-    /// `committed`: the next group commit, whatever the strategy) or in the pool (periodic caching).
-    func trackAwaitingCommit(_ hit: OutgoingHit, committed: Bool = false) async throws(FlagshipError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlagshipError>, Never>) in
-            track(hit, onDelivered: nil, durable: { continuation.resume(returning: $0) }, committed: committed)
-        }
-        try result.get()
-    }
-}
-
-/// What the tracking manager did since it started: for `flagship replay`, tests and logs.
-package struct TrackingStatistics: Sendable, Equatable {
-    /// Hits found in the cache at start (after expiry): what earlier runs left to replay.
-    package var cachedAtStart = 0
-    /// Hits deleted unsent because they outlived the hit lifetime.
-    package var expired = 0
-    /// Hits and activates the server accepted.
-    package var delivered = 0
-    /// Hits and activates refused for good (and dropped).
-    package var rejected = 0
-    /// Hits evicted, oldest first, to stay within the cache cap.
-    package var evicted = 0
-    /// Requests that failed and will be retried.
-    package var failedRequests = 0
-    /// Hits waiting, in the cache (and, before close, in memory), when last counted.
-    package var waiting = 0
-    /// Hits nobody awaited refused under backpressure (delivery behind while the network answered).
-    package var shed = 0
-    /// Awaited hits refused under backpressure after waiting for room (`FlagshipError.overloaded`).
-    package var refusedOverloaded = 0
-    /// Hits lost: the cache could not take them and they were still unsent at close, they waited
-    /// in a cache no restart finds, they were dropped past the memory bound, or, nobody awaiting
-    /// them, refused past the ingress cap; and, when close's deadline found the store busy, the
-    /// accepted hits not yet in it.
-    package var lost = 0
-    /// Consent withdrawals whose erasure failed and waits to be tried again, now.
-    package var erasuresWaiting = 0
-    /// Consent withdrawals whose erasure failed when `erasuresWaitingLimit` already waited: not
-    /// tried again (each logged as an error).
-    package var erasuresAbandoned = 0
-}
-
-/// The tracking manager's in-memory structures, by entries: for tests that check memory stays
-/// bounded while the network fails.
-struct TrackingMemoryFootprint: Sendable, Equatable {
-    /// Accepted, waiting for the next group commit.
-    var ingress = 0
-    /// Held in memory unwritten: the periodic pool, or what the cache could not take.
-    var unwritten = 0
-    /// `onVisitorExposed` callbacks of activates not yet delivered.
-    var activateCallbacks = 0
-    /// Callers waiting for the sender to go idle or for `close()` to end.
-    var waiters = 0
-    /// Consent withdrawals whose deletion has not run yet.
-    var purging = 0
-}
-
 /// The tracking manager (SDK.md, "Tracking manager"): one per SDK instance, three owners.
 ///
 /// - The **writer** (`HitWriter`) takes every hit without blocking and group-commits them, with
@@ -178,7 +95,7 @@ package final class TrackingManager: HitTracking {
         }
     }
 
-    private struct Lifecycle {
+    struct Lifecycle {
         var started = false
         var closed = false
         var closeFinished = false
@@ -193,28 +110,28 @@ package final class TrackingManager: HitTracking {
     }
 
     let settings: Settings
-    private let store: TrackingStore
+    let store: TrackingStore
     /// Where hits wait: what a hit written in the app's own transaction goes into.
     var hitQueue: any HitQueue { store.hits }
-    private let writer: HitWriter
+    let writer: HitWriter
 
     /// Whether a group commit is writing now (`HitWriter.isCommitting`), for tests.
     var writerIsCommitting: Bool { writer.isCommitting }
-    private let sender: HitSender
-    private let callbacks: DeliveryCallbacks
+    let sender: HitSender
+    let callbacks: DeliveryCallbacks
     let backpressure: Backpressure
     /// When each hit was accepted here, on the monotonic clock: its queue time.
     let ages: HitAges
-    private let overloadedRefusals = Locked(0)
-    private let clock: any SDKClock
-    private let logger: Logger
-    private let lifecycle = Locked(Lifecycle())
+    let overloadedRefusals = Locked(0)
+    let clock: any SDKClock
+    let logger: Logger
+    let lifecycle = Locked(Lifecycle())
     /// Where the writer's callback finds the sender: held here, so that it lives as long as the
     /// manager, and weakly there (the sender holds the writer).
-    private let readyHits: Locked<HitSender?>
+    let readyHits: Locked<HitSender?>
     /// Finished by `close()`: the batch timer and the backoff wake end.
-    private let timersStop: AsyncStream<Void>
-    private let timersStopContinuation: AsyncStream<Void>.Continuation
+    let timersStop: AsyncStream<Void>
+    let timersStopContinuation: AsyncStream<Void>.Continuation
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
          visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil) {
@@ -299,7 +216,7 @@ package final class TrackingManager: HitTracking {
     }
 
     /// Each interval: the periodic pool written, expired hits deleted, a batch sent.
-    private static func batchTimer(every interval: TimeInterval, clock: any SDKClock, writer: HitWriter, sender: HitSender) async {
+    static func batchTimer(every interval: TimeInterval, clock: any SDKClock, writer: HitWriter, sender: HitSender) async {
         while !Task.isCancelled {
             do {
                 try await clock.sleep(until: clock.now().addingTimeInterval(interval))
@@ -364,7 +281,7 @@ package final class TrackingManager: HitTracking {
         return backpressure.sendsAreFailing
     }
 
-    private func refusedInTransaction() -> FlagshipError {
+    func refusedInTransaction() -> FlagshipError {
         overloadedRefusals.withLock { $0 += 1 }
         return .overloaded(backlog: backpressure.backlog, waited: 0)
     }
@@ -376,117 +293,6 @@ package final class TrackingManager: HitTracking {
 
     func purge(visitorId: String) {
         writer.purge(visitorId: visitorId)
-    }
-
-    // MARK: Closing
-
-    func close() async {
-        await close(until: clock.now().addingTimeInterval(settings.closeDeadline))
-    }
-
-    /// Stops the timers, writes what was accepted, sends one last round, releases the claims and
-    /// counts what waits, all before `deadline` on the SDK's clock: past it, whatever still holds
-    /// the store or the network (a server that never answers, a store another process keeps
-    /// locked, a custom cache that never returns) is no longer waited for, and one log line says
-    /// what was left.
-    func close(until deadline: Date) async {
-        let (first, started) = lifecycle.withLock { state -> (Bool, Bool) in
-            defer { state.closed = true }
-            return (!state.closed, state.started)
-        }
-        guard first else {
-            await withCheckedContinuation { continuation in
-                let done = lifecycle.withLock { state -> Bool in
-                    if !state.closeFinished { state.closeWaiters.append(continuation) }
-                    return state.closeFinished
-                }
-                if done { continuation.resume() }
-            }
-            return
-        }
-        writer.close()
-        // A sender waiting out the round spacing stops now: the last round below sends what waits.
-        sender.close()
-        timersStopContinuation.finish()
-        // Sending ends a little before the deadline: the rest is left to record what is left.
-        let sendsUntil = deadline.addingTimeInterval(-min(1, settings.closeDeadline / 5))
-        // Every hit accepted before closing is written first (the store queue is serial). A store
-        // that does not answer by the deadline holds everything after it: nothing else is tried.
-        var storeAnswered = await store.run(until: deadline, clock: clock) { [writer] in
-            writer.drainAll()
-            return true
-        } != nil
-        // The last round looks in the table as an interval's round does: rows this instance did
-        // not write (an app's own transaction, another process) are sent too.
-        writer.claimsMayHaveLapsed()
-        // The last round runs in the sender's loop, which `start()` started.
-        if storeAnswered, started, await sender.waitForIdle(until: sendsUntil) {
-            if await !sender.finalRound(until: sendsUntil) {
-                // Past the deadline: the send under way is cancelled with its request.
-                lifecycle.withLock { $0.task }?.cancel()
-            }
-        }
-        let counted = !storeAnswered ? nil : await store.run(until: deadline, clock: clock) { [writer, logger, queue = store.hits] () -> (Int, Int) in
-            writer.writeBeforeClosing()
-            do {
-                try queue.releaseClaims()
-            } catch {
-                logger.error("Claims on cached hits could not be released (\(error)): they lapse by themselves")
-            }
-            let count = (try? queue.count()) ?? 0
-            // Rows of an in-memory cache, or of a file no longer at the store path, end with this
-            // process: they are lost, never waiting.
-            return queue.waitingHitsSurvive ? (count, 0) : (0, count)
-        }
-        storeAnswered = counted != nil
-        // Past the deadline with the store still busy: hits not yet in the cache are not
-        // confirmed; they are written still if the store frees before the process ends.
-        let unwritten = writer.unwritten()
-        let unconfirmed = storeAnswered ? 0 : unwritten.uncommitted
-        let waiting = counted?.0 ?? 0
-        let stranded = counted?.1 ?? 0
-        lifecycle.withLock { state in
-            if let counted { state.waiting = counted.0 }
-            state.lostAtClose += unwritten.inMemory + stranded + unconfirmed
-        }
-        let lostNow = unwritten.inMemory + stranded + unconfirmed
-        if lostNow > 0 { settings.instrumentation?.hitsGoneUnsent(.lost, count: lostNow) }
-        let unsaved = writer.unsavedVisitorDocuments
-        if unsaved > 0 {
-            logger.error("\(unsaved) visitor document(s) are not in the visitor cache at close: the next start fetches those visitors' flags again")
-        }
-        if !storeAnswered {
-            logger.error("Closed at its deadline (\(Self.describe(settings.closeDeadline))) with the hit cache still busy (locked by another process, or a custom cache that has not returned): \(unconfirmed + unwritten.inMemory) accepted hit(s) not yet in it are counted as lost; hits already cached stay there for the next start")
-        } else {
-            if waiting > 0 { logger.info("\(waiting) unsent hit(s) stay in the hit cache: the next start sends them") }
-            if unwritten.inMemory > 0 { logger.error("\(unwritten.inMemory) unsent hit(s) are lost: the hit cache could not take them") }
-            if stranded > 0 {
-                logger.error("\(stranded) unsent hit(s) are lost: they are in a hit cache no restart finds (in memory, or in a file deleted or replaced while the SDK ran)")
-            }
-        }
-        await endLifecycle(until: deadline)
-        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.closeFinished = true
-            defer { state.closeWaiters.removeAll() }
-            return state.closeWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Ends the lifecycle task: no signal comes any more, so the sender's loop ends after its
-    /// round; one still sending is cancelled (its request with it). Waited for until `deadline`
-    /// at most: a child held by a custom cache that never returns is left to end by itself.
-    private func endLifecycle(until deadline: Date) async {
-        sender.abandon()
-        sender.finish()
-        guard let task = lifecycle.withLock({ $0.task }) else { return }
-        if sender.isRunning { task.cancel() }
-        _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            Task {
-                await task.value
-                finish(true)
-            }
-        }
     }
 
     // MARK: For the SDK, the CLI and tests
