@@ -11,7 +11,7 @@ let asyncHTTPClient = TargetDependencyCondition.when(traits: ["AsyncHTTPClient"]
 
 let package = Package(
     name: "flagship-swift-linux",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Flagship", targets: ["Flagship"]),
         // A Flagship-compatible backend on loopback, so apps can test against it offline.

@@ -17,7 +17,7 @@ let flagshipPackageName: String = {
 // package-benchmark. Run from this directory: `swift package benchmark`.
 let package = Package(
     name: "flagship-benchmarks",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         // `Postgres`: FlagshipPostgres, for the ServerLoop and Fleet suites.
         .package(name: "flagship-swift-linux", path: "..", traits: ["Postgres", "AsyncHTTPClient"]),

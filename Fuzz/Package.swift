@@ -33,7 +33,7 @@ func fuzzTarget(_ name: String) -> Target {
 // `--sanitize=address` and coverage instrumentation.
 let package = Package(
     name: "flagship-fuzz",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "flagship-swift-linux", path: ".."),
     ],

@@ -7,7 +7,7 @@ import PackageDescription
 // depending on this repository by path.
 let package = Package(
     name: "HummingbirdServer",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         // The traits bring the integrations this server uses (and their dependencies): without
         // them, FlagshipServiceLifecycle, FlagshipMetrics and FlagshipConfiguration are empty.

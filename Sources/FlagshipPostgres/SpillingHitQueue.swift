@@ -16,7 +16,7 @@ import Logging
 /// fails), one when it is back: when hits are committed there again, whatever other calls
 /// answered meanwhile.
 final class SpillingHitQueue: VisitorKeepingHitQueue {
-    private struct State {
+    struct State {
         /// PostgreSQL is not tried before this (unix ms).
         var primaryDownUntil: Int64 = 0
         /// The hits this instance claimed from the spill, to settle them there.
@@ -38,7 +38,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
 
     /// A consent erasure PostgreSQL could not take when consent was withdrawn, kept in the local
     /// store's `sdk_state` (so that a restart still carries it out) until PostgreSQL takes it.
-    private struct PendingErasure: Codable {
+    struct PendingErasure: Codable {
         /// When consent was withdrawn (unix ms): what was written after it is spared.
         var withdrawnAt: Int64
         /// Hits accepted after the withdrawal, spared too.
@@ -48,17 +48,17 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// Local documents moved to PostgreSQL with one write, at most.
-    private static let visitorsMovedPerWrite = 500
+    static let visitorsMovedPerWrite = 500
     /// Visitors PostgreSQL refused that are remembered, at most.
-    private static let refusedVisitorsKept = 10_000
+    static let refusedVisitorsKept = 10_000
 
-    private let primary: PostgresHitQueue
-    private let spill: LocalHitsAndVisitors
-    private let retryAfter: Int64
-    private let now: @Sendable () -> Int64
-    private let outage: OutageLog
-    private let logger: Logger
-    private let state = Locked(State())
+    let primary: PostgresHitQueue
+    let spill: LocalHitsAndVisitors
+    let retryAfter: Int64
+    let now: @Sendable () -> Int64
+    let outage: OutageLog
+    let logger: Logger
+    let state = Locked(State())
 
     init(primary: PostgresHitQueue, spill: LocalHitsAndVisitors, retryAfter: TimeInterval, logger: Logger, now: @escaping @Sendable () -> Int64) {
         self.primary = primary
@@ -69,11 +69,11 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         outage = OutageLog(logger: logger, now: { Date(timeIntervalSince1970: Double(now()) / 1000) })
     }
 
-    private var primaryIsUp: Bool {
+    var primaryIsUp: Bool {
         state.withLock { $0.primaryDownUntil } <= now()
     }
 
-    private func primaryFailed(_ error: any Error) {
+    func primaryFailed(_ error: any Error) {
         let until = now() + retryAfter
         state.withLock { $0.primaryDownUntil = until }
         outage.failed(
@@ -85,14 +85,14 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     /// outage. A read, a claim, a settlement or an erasure that worked does not: a server whose
     /// full disk refuses new rows still answers those, and the two lines would alternate with
     /// every retry.
-    private func hitsCommitted() {
+    func hitsCommitted() {
         outage.succeeded { failures, seconds in
             "The PostgreSQL store is back, after \(failures) failed attempt(s) over \(seconds) s: hits are committed there again"
         }
     }
 
     /// `work` on PostgreSQL when it is up, else (or when it fails) `fallback`.
-    private func either<T>(_ work: () throws -> T, else fallback: () throws -> T) throws -> T {
+    func either<T>(_ work: () throws -> T, else fallback: () throws -> T) throws -> T {
         guard primaryIsUp else { return try fallback() }
         do {
             return try work()
@@ -141,7 +141,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     /// lost, and never holding the rest of the commit or the instance out of the shared store.
     /// A failure of another kind meanwhile is an outage, as for any write: what is left goes to
     /// the local store.
-    private func saveRowByRow(_ hits: [CachedHit], visitors: [VisitorRecord], moving: [VisitorRecord],
+    func saveRowByRow(_ hits: [CachedHit], visitors: [VisitorRecord], moving: [VisitorRecord],
                               refusal: any Error) -> HitsAndVisitorsSaved {
         var kept: [CachedHit] = []
         var evicted = 0
@@ -201,14 +201,14 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         return local
     }
 
-    private func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
+    func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
         if !visitors.isEmpty { state.withLock { $0.localVisitorsWaiting = true } }
         return spill.save(hits, visitors: visitors)
     }
 
     /// The documents the local file kept while PostgreSQL was away, the newest first: past the
     /// batch, the next write takes the rest.
-    private func visitorsToMove() -> [VisitorRecord] {
+    func visitorsToMove() -> [VisitorRecord] {
         guard state.withLock({ $0.localVisitorsWaiting }) else { return [] }
         do {
             let refused = state.withLock { $0.refusedVisitors }
@@ -240,80 +240,14 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// Whether a lookup reads the local file too: it may hold a newer document.
-    private var readsLocally: Bool {
+    var readsLocally: Bool {
         state.withLock { $0.localVisitorsWaiting || !$0.refusedVisitors.isEmpty } || !primaryIsUp
     }
 
-    private static func newer(_ local: VisitorRecord?, _ shared: VisitorRecord?) -> VisitorRecord? {
+    static func newer(_ local: VisitorRecord?, _ shared: VisitorRecord?) -> VisitorRecord? {
         guard let shared else { return local }
         guard let local else { return shared }
         return local.updatedAt > shared.updatedAt ? local : shared
-    }
-
-    /// Consent withdrawn: the visitor's document and hits in both stores, each in one
-    /// transaction. PostgreSQL away, the erasure is kept in the local store and carried out as
-    /// soon as PostgreSQL answers again (a restart included), sparing what was written after the
-    /// withdrawal; one warning says so.
-    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        let local = try spill.erase(visitorId: visitorId, keeping: keeping)
-        let withdrawnAt = now()
-        guard primaryIsUp else {
-            try keepErasure(visitorId, PendingErasure(withdrawnAt: withdrawnAt, keeping: keeping.sorted()))
-            return local
-        }
-        do {
-            let shared = try primary.erase(visitorId: visitorId, keeping: keeping)
-            return local + shared
-        } catch {
-            primaryFailed(error)
-            try keepErasure(visitorId, PendingErasure(withdrawnAt: withdrawnAt, keeping: keeping.sorted()))
-            return local
-        }
-    }
-
-    private func keepErasure(_ visitorId: String, _ erasure: PendingErasure) throws {
-        guard let store = spill.store, store.opening.readOnly == nil else {
-            throw FlagshipPostgresError(code: .unreachable, description: "the visitor's data in PostgreSQL could not be erased: PostgreSQL cannot be reached, and the local store, which would keep the erasure until it can, cannot be written")
-        }
-        let text = String(decoding: try JSONEncoder().encode(erasure), as: UTF8.self)
-        try store.write { try $0.state.setValue(text, forKey: PendingErasure.keyPrefix + visitorId, now: erasure.withdrawnAt) }
-        state.withLock { $0.erasuresWaiting = true }
-        logger.warning("Consent withdrawn while the PostgreSQL store cannot be reached: the visitor's data there is erased as soon as it answers again (kept in the local store until then)",
-                       metadata: logger.logLevel <= .debug ? ["visitor_id": .string(visitorId)] : nil)
-    }
-
-    /// Carries out the consent erasures PostgreSQL missed, when it is up; each leaves the local
-    /// store once PostgreSQL took it.
-    private func carryOutErasures() {
-        guard primaryIsUp, state.withLock({ $0.erasuresWaiting }), let store = spill.store else { return }
-        let waiting: [(visitorId: String, erasure: PendingErasure?)]
-        do {
-            waiting = try store.read { try $0.state.all() }
-                .filter { $0.key.hasPrefix(PendingErasure.keyPrefix) }
-                .map { (String($0.key.dropFirst(PendingErasure.keyPrefix.count)),
-                        try? JSONDecoder().decode(PendingErasure.self, from: Data($0.value.utf8))) }
-        } catch {
-            logger.warning("Consent erasures waiting for PostgreSQL could not be read from the local store: \(error)")
-            return
-        }
-        var done = 0
-        for (visitorId, erasure) in waiting {
-            do {
-                // A row that is not an erasure this SDK wrote (edited by hand) erases everything
-                // written until now: the safe reading of a withdrawal.
-                _ = try primary.erase(visitorId: visitorId, keeping: Set(erasure?.keeping ?? []),
-                                      writtenUpTo: erasure?.withdrawnAt ?? now())
-                try store.write { try $0.state.removeValue(forKey: PendingErasure.keyPrefix + visitorId) }
-                done += 1
-            } catch {
-                primaryFailed(error)
-                return
-            }
-        }
-        state.withLock { $0.erasuresWaiting = false }
-        if done > 0 {
-            logger.info("PostgreSQL answers again: \(done) consent erasure(s) it missed are carried out")
-        }
     }
 
     /// The spill's hits first (only this instance can send them), then PostgreSQL's.
@@ -350,7 +284,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     /// Records in PostgreSQL the outcomes it missed, when it is up. Until then they wait in
     /// memory: a process that ends first leaves those leases to lapse, and their hits are sent
     /// again (the duplicates a crash may cause, never a loss).
-    private func recordUnrecorded() {
+    func recordUnrecorded() {
         guard primaryIsUp else { return }
         carryOutErasures()
         let waiting = state.withLock { state -> [HitSettlement] in

@@ -77,7 +77,7 @@ extension FlagshipDatabase {
         case .passed:
             try? database.write { try StoreSessions.checkPassed($0, now: Date().unixMilliseconds) }
         case .damaged(let findings):
-            markDamaged(path: path, note: "the full check found damage: \(findings)")
+            StoreFiles.markDamaged(path: path, note: "the full check found damage: \(findings)")
         case .interrupted, .failed:
             break
         }

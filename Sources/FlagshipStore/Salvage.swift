@@ -45,7 +45,7 @@ package struct Salvage: Sendable, Equatable {
             throw StoreError.fileSystem(path: damaged.path, reason: "already salvaged into this store (at unix ms \(when)): each hit is copied once")
         }
         var salvage = Salvage()
-        let (source, scratch) = try FlagshipDatabase.readingWithoutWriting(damaged, copyingWAL: true)
+        let (source, scratch) = try StoreOpener.readingWithoutWriting(damaged, copyingWAL: true)
         defer {
             source.close(checkpoint: false)
             if let scratch { try? FileManager.default.removeItem(at: scratch) }

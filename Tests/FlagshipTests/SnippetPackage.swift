@@ -200,7 +200,7 @@ struct SnippetPackage {
 
             let package = Package(
                 name: "snippet-runtime",
-                platforms: [.macOS(.v13)],
+                platforms: [.macOS(.v15)],
                 products: [.library(name: "SnippetRuntime", type: .dynamic, targets: ["SnippetRuntime"])],
                 dependencies: [.package(name: "\(Self.packageName)", path: "../\(checkoutLink.lastPathComponent)")],
                 targets: [.target(name: "SnippetRuntime", dependencies: [.product(name: "Flagship", package: "\(Self.packageName)")])]
@@ -271,7 +271,7 @@ struct SnippetPackage {
 
             let package = Package(
                 name: "DocumentationSnippets",
-                platforms: [.macOS(.v13)],
+                platforms: [.macOS(.v15)],
                 dependencies: [
             \(dependencies.joined(separator: "\n"))
                 ],

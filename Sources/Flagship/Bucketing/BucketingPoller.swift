@@ -9,7 +9,7 @@ import Logging
 /// file is parsed before anything else: an unusable one is logged and dropped, so it never
 /// replaces the good file in memory or in SQLite. Failures keep the file and wait for the next poll.
 final class BucketingPoller: Sendable {
-    private struct State {
+    struct State {
         var file: BucketingFile?
         var lastModified: String?
         /// When the file in use was downloaded (by this instance or, shared, by another).
@@ -26,29 +26,29 @@ final class BucketingPoller: Sendable {
     }
 
     let url: URL
-    private let envId: String
+    let envId: String
     /// The largest file taken (`FlagshipConfig.bucketingFileMaximumBytes`).
-    private let maximumBytes: Int
-    private let interval: TimeInterval
-    private let timeout: TimeInterval
-    private let transport: any HTTPTransport
-    private let store: FlagshipDatabase?
+    let maximumBytes: Int
+    let interval: TimeInterval
+    let timeout: TimeInterval
+    let transport: any HTTPTransport
+    let store: FlagshipDatabase?
     /// The file a fleet shares (FlagshipPostgres), read at start and written with each download.
-    private let shared: (any SharedBucketingFiles)?
+    let shared: (any SharedBucketingFiles)?
     /// The file given at start (`withBootstrap`), used when the store has none.
-    private let bootstrap: Data?
-    private let clock: any SDKClock
-    private let logger: Logger
+    let bootstrap: Data?
+    let clock: any SDKClock
+    let logger: Logger
     /// Told of every file put in use (stored or downloaded), off any lock.
-    private let onFile: @Sendable (BucketingFile) -> Void
+    let onFile: @Sendable (BucketingFile) -> Void
     /// Told of what a new file changed from the one in use (not of the first file of a start).
-    private let onChange: (@Sendable (FSBucketingFileChange) -> Void)?
-    private let state = Locked(State())
-    private let outage: OutageLog
+    let onChange: (@Sendable (FSBucketingFileChange) -> Void)?
+    let state = Locked(State())
+    let outage: OutageLog
     /// Where the downloaded file is written: off the poller's task.
-    private let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
+    let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
     /// How many file versions the store keeps for provenance; `nil`: none (provenance off).
-    private let keptVersions: Int?
+    let keptVersions: Int?
 
     init(envId: String, baseURL: URL, interval: TimeInterval, timeout: TimeInterval, transport: any HTTPTransport,
          store: FlagshipDatabase?, shared: (any SharedBucketingFiles)? = nil, bootstrap: Data? = nil,
@@ -93,7 +93,7 @@ final class BucketingPoller: Sendable {
 
     /// The bootstrap, when the store gave no file: the oldest a file can be, so that anything
     /// downloaded or shared replaces it.
-    private func loadBootstrap() {
+    func loadBootstrap() {
         guard let bootstrap, file == nil else { return }
         do {
             let parsed = try BucketingFile.parse(json: bootstrap, maximumBytes: maximumBytes)
@@ -117,7 +117,7 @@ final class BucketingPoller: Sendable {
 
     /// The stored file (`StoredBucketingFile`), so the SDK can decide at once, offline; one read
     /// from its JSON is compiled again for the next start.
-    private func loadLocal() {
+    func loadLocal() {
         guard let store, let stored = StoredBucketingFile.read(from: store, envId: envId, maximumBytes: maximumBytes, logger: logger) else {
             return
         }
@@ -138,7 +138,7 @@ final class BucketingPoller: Sendable {
     }
 
     /// Writes the compiled form of the stored file read from its JSON, on the store queue.
-    private func compileSoon(_ file: BucketingFile, digests: [String: String], downloadedAt: Int64) {
+    func compileSoon(_ file: BucketingFile, digests: [String: String], downloadedAt: Int64) {
         guard let store, store.opening.readOnly == nil else { return }
         let (envId, logger) = (envId, logger)
         storeQueue.async {
@@ -149,7 +149,7 @@ final class BucketingPoller: Sendable {
     /// The fleet's file, used when it is newer than the one in use (another instance downloaded
     /// it since), and kept in the local store for the next start. Read on the store queue, so a
     /// download of this start that comes first is stored after it.
-    private func loadShared() {
+    func loadShared() {
         guard let shared else { return }
         let (store, logger) = (store, logger)
         storeQueue.async { [self] in
@@ -201,7 +201,7 @@ final class BucketingPoller: Sendable {
     }
 
     /// The row that keeps `file` by version for provenance, used now; `nil` when provenance is off.
-    private func versionToKeep(of file: BucketingFile, document: String,
+    func versionToKeep(of file: BucketingFile, document: String,
                                origin: BucketingFileVersion.Origin) -> (file: BucketingFileVersion, keeping: Int)? {
         guard let keptVersions, store != nil || shared != nil else { return nil }
         let now = clock.now().unixMilliseconds
@@ -211,7 +211,7 @@ final class BucketingPoller: Sendable {
 
     /// Keeps `file` by version (`StoredBucketingFile.keepVersion`), on the store queue: a file
     /// read at start, and the caller goes on.
-    private func keepVersionSoon(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin) {
+    func keepVersionSoon(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin) {
         guard let keeping = keptVersions, store != nil || shared != nil else { return }
         let (store, shared, logger, envId) = (store, shared, logger, envId)
         let now = clock.now().unixMilliseconds
@@ -227,7 +227,7 @@ final class BucketingPoller: Sendable {
 
     /// Tells `onChange` what a new file changed from the one it replaced (nothing for the first
     /// file of a start, nor for a file that only repeats the one in use).
-    private func tellChange(from old: BucketingFileCampaigns?, to new: BucketingFileCampaigns) {
+    func tellChange(from old: BucketingFileCampaigns?, to new: BucketingFileCampaigns) {
         guard let onChange, let old, let change = FSBucketingFileChange.between(old: old, new: new, panic: new.panic) else { return }
         onChange(change)
     }
@@ -295,117 +295,12 @@ final class BucketingPoller: Sendable {
         endFirstAttempt()
     }
 
-    private func endFirstAttempt() {
+    func endFirstAttempt() {
         let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.firstAttemptEnded = true
             defer { state.waitingForFirstAttempt = [] }
             return state.waitingForFirstAttempt
         }
         for continuation in waiting { continuation.resume() }
-    }
-
-    /// One download: a new file is parsed, stored, then used; anything else keeps the current one.
-    func poll() async {
-        var request = FSHTTPRequest(method: .get, url: url, headers: [
-            "Accept": "application/json",
-            "x-sdk-client": SDKInfo.clientName,
-            "x-sdk-version": SDKInfo.version,
-        ], timeout: timeout)
-        if let lastModified = state.withLock({ $0.lastModified }) {
-            request.headers["If-Modified-Since"] = lastModified
-        }
-        let response: FSHTTPResponse
-        do {
-            response = try await transport.send(request)
-        } catch {
-            if error != .cancelled { downloadFailed(String(describing: error)) }
-            return
-        }
-        switch response.status {
-        case 304:
-            downloaded()
-            logger.debug("Bucketing file not modified since \(request.headers["If-Modified-Since"] ?? "")")
-        case 200:
-            downloaded()
-            await accept(response)
-        default:
-            downloadFailed("HTTP status \(response.status)")
-        }
-    }
-
-    /// One warning when downloads start failing; each further failure is a debug line.
-    private func downloadFailed(_ reason: String) {
-        let note = keptFileNote
-        outage.failed(
-            started: { _ in "Bucketing file not downloaded (\(reason)); \(note). Tried again every \(Int(interval)) s; said again once downloaded" },
-            retrying: { failures in "Bucketing file not downloaded (\(reason)); \(note) (failure \(failures) in a row)" })
-    }
-
-    private func downloaded() {
-        outage.succeeded { failures, seconds in
-            "Bucketing file downloaded again, after \(failures) failed attempt(s) over \(seconds) s"
-        }
-    }
-
-    private var keptFileNote: String {
-        file == nil ? "no file yet, flags cannot be decided" : "the current file is kept"
-    }
-
-    /// Serves a new file at once, then stores it: the write waits for the store on a queue of
-    /// its own (a busy timeout of seconds when another process holds the lock), never on a thread
-    /// of Swift's pool.
-    private func accept(_ response: FSHTTPResponse) async {
-        let parsed: ParsedBucketingFile
-        let file: BucketingFile
-        do {
-            parsed = try BucketingFile.parse(json: response.body, maximumBytes: maximumBytes)
-            file = try BucketingFile(parsed: parsed)
-        } catch {
-            logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
-            return
-        }
-        for warning in file.warnings {
-            logger.warning("Bucketing file: \(warning)")
-        }
-        let lastModified = response.headers["last-modified"]
-        let downloadedAt = clock.now().unixMilliseconds
-        let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
-        let changed = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
-            guard !state.closed else { return (false, nil) }
-            defer { state.campaigns = campaigns }
-            state.file = file
-            state.lastModified = lastModified
-            state.downloadedAt = downloadedAt
-            state.bootstrapped = false
-            return (true, state.campaigns)
-        }
-        guard changed.0 else { return }
-        tellChange(from: changed.1, to: campaigns)
-        logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
-        onFile(file)
-        guard store != nil || shared != nil else { return }
-        let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
-                                     lastModified: lastModified, downloadedAt: downloadedAt)
-        let (store, shared, logger) = (store, shared, logger)
-        let version = versionToKeep(of: file, document: record.document, origin: .download)
-        await queuedCall(on: storeQueue) {
-            var compiled = record
-            // Compiled here, off Swift's pool: the next start decides from it without the JSON.
-            if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: campaigns.digests) }
-            do {
-                try store?.write { db in
-                    try db.bucketing.save(compiled)
-                    if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
-                }
-            } catch {
-                logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
-            }
-            do {
-                try shared?.save(record)
-                if let version { try shared?.keep(version.file, keeping: version.keeping) }
-            } catch {
-                logger.warning("The new bucketing file could not be shared with the fleet (\(error)): the other instances download it themselves")
-            }
-        }
     }
 }

@@ -95,6 +95,68 @@ extension SDKRuntime {
             return true
         }
     }
+
+    /// The HTTP client the requests go through (`given`: an in-process backend; else the app's
+    /// transport, else URLSession), behind the misconfiguration watch and trace propagation, or
+    /// none when the network is disabled; and its name, for the start's log line.
+    static func network(envId: String, config: FlagshipConfig, given: (any HTTPTransport)?,
+                        logger: Logger) -> (transport: any HTTPTransport, name: String) {
+        // A response may be as large as the largest bucketing file taken (10 MiB unless raised).
+        let responses = max(FSHTTPRequest.defaultMaximumResponseBytes, config.bucketingFileMaximumBytes)
+        let client: any HTTPTransport = given
+            ?? config.httpTransport.map { AppTransport(base: $0, maximumResponseBytes: responses) }
+            ?? URLSessionTransport(maxResponseBytes: responses)
+        let name = config.networkDisabled ? "none (the network is disabled)"
+            : given != nil ? "an in-process backend"
+            : config.httpTransport.map { "the app's \(type(of: $0))" }
+            ?? "URLSession, its host check \(URLHostCheck.current.summary)"
+        let network: any HTTPTransport = MisconfigurationWatch(client, envId: envId, logger: logger)
+        let transport = config.networkDisabled
+            ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
+        return (transport, name)
+    }
+
+    /// Bucketing mode: the poller of the bucketing file and a decider over it; API mode: the
+    /// Decision API's client.
+    static func decider(envId: String, apiKey: String, config: FlagshipConfig, store: FlagshipDatabase?,
+                        transport: any HTTPTransport, statusCell: SDKStatusCell, flagWatch: FlagWatch,
+                        logger: Logger) -> (BucketingPoller?, any FlagDecider) {
+        let timeout = config.timeout / 1000
+        if config.mode == .BUCKETING {
+            let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
+                                         timeout: timeout, transport: transport, store: store,
+                                         shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
+                                         bootstrap: Self.bootstrap(config.bootstrap, maximumBytes: config.bucketingFileMaximumBytes, logger: logger),
+                                         keptVersions: config.recordsDecisions ? config.keptBucketingFileVersions : nil,
+                                         maximumBytes: config.bucketingFileMaximumBytes,
+                                         clock: config.clock, logger: logger,
+                                         onChange: { [flagWatch] change in flagWatch.fileChanged(change) }) { file in
+                statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
+            }
+            return (poller, BucketingDecider(poller: poller))
+        }
+        return (nil, DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
+                                       timeout: timeout, sdkVersion: SDKInfo.version, transport: transport))
+    }
+
+    /// The tracking manager, with its events client and the settings the configuration gives.
+    static func tracking(envId: String, apiKey: String, config: FlagshipConfig, queue hitQueue: any HitQueue,
+                         transport: any HTTPTransport, visitorDocuments: (PendingVisitorDocuments, FlagshipDatabase)?,
+                         logger: Logger) -> TrackingManager {
+        let eventsTimeout = max(config.timeout / 1000, 5)
+        let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
+                                  eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
+                                  maxBatchBytes: config.trackingConfig.maxBatchBytes)
+        var settings = TrackingManager.Settings(config.trackingConfig)
+        config.adjustTracking?(&settings)
+        if config.networkDisabled { settings.sends = false }
+        settings.instrumentation = config.instrumentation
+        settings.tracer = config.tracer
+        return TrackingManager(
+            queue: hitQueue,
+            events: events, settings: settings, clock: config.clock, logger: logger,
+            visitorDocuments: visitorDocuments)
+    }
 }
 
 /// The hit cache when not even an in-memory database could be had: hits wait in memory only.

@@ -65,51 +65,12 @@ final class SDKRuntime: Sendable {
         }
         retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
-        // A response may be as large as the largest bucketing file taken (10 MiB unless raised).
-        let responses = max(FSHTTPRequest.defaultMaximumResponseBytes, config.bucketingFileMaximumBytes)
-        let client: any HTTPTransport = given
-            ?? config.httpTransport.map { AppTransport(base: $0, maximumResponseBytes: responses) }
-            ?? URLSessionTransport(maxResponseBytes: responses)
-        httpClient = config.networkDisabled ? "none (the network is disabled)"
-            : given != nil ? "an in-process backend"
-            : config.httpTransport.map { "the app's \(type(of: $0))" }
-            ?? "URLSession, its host check \(URLHostCheck.current.summary)"
-        let network: any HTTPTransport = MisconfigurationWatch(client, envId: envId, logger: logger)
-        transport = config.networkDisabled
-            ? DisabledTransport() : config.tracer.map { TracePropagatingTransport(base: network, tracer: $0) } ?? network
-        let timeout = config.timeout / 1000
+        (transport, httpClient) = Self.network(envId: envId, config: config, given: given, logger: logger)
         statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
-        if config.mode == .BUCKETING {
-            let statusCell = statusCell
-            let poller = BucketingPoller(envId: envId, baseURL: config.bucketingBaseURL, interval: config.pollingInterval,
-                                         timeout: timeout, transport: transport, store: store,
-                                         shared: config.sharedStore?.bucketingFiles(envId: envId, logger: logger),
-                                         bootstrap: Self.bootstrap(config.bootstrap, maximumBytes: config.bucketingFileMaximumBytes, logger: logger),
-                                         keptVersions: config.recordsDecisions ? config.keptBucketingFileVersions : nil,
-                                         maximumBytes: config.bucketingFileMaximumBytes,
-                                         clock: config.clock, logger: logger,
-                                         onChange: { [flagWatch] change in flagWatch.fileChanged(change) }) { file in
-                statusCell.set(file.panic ? .SDK_PANIC : .SDK_INITIALIZED)
-            }
-            bucketing = poller
-            decider = BucketingDecider(poller: poller)
-        } else {
-            bucketing = nil
-            decider = DecisionAPIClient(envId: envId, apiKey: apiKey, baseURL: config.decisionBaseURL,
-                                        timeout: timeout, sdkVersion: SDKInfo.version, transport: transport)
-        }
-        let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
-                                  eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
-                                  maxBatchBytes: config.trackingConfig.maxBatchBytes)
-        var settings = TrackingManager.Settings(config.trackingConfig)
-        config.adjustTracking?(&settings)
-        if config.networkDisabled { settings.sends = false }
-        settings.instrumentation = config.instrumentation
-        settings.tracer = config.tracer
-        tracking = TrackingManager(
-            queue: hitQueue,
-            events: events, settings: settings, clock: config.clock, logger: logger,
-            visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } })
+        (bucketing, decider) = Self.decider(envId: envId, apiKey: apiKey, config: config, store: store, transport: transport,
+                                            statusCell: statusCell, flagWatch: flagWatch, logger: logger)
+        tracking = Self.tracking(envId: envId, apiKey: apiKey, config: config, queue: hitQueue, transport: transport,
+                                 visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } }, logger: logger)
         tracking.start()
     }
 
