@@ -17,43 +17,11 @@ extension FuzzEntry {
                   "two decisions for the same visitor differ")
         try check(!decision.panic || decision.campaigns.isEmpty, "a file in panic assigned campaigns")
         try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
-
         for assigned in decision.campaigns {
-            // Ids may repeat in a file: one of the groups with the assigned ids must explain the choice.
-            let groups = file.campaigns.filter { $0.id == assigned.campaignId }.flatMap(\.variationGroups).filter {
-                $0.id == assigned.variationGroupId && $0.variations.contains { $0.id == assigned.variationId }
-            }
-            try check(!groups.isEmpty, "assigned variation \(assigned.variationId) is in no group \(assigned.variationGroupId)")
-            guard history[assigned.variationGroupId] == nil else { continue }
-            // Without history, the hash chose: the one-shot hash of the concatenated ids must agree
-            // with the group's prepared one, and place the visitor inside the chosen variation's share.
-            let bucket = MurmurHash3.x86_32(Array((assigned.variationGroupId + visitorId).utf8)) % 100
-            try check(bucket == MurmurHash3.x86_32(utf8Of: assigned.variationGroupId, followedBy: visitorId) % 100,
-                      "the hash fed in pieces differs from the hash of the whole")
-            try check(groups.contains { group in
-                var below = 0.0
-                for variation in group.variations where variation.allocation > 0 {
-                    if variation.id == assigned.variationId { return Double(bucket) >= below && Double(bucket) < below + variation.allocation }
-                    below += variation.allocation
-                }
-                return false
-            }, "bucket \(bucket) is outside the share of variation \(assigned.variationId)")
+            try checkExplained(assigned, by: file, visitorId: visitorId, history: history)
         }
-
-        // A visitor whose history remembers its variations keeps them. History is by variation
-        // group id: a file that repeats a group id in another campaign, where the hash placed the
-        // visitor in no variation, assigns that campaign too from the history (the remembered
-        // variation exists there); any campaign added so must be one the history names.
-        let remembered = Dictionary(decision.campaigns.map { ($0.variationGroupId, $0.variationId) }) { first, _ in first }
-        if remembered.count == decision.campaigns.count, history.isEmpty {
-            let again = file.decide(visitorId: visitorId, context: context, history: remembered)
-            for assigned in decision.campaigns {
-                try check(again.campaigns.contains(assigned), "the visitor's remembered variations lost \(assigned.campaignId)")
-            }
-            for added in again.campaigns where !decision.campaigns.contains(added) {
-                try check(remembered[added.variationGroupId] == added.variationId,
-                          "the visitor's remembered variations gave \(added.campaignId) a variation no history names")
-            }
+        if history.isEmpty {
+            try checkRememberedKept(decision, by: file, visitorId: visitorId, context: context)
         }
         _ = decision.flags
 
@@ -65,6 +33,49 @@ extension FuzzEntry {
         try check(compiled.warnings == file.warnings && compiled.version == file.version && compiled.panic == file.panic,
                   "the compiled form lost the file's warnings, version or panic")
         return .accepted
+    }
+
+    /// A group of `file` with `assigned`'s ids explains the assignment and, when `history` does not
+    /// name the group, the hash placed the visitor inside the chosen variation's share.
+    private static func checkExplained(_ assigned: BucketedCampaign, by file: BucketingFile, visitorId: String,
+                                       history: [String: String]) throws(Violation) {
+        // Ids may repeat in a file: one of the groups with the assigned ids must explain the choice.
+        let groups = file.campaigns.filter { $0.id == assigned.campaignId }.flatMap(\.variationGroups).filter {
+            $0.id == assigned.variationGroupId && $0.variations.contains { $0.id == assigned.variationId }
+        }
+        try check(!groups.isEmpty, "assigned variation \(assigned.variationId) is in no group \(assigned.variationGroupId)")
+        guard history[assigned.variationGroupId] == nil else { return }
+        // Without history, the hash chose: the one-shot hash of the concatenated ids must agree
+        // with the group's prepared one, and place the visitor inside the chosen variation's share.
+        let bucket = MurmurHash3.x86_32(Array((assigned.variationGroupId + visitorId).utf8)) % 100
+        try check(bucket == MurmurHash3.x86_32(utf8Of: assigned.variationGroupId, followedBy: visitorId) % 100,
+                  "the hash fed in pieces differs from the hash of the whole")
+        try check(groups.contains { group in
+            var below = 0.0
+            for variation in group.variations where variation.allocation > 0 {
+                if variation.id == assigned.variationId { return Double(bucket) >= below && Double(bucket) < below + variation.allocation }
+                below += variation.allocation
+            }
+            return false
+        }, "bucket \(bucket) is outside the share of variation \(assigned.variationId)")
+    }
+
+    /// A visitor whose history remembers its variations keeps them. History is by variation
+    /// group id: a file that repeats a group id in another campaign, where the hash placed the
+    /// visitor in no variation, assigns that campaign too from the history (the remembered
+    /// variation exists there); any campaign added so must be one the history names.
+    private static func checkRememberedKept(_ decision: BucketingDecision, by file: BucketingFile, visitorId: String,
+                                            context: [String: JSONValue]) throws(Violation) {
+        let remembered = Dictionary(decision.campaigns.map { ($0.variationGroupId, $0.variationId) }) { first, _ in first }
+        guard remembered.count == decision.campaigns.count else { return }
+        let again = file.decide(visitorId: visitorId, context: context, history: remembered)
+        for assigned in decision.campaigns {
+            try check(again.campaigns.contains(assigned), "the visitor's remembered variations lost \(assigned.campaignId)")
+        }
+        for added in again.campaigns where !decision.campaigns.contains(added) {
+            try check(remembered[added.variationGroupId] == added.variationId,
+                      "the visitor's remembered variations gave \(added.campaignId) a variation no history names")
+        }
     }
 
     /// `file` compiled as the store keeps it, then read back as a start reads it.

@@ -210,6 +210,20 @@ extension FuzzEntry {
 
     /// A hit of the kind the next byte names, with fields from the bytes, validated: whether it was accepted.
     private static func hit(_ bytes: inout FuzzBytes) throws(Violation) -> Bool {
+        let (hit, required) = makeHit(from: &bytes)
+        let encoded: (type: FSTypeTrack, fields: [String: JSONValue])
+        do {
+            encoded = try encodedForSending(hit)
+        } catch {
+            return false
+        }
+        try checkEncoded(encoded.fields, of: hit, required: required)
+        return true
+    }
+
+    /// A hit of the kind the next byte names, with its fields and the common ones from the bytes, and
+    /// the fields its encoding must hold as text.
+    private static func makeHit(from bytes: inout FuzzBytes) -> (hit: any FSHitWithCommonFields, required: [String]) {
         let hit: any FSHitWithCommonFields
         let required: [String]
         switch bytes.byte() % 5 {
@@ -247,19 +261,19 @@ extension FuzzEntry {
         if bytes.flag() { hit.sessionNumber = Int(truncatingIfNeeded: bytes.int64()) }
         if bytes.flag() { hit.currentSessionTimeStamp = bytes.int64() }
         if bytes.flag() { hit.userLanguage = bytes.string() }
+        return (hit, required)
+    }
 
-        let encoded: (type: FSTypeTrack, fields: [String: JSONValue])
-        do {
-            encoded = try encodedForSending(hit)
-        } catch {
-            return false
-        }
-        try check(encoded.fields["t"] == .string(hit.type.rawValue), "\(hit.type) hit encoded with t = \(String(describing: encoded.fields["t"]))")
+    /// An accepted hit's encoded fields: its type, its `required` fields as text that is not blank,
+    /// numbers finite and not negative, nothing but numbers and strings, and JSON that reads back the same.
+    private static func checkEncoded(_ fields: [String: JSONValue], of hit: any FSHitWithCommonFields,
+                                     required: [String]) throws(Violation) {
+        try check(fields["t"] == .string(hit.type.rawValue), "\(hit.type) hit encoded with t = \(String(describing: fields["t"]))")
         for field in required {
-            let text = encoded.fields[field]?.stringValue
+            let text = fields[field]?.stringValue
             try check(text.map { !$0.allSatisfy(\.isWhitespace) } ?? false, "\(hit.type) hit accepted without its \(field)")
         }
-        for (field, value) in encoded.fields {
+        for (field, value) in fields {
             switch value {
             case .int(let number): try check(number >= 0, "\(hit.type) hit accepted with \(field) = \(number)")
             case .double(let number): try check(number.isFinite && number >= 0, "\(hit.type) hit accepted with \(field) = \(number)")
@@ -267,8 +281,7 @@ extension FuzzEntry {
             default: throw Violation(description: "\(hit.type) hit has \(field) = \(value)")
             }
         }
-        try checkWire(.object(encoded.fields), "a \(hit.type) hit")
-        return true
+        try checkWire(.object(fields), "a \(hit.type) hit")
     }
 
     /// What the SDK writes as JSON text reads back as the same JSON.

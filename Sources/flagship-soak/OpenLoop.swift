@@ -45,55 +45,82 @@ enum OpenLoop {
 
         async let sampled = sampler.run(from: start, to: end, every: plan.sampleInterval, onSample: onSample)
         let abandoned = await withTaskGroup(of: ChildEnd.self) { group -> Int in
-            var picker = VisitorPicker(newShare: plan.newVisitorShare, poolSize: plan.returningPool, seed: plan.seed)
-            // Visitor k is due at start + k / rate; the loop wakes for the next one due and starts
-            // every one due by then (several per wake at high rates, where timers are coarser).
-            let total = Int(plan.rate * plan.duration.seconds)
-            var offered = 0
-            // An interrupt (Ctrl-C) cancels the run: it ends early, and is still closed and summed up.
-            while offered < total, clock.now < end, !Task.isCancelled {
-                let due = min(total, Int((clock.now - start).seconds * plan.rate) + 1)
-                while offered < due {
-                    offered += 1
-                    let index = picker.next()
-                    guard counters.admit(limit: plan.maxInFlight) else { continue }
-                    overlaps.begin(index)
-                    group.addTask {
-                        let decided = Locked(false)
-                        let decide: @Sendable () -> Void = {
-                            if decided.withLock({ done in defer { done = true }; return !done }) { overlaps.decided(index) }
-                        }
-                        do {
-                            try await journey.run(visitor: index, decided: decide)
-                            counters.finish(failure: nil)
-                        } catch {
-                            counters.finish(failure: error)
-                        }
-                        decide()
-                        return .visitor
-                    }
-                }
-                // Finished visitors' results, so that the group does not keep them all.
-                for _ in 0..<counters.takeUncollected() { _ = await group.next() }
-                let nextDue = start + .seconds(Double(offered) / plan.rate)
-                try? await clock.sleep(until: min(nextDue, end), tolerance: .microseconds(200))
-            }
+            await offer(plan, from: start, until: end, to: &group,
+                        visits: Visits(journey: journey, counters: counters, overlaps: overlaps))
             return await drain(&group, counters: counters, grace: plan.drainGrace)
         }
         let samples = await sampled
         let interrupted = Task.isCancelled
         let overlapped = overlaps.overlapped
-        var decidedAgain: Int?
-        if plan.provenance, let visitors = await session.visitorsDecidedAgain() {
-            let excused = Set(overlapped.indexes.map(SoakFixture.visitorId))
-            decidedAgain = visitors.filter { !excused.contains($0) }.count
-        }
+        let decidedAgain = await Self.decidedAgain(plan, in: session, excusing: overlapped.indexes)
         let closing = await SoakSession.closeEvenIfCancelled(session)
         let received = session.server.totals
         return SoakRun(plan: plan, samples: samples, load: counters.snapshot, abandoned: abandoned, closing: closing,
                        deliveredAtClose: received.hits + received.activates, requestsAtClose: received.requests, interrupted: interrupted, decidedAgain: decidedAgain,
                        overlappedVisits: overlapped.indexes.count, overlapsOverflowed: overlapped.overflowed,
                        prunes: session.prunes.lines)
+    }
+
+    /// Offers `plan.rate` visitors per second to `group` from `start` until `end` (or an
+    /// interrupt), starting each one the counters admit and leaving the others not started.
+    private static func offer(_ plan: LoadPlan, from start: ContinuousClock.Instant, until end: ContinuousClock.Instant,
+                              to group: inout TaskGroup<ChildEnd>, visits: Visits) async {
+        let clock = ContinuousClock()
+        var picker = VisitorPicker(newShare: plan.newVisitorShare, poolSize: plan.returningPool, seed: plan.seed)
+        // Visitor k is due at start + k / rate; the loop wakes for the next one due and starts
+        // every one due by then (several per wake at high rates, where timers are coarser).
+        let total = Int(plan.rate * plan.duration.seconds)
+        var offered = 0
+        // An interrupt (Ctrl-C) cancels the run: it ends early, and is still closed and summed up.
+        while offered < total, clock.now < end, !Task.isCancelled {
+            let due = min(total, Int((clock.now - start).seconds * plan.rate) + 1)
+            while offered < due {
+                offered += 1
+                let index = picker.next()
+                guard visits.counters.admit(limit: plan.maxInFlight) else { continue }
+                visits.start(index, in: &group)
+            }
+            // Finished visitors' results, so that the group does not keep them all.
+            for _ in 0..<visits.counters.takeUncollected() { _ = await group.next() }
+            let nextDue = start + .seconds(Double(offered) / plan.rate)
+            try? await clock.sleep(until: min(nextDue, end), tolerance: .microseconds(200))
+        }
+    }
+
+    /// What each visitor of a run needs: the journey it makes, the load's counters, and the
+    /// record of visits that overlap.
+    private struct Visits: Sendable {
+        let journey: VisitorJourney
+        let counters: LoadCounters
+        let overlaps: VisitOverlaps
+
+        /// Starts visitor `index`'s visit in `group`; it counts as decided once, when its flags are
+        /// or at the latest when it ends.
+        func start(_ index: Int, in group: inout TaskGroup<ChildEnd>) {
+            overlaps.begin(index)
+            group.addTask {
+                let decided = Locked(false)
+                let decide: @Sendable () -> Void = {
+                    if decided.withLock({ done in defer { done = true }; return !done }) { overlaps.decided(index) }
+                }
+                do {
+                    try await journey.run(visitor: index, decided: decide)
+                    counters.finish(failure: nil)
+                } catch {
+                    counters.finish(failure: error)
+                }
+                decide()
+                return .visitor
+            }
+        }
+    }
+
+    /// Returning visitors the store shows decided again, the overlapped visits' visitors left
+    /// out; `nil` without decision provenance or when the store cannot be read.
+    private static func decidedAgain(_ plan: LoadPlan, in session: SoakSession, excusing overlapped: Set<Int>) async -> Int? {
+        guard plan.provenance, let visitors = await session.visitorsDecidedAgain() else { return nil }
+        let excused = Set(overlapped.map(SoakFixture.visitorId))
+        return visitors.filter { !excused.contains($0) }.count
     }
 
     enum ChildEnd: Sendable {

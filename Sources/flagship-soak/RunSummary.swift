@@ -84,31 +84,17 @@ struct RunSummary: Sendable {
         overlapsOverflowed = run.overlapsOverflowed
 
         let lastHalf = samples.filter { $0.elapsed >= seconds / 2 - 1e-9 }
-        if let first = lastHalf.first, let end = lastHalf.last, end.elapsed > first.elapsed {
-            intakeRate = Double(end.accepted - first.accepted) / (end.elapsed - first.elapsed)
-        } else {
-            intakeRate = 0
-        }
+        intakeRate = Self.acceptedPerSecond(over: lastHalf)
         backlogSlope = Self.slope(lastHalf.map { ($0.elapsed, Double($0.backlog)) })
-        func perVisitor(_ bytes: (ProcessIO) -> Int64) -> Double? {
-            guard let first = lastHalf.first, let end = lastHalf.last, let from = first.io, let to = end.io,
-                  end.completed > first.completed else { return nil }
-            return Double(bytes(to) - bytes(from)) / Double(end.completed - first.completed)
-        }
-        writtenPerVisitor = perVisitor(\.writtenBytes)
-        storagePerVisitor = perVisitor(\.storageBytes)
+        writtenPerVisitor = Self.perVisitor(over: lastHalf) { $0.writtenBytes }
+        storagePerVisitor = Self.perVisitor(over: lastHalf) { $0.storageBytes }
         let lastTwoThirds = samples.filter { $0.elapsed >= seconds / 3 - 1e-9 }
-        storeSlope = Self.slope(lastTwoThirds.map { ($0.elapsed / 60, Double($0.storeBytes) / 1e6) })
-        rssSlope = Self.slope(lastTwoThirds.compactMap { sample in sample.rssBytes.map { (sample.elapsed / 60, Double($0) / 1e6) } })
-        rssAnonymousSlope = Self.slope(lastTwoThirds.compactMap { sample in
-            sample.rssAnonymousBytes.map { (sample.elapsed / 60, Double($0) / 1e6) }
-        })
-        func heapSlope(_ bytes: (HeapUsage) -> Int64?) -> Double? {
-            Self.slope(lastTwoThirds.compactMap { sample in sample.heap.flatMap(bytes).map { (sample.elapsed / 60, Double($0) / 1e6) } })
-        }
-        sqliteHeapSlope = heapSlope { $0.sqliteBytes }
-        mallocInUseSlope = heapSlope { $0.mallocInUseBytes }
-        mallocFreeSlope = heapSlope { $0.mallocFreeBytes }
+        storeSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.storeBytes }
+        rssSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.rssBytes }
+        rssAnonymousSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.rssAnonymousBytes }
+        sqliteHeapSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.heap?.sqliteBytes }
+        mallocInUseSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.heap?.mallocInUseBytes }
+        mallocFreeSlope = Self.megabytesPerMinute(over: lastTwoThirds) { $0.heap?.mallocFreeBytes }
 
         var reasons: [String] = []
         if run.interrupted { reasons.append(String(format: "interrupted after %.1f s", seconds)) }
@@ -126,6 +112,25 @@ struct RunSummary: Sendable {
         if failedVisitors > 0 { reasons.append("\(failedVisitors) visitor(s) failed") }
         if let decidedAgain, decidedAgain > 0 { reasons.append("\(decidedAgain) returning visitor(s) decided again without their history") }
         unsteadyReasons = reasons
+    }
+
+    /// Hits accepted per second from the first of `samples` to the last; 0 without time between them.
+    private static func acceptedPerSecond(over samples: [Sample]) -> Double {
+        guard let first = samples.first, let end = samples.last, end.elapsed > first.elapsed else { return 0 }
+        return Double(end.accepted - first.accepted) / (end.elapsed - first.elapsed)
+    }
+
+    /// Bytes counted by `bytes` (in /proc/self/io) per visitor completed from the first of `samples`
+    /// to the last; `nil` when either cannot read it or no visitor completed between them.
+    private static func perVisitor(over samples: [Sample], _ bytes: (ProcessIO) -> Int64) -> Double? {
+        guard let first = samples.first, let end = samples.last, let from = first.io, let to = end.io,
+              end.completed > first.completed else { return nil }
+        return Double(bytes(to) - bytes(from)) / Double(end.completed - first.completed)
+    }
+
+    /// The slope, in MB per minute, of the bytes `bytes` gives over the samples that have them.
+    private static func megabytesPerMinute(over samples: [Sample], _ bytes: (Sample) -> Int64?) -> Double? {
+        slope(samples.compactMap { sample in bytes(sample).map { (sample.elapsed / 60, Double($0) / 1e6) } })
     }
 
     /// The least-squares slope of y over x; `nil` for fewer than two distinct x.

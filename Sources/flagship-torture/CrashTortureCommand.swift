@@ -49,7 +49,6 @@ struct CrashTortureCommand: AsyncParsableCommand {
             return
         }
         let workDirectory = try makeDirectory()
-        let database = workDirectory.appendingPathComponent("torture.sqlite")
         let killSwitch = KillSwitch()
         let server = LocalFlagshipServer(LocalFlagshipServer.Configuration(
             envId: Self.envId, apiKey: Self.apiKey, decision: .sample,
@@ -58,95 +57,22 @@ struct CrashTortureCommand: AsyncParsableCommand {
         try server.start()
         defer { server.stop() }
         let failures = server.injectFault(.status(500), on: .events, share: .fraction(failureRate, seed: seed))
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let workerArguments = [
-            "worker", "--env-id", Self.envId, "--api-key", Self.apiKey, "--db", database.path,
-            "--decision-url", server.decisionBaseURL.absoluteString, "--events-url", server.eventsBaseURL.absoluteString,
-            "--seed", "\(seed)",
-        ]
+        var torture = CrashRun(self, seed: seed, server: server, killSwitch: killSwitch, workDirectory: workDirectory)
 
         var generator = SplitMix64(seed: seed)
-        var ledger = CrashLedger()
-        var problems: [String] = []
-        var fetches = 0
-        var kinds: [String: Int] = [:]
-        var integrityChecks = 0
-        var recorded = 0
         let started = Date()
         for index in 1...kills {
-            let point = KillPoint.random(using: &generator)
-            kinds[point.kind, default: 0] += 1
-            let worker = try WorkerProcess.start(
-                executable: executable, arguments: workerArguments + ["--run", "\(index)"],
-                outputDirectory: workDirectory, name: "run-\(index)"
-            )
-            let ending = await worker.kill(at: point, killSwitch: killSwitch, stallTimeout: stallTimeout)
-            let lines = worker.completeLines()
-            fetches += lines.filter { $0.hasPrefix("fetched ") }.count
-            switch ending {
-            case .killed: break
-            case .stalled: problems.append("run \(index) (\(point)): no progress for \(stallTimeout) s")
-            case .exited(let status, let bySignal):
-                problems.append("run \(index) (\(point)): ended by itself (\(bySignal ? "signal" : "status") \(status)): \(worker.stderrText.suffix(400))")
-            }
-            let integrity = Self.integrityCheck(database)
-            integrityChecks += 1
-            if integrity != ["ok"] { problems.append("run \(index) (\(point)): integrity_check says \(integrity.prefix(5))") }
-            // The process is reaped and the next is not started: whatever the server holds
-            // beyond `recorded`, once it has recorded all it read, came from this one.
-            let requests = await Self.quiescentLog(of: server)
-            ledger.runs.append(CrashLedger.Run(
-                acknowledged: lines.filter { $0.hasPrefix("ack ") }.map { String($0.dropFirst(4)) },
-                acceptedBatches: Self.acceptedBatches(requests[recorded...]),
-                killed: ending == .killed
-            ))
-            recorded = requests.count
-            if !json { print("kill \(index)/\(kills) \(point): \(ledger.runs[index - 1].acknowledged.count) acknowledged, integrity \(integrity.first ?? "?")") }
+            try await torture.killWorker(index, at: KillPoint.random(using: &generator))
         }
-
         // Faults off: the next start must send everything the kills left.
         server.removeFault(failures)
-        var waiting = -1
-        for attempt in 1...3 where waiting != 0 {
-            let worker = try WorkerProcess.start(
-                executable: executable, arguments: workerArguments + ["--run", "\(kills + attempt)", "--drain"],
-                outputDirectory: workDirectory, name: "drain-\(attempt)"
-            )
-            let ending = await worker.waitForExit(timeout: 120)
-            let requests = await Self.quiescentLog(of: server)
-            ledger.runs.append(CrashLedger.Run(acknowledged: [], acceptedBatches: Self.acceptedBatches(requests[recorded...]), killed: false))
-            recorded = requests.count
-            guard ending == .exited(status: 0, bySignal: false),
-                  let line = worker.completeLines().last,
-                  let report = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Int],
-                  let left = report["waiting"] else {
-                problems.append("drain \(attempt): \(ending): \(worker.stderrText.suffix(400))")
-                continue
-            }
-            waiting = left
-        }
-        if waiting != 0 { problems.append("hits still waiting in the store after the drain: \(waiting)") }
-        let integrity = Self.integrityCheck(database)
-        integrityChecks += 1
-        if integrity != ["ok"] { problems.append("after the drain: integrity_check says \(integrity.prefix(5))") }
+        try await torture.drain()
 
-        let tally = ledger.tally()
-        if !tally.lost.isEmpty { problems.append("lost (acknowledged, never delivered): \(tally.lost.prefix(20))") }
-        if !tally.unexplainedDuplicates.isEmpty {
-            problems.append("delivered again outside a killed process's last batch: \(tally.unexplainedDuplicates.prefix(20))")
-        }
-        let report = Report(
-            seed: seed, kills: kills, killPoints: kinds, acknowledged: tally.acknowledged, delivered: tally.delivered,
-            lost: tally.lost.count, duplicated: tally.duplicated, unexplainedDuplicates: tally.unexplainedDuplicates.count,
-            deliveredUnacknowledged: tally.deliveredUnacknowledged, fetches: fetches, integrityChecks: integrityChecks,
-            eventRequests: server.received(.events).count,
-            failedRequests: server.received(.events).filter { !$0.isAccepted }.count,
-            seconds: (Date().timeIntervalSince(started) * 10).rounded() / 10, problems: problems
-        )
+        let report = torture.report(started: started)
         print(json ? report.jsonLine : report.text)
-        if problems.isEmpty, directory == nil {
+        if report.problems.isEmpty, directory == nil {
             try? FileManager.default.removeItem(at: workDirectory)
-        } else if !problems.isEmpty {
+        } else if !report.problems.isEmpty {
             FileHandle.standardError.write(Data("the store and the workers' output are kept in \(workDirectory.path)\n".utf8))
             throw ExitCode.failure
         }
@@ -188,6 +114,140 @@ struct CrashTortureCommand: AsyncParsableCommand {
             return try database.read { try $0.query("PRAGMA integrity_check").compactMap { $0[0].text } }
         } catch {
             return ["cannot be checked: \(error)"]
+        }
+    }
+}
+
+extension CrashTortureCommand {
+    /// One torture run: the workers started in turn on one store against one server, and what
+    /// they left (the ledger, the problems found, the counts the report gives).
+    private struct CrashRun {
+        let seed: UInt64
+        let kills: Int
+        let stallTimeout: Double
+        let printsProgress: Bool
+        let server: LocalFlagshipServer
+        let killSwitch: KillSwitch
+        let workDirectory: URL
+        let database: URL
+        let executable: URL
+        let workerArguments: [String]
+        var ledger = CrashLedger()
+        var problems: [String] = []
+        var fetches = 0
+        /// How many kill points of each kind (`KillPoint.kind`).
+        var kinds: [String: Int] = [:]
+        var integrityChecks = 0
+        /// How many of the server's recorded requests the runs so far account for.
+        var recorded = 0
+
+        /// A run of `command`'s options whose workers use the store in `workDirectory` and `server`.
+        init(_ command: CrashTortureCommand, seed: UInt64, server: LocalFlagshipServer, killSwitch: KillSwitch, workDirectory: URL) {
+            self.seed = seed
+            kills = command.kills
+            stallTimeout = command.stallTimeout
+            printsProgress = !command.json
+            self.server = server
+            self.killSwitch = killSwitch
+            self.workDirectory = workDirectory
+            database = workDirectory.appendingPathComponent("torture.sqlite")
+            executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            workerArguments = [
+                "worker", "--env-id", CrashTortureCommand.envId, "--api-key", CrashTortureCommand.apiKey, "--db", database.path,
+                "--decision-url", server.decisionBaseURL.absoluteString, "--events-url", server.eventsBaseURL.absoluteString,
+                "--seed", "\(seed)",
+            ]
+        }
+
+        /// Starts worker `index`, kills it at `point`, checks the file, and records in the ledger
+        /// what the worker acknowledged and what the server accepted from it.
+        mutating func killWorker(_ index: Int, at point: KillPoint) async throws {
+            kinds[point.kind, default: 0] += 1
+            let worker = try WorkerProcess.start(
+                executable: executable, arguments: workerArguments + ["--run", "\(index)"],
+                outputDirectory: workDirectory, name: "run-\(index)"
+            )
+            let ending = await worker.kill(at: point, killSwitch: killSwitch, stallTimeout: stallTimeout)
+            let lines = worker.completeLines()
+            fetches += lines.filter { $0.hasPrefix("fetched ") }.count
+            switch ending {
+            case .killed: break
+            case .stalled: problems.append("run \(index) (\(point)): no progress for \(stallTimeout) s")
+            case .exited(let status, let bySignal):
+                problems.append("run \(index) (\(point)): ended by itself (\(bySignal ? "signal" : "status") \(status)): \(worker.stderrText.suffix(400))")
+            }
+            let integrity = checkIntegrity(as: "run \(index) (\(point))")
+            // The process is reaped and the next is not started: whatever the server holds
+            // beyond `recorded`, once it has recorded all it read, came from this one.
+            let acceptedBatches = await newAcceptedBatches()
+            ledger.runs.append(CrashLedger.Run(
+                acknowledged: lines.filter { $0.hasPrefix("ack ") }.map { String($0.dropFirst(4)) },
+                acceptedBatches: acceptedBatches,
+                killed: ending == .killed
+            ))
+            if printsProgress {
+                print("kill \(index)/\(kills) \(point): \(ledger.runs[index - 1].acknowledged.count) acknowledged, integrity \(integrity.first ?? "?")")
+            }
+        }
+
+        /// Starts workers with `--drain` (up to three) until one reports no hit waiting in the
+        /// store, then checks the file.
+        mutating func drain() async throws {
+            var waiting = -1
+            for attempt in 1...3 where waiting != 0 {
+                let worker = try WorkerProcess.start(
+                    executable: executable, arguments: workerArguments + ["--run", "\(kills + attempt)", "--drain"],
+                    outputDirectory: workDirectory, name: "drain-\(attempt)"
+                )
+                let ending = await worker.waitForExit(timeout: 120)
+                let acceptedBatches = await newAcceptedBatches()
+                ledger.runs.append(CrashLedger.Run(acknowledged: [], acceptedBatches: acceptedBatches, killed: false))
+                guard ending == .exited(status: 0, bySignal: false),
+                      let line = worker.completeLines().last,
+                      let report = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Int],
+                      let left = report["waiting"] else {
+                    problems.append("drain \(attempt): \(ending): \(worker.stderrText.suffix(400))")
+                    continue
+                }
+                waiting = left
+            }
+            if waiting != 0 { problems.append("hits still waiting in the store after the drain: \(waiting)") }
+            checkIntegrity(as: "after the drain")
+        }
+
+        /// What the ledger comes to, and the run's counts, as the report; a hit lost or delivered
+        /// again unexplained is a problem.
+        mutating func report(started: Date) -> Report {
+            let tally = ledger.tally()
+            if !tally.lost.isEmpty { problems.append("lost (acknowledged, never delivered): \(tally.lost.prefix(20))") }
+            if !tally.unexplainedDuplicates.isEmpty {
+                problems.append("delivered again outside a killed process's last batch: \(tally.unexplainedDuplicates.prefix(20))")
+            }
+            return Report(
+                seed: seed, kills: kills, killPoints: kinds, acknowledged: tally.acknowledged, delivered: tally.delivered,
+                lost: tally.lost.count, duplicated: tally.duplicated, unexplainedDuplicates: tally.unexplainedDuplicates.count,
+                deliveredUnacknowledged: tally.deliveredUnacknowledged, fetches: fetches, integrityChecks: integrityChecks,
+                eventRequests: server.received(.events).count,
+                failedRequests: server.received(.events).filter { !$0.isAccepted }.count,
+                seconds: (Date().timeIntervalSince(started) * 10).rounded() / 10, problems: problems
+            )
+        }
+
+        /// `PRAGMA integrity_check` of the store, counted, and a problem (`what` names the check)
+        /// unless it says ok: what it said.
+        @discardableResult
+        private mutating func checkIntegrity(as what: String) -> [String] {
+            let integrity = CrashTortureCommand.integrityCheck(database)
+            integrityChecks += 1
+            if integrity != ["ok"] { problems.append("\(what): integrity_check says \(integrity.prefix(5))") }
+            return integrity
+        }
+
+        /// The batches the server accepted since the last call, once it has recorded all it read.
+        private mutating func newAcceptedBatches() async -> [[String]] {
+            let requests = await CrashTortureCommand.quiescentLog(of: server)
+            defer { recorded = requests.count }
+            return CrashTortureCommand.acceptedBatches(requests[recorded...])
         }
     }
 }

@@ -44,17 +44,7 @@ package enum CompiledBucketingFile {
     package static func encode(_ file: BucketingFile, digests: [String: String] = [:]) -> [UInt8] {
         var bytes = magic + [format] + [UInt8](repeating: 0, count: 16)
         // The flags first: the file then names where each variation's are.
-        var places: [ObjectIdentifier: (start: Int, end: Int, keys: [String])] = [:]
-        for campaign in file.campaigns {
-            for group in campaign.variationGroups {
-                for variation in group.variations {
-                    guard let flags = variation.assignment?.flags, !flags.isEmpty else { continue }
-                    let start = bytes.count
-                    BinaryJSON.append(.object(flags), to: &bytes)
-                    places[ObjectIdentifier(variation)] = (start, bytes.count, flags.keys.sorted())
-                }
-            }
-        }
+        let places = appendFlags(of: file, to: &bytes)
         let fileStart = bytes.count
         BinaryJSON.appendString(file.version, to: &bytes)
         for flag in [file.panic, file.accountSettings.enabledXPC, file.accountSettings.enabled1V1T] { bytes.append(flag ? 1 : 0) }
@@ -65,56 +55,84 @@ package enum CompiledBucketingFile {
             BinaryJSON.appendString(digests[id]!, to: &bytes)
         }
         BinaryJSON.appendVarint(UInt64(file.campaigns.count), to: &bytes)
+        for campaign in file.campaigns { appendCampaign(campaign, places: places, to: &bytes) }
+        BinaryJSON.writeFixed(UInt64(fileStart), into: &bytes, at: fileStartOffset)
+        return withChecksum(bytes)
+    }
+
+    /// Where each variation's flags were written in the flags section, and their keys.
+    private typealias FlagPlaces = [ObjectIdentifier: (start: Int, end: Int, keys: [String])]
+
+    /// Writes the flags section: each variation's flags that it has, in the file's order.
+    private static func appendFlags(of file: BucketingFile, to bytes: inout [UInt8]) -> FlagPlaces {
+        var places: FlagPlaces = [:]
         for campaign in file.campaigns {
-            BinaryJSON.appendString(campaign.id, to: &bytes)
-            // Names, slug and type are the campaign's: the first variation with an assignment gives them.
-            let any = campaign.variationGroups.lazy.flatMap(\.variations).compactMap(\.assignment).first
-            BinaryJSON.appendString(any?.campaignName ?? "", to: &bytes)
-            appendOptional(any?.slug, to: &bytes)
-            BinaryJSON.appendString(any?.type ?? "", to: &bytes)
-            BinaryJSON.appendVarint(UInt64(campaign.variationGroups.count), to: &bytes)
             for group in campaign.variationGroups {
-                BinaryJSON.appendString(group.id, to: &bytes)
-                BinaryJSON.appendString(group.variations.lazy.compactMap(\.assignment).first?.variationGroupName ?? "", to: &bytes)
-                BinaryJSON.appendVarint(UInt64(group.targeting.written.count), to: &bytes)
-                for rules in group.targeting.written {
-                    BinaryJSON.appendVarint(UInt64(rules.count), to: &bytes)
-                    for rule in rules {
-                        appendOptional(rule.key, to: &bytes)
-                        appendOptional(rule.operatorName, to: &bytes)
-                        if let value = rule.value {
-                            bytes.append(1)
-                            BinaryJSON.append(value, to: &bytes)
-                        } else {
-                            bytes.append(0)
-                        }
-                    }
-                }
-                BinaryJSON.appendVarint(UInt64(group.variations.count), to: &bytes)
                 for variation in group.variations {
-                    BinaryJSON.appendFixed(variation.allocation.bitPattern, to: &bytes)
-                    guard let id = variation.id, let assignment = variation.assignment else {
-                        bytes.append(0)
-                        continue
-                    }
-                    bytes.append(1)
-                    BinaryJSON.appendString(id, to: &bytes)
-                    BinaryJSON.appendString(assignment.variationName, to: &bytes)
-                    bytes.append(assignment.isReference ? 1 : 0)
-                    appendOptional(assignment.modificationsType, to: &bytes)
-                    if let place = places[ObjectIdentifier(variation)] {
-                        bytes.append(1)
-                        BinaryJSON.appendVarint(UInt64(place.start), to: &bytes)
-                        BinaryJSON.appendVarint(UInt64(place.end), to: &bytes)
-                        appendStrings(place.keys, to: &bytes)
-                    } else {
-                        bytes.append(0)
-                    }
+                    guard let flags = variation.assignment?.flags, !flags.isEmpty else { continue }
+                    let start = bytes.count
+                    BinaryJSON.append(.object(flags), to: &bytes)
+                    places[ObjectIdentifier(variation)] = (start, bytes.count, flags.keys.sorted())
                 }
             }
         }
-        BinaryJSON.writeFixed(UInt64(fileStart), into: &bytes, at: fileStartOffset)
-        return withChecksum(bytes)
+        return places
+    }
+
+    /// Writes a campaign: its id, names, slug and type, then its groups.
+    private static func appendCampaign(_ campaign: BucketingFile.Campaign, places: FlagPlaces, to bytes: inout [UInt8]) {
+        BinaryJSON.appendString(campaign.id, to: &bytes)
+        // Names, slug and type are the campaign's: the first variation with an assignment gives them.
+        let any = campaign.variationGroups.lazy.flatMap(\.variations).compactMap(\.assignment).first
+        BinaryJSON.appendString(any?.campaignName ?? "", to: &bytes)
+        appendOptional(any?.slug, to: &bytes)
+        BinaryJSON.appendString(any?.type ?? "", to: &bytes)
+        BinaryJSON.appendVarint(UInt64(campaign.variationGroups.count), to: &bytes)
+        for group in campaign.variationGroups {
+            BinaryJSON.appendString(group.id, to: &bytes)
+            BinaryJSON.appendString(group.variations.lazy.compactMap(\.assignment).first?.variationGroupName ?? "", to: &bytes)
+            appendRules(group.targeting.written, to: &bytes)
+            BinaryJSON.appendVarint(UInt64(group.variations.count), to: &bytes)
+            for variation in group.variations { appendVariation(variation, places: places, to: &bytes) }
+        }
+    }
+
+    /// Writes a group's targeting rules as written: each rule's key, operator and value, by rule group.
+    private static func appendRules(_ written: [[Targeting.WrittenRule]], to bytes: inout [UInt8]) {
+        BinaryJSON.appendVarint(UInt64(written.count), to: &bytes)
+        for rules in written {
+            BinaryJSON.appendVarint(UInt64(rules.count), to: &bytes)
+            for rule in rules {
+                appendOptional(rule.key, to: &bytes)
+                appendOptional(rule.operatorName, to: &bytes)
+                if let value = rule.value {
+                    bytes.append(1)
+                    BinaryJSON.append(value, to: &bytes)
+                } else {
+                    bytes.append(0)
+                }
+            }
+        }
+    }
+
+    /// Writes a variation: its allocation, then (when it has an id and an assignment) what a visitor
+    /// assigned to it gets and where its flags are.
+    private static func appendVariation(_ variation: BucketingFile.Variation, places: FlagPlaces, to bytes: inout [UInt8]) {
+        BinaryJSON.appendFixed(variation.allocation.bitPattern, to: &bytes)
+        guard let id = variation.id, let assignment = variation.assignment else { return bytes.append(0) }
+        bytes.append(1)
+        BinaryJSON.appendString(id, to: &bytes)
+        BinaryJSON.appendString(assignment.variationName, to: &bytes)
+        bytes.append(assignment.isReference ? 1 : 0)
+        appendOptional(assignment.modificationsType, to: &bytes)
+        if let place = places[ObjectIdentifier(variation)] {
+            bytes.append(1)
+            BinaryJSON.appendVarint(UInt64(place.start), to: &bytes)
+            BinaryJSON.appendVarint(UInt64(place.end), to: &bytes)
+            appendStrings(place.keys, to: &bytes)
+        } else {
+            bytes.append(0)
+        }
     }
 
     /// The file a compiled blob holds (`decode` without the change events' part).
@@ -185,6 +203,7 @@ package enum CompiledBucketingFile {
         let campaigns: BucketingFileCampaigns
     }
 
+    /// The file after the flags section: its version, panic, settings, warnings, digests and campaigns.
     private static func readFile(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) -> Read {
         let version = try input.string()
         let panic = try input.bool(), enabledXPC = try input.bool(), enabled1V1T = try input.bool()
@@ -199,72 +218,97 @@ package enum CompiledBucketingFile {
         var reader = BucketingFileReader()
         var campaigns: [BucketingFile.Campaign] = []
         for _ in 0..<(try input.count()) {
-            let id = try input.string()
-            let base = BucketedCampaign(campaignId: id, campaignName: try input.string(), slug: try input.optionalString(),
-                                        type: try input.string(), variationGroupId: "", variationId: "")
-            var groups: [BucketingFile.VariationGroup] = []
-            for _ in 0..<(try input.count()) {
-                var group = base
-                group.variationGroupId = try input.string()
-                group.variationGroupName = try input.string()
-                var rules: [[TargetingRule]] = [], written: [[Targeting.WrittenRule]] = []
-                for _ in 0..<(try input.count()) {
-                    var groupRules: [TargetingRule] = [], groupWritten: [Targeting.WrittenRule] = []
-                    for _ in 0..<(try input.count()) {
-                        let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
-                                                         value: try input.bool() ? try input.value() : nil)
-                        var json: [String: JSONValue] = [:]
-                        json["key"] = rule.key.map(JSONValue.string)
-                        json["operator"] = rule.operatorName.map(JSONValue.string)
-                        json["value"] = rule.value
-                        groupRules.append(TargetingRule(reading: .object(json), at: "", with: &reader))
-                        groupWritten.append(rule)
-                    }
-                    rules.append(groupRules)
-                    written.append(groupWritten)
-                }
-                var variations: [BucketingFile.Variation] = []
-                for _ in 0..<(try input.count()) {
-                    let at = input.offset
-                    let allocation = Double(bitPattern: try input.fixed())
-                    // As the JSON's reading leaves it: a number of 0 or more.
-                    guard allocation.isFinite, allocation >= 0 else {
-                        throw BinaryJSON.Malformed(reason: "an allocation that is not a number of 0 or more", offset: at)
-                    }
-                    guard try input.bool() else {
-                        variations.append(BucketingFile.Variation(id: nil, allocation: allocation, assignment: nil))
-                        continue
-                    }
-                    var assignment = group
-                    let variationId = try input.string()
-                    assignment.variationId = variationId
-                    assignment.variationName = try input.string()
-                    assignment.isReference = try input.bool()
-                    assignment.modificationsType = try input.optionalString()
-                    if try input.bool() {
-                        let at = input.offset
-                        let start = try input.varint(), end = try input.varint()
-                        let keys = try input.strings()
-                        guard let place = flags.place(start: start, end: end, keys: keys) else {
-                            throw BinaryJSON.Malformed(reason: "flags out of their section", offset: at)
-                        }
-                        variations.append(BucketingFile.Variation(id: variationId, allocation: allocation,
-                                                                  lazy: LazyAssignment(assignment, flags: flags, at: place)))
-                    } else {
-                        variations.append(BucketingFile.Variation(id: variationId, allocation: allocation, assignment: assignment))
-                    }
-                }
-                var hashPrefix = MurmurHash3.State()
-                hashPrefix.append(utf8Of: group.variationGroupId)
-                groups.append(BucketingFile.VariationGroup(id: group.variationGroupId, targeting: Targeting(groups: rules, written: written),
-                                                           hashPrefix: hashPrefix, variations: variations))
-            }
-            campaigns.append(BucketingFile.Campaign(id: id, variationGroups: groups))
+            campaigns.append(try readCampaign(&input, flags: flags, with: &reader))
         }
         let file = BucketingFile(compiled: campaigns, panic: panic,
                                  accountSettings: AccountSettings(enabledXPC: enabledXPC, enabled1V1T: enabled1V1T),
                                  warnings: warnings, reader: reader, version: version)
         return Read(file: file, campaigns: BucketingFileCampaigns(digests: digests, file: file))
+    }
+
+    /// A campaign: its id, names, slug and type, then its groups.
+    private static func readCampaign(_ input: inout BinaryJSON.Reader, flags: CompiledFlags,
+                                     with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> BucketingFile.Campaign {
+        let id = try input.string()
+        let base = BucketedCampaign(campaignId: id, campaignName: try input.string(), slug: try input.optionalString(),
+                                    type: try input.string(), variationGroupId: "", variationId: "")
+        var groups: [BucketingFile.VariationGroup] = []
+        for _ in 0..<(try input.count()) {
+            groups.append(try readGroup(&input, of: base, flags: flags, with: &reader))
+        }
+        return BucketingFile.Campaign(id: id, variationGroups: groups)
+    }
+
+    /// A variation group of the campaign `base` names: its id and name, its targeting, then its variations.
+    private static func readGroup(_ input: inout BinaryJSON.Reader, of base: BucketedCampaign, flags: CompiledFlags,
+                                  with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> BucketingFile.VariationGroup {
+        var group = base
+        group.variationGroupId = try input.string()
+        group.variationGroupName = try input.string()
+        let targeting = try readTargeting(&input, with: &reader)
+        var variations: [BucketingFile.Variation] = []
+        for _ in 0..<(try input.count()) {
+            variations.append(try readVariation(&input, in: group, flags: flags))
+        }
+        var hashPrefix = MurmurHash3.State()
+        hashPrefix.append(utf8Of: group.variationGroupId)
+        return BucketingFile.VariationGroup(id: group.variationGroupId, targeting: targeting,
+                                            hashPrefix: hashPrefix, variations: variations)
+    }
+
+    /// A group's targeting: each rule as written, and read again into the engine's rule with `reader`.
+    private static func readTargeting(_ input: inout BinaryJSON.Reader,
+                                      with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> Targeting {
+        var rules: [[TargetingRule]] = [], written: [[Targeting.WrittenRule]] = []
+        for _ in 0..<(try input.count()) {
+            var groupRules: [TargetingRule] = [], groupWritten: [Targeting.WrittenRule] = []
+            for _ in 0..<(try input.count()) {
+                let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
+                                                 value: try input.bool() ? try input.value() : nil)
+                var json: [String: JSONValue] = [:]
+                json["key"] = rule.key.map(JSONValue.string)
+                json["operator"] = rule.operatorName.map(JSONValue.string)
+                json["value"] = rule.value
+                groupRules.append(TargetingRule(reading: .object(json), at: "", with: &reader))
+                groupWritten.append(rule)
+            }
+            rules.append(groupRules)
+            written.append(groupWritten)
+        }
+        return Targeting(groups: rules, written: written)
+    }
+
+    /// A variation of `group`: its allocation, then what a visitor assigned to it gets, its flags
+    /// left in the blob until first needed.
+    private static func readVariation(_ input: inout BinaryJSON.Reader, in group: BucketedCampaign,
+                                      flags: CompiledFlags) throws(BinaryJSON.Malformed) -> BucketingFile.Variation {
+        let at = input.offset
+        let allocation = Double(bitPattern: try input.fixed())
+        // As the JSON's reading leaves it: a number of 0 or more.
+        guard allocation.isFinite, allocation >= 0 else {
+            throw BinaryJSON.Malformed(reason: "an allocation that is not a number of 0 or more", offset: at)
+        }
+        guard try input.bool() else {
+            return BucketingFile.Variation(id: nil, allocation: allocation, assignment: nil)
+        }
+        var assignment = group
+        let variationId = try input.string()
+        assignment.variationId = variationId
+        assignment.variationName = try input.string()
+        assignment.isReference = try input.bool()
+        assignment.modificationsType = try input.optionalString()
+        if try input.bool() {
+            let at = input.offset
+            let start = try input.varint(), end = try input.varint()
+            let keys = try input.strings()
+            guard let place = flags.place(start: start, end: end, keys: keys) else {
+                throw BinaryJSON.Malformed(reason: "flags out of their section", offset: at)
+            }
+            return BucketingFile.Variation(id: variationId, allocation: allocation,
+                                           lazy: LazyAssignment(assignment, flags: flags, at: place))
+        } else {
+            return BucketingFile.Variation(id: variationId, allocation: allocation, assignment: assignment)
+        }
     }
 }
 

@@ -177,64 +177,85 @@ package struct TolerantJSON {
         private mutating func string() throws(SyntaxError) -> Result<String, ReasonError> {
             try expect(UInt8(ascii: "\""))
             // Most strings hold no escape: their bytes, checked as UTF-8, at once.
+            if let text = plainString() { return .success(text) }
+            return try escapedString()
+        }
+
+        /// The text up to the closing quote, past which it moves, when that holds no escape or
+        /// control byte and is valid UTF-8; otherwise `nil`, still at the text's start.
+        private mutating func plainString() -> String? {
             var end = index
             while end < bytes.count {
                 let byte = bytes[end]
                 if byte == UInt8(ascii: "\""), let text = String(validating: bytes[index..<end], as: UTF8.self) {
                     index = end + 1
-                    return .success(text)
+                    return text
                 }
                 if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
                 end += 1
             }
+            return nil
+        }
+
+        /// The string's text from its start to the closing quote, byte by byte: escapes decoded,
+        /// runs of other bytes checked as UTF-8, the first problem kept as the reason.
+        private mutating func escapedString() throws(SyntaxError) -> Result<String, ReasonError> {
             var units: [UInt16] = []
             var problem: String?
             var raw: [UInt8] = []
-            func flushRaw() {
-                guard !raw.isEmpty else { return }
-                if let text = String(validating: raw, as: UTF8.self) {
-                    units.append(contentsOf: text.utf16)
-                } else if problem == nil {
-                    problem = "a string is not valid UTF-8"
-                }
-                raw.removeAll()
-            }
             while true {
                 guard let byte = current else { throw SyntaxError(offset: index) }
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    flushRaw()
+                    Self.flush(&raw, into: &units, problem: &problem)
                     if let problem { return .failure(ReasonError(reason: problem)) }
                     guard let text = String(validating: units, as: UTF16.self) else {
                         return .failure(ReasonError(reason: "a string holds a lone surrogate"))
                     }
                     return .success(text)
                 case UInt8(ascii: "\\"):
-                    flushRaw()
-                    guard let escaped = current else { throw SyntaxError(offset: index) }
-                    index += 1
-                    switch escaped {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(UInt16(escaped))
-                    case UInt8(ascii: "b"): units.append(0x08)
-                    case UInt8(ascii: "f"): units.append(0x0C)
-                    case UInt8(ascii: "n"): units.append(0x0A)
-                    case UInt8(ascii: "r"): units.append(0x0D)
-                    case UInt8(ascii: "t"): units.append(0x09)
-                    case UInt8(ascii: "u"):
-                        guard index + 4 <= bytes.count,
-                              let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-                            throw SyntaxError(offset: index)
-                        }
-                        index += 4
-                        units.append(unit)
-                    default: throw SyntaxError(offset: index - 1)
-                    }
+                    Self.flush(&raw, into: &units, problem: &problem)
+                    units.append(try escapedUnit())
                 case 0x00..<0x20:
                     throw SyntaxError(offset: index - 1)
                 default:
                     raw.append(byte)
                 }
+            }
+        }
+
+        /// Appends the UTF-16 of `raw`'s bytes to `units` when they are valid UTF-8 (else notes the
+        /// first problem), and empties `raw`.
+        private static func flush(_ raw: inout [UInt8], into units: inout [UInt16], problem: inout String?) {
+            guard !raw.isEmpty else { return }
+            if let text = String(validating: raw, as: UTF8.self) {
+                units.append(contentsOf: text.utf16)
+            } else if problem == nil {
+                problem = "a string is not valid UTF-8"
+            }
+            raw.removeAll()
+        }
+
+        /// The UTF-16 unit of the escape after a backslash.
+        private mutating func escapedUnit() throws(SyntaxError) -> UInt16 {
+            guard let escaped = current else { throw SyntaxError(offset: index) }
+            index += 1
+            switch escaped {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): return UInt16(escaped)
+            case UInt8(ascii: "b"): return 0x08
+            case UInt8(ascii: "f"): return 0x0C
+            case UInt8(ascii: "n"): return 0x0A
+            case UInt8(ascii: "r"): return 0x0D
+            case UInt8(ascii: "t"): return 0x09
+            case UInt8(ascii: "u"):
+                guard index + 4 <= bytes.count,
+                      let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+                    throw SyntaxError(offset: index)
+                }
+                index += 4
+                return unit
+            default: throw SyntaxError(offset: index - 1)
             }
         }
 
