@@ -179,6 +179,10 @@ let package = Package(
         // glibc's heap in use (`mallinfo2`), for the tests that check what the host check frees:
         // a test helper, out of every shipped target.
         .target(name: "CHeapProbe", path: "Tests/Support/CHeapProbe"),
+        // With FLAGSHIP_ONE_COOPERATIVE_THREAD=1, Swift concurrency's global executor on one
+        // thread for the whole test bundle, installed at load time (the executor is in
+        // FlagshipTests, OneCooperativeThread.swift).
+        .target(name: "COneCooperativeThread", path: "Tests/Support/COneCooperativeThread"),
         // A PostgreSQL server for the tests, started from Debian's binaries in a temporary directory.
         .target(name: "PostgresTestSupport", path: "Tests/Support/PostgresTestSupport"),
         // A child process for the lifecycle tests: the SDK and a flow of awaited hits under a
@@ -246,6 +250,7 @@ let package = Package(
                 "Flagship",
                 .target(name: "CFlagshipURLHostCheck", condition: .when(platforms: [.linux])),
                 .target(name: "CHeapProbe", condition: .when(platforms: [.linux])),
+                .target(name: "COneCooperativeThread", condition: .when(platforms: [.linux])),
                 "FlagshipFuzzing",
                 "FlagshipStore",
                 "FlagshipLocalServer",

@@ -19,6 +19,11 @@
 #                   suite leaves a core idle part of the time, a build does not
 #   example         once the tool is built, Examples/HummingbirdServer, as `make build` built it,
 #                   against the local server (`flagship serve`)
+#   one-thread      once the example ends, the suite's classes again with Swift concurrency's
+#                   global executor on one thread (FLAGSHIP_ONE_COOPERATIVE_THREAD=1, installed by
+#                   the bundle at load: Tests/FlagshipTests/OneCooperativeThread.swift): what blocks
+#                   a thread of the cooperative pool while it waits for other async work hangs
+#                   there (LIBDISPATCH_COOPERATIVE_POOL_STRICT does not narrow the pool on Linux)
 # The suite alone keeps about one core of two busy, waiting on sockets, processes and timeouts; the
 # other jobs fill the rest. Their logs print after the suite's, then a summary; the exit status is
 # non-zero when any job failed, and the failures are repeated last.
@@ -56,21 +61,22 @@ job() {
 rm -f "$logs"/*.status
 job documentation "$bundle" "$documentation_classes" &
 { job fuzz make --no-print-directory -C "$root" fuzz; job long "$bundle" "$long_classes"; } &
-{ job tool make --no-print-directory -C "$root" tool; job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh"; } &
+{ job tool make --no-print-directory -C "$root" tool; job example env FLAGSHIP_EXAMPLE_BIN="$example" "$root/Scripts/example.sh"
+  job one-thread env FLAGSHIP_ONE_COOPERATIVE_THREAD=1 "$bundle" "$suite_classes"; } &
 
 start=$SECONDS
 "$bundle" "$suite_classes" 2>&1 | tee "$logs/suite-output.log"
 echo "${PIPESTATUS[0]} $(( SECONDS - start ))" > "$logs/suite.status"
 wait
 
-for name in documentation fuzz long tool example; do
+for name in documentation fuzz long tool example one-thread; do
     echo "== $name (run beside the suite): .build-all/$name-output.log"
     cat "$logs/$name-output.log"
 done
 
 failed=0
 echo "== make test"
-for name in suite documentation fuzz long tool example; do
+for name in suite documentation fuzz long tool example one-thread; do
     read -r status seconds < "$logs/$name.status" || { status=1; seconds="?"; }
     tests="$(grep -oE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
     if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
@@ -90,7 +96,7 @@ else
 fi
 if [ "$failed" -ne 0 ]; then
     echo "== The failures, again:"
-    for name in suite documentation long; do
+    for name in suite documentation long one-thread; do
         grep -E ": error: |Test Case .* failed|Fatal error|Crash" "$logs/$name-output.log" | tail -40
     done
     grep -E "FAILED|crash" "$logs/fuzz-output.log" "$logs/example-output.log" | tail -20

@@ -51,7 +51,8 @@ public struct FlagshipService: Service, CustomStringConvertible {
             start.finish(.failure(error))
             throw error
         }
-        flagship.start(envId: envId, apiKey: apiKey, config: config)
+        // Opening the store blocks: on a thread of its own, never one of the cooperative pool.
+        await flagship.startOffThePool(envId: envId, apiKey: apiKey, config: config)
         start.finish(.success(()))
         // Ends with the graceful shutdown, or at once with a cancellation (it then throws).
         try? await gracefulShutdown()

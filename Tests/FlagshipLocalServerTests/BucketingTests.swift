@@ -182,8 +182,8 @@ final class BucketingTests: ServerTestCase {
         let replacement = Data(#"{"campaigns": [{"id": "c-new", "type": "toggle", "variationGroups": [{"id": "vg-new", "targeting": {"targetingGroups": [{"targetings": [{"key": "fs_all_users", "operator": "EQUALS", "value": ""}]}]}, "variations": [{"id": "v-new", "allocation": 100, "modifications": {"type": "FLAG", "value": {"newFlag": 1}}}]}]}]}"#.utf8)
 
         try server.setBucketingFile(replacement, lastModified: Self.november21.addingTimeInterval(3_600))
-        let stale = try get("/env_1/bucketing.json", headers: ["If-Modified-Since: Thu, 21 Nov 2024 06:00:00 GMT"])
-        let current = try get("/env_1/bucketing.json", headers: ["If-Modified-Since: Thu, 21 Nov 2024 07:00:00 GMT"])
+        let stale = try await get("/env_1/bucketing.json", headers: ["If-Modified-Since: Thu, 21 Nov 2024 06:00:00 GMT"])
+        let current = try await get("/env_1/bucketing.json", headers: ["If-Modified-Since: Thu, 21 Nov 2024 07:00:00 GMT"])
         let decision = try await decide(visitorId: "alice")
 
         XCTAssertEqual(stale.status, "HTTP/1.1 200 OK")
@@ -194,9 +194,9 @@ final class BucketingTests: ServerTestCase {
     }
 
     func testAnotherEnvironmentOrNoFileIs404() async throws {
-        let otherEnvironment = try get("/other_env/bucketing.json")
+        let otherEnvironment = try await get("/other_env/bucketing.json")
         server.bucketingFile = nil
-        let noFile = try get("/env_1/bucketing.json")
+        let noFile = try await get("/env_1/bucketing.json")
 
         XCTAssertEqual(otherEnvironment.status, "HTTP/1.1 404 Not Found")
         XCTAssertEqual(otherEnvironment.body, #"{"message":"unknown environment id 'other_env'"}"#)
@@ -218,10 +218,10 @@ final class BucketingTests: ServerTestCase {
         server.injectFault(.status(503), on: .bucketing, share: .next(1))
         server.injectFault(.cutOffBody, on: .bucketing, share: .everyNth(2))
 
-        let faulted = try get("/env_1/bucketing.json")
+        let faulted = try await get("/env_1/bucketing.json")
         let decision = try await decide(visitorId: "alice")
-        let whole = try get("/env_1/bucketing.json")
-        let cutOff = try get("/env_1/bucketing.json")
+        let whole = try await get("/env_1/bucketing.json")
+        let cutOff = try await get("/env_1/bucketing.json")
 
         XCTAssertEqual(faulted.status, "HTTP/1.1 503 Service Unavailable")
         XCTAssertEqual(decision.status, 200)
@@ -240,9 +240,24 @@ final class BucketingTests: ServerTestCase {
         let body: String
     }
 
+    /// `get` from a test's task: its blocking socket read runs off the cooperative pool, whose
+    /// thread the server needs to answer (a pool of one thread, `FLAGSHIP_ONE_COOPERATIVE_THREAD`).
+    private func get(_ path: String, headers: [String] = []) async throws -> RawResponse {
+        let port = try XCTUnwrap(server.port)
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try Self.get(path, headers: headers, port: port) })
+            }
+        }
+    }
+
     /// `GET path` on a connection of its own, read until the server closes it.
     private func get(_ path: String, headers: [String] = []) throws -> RawResponse {
-        let connection = try RawConnection(port: try XCTUnwrap(server.port))
+        try Self.get(path, headers: headers, port: try XCTUnwrap(server.port))
+    }
+
+    private static func get(_ path: String, headers: [String], port: UInt16) throws -> RawResponse {
+        let connection = try RawConnection(port: port)
         try connection.write((["GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Connection: close"] + headers).joined(separator: "\r\n") + "\r\n\r\n")
         let received = connection.receiveAll()
         guard let headEnd = received.range(of: "\r\n\r\n") else { throw TestFailure("no whole head in \(received)") }

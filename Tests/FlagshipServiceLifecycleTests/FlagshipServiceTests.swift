@@ -96,6 +96,39 @@ final class FlagshipServiceTests: XCTestCase {
         XCTAssertTrue(server.hits.contains { $0["ea"]?.stringValue == "before-cancel" }, "the last flush sent the hit")
     }
 
+    /// `run()` opens the store on a thread started for it (`io.flagship.start`), not on the
+    /// task's: opening blocks (here a second, waiting for another connection's write lock before
+    /// it reads the store instead), and the cooperative pool runs other tasks meanwhile. With the
+    /// pool narrowed to one thread (`FLAGSHIP_ONE_COOPERATIVE_THREAD=1`, a job of `make test`), a
+    /// start on the task's thread would leave the ticker still.
+    func testTheCooperativePoolRunsOtherTasksWhileTheStoreOpens() async throws {
+        let url = directory.appendingPathComponent("flagship.sqlite")
+        try FlagshipDatabase.open(at: url).close()
+        let holder = try Database(path: url.path)
+        defer { holder.close() }
+        try holder.withConnection { _ = try $0.execute("BEGIN IMMEDIATE") }
+        let config = FSConfigBuilder().DecisionApi().withCacheFile(url).withLogLevel(.NONE).build()
+        let service = FlagshipService(flagship: Flagship(), envId: "lifecycle_env", apiKey: "lifecycle_key", config: config)
+        let ticks = Locked(0)
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+                ticks.withLock { $0 += 1 }
+            }
+        }
+        let started = ContinuousClock.now
+        let running = Task { try await service.run() }
+        try await service.started()
+        let took = ContinuousClock.now - started
+        let ticked = ticks.withLock { $0 }
+        ticker.cancel()
+        running.cancel()
+        try await running.value
+        try holder.withConnection { _ = try $0.execute("ROLLBACK") }
+        XCTAssertGreaterThan(took, .milliseconds(800), "the start waited for the write lock")
+        XCTAssertGreaterThan(ticked, 20, "other tasks ran while the store opened")
+    }
+
     func testWaitingForTheStartEndsWithTheWaitersCancellation() async throws {
         let service = FlagshipService(envId: "lifecycle_env", apiKey: "lifecycle_key")
         let waiting = Task { try await service.started() }

@@ -75,7 +75,7 @@ public final class Flagship: Sendable {
             return state.runtime
         }
         if let previous {
-            Task { await previous.close() }
+            Task(executorPreference: ThreadExecutor.background) { await previous.close() }
         }
         if let problem = Self.problem(envId: envId, apiKey: apiKey) {
             logger.error("Flagship not started: \(problem)")
@@ -88,6 +88,20 @@ public final class Flagship: Sendable {
         state.withLock { $0.runtime = started }
         logger.info("Flagship \(SDKInfo.version) started for environment \(envId) (\(config.mode.rawValue)); HTTP through \(started.httpClient)")
         started.begin()
+    }
+
+    /// `start(envId:apiKey:config:)` on a thread of its own, awaited: opening the store blocks
+    /// (migrating it, checking it after a crash, salvaging a damaged file), and a task must not
+    /// hold a thread of the cooperative pool meanwhile. What `FlagshipService.run()` calls.
+    package func startOffThePool(envId: String, apiKey: String, config: FlagshipConfig) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                self.start(envId: envId, apiKey: apiKey, config: config)
+                continuation.resume()
+            }
+            thread.name = "io.flagship.start"
+            thread.start()
+        }
     }
 
     /// The state of the SDK: `SDK_NOT_INITIALIZED` before a start or after a refused one.

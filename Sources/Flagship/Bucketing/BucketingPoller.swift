@@ -234,7 +234,7 @@ final class BucketingPoller: Sendable {
 
     /// Starts polling: a download now, then one every interval, until `close()`.
     func start() {
-        let task = Task { [self] in
+        let task = Task(executorPreference: ThreadExecutor.background) { [self] in
             await poll()
             endFirstAttempt()
             while !Task.isCancelled {

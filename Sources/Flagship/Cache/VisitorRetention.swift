@@ -96,7 +96,7 @@ final class VisitorRetention: Sendable {
     /// Starts the task: sightings written every `sightingsInterval`, the first prune one
     /// `sightingsInterval` after start (off the start itself), then one every `pruneInterval`.
     func start() {
-        let task = Task { [self] in
+        let task = Task(executorPreference: ThreadExecutor.background) { [self] in
             // On the monotonic clock: a step of the wall clock back does not hold prunes off.
             var nextPrune = clock.uptime() + policy.sightingsInterval
             while !Task.isCancelled {

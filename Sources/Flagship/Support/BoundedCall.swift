@@ -44,14 +44,14 @@ package func firstOf<T: Sendable>(
         start { _ in }
         return nil
     }
-    let timer = Locked<Task<Void, Never>?>(nil)
+    let timer = Locked<ScheduledAction?>(nil)
     let value = await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
         // Whichever racer comes first resumes; the second finds nothing left to resume.
         let pending = Locked<CheckedContinuation<T?, Never>?>(continuation)
         let resume: @Sendable (T?) -> Void = { value in
             pending.withLock { taken in defer { taken = nil }; return taken }?.resume(returning: value)
         }
-        timer.withLock { $0 = Task { try? await clock.sleep(until: deadline); resume(nil) } }
+        timer.withLock { $0 = clock.schedule(at: deadline) { resume(nil) } }
         start { resume($0) }
     }
     timer.withLock { $0 }?.cancel()

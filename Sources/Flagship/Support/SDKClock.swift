@@ -17,6 +17,30 @@ package protocol SDKClock: Sendable {
     /// meanwhile neither shortens nor lengthens it); throws `CancellationError` when the task is
     /// cancelled.
     func sleep(until deadline: Date) async throws
+    /// Calls `action` once `deadline` comes (as `sleep(until:)` measures it), unless the returned
+    /// cancellation ran first: a bounded wait's timer. The default sleeps in a task of its own;
+    /// `SystemClock`'s needs no task, so that a wait the SDK bounds ends on time even while every
+    /// thread of the cooperative pool is held.
+    func schedule(at deadline: Date, _ action: @escaping @Sendable () -> Void) -> ScheduledAction
+}
+
+/// Cancels an action a clock scheduled; calling it after the action ran does nothing.
+package struct ScheduledAction: Sendable {
+    package let cancel: @Sendable () -> Void
+
+    package init(cancel: @escaping @Sendable () -> Void) {
+        self.cancel = cancel
+    }
+}
+
+extension SDKClock {
+    package func schedule(at deadline: Date, _ action: @escaping @Sendable () -> Void) -> ScheduledAction {
+        let task = Task {
+            guard (try? await sleep(until: deadline)) != nil else { return }
+            action()
+        }
+        return ScheduledAction { task.cancel() }
+    }
 }
 
 /// The wall clock's time for ageing stored rows, held back to what the monotonic clock says has
@@ -84,5 +108,12 @@ package struct SystemClock: SDKClock {
             return
         }
         try await Task.sleep(nanoseconds: UInt64(min(seconds, 86_400) * 1_000_000_000))
+    }
+
+    /// On the SDK's one dispatch timer (`DeadlineTimer`), by the monotonic clock, as `sleep`.
+    package func schedule(at deadline: Date, _ action: @escaping @Sendable () -> Void) -> ScheduledAction {
+        let seconds = max(0, min(deadline.timeIntervalSince(now()), 86_400))
+        let token = DeadlineTimer.shared.schedule(at: .now() + seconds, action)
+        return ScheduledAction { DeadlineTimer.shared.cancel(token) }
     }
 }

@@ -17,6 +17,15 @@ package final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var stopped = false
 
+    /// The thread the SDK's background tasks run on: the tracking manager's lifecycle (the
+    /// sender's loop, the batch timer, the backoff wake-ups), the bucketing file's polls, the
+    /// retention's prunes, and what waits for them at close. Their preference (structured
+    /// children inherit it), so that they neither take a thread of the app's cooperative pool nor
+    /// wait for one: a synchronous `close()` that holds the pool's every thread still ends, with
+    /// its last round sent. One thread for every instance of the process; the blocking work these
+    /// tasks start runs on the SDK's dispatch queues, and the network's on its client's threads.
+    package static let background = ThreadExecutor(name: "io.flagship.background")
+
     package init(name: String) {
         let thread = Thread { [self] in run() }
         thread.name = name

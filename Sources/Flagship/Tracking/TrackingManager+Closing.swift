@@ -130,7 +130,7 @@ extension TrackingManager {
         guard let task = lifecycle.withLock({ $0.task }) else { return }
         if sender.isRunning { task.cancel() }
         _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            Task {
+            Task(executorPreference: ThreadExecutor.background) {
                 await task.value
                 finish(true)
             }

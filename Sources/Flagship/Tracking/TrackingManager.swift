@@ -199,7 +199,7 @@ package final class TrackingManager: HitTracking {
         }
         // The task holds the writer and the sender, not the manager: a manager dropped without
         // `close()` ends it from `deinit`.
-        let task = Task { [writer, sender, timersStop, clock, interval = settings.batchInterval] in
+        let task = Task(executorPreference: ThreadExecutor.background) { [writer, sender, timersStop, clock, interval = settings.batchInterval] in
             await withDiscardingTaskGroup { group in
                 group.addTask { await sender.run() }
                 group.addTask {

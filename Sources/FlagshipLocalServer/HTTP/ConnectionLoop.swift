@@ -29,7 +29,6 @@ final class ConnectionLoop: @unchecked Sendable {
         var thread: pthread_t?
     }
     private let mailbox = Locked(Mailbox())
-    private let started = DispatchSemaphore(value: 0)
     private let handler: Handler
     /// The input bytes all connections may hold at once (`Configuration.maximumBufferedBytes`),
     /// and the count of connections refused at that bound.
@@ -83,14 +82,13 @@ final class ConnectionLoop: @unchecked Sendable {
             throw LocalServerError.socket(call: "pthread_create", errno: created)
         }
         mailbox.withLock { $0.thread = thread }
-        // A started server is a running thread, named: what a leak check looks for.
-        started.wait()
+        // A started server is a running thread, named (what a leak check looks for) before `init`
+        // returns: named from here, so nothing waits for the thread to name itself.
+        Self.name(thread)
     }
 
     private static func threadMain(_ context: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
         let loop = Unmanaged<ConnectionLoop>.fromOpaque(context).takeRetainedValue()
-        nameCurrentThread()
-        loop.started.signal()
         loop.run()
         return nil
     }
@@ -169,12 +167,16 @@ final class ConnectionLoop: @unchecked Sendable {
     /// `flagship-server` in `ps -L`, gdb and /proc, where a leaked thread would be looked for.
     /// Foundation keeps `Thread.name` to itself on Linux; the kernel reads the name (15 bytes
     /// at most) from this file.
-    private static func nameCurrentThread() {
+    /// Names the polling thread `flagship-server` (Linux: what `/proc/<pid>/task/*/comm` shows).
+    /// glibc's `pthread_setname_np` (a GNU extension Swift's Glibc module leaves out), found once.
+    #if os(Linux)
+    private static let setName: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32)? = dlsym(dlopen(nil, RTLD_NOW), "pthread_setname_np")
+        .map { unsafeBitCast($0, to: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self) }
+    #endif
+
+    private static func name(_ thread: pthread_t?) {
         #if os(Linux)
-        let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard file >= 0 else { return }
-        _ = "flagship-server".withCString { write(file, $0, strlen($0)) }
-        _ = close(file)
+        if let thread, let setName { _ = setName(thread, "flagship-server") }
         #endif
     }
 
