@@ -78,7 +78,7 @@ failed=0
 echo "== make test"
 for name in suite documentation fuzz long tool example one-thread; do
     read -r status seconds < "$logs/$name.status" || { status=1; seconds="?"; }
-    tests="$(grep -oE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
+    tests="$(grep -oE 'Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?' "$logs/$name-output.log" | tail -1)"
     if [ "$status" -eq 0 ]; then result=ok; else result="FAILED (exit $status)"; failed=1; fi
     printf "%-14s %-18s %5s s  %s\n" "$name" "$result" "$seconds" "$tests"
 done

@@ -54,4 +54,99 @@ final class AsyncDatabaseTests: StoreTestCase {
             XCTAssertEqual(error as? StoreError, .reentrantAccess(path: database.path))
         }
     }
+
+    // MARK: Cancellation
+
+    /// A read that would run for minutes (a recursive count to 10^10), cancelled while it runs:
+    /// its statement is interrupted and it throws `CancellationError` at once; the connection
+    /// serves the next call.
+    func testACancelledReadIsInterruptedWhileItRuns() async throws {
+        let database = try Database(path: url().path)
+        defer { database.close() }
+        let started = Locked(false)
+        let long = Task {
+            try await database.read { connection -> Int64? in
+                started.withLock { $0 = true }
+                return try connection.scalar("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
+                    SELECT count(*) FROM n
+                    """)?.int64
+            }
+        }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelledAt = ContinuousClock.now
+        long.cancel()
+        do {
+            _ = try await long.value
+            XCTFail("the read ran to its end")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - cancelledAt, .seconds(2), "stopped at once")
+        let next = try await database.read { try $0.scalar("SELECT 41 + 1")?.int64 }
+        XCTAssertEqual(next, 42, "the connection serves the next call")
+    }
+
+    /// A write cancelled while it runs is rolled back whole; one cancelled while it waits for its
+    /// turn on the store's queue never runs.
+    func testACancelledWriteLeavesNothingAndAQueuedOneNeverRuns() async throws {
+        let database = try Database(path: url().path)
+        defer { database.close() }
+        try await database.write { try $0.execute("CREATE TABLE t (x INTEGER NOT NULL)") }
+        let started = Locked(false)
+        let ran = Locked(false)
+        let long = Task {
+            try await database.write { connection in
+                try connection.execute("INSERT INTO t (x) VALUES (1)")
+                started.withLock { $0 = true }
+                _ = try connection.scalar("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
+                    SELECT count(*) FROM n
+                    """)
+            }
+        }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        // Queued behind the long write on the store's serial queue.
+        let queued = Task { try await database.write { connection in
+            ran.withLock { $0 = true }
+            try connection.execute("INSERT INTO t (x) VALUES (2)")
+        } }
+        try await Task.sleep(for: .milliseconds(50))
+        queued.cancel()
+        long.cancel()
+        for task in [long, queued] {
+            do {
+                try await task.value
+                XCTFail("a cancelled write completed")
+            } catch {
+                XCTAssertTrue(error is CancellationError, "\(error)")
+            }
+        }
+        XCTAssertFalse(ran.withLock { $0 }, "the queued write never ran")
+        let count = try await database.read { try $0.scalar("SELECT count(*) FROM t")?.int64 }
+        XCTAssertEqual(count, 0, "the interrupted write was rolled back")
+    }
+
+    /// A cancellation that comes once the call returned interrupts nothing: the synchronous
+    /// writes of others on the same connection (a group commit) are never stopped by it.
+    func testALateCancellationInterruptsNoOtherCall() async throws {
+        let database = try Database(path: url().path)
+        defer { database.close() }
+        try await database.write { try $0.execute("CREATE TABLE t (x INTEGER NOT NULL)") }
+        let done = Task { try await database.read { try $0.scalar("SELECT count(*) FROM t")?.int64 } }
+        _ = try await done.value
+        done.cancel()
+        try writeSynchronously(database) { connection in
+            for value in 0..<2_000 { try connection.execute("INSERT INTO t (x) VALUES (?)", [.integer(Int64(value))]) }
+        }
+        let count = try await database.read { try $0.scalar("SELECT count(*) FROM t")?.int64 }
+        XCTAssertEqual(count, 2_000)
+    }
+}
+
+/// `Database.write`'s synchronous form, as a group commit calls it (a plain function, so that
+/// Swift picks that overload from async code).
+private func writeSynchronously(_ database: Database, _ body: (Connection) throws -> Void) throws {
+    try database.write(body)
 }

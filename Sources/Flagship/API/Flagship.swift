@@ -173,7 +173,8 @@ public final class Flagship: Sendable {
     /// ```
     ///
     /// Throws ``FlagshipError/sdkNotInitialized`` before `start`, ``FSCacheError`` when the store
-    /// cannot be read.
+    /// cannot be read, and `CancellationError` when the calling task is cancelled: the store's
+    /// read then stops where it is (its statement interrupted), holding nothing.
     public func visitorData(visitorId: String) async throws -> FSVisitorData {
         guard let runtime = currentRuntime else { throw FlagshipError.sdkNotInitialized }
         return try await runtime.visitorData(visitorId)

@@ -33,7 +33,7 @@ final class SDKRuntime: Sendable {
     let hookFailures: HookFailures
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
-    /// Small store reads and writes made for an `async` caller run here, off the cooperative pool.
+    /// The state table's inserts (`persistentValue`) run here, off the caller's thread.
     private let storeQueue = DispatchQueue(label: "io.flagship.store")
     /// Whether this is the first start of the SDK with this store.
     let firstTimeInit: Bool
@@ -117,17 +117,13 @@ final class SDKRuntime: Sendable {
         await flushCaches()
         var records = VisitorDataRecords.nothing(for: visitorId)
         if let store {
-            let storeQueue = storeQueue
-            records = try await withCheckedThrowingContinuation { continuation in
-                storeQueue.async {
-                    continuation.resume(with: Result { () throws(FSCacheError) -> VisitorDataRecords in
-                        do {
-                            return try store.read { try $0.visitorData(visitorId: visitorId) }
-                        } catch {
-                            throw FSCacheError(error, path: store.database.path)
-                        }
-                    })
-                }
+            // On the store's queue; a cancelled caller's read is interrupted.
+            do {
+                records = try await store.read { try $0.visitorData(visitorId: visitorId) }
+            } catch let cancelled as CancellationError {
+                throw cancelled
+            } catch {
+                throw FSCacheError(error, path: store.database.path)
             }
         }
         if let shared = config.sharedStore as? any SharedVisitorData {

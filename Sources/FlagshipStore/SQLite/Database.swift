@@ -36,8 +36,10 @@ package final class Database: @unchecked Sendable {
     /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
     /// it up; under its own lock, so that a damaged read on the reader can stop it too.
     private let checkpointer = Locked<BackgroundCheckpointer?>(nil)
-    /// Where the async forms of `read` and `write` run.
-    private let queue = DispatchQueue(label: "io.flagship.store.database")
+    /// Where the async forms of `read` and `write` run (`Database+Async.swift`).
+    let queue = DispatchQueue(label: "io.flagship.store.database")
+    /// What a cancelled async call's statements are interrupted through.
+    let interrupter = StatementInterrupter()
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
@@ -127,26 +129,6 @@ package final class Database: @unchecked Sendable {
                 }
                 throw StoreError.sqlite(error)
             }
-        }
-    }
-
-    // MARK: From async code
-
-    /// `read` from async code: `body` runs on the store's own serial queue, never on a thread
-    /// of Swift's cooperative pool (a statement may wait for another process's lock).
-    package func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await onQueue { try self.read(body) }
-    }
-
-    /// `write` from async code: one write transaction on the store's own serial queue.
-    @discardableResult
-    package func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await onQueue { try self.write(body) }
-    }
-
-    private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
