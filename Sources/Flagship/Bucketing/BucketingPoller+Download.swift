@@ -89,17 +89,9 @@ extension BucketingPoller {
         let (store, shared, logger) = (store, shared, logger)
         let version = versionToKeep(of: file, document: record.document, origin: .download)
         await queuedCall(on: storeQueue) {
-            var compiled = record
             // Compiled here, off Swift's pool: the next start decides from it without the JSON.
-            if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: campaigns.digests) }
-            do {
-                try store?.write { db in
-                    try db.bucketing.save(compiled)
-                    if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
-                }
-            } catch {
-                logger.error("The new bucketing file could not be stored (\(error)); it is used until the process ends")
-            }
+            Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
+                              failure: "The new bucketing file could not be stored")
             do {
                 try shared?.save(record)
                 if let version { try shared?.keep(version.file, keeping: version.keeping) }

@@ -187,20 +187,30 @@ final class BucketingPoller: Sendable {
             logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
             onFile(file)
             let version = versionToKeep(of: file, document: record.document, origin: .fleet)
-            var compiled = record
-            if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: campaigns.digests) }
-            do {
-                try store?.write { db in
-                    try db.bucketing.save(compiled)
-                    if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
-                }
-            } catch {
-                logger.error("The shared bucketing file could not be stored locally (\(error)); it is used until the process ends")
-            }
+            Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
+                              failure: "The shared bucketing file could not be stored locally")
         }
     }
 
     /// The row that keeps `file` by version for provenance, used now; `nil` when provenance is off.
+    /// Stores `record` in the local store with `file` compiled beside its JSON (the next start
+    /// decides from it without parsing), and keeps `version`; a failure is logged as `failure`,
+    /// and the file is used until the process ends. Blocking: on the store queue, off Swift's pool.
+    static func storeLocally(_ record: BucketingRecord, compiling file: BucketingFile, digests: [String: String],
+                             version: (file: BucketingFileVersion, keeping: Int)?, in store: FlagshipDatabase?,
+                             logger: Logger, failure: String) {
+        var compiled = record
+        if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: digests) }
+        do {
+            try store?.write { db in
+                try db.bucketing.save(compiled)
+                if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
+            }
+        } catch {
+            logger.error("\(failure) (\(error)); it is used until the process ends")
+        }
+    }
+
     func versionToKeep(of file: BucketingFile, document: String,
                                origin: BucketingFileVersion.Origin) -> (file: BucketingFileVersion, keeping: Int)? {
         guard let keptVersions, store != nil || shared != nil else { return nil }
