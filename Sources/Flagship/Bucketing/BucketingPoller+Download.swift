@@ -57,9 +57,17 @@ extension BucketingPoller {
     func accept(_ response: FSHTTPResponse) async {
         let parsed: ParsedBucketingFile
         let file: BucketingFile
+        let maximumBytes = maximumBytes
         do {
-            parsed = try BucketingFile.parse(json: response.body, maximumBytes: maximumBytes)
-            file = try BucketingFile(parsed: parsed)
+            // Parsed on the poller's queue, not on the SDK's background thread: a file of
+            // thousands of campaigns takes a large fraction of a second, and every instance's
+            // sender shares that thread.
+            (parsed, file) = try await queuedCall(on: storeQueue) {
+                Result { () throws -> (ParsedBucketingFile, BucketingFile) in
+                    let parsed = try BucketingFile.parse(json: response.body, maximumBytes: maximumBytes)
+                    return (parsed, try BucketingFile(parsed: parsed))
+                }
+            }.get()
         } catch {
             logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
             return
