@@ -40,7 +40,8 @@ public struct FlagshipService: Service, CustomStringConvertible {
         self.config = config
     }
 
-    /// Starts the SDK, serves until the group shuts down or is cancelled, then closes it.
+    /// Starts the SDK, awaits its background work (`Flagship.run()`) until the group shuts down
+    /// or is cancelled, then returns once the SDK is closed.
     ///
     /// - Throws: `FlagshipServiceError.refused` at once when the env id or the API key cannot be
     ///   used (empty, or holding characters they never hold): the group then fails at start
@@ -54,12 +55,15 @@ public struct FlagshipService: Service, CustomStringConvertible {
         // Opening the store blocks: on a thread of its own, never one of the cooperative pool.
         await flagship.startOffThePool(envId: envId, apiKey: apiKey, config: config)
         start.finish(.success(()))
-        // Ends with the graceful shutdown, or at once with a cancellation (it then throws).
-        try? await gracefulShutdown()
-        // The last flush runs whole even in a cancelled group: awaited, on a task the group's
-        // cancellation does not reach, and bounded by close()'s own deadline.
+        // The SDK's background work, awaited until closed: by the graceful shutdown, or by a
+        // cancellation of the group (`run()` then closes it itself). Either way the last flush
+        // runs whole, bounded by close()'s own deadline, before this returns.
         let flagship = flagship
-        await Task.detached { await flagship.close() }.value
+        await withGracefulShutdownHandler {
+            await flagship.run()
+        } onGracefulShutdown: {
+            Task { await flagship.close() }
+        }
     }
 
     /// Returns once `run()` has started the SDK: what a service of the same group awaits before

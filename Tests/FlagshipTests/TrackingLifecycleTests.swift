@@ -6,9 +6,10 @@ import XCTest
 
 @testable import Flagship
 
-/// The tracking manager's lifecycle is structured: one task from `start()`, whose children are the
-/// sender's loop, the batch timer and the backoff wake, ends with `close()` (or with the manager,
-/// when it is dropped unclosed); nothing it set going outlives it.
+/// The tracking manager's lifecycle is structured: its work (`run`), whose children are the
+/// sender's loop, the batch timer and the backoff wake, is a child of the SDK instance's one
+/// background task, and ends with `close()` (or with the manager, when it is dropped unclosed);
+/// nothing it set going outlives it.
 final class TrackingLifecycleTests: TrackingTestCase {
     func testCloseEndsTheLifecycleTaskWhileABackoffWakeAndTheTimerWait() async throws {
         server.injectFault(.status(500), on: .events, share: .every)
@@ -17,7 +18,7 @@ final class TrackingLifecycleTests: TrackingTestCase {
         try await visitor.sendHit(click(1))
         // The send failed: the wake waits for the backoff gate, the timer for the interval.
         try await waitForSleepers(2)
-        let task = try XCTUnwrap(flagship.currentRuntime?.tracking.lifecycleTask)
+        let task = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
 
         // The clock never moves: nothing here waits for a deadline.
         await flagship.close()
@@ -33,12 +34,12 @@ final class TrackingLifecycleTests: TrackingTestCase {
         let visitor = makeVisitor()
         try await visitor.sendHit(click(1))
         _ = try await server.waitForRequests(route: .events, count: 1)
-        let tracking = try XCTUnwrap(flagship.currentRuntime?.tracking)
-        let task = try XCTUnwrap(tracking.lifecycleTask)
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        let task = try XCTUnwrap(runtime.backgroundTask)
 
-        let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
+        let deadline = clock.now().addingTimeInterval(runtime.tracking.settings.closeDeadline)
         let sendsUntil = deadline.addingTimeInterval(-1)
-        let closing = Task { await tracking.close(until: deadline) }
+        let closing = Task { await runtime.close() }
         // close() waits for the send until a second before its deadline, on the SDK's clock.
         try await waitUntil("close() waits for the send on the clock") { clock.hasSleeper(until: sendsUntil) }
         clock.advance(by: sendsUntil.timeIntervalSince(clock.now()))
@@ -50,7 +51,8 @@ final class TrackingLifecycleTests: TrackingTestCase {
     func testAManagerDroppedWithoutCloseEndsItsTask() async throws {
         var manager: TrackingManager? = makeManager()
         manager?.start()
-        let task = try XCTUnwrap(manager?.lifecycleTask)
+        let run = try XCTUnwrap(manager?.run)
+        let task = Task { await run() }
         try await waitForSleepers(1)
 
         weak let dropped = manager
@@ -70,7 +72,6 @@ final class TrackingLifecycleTests: TrackingTestCase {
         // The clock never moves: a close that waited for a sender loop never started would hang.
         try await waitUntil("close() returned") { closed.withLock { $0 } }
         await closing.value
-        XCTAssertNil(manager.lifecycleTask)
     }
 
     /// A tracking manager over a hit cache that keeps nothing, its events going nowhere.

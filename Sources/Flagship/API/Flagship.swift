@@ -104,6 +104,39 @@ public final class Flagship: Sendable {
         }
     }
 
+    /// Awaits the started instance's background work until `close()` has closed it; returns at
+    /// once when the instance is not started.
+    ///
+    /// That work is the tracking manager's loops (the sender, the batch timer, the backoff wake),
+    /// the bucketing poller and the visitor cache's retention: child tasks of one task, which
+    /// `start` begins on the SDK's own thread. `start` runs it for you, so an app that only calls
+    /// `start` and `close()` never needs this. A service whose life is a task awaits it, as it
+    /// awaits `PostgresClient.run()` (`FlagshipService.run()` does).
+    ///
+    /// Cancelling the caller closes the instance as `close()` does (the last flush bounded by the
+    /// close deadline, what is left kept in the hit cache), then returns. A later `start` begins
+    /// another instance, which this call does not wait for.
+    public func run() async {
+        guard let runtime = currentRuntime else { return }
+        await withTaskCancellationHandler {
+            await runtime.closed()
+        } onCancel: {
+            Task(executorPreference: ThreadExecutor.background) { await self.close(runtime) }
+        }
+    }
+
+    /// Closes `runtime` (a close under way is awaited); when it is still the started instance, the
+    /// instance then reads `SDK_NOT_INITIALIZED`, as after `close()`.
+    private func close(_ runtime: SDKRuntime) async {
+        let current = state.withLock { state -> Bool in
+            guard state.runtime === runtime else { return false }
+            state = State()
+            return true
+        }
+        await runtime.close()
+        if current { runtime.setStatus(.SDK_NOT_INITIALIZED) }
+    }
+
     /// The state of the SDK: `SDK_NOT_INITIALIZED` before a start or after a refused one.
     public func getStatus() -> FSSdkStatus {
         currentRuntime?.status ?? .SDK_NOT_INITIALIZED

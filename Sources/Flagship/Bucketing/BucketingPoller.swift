@@ -21,7 +21,6 @@ final class BucketingPoller: Sendable {
         /// Set once the first download of this start has ended, whatever its outcome.
         var firstAttemptEnded = false
         var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
-        var task: Task<Void, Never>?
         var closed = false
     }
 
@@ -45,6 +44,9 @@ final class BucketingPoller: Sendable {
     let onChange: (@Sendable (FSBucketingFileChange) -> Void)?
     let state = Locked(State())
     let outage: OutageLog
+    /// Finished by `close()`: `run()` cancels its polling (a download under way with it) and returns.
+    private let stop: AsyncStream<Void>
+    private let stopContinuation: AsyncStream<Void>.Continuation
     /// Where the downloaded file is written: off the poller's task.
     let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
     /// How many file versions the store keeps for provenance; `nil`: none (provenance off).
@@ -57,6 +59,7 @@ final class BucketingPoller: Sendable {
          onFile: @escaping @Sendable (BucketingFile) -> Void) {
         self.envId = envId
         self.maximumBytes = maximumBytes
+        (stop, stopContinuation) = AsyncStream.makeStream(of: Void.self)
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
         self.interval = interval
         self.timeout = timeout
@@ -242,26 +245,25 @@ final class BucketingPoller: Sendable {
         onChange(change)
     }
 
-    /// Starts polling: a download now, then one every interval, until `close()`.
-    func start() {
-        let task = Task(executorPreference: ThreadExecutor.background) { [self] in
-            await poll()
-            endFirstAttempt()
-            while !Task.isCancelled {
-                do {
-                    try await clock.sleep(until: clock.now().addingTimeInterval(interval))
-                } catch {
-                    break
-                }
+    /// Polls: a download now, then one every interval, until `close()`; a child of the SDK
+    /// instance's background task (`SDKRuntime.run`).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self] in
                 await poll()
+                endFirstAttempt()
+                while !Task.isCancelled {
+                    do {
+                        try await clock.sleep(until: clock.now().addingTimeInterval(interval))
+                    } catch {
+                        break
+                    }
+                    await poll()
+                }
             }
+            for await _ in stop {}
+            group.cancelAll()
         }
-        let refused = state.withLock { state -> Bool in
-            guard !state.closed else { return true }
-            state.task = task
-            return false
-        }
-        if refused { task.cancel() }
     }
 
     /// The file to decide from; when none is known yet, waits for the end of the first download
@@ -296,12 +298,8 @@ final class BucketingPoller: Sendable {
 
     /// Stops polling; a download under way is cancelled. Safe to call twice.
     func close() {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.closed = true
-            defer { state.task = nil }
-            return state.task
-        }
-        task?.cancel()
+        state.withLock { $0.closed = true }
+        stopContinuation.finish()
         endFirstAttempt()
     }
 

@@ -54,7 +54,6 @@ final class VisitorRetention: Sendable {
     }
 
     private struct State {
-        var task: Task<Void, Never>?
         var closed = false
         var counts = Counts()
     }
@@ -75,6 +74,9 @@ final class VisitorRetention: Sendable {
     private let logger: Logger
     private let queue = DispatchQueue(label: "io.flagship.store.retention")
     private let state = Locked(State())
+    /// Finished by `close()`: `run()` stops waiting (a prune under way stops after its batch).
+    private let stop: AsyncStream<Void>
+    private let stopContinuation: AsyncStream<Void>.Continuation
 
     init(_ visitors: Visitors, policy: Policy, clock: any SDKClock, logger: Logger) {
         self.visitors = visitors
@@ -82,6 +84,7 @@ final class VisitorRetention: Sendable {
         self.clock = clock
         agingTime = StepSafeTime(clock: clock)
         self.logger = logger
+        (stop, stopContinuation) = AsyncStream.makeStream(of: Void.self)
         if case .local(let store) = visitors, let retention = policy.retention {
             // Last-seen times exact to a tenth of the retention when it is shorter than ten hours.
             store.sightings.resolutionMilliseconds = min(VisitorSightings.defaultResolutionMilliseconds,
@@ -93,33 +96,32 @@ final class VisitorRetention: Sendable {
         state.withLock { $0.counts }
     }
 
-    /// Starts the task: sightings written every `sightingsInterval`, the first prune one
-    /// `sightingsInterval` after start (off the start itself), then one every `pruneInterval`.
-    func start() {
-        let task = Task(executorPreference: ThreadExecutor.background) { [self] in
-            // On the monotonic clock: a step of the wall clock back does not hold prunes off.
-            var nextPrune = clock.uptime() + policy.sightingsInterval
-            while !Task.isCancelled {
-                do {
-                    let wait = min(nextPrune - clock.uptime(), policy.sightingsInterval)
-                    try await clock.sleep(until: clock.now().addingTimeInterval(wait))
-                } catch {
-                    break
-                }
-                if clock.uptime() >= nextPrune {
-                    await prune()
-                    nextPrune = clock.uptime() + policy.pruneInterval
-                } else {
-                    await recordSightings()
+    /// Writes sightings every `sightingsInterval`, prunes one `sightingsInterval` after start
+    /// (off the start itself), then every `pruneInterval`, until `close()`; a child of the SDK
+    /// instance's background task (`SDKRuntime.run`).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self] in
+                // On the monotonic clock: a step of the wall clock back does not hold prunes off.
+                var nextPrune = clock.uptime() + policy.sightingsInterval
+                while !Task.isCancelled {
+                    do {
+                        let wait = min(nextPrune - clock.uptime(), policy.sightingsInterval)
+                        try await clock.sleep(until: clock.now().addingTimeInterval(wait))
+                    } catch {
+                        break
+                    }
+                    if clock.uptime() >= nextPrune {
+                        await prune()
+                        nextPrune = clock.uptime() + policy.pruneInterval
+                    } else {
+                        await recordSightings()
+                    }
                 }
             }
+            for await _ in stop {}
+            group.cancelAll()
         }
-        let refused = state.withLock { state -> Bool in
-            guard !state.closed else { return true }
-            state.task = task
-            return false
-        }
-        if refused { task.cancel() }
     }
 
     /// One prune now (the task's, and tests'). `nil` when it failed (logged), or when another
@@ -215,12 +217,8 @@ final class VisitorRetention: Sendable {
     /// Stops the task (a prune under way stops after its batch) and writes the lookups noted
     /// since the last write, within `deadline`: `false` when it passed first. Safe to call twice.
     func close(until deadline: Date, clock: any SDKClock) async -> Bool {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.closed = true
-            defer { state.task = nil }
-            return state.task
-        }
-        task?.cancel()
+        state.withLock { $0.closed = true }
+        stopContinuation.finish()
         return await queuedCall(on: queue, until: deadline, clock: clock) { [self] in
             recordSightingsOnQueue()
             return true

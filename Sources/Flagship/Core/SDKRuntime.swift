@@ -33,8 +33,6 @@ final class SDKRuntime: Sendable {
     let hookFailures: HookFailures
     /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
     let callbacks = DispatchQueue(label: "io.flagship.callbacks")
-    /// The state table's inserts (`persistentValue`) run here, off the caller's thread.
-    private let storeQueue = DispatchQueue(label: "io.flagship.store")
     /// Whether this is the first start of the SDK with this store.
     let firstTimeInit: Bool
 
@@ -44,6 +42,9 @@ final class SDKRuntime: Sendable {
     /// Which HTTP client the requests go through, for the start's log line.
     let httpClient: String
     private let statusCell: SDKStatusCell
+    /// The background work (`run`), started by `begin()`, and the first `close()`, which a second
+    /// one awaits.
+    private let tasks = Locked<(background: Task<Void, Never>?, closing: Task<Void, Never>?)>((nil, nil))
 
     /// The state key recording that the SDK has started with this store before.
     static let firstInitKey = "sdk.first_init_at"
@@ -71,26 +72,52 @@ final class SDKRuntime: Sendable {
                                             statusCell: statusCell, flagWatch: flagWatch, logger: logger)
         tracking = Self.tracking(envId: envId, apiKey: apiKey, config: config, queue: hitQueue, transport: transport,
                                  visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } }, logger: logger)
-        tracking.start()
     }
 
     /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when
     /// there is one (`SDK_INITIALIZING` until a file is known), then polling for a newer one.
+    /// Starts the background work (`run`) on the SDK's own thread.
     func begin() {
-        retention?.start()
-        guard let bucketing else {
-            setStatus(.SDK_INITIALIZED)
-            return
-        }
-        bucketing.loadStored()
-        if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
-        if config.networkDisabled {
-            // No download will come: a fetch decides from the stored file or the bootstrap at
-            // once, and without either fails at once rather than wait for one.
-            bucketing.startOffline()
+        tracking.start()
+        var work: [@Sendable () async -> Void] = [tracking.run]
+        if let retention { work.append { await retention.run() } }
+        if let bucketing {
+            bucketing.loadStored()
+            if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
+            if config.networkDisabled {
+                // No download will come: a fetch decides from the stored file or the bootstrap at
+                // once, and without either fails at once rather than wait for one.
+                bucketing.startOffline()
+            } else {
+                work.append { await bucketing.run() }
+            }
         } else {
-            bucketing.start()
+            setStatus(.SDK_INITIALIZED)
         }
+        let background = Task(executorPreference: ThreadExecutor.background) { await Self.run(work) }
+        tasks.withLock { $0.background = background }
+    }
+
+    /// The instance's background work, as child tasks of the one task that awaits this: the
+    /// tracking manager's loops (the sender, the batch timer, the backoff wake), the visitor
+    /// cache's retention and the bucketing poller. Returns once `close()` has ended them all.
+    static func run(_ work: [@Sendable () async -> Void]) async {
+        await withDiscardingTaskGroup { group in
+            for child in work { group.addTask(operation: child) }
+        }
+    }
+
+    /// The task whose children are the background work, begun by `begin()`: for tests that check
+    /// it ends with `close()`.
+    var backgroundTask: Task<Void, Never>? {
+        tasks.withLock { $0.background }
+    }
+
+    /// Returns once the background work has ended (at once before `begin()`), then once the
+    /// `close()` that ended it has: what `Flagship.run()` awaits.
+    func closed() async {
+        await tasks.withLock { $0.background }?.value
+        await tasks.withLock { $0.closing }?.value
     }
 
     var status: FSSdkStatus {
@@ -150,12 +177,24 @@ final class SDKRuntime: Sendable {
     }
 
     /// Sends what is pending within the close deadline, leaves the rest in the cache, and
-    /// releases the store and the network. Safe to call twice.
+    /// releases the store and the network.
     /// Closes within one deadline (`closeDeadline` on the SDK's clock, 5 s by default): the
-    /// tracking manager's last round, the visitor cache's pending writes and the store's close
-    /// each get what is left of it. What still runs then (a store another process keeps locked,
-    /// a custom cache that has not returned) finishes in the background, logged, never waited for.
+    /// tracking manager's last round, the end of the background work, the visitor cache's pending
+    /// writes and the store's close each get what is left of it. What still runs then (a store
+    /// another process keeps locked, a custom cache that has not returned) finishes in the
+    /// background, logged, never waited for. A second call returns once the first has ended; a
+    /// close goes on to its end when its caller is cancelled.
     func close() async {
+        let closing = tasks.withLock { tasks -> Task<Void, Never> in
+            if let closing = tasks.closing { return closing }
+            let closing = Task(executorPreference: ThreadExecutor.background) { [self] in await closeOnce() }
+            tasks.closing = closing
+            return closing
+        }
+        await closing.value
+    }
+
+    private func closeOnce() async {
         let clock = config.clock
         let deadline = clock.now().addingTimeInterval(tracking.settings.closeDeadline)
         bucketing?.close()
@@ -165,6 +204,9 @@ final class SDKRuntime: Sendable {
             logger.warning("Closed at its deadline with the visitor cache's prune still running: it stops after its batch")
         }
         await tracking.close(until: deadline)
+        if !(await endBackground(until: deadline)) {
+            logger.debug("Closed at its deadline with background work still running (a custom cache that has not returned): it ends by itself")
+        }
         if let caches, !(await caches.waitForPendingWrites(until: deadline, clock: clock)) {
             logger.error("Closed at its deadline with the visitor cache still writing: the last visitor data may not be saved")
         }
@@ -185,8 +227,20 @@ final class SDKRuntime: Sendable {
         }
     }
 
+    /// Waits, until `deadline` at most, for the background work that `close()` ended (its sender's
+    /// last round over, a send still under way cancelled); `false` at the deadline.
+    private func endBackground(until deadline: Date) async -> Bool {
+        guard let background = tasks.withLock({ $0.background }) else { return true }
+        return await firstOf(deadline: deadline, clock: config.clock) { (finish: @escaping @Sendable (Bool) -> Void) in
+            Task(executorPreference: ThreadExecutor.background) {
+                await background.value
+                finish(true)
+            }
+        } != nil
+    }
+
     /// A value of the key/value state table, inserted if absent, so two processes agree. Runs on
-    /// the store's queue; the caller waits for it within a deadline of its own (`PendingValue`):
+    /// the store's own queue; the caller waits for it within a deadline of its own (`PendingValue`):
     /// a store another process keeps locked makes the insert wait seconds. Past the deadline,
     /// `value` is used and the insert goes on: if the store then holds another value (another
     /// process chose first), that one wins for the next builds, and the log says so.
@@ -198,10 +252,11 @@ final class SDKRuntime: Sendable {
         }
         let logger = logger
         let now = config.now().unixMilliseconds
-        storeQueue.async {
+        // On the store's own queue (its async `write`), off the caller's thread.
+        Task(executorPreference: ThreadExecutor.background) {
             let stored: String
             do {
-                stored = try store.write { try $0.state.valueInsertingIfAbsent(value, forKey: key, now: now) }
+                stored = try await store.write { try $0.state.valueInsertingIfAbsent(value, forKey: key, now: now) }
             } catch {
                 logger.error("SDK state '\(key)' could not be stored: \(error)")
                 stored = value

@@ -12,16 +12,22 @@ extension TrackingManager {
     /// counts what waits, all before `deadline` on the SDK's clock: past it, whatever still holds
     /// the store or the network (a server that never answers, a store another process keeps
     /// locked, a custom cache that never returns) is no longer waited for, and one log line says
-    /// what was left.
+    /// what was left. Ends `run`'s loops (the caller of `run` awaits their end). A second call
+    /// returns once the first has ended; the close goes on to its end if its caller is cancelled.
     func close(until deadline: Date) async {
-        let (first, started) = lifecycle.withLock { state -> (Bool, Bool) in
-            defer { state.closed = true }
-            return (!state.closed, state.started)
+        let closing = lifecycle.withLock { state -> Task<Void, Never> in
+            if let closing = state.closing { return closing }
+            state.closed = true
+            let closing = Task(executorPreference: ThreadExecutor.background) { [self, started = state.started] in
+                await closeOnce(until: deadline, started: started)
+            }
+            state.closing = closing
+            return closing
         }
-        guard first else {
-            await waitForTheFirstClose()
-            return
-        }
+        await closing.value
+    }
+
+    private func closeOnce(until deadline: Date, started: Bool) async {
         writer.close()
         // A sender waiting out the round spacing stops now: the last round below sends what waits.
         sender.close()
@@ -29,24 +35,8 @@ extension TrackingManager {
         let storeAnswered = await writeAndSendTheLast(until: deadline, started: started)
         let counted = storeAnswered ? await countWhatWaits(until: deadline) : nil
         account(counted: counted)
-        await endLifecycle(until: deadline)
-        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.closeFinished = true
-            defer { state.closeWaiters.removeAll() }
-            return state.closeWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// A second `close()`: returns once the first has ended.
-    private func waitForTheFirstClose() async {
-        await withCheckedContinuation { continuation in
-            let done = lifecycle.withLock { state -> Bool in
-                if !state.closeFinished { state.closeWaiters.append(continuation) }
-                return state.closeFinished
-            }
-            if done { continuation.resume() }
-        }
+        endLifecycle()
+        lifecycle.withLock { $0.closeFinished = true }
     }
 
     /// Writes every hit accepted before closing, then runs the sender's last round (which ends a
@@ -63,11 +53,11 @@ extension TrackingManager {
         // The last round looks in the table as an interval's round does: rows this instance did
         // not write (an app's own transaction, another process) are sent too.
         writer.claimsMayHaveLapsed()
-        // The last round runs in the sender's loop, which `start()` started.
+        // The last round runs in the sender's loop, which `run` runs (started with `start()`).
         if storeAnswered, started, await sender.waitForIdle(until: sendsUntil) {
             if await !sender.finalRound(until: sendsUntil) {
                 // Past the deadline: the send under way is cancelled with its request.
-                lifecycle.withLock { $0.task }?.cancel()
+                runStopContinuation.yield(true)
             }
         }
         return storeAnswered
@@ -121,19 +111,14 @@ extension TrackingManager {
         }
     }
 
-    /// Ends the lifecycle task: no signal comes any more, so the sender's loop ends after its
-    /// round; one still sending is cancelled (its request with it). Waited for until `deadline`
-    /// at most: a child held by a custom cache that never returns is left to end by itself.
-    private func endLifecycle(until deadline: Date) async {
+    /// Ends `run`'s loops: no signal comes any more, so the sender's loop ends after its round;
+    /// one still sending is cancelled (its request with it). Not waited for here: the SDK
+    /// instance's `close()` awaits its background task within the deadline, and a child held by
+    /// a custom cache that never returns is left to end by itself.
+    private func endLifecycle() {
         sender.abandon()
         sender.finish()
-        guard let task = lifecycle.withLock({ $0.task }) else { return }
-        if sender.isRunning { task.cancel() }
-        _ = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            Task(executorPreference: ThreadExecutor.background) {
-                await task.value
-                finish(true)
-            }
-        }
+        runStopContinuation.yield(sender.isRunning)
+        runStopContinuation.finish()
     }
 }

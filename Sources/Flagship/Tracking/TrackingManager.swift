@@ -8,9 +8,10 @@ import Logging
 /// - The **writer** (`HitWriter`) takes every hit without blocking and group-commits them, with
 ///   the default visitor cache's documents, on the store queue (`TrackingStore`).
 /// - The **sender** (`HitSender`) owns claim → send → settle → backoff.
-/// - The **lifecycle**, here: `start()` replays what earlier runs left and starts one task whose
-///   children are the sender's loop, the batch timer and the backoff wake; `close()` ends them
-///   within one deadline on the SDK's clock. Every sleep and deadline reads that clock.
+/// - The **lifecycle**, here: `start()` replays what earlier runs left; `run` is the work whose
+///   children are the sender's loop, the batch timer and the backoff wake, a child of the SDK
+///   instance's one background task (`SDKRuntime.run`); `close()` ends them within one deadline
+///   on the SDK's clock. Every sleep and deadline reads that clock.
 package final class TrackingManager: HitTracking {
     struct Settings: Sendable {
         var poolMaxSize = 10
@@ -99,9 +100,8 @@ package final class TrackingManager: HitTracking {
         var started = false
         var closed = false
         var closeFinished = false
-        var closeWaiters: [CheckedContinuation<Void, Never>] = []
-        /// The sender's loop, the batch timer and the backoff wake, as children of one task.
-        var task: Task<Void, Never>?
+        /// The first `close()`, which a second one awaits.
+        var closing: Task<Void, Never>?
         /// Hits found in the cache at start, and waiting when last counted.
         var cachedAtStart = 0
         var waiting = 0
@@ -132,6 +132,10 @@ package final class TrackingManager: HitTracking {
     /// Finished by `close()`: the batch timer and the backoff wake end.
     let timersStop: AsyncStream<Void>
     let timersStopContinuation: AsyncStream<Void>.Continuation
+    /// Finished by `close()` once its last round is over, and by `deinit`: `run` returns once its
+    /// children have. `true` yielded cancels them (a send under way, with its request).
+    let runStop: AsyncStream<Bool>
+    let runStopContinuation: AsyncStream<Bool>.Continuation
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
          visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil) {
@@ -168,18 +172,20 @@ package final class TrackingManager: HitTracking {
         self.clock = clock
         self.logger = logger
         (timersStop, timersStopContinuation) = AsyncStream.makeStream(of: Void.self)
+        (runStop, runStopContinuation) = AsyncStream.makeStream(of: Bool.self)
     }
 
     deinit {
         // A manager dropped without `close()`: its loops end.
         timersStopContinuation.finish()
         sender.finish()
+        runStopContinuation.finish()
     }
 
     // MARK: Start: replay what earlier runs left
 
-    /// Deletes expired hits, counts what earlier runs left, starts sending it oldest first, and
-    /// starts the lifecycle task. Once per SDK start, whatever the number of visitors.
+    /// Deletes expired hits, counts what earlier runs left, and starts sending it oldest first
+    /// (once `run` runs). Once per SDK start, whatever the number of visitors.
     func start() {
         let first = lifecycle.withLock { state -> Bool in
             defer { state.started = true }
@@ -197,9 +203,14 @@ package final class TrackingManager: HitTracking {
             if waiting > 0 { logger.info("Replaying \(waiting) cached hit(s) left by an earlier run, oldest first") }
             if expired > 0 || waiting > 0 { sender.requestFlush() }
         }
-        // The task holds the writer and the sender, not the manager: a manager dropped without
-        // `close()` ends it from `deinit`.
-        let task = Task(executorPreference: ThreadExecutor.background) { [writer, sender, timersStop, clock, interval = settings.batchInterval] in
+    }
+
+    /// The lifecycle's work: the sender's loop, the batch timer and the backoff wake, as children
+    /// of the task that awaits it (the SDK instance's `run`), until `close()` ends them. It holds
+    /// the writer and the sender, not the manager: a manager dropped without `close()` ends it
+    /// from `deinit`.
+    var run: @Sendable () async -> Void {
+        { [writer, sender, timersStop, runStop, clock, interval = settings.batchInterval] in
             await withDiscardingTaskGroup { group in
                 group.addTask { await sender.run() }
                 group.addTask {
@@ -210,9 +221,9 @@ package final class TrackingManager: HitTracking {
                         timers.cancelAll()
                     }
                 }
+                for await cancel in runStop where cancel { group.cancelAll() }
             }
         }
-        lifecycle.withLock { $0.task = task }
     }
 
     /// Each interval: the periodic pool written, expired hits deleted, a batch sent.
@@ -304,12 +315,6 @@ package final class TrackingManager: HitTracking {
         await sender.waitForIdle()
     }
 
-    /// The task whose children are the sender's loop, the batch timer and the backoff wake (from
-    /// `start()`), for tests that check it ends with `close()`.
-    var lifecycleTask: Task<Void, Never>? {
-        lifecycle.withLock { $0.task }
-    }
-
     /// Returns once everything accepted before the call is written.
     func waitForWrites() async {
         await store.run { [writer] in writer.drainAll() }
@@ -347,10 +352,9 @@ package final class TrackingManager: HitTracking {
     /// the network fails (the hits themselves wait in the cache).
     func memoryFootprint() -> TrackingMemoryFootprint {
         let written = writer.footprint
-        let closeWaiters = lifecycle.withLock { $0.closeWaiters.count }
         return TrackingMemoryFootprint(
             ingress: written.ingress, unwritten: written.unwritten, activateCallbacks: callbacks.count,
-            waiters: sender.idleWaiterCount + closeWaiters, purging: written.purging)
+            waiters: sender.idleWaiterCount, purging: written.purging)
     }
 
     static func describe(_ interval: TimeInterval) -> String {

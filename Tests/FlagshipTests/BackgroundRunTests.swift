@@ -1,0 +1,83 @@
+import FlagshipLocalServer
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// `Flagship.run()`: the instance's background work (the tracking manager's loops, the poller,
+/// retention) is one task's children; awaiting it returns once `close()` has closed the instance,
+/// and cancelling the caller closes it, its last round sending what waits.
+final class BackgroundRunTests: TrackingTestCase {
+    func testRunReturnsAtOnceWhenTheInstanceIsNotStarted() async {
+        await Flagship().run()
+    }
+
+    func testRunReturnsOnceCloseHasClosedTheInstance() async throws {
+        start(trackingBuilder(poolMaxSize: 10))
+        let flagship = try XCTUnwrap(flagship)
+        let returned = Locked(false)
+        let running = Task {
+            await flagship.run()
+            returned.withLock { $0 = true }
+        }
+        // The instance serves meanwhile: a hit is accepted and committed.
+        try await makeVisitor().sendHit(click(1))
+        XCTAssertFalse(returned.withLock { $0 }, "run() waits while the instance is open")
+        let background = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
+
+        await flagship.close()
+        await running.value
+
+        await background.value
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "close()'s last round sent the hit")
+        XCTAssertEqual(flagship.getStatus(), .SDK_NOT_INITIALIZED)
+    }
+
+    func testCancellingRunClosesTheInstanceAfterItsLastRound() async throws {
+        start(trackingBuilder(poolMaxSize: 10))
+        let flagship = try XCTUnwrap(flagship)
+        // Awaited: committed to the store; not sent, the pool of 10 is not full and the interval's
+        // timer waits on a clock that never moves.
+        try await makeVisitor().sendHit(click(1))
+        try await makeVisitor("v2").sendHit(click(2))
+        XCTAssertEqual(deliveredClickLabels(), [])
+        let background = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
+
+        let running = Task { await flagship.run() }
+        running.cancel()
+        await running.value
+
+        XCTAssertEqual(Set(deliveredClickLabels()), ["hit-1", "hit-2"], "the cancelled run closed with a last round")
+        XCTAssertEqual(flagship.getStatus(), .SDK_NOT_INITIALIZED)
+        await background.value
+        XCTAssertEqual(clock.pendingSleepers, 0, "no wait is left armed on the SDK's clock")
+    }
+
+    func testRunAwaitsTheInstanceStartedWhenCalledNotALaterOne() async throws {
+        start(trackingBuilder(poolMaxSize: 10))
+        let flagship = try XCTUnwrap(flagship)
+        let first = try XCTUnwrap(flagship.currentRuntime)
+        let running = Task { await flagship.run() }
+        // A second start replaces the first instance, which closes in the background.
+        start(trackingBuilder(poolMaxSize: 10))
+        await running.value
+
+        XCTAssertNotNil(flagship.currentRuntime, "the second instance is still started")
+        XCTAssertFalse(first === flagship.currentRuntime)
+        await flagship.close()
+    }
+
+    func testACloseCalledTwiceAtOnceClosesOnceAndBothReturnAfterIt() async throws {
+        start(trackingBuilder(poolMaxSize: 10))
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        try await makeVisitor().sendHit(click(1))
+
+        async let first: Void = runtime.close()
+        async let second: Void = runtime.close()
+        _ = await (first, second)
+
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "one last round, one delivery")
+        await runtime.backgroundTask?.value
+    }
+}
