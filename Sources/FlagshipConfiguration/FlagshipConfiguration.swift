@@ -42,8 +42,8 @@ public struct FlagshipSettings: Sendable {
 
     /// Reads the `flagship` keys of `reader`.
     ///
-    /// - Throws: `FlagshipSettingsError.missing` when the env id or the API key is absent, and
-    ///   `.invalid` for a value that cannot be used (an unknown mode, a URL that is not absolute…),
+    /// - Throws: ``FlagshipSettingsError`` with code `.missing` when the env id or the API key is
+    ///   absent, and `.invalid` for a value that cannot be used (an unknown mode, a URL that is not absolute…),
     ///   naming the key: a server fails at start rather than running on a default it did not choose.
     public init(reading reader: ConfigReader) throws(FlagshipSettingsError) {
         let flagship = reader.scoped(to: "flagship")
@@ -161,19 +161,74 @@ public struct FlagshipSettings: Sendable {
     }
 }
 
-/// Why `FlagshipSettings(reading:)` refused a configuration.
-public enum FlagshipSettingsError: Error, Equatable, CustomStringConvertible {
-    /// A required key is absent or empty.
-    case missing(key: String)
-    /// A key holds a value that cannot be used; `expected` says what can.
-    case invalid(key: String, value: String, expected: String)
-
-    /// The key, and for an invalid value the value and what was expected, as one line for a log.
-    public var description: String {
-        switch self {
-        case .missing(let key): "the Flagship setting \(key) is missing"
-        case .invalid(let key, let value, let expected): "the Flagship setting \(key) is '\(value)': expected \(expected)"
+/// Why `FlagshipSettings(reading:)` refused the settings: a required key is absent, or a key holds
+/// a value that cannot be used. A struct with a ``code`` to switch on and the details as properties
+/// (``key``, ``value``, ``expected``), as async-http-client's and postgres-nio's errors are: a new
+/// code is a new static member, not a breaking change, and a `switch` needs a `default`.
+/// ``description`` is the line to log.
+///
+/// ```swift
+/// do {
+///     _ = try FlagshipSettings(reading: reader)
+/// } catch {
+///     switch error.code {
+///     case .missing: print("set", error.key ?? "", "before starting")
+///     case .invalid: print(error.key ?? "", "must be", error.expected ?? "something else")
+///     default: print(error)
+///     }
+/// }
+/// ```
+public struct FlagshipSettingsError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of error, to switch on.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case missing, invalid
         }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A required key (`flagship.envId`, `flagship.apiKey`) is absent or empty: ``FlagshipSettingsError/key`` names it.
+        public static let missing = Code(.missing)
+        /// A key holds a value that cannot be used: ``FlagshipSettingsError/key``,
+        /// ``FlagshipSettingsError/value`` and ``FlagshipSettingsError/expected`` say which, what
+        /// it holds and what it may hold.
+        public static let invalid = Code(.invalid)
+
+        /// The code's name as written here (`missing`, `invalid`), for a log.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of error this is.
+    public let code: Code
+    /// The setting's full key, scope included (`flagship.envId`, `flagship.tracking.poolMaxSize`);
+    /// set for ``Code/missing`` and ``Code/invalid``.
+    public let key: String?
+    /// The value the key holds, as read (``Code/invalid``), `nil` for any other code.
+    public let value: String?
+    /// What the key may hold, as a phrase (`a positive number`, `api or bucketing`) (``Code/invalid``),
+    /// `nil` for any other code.
+    public let expected: String?
+    /// The key, and for an invalid value the value and what was expected, as one line for a log.
+    public let description: String
+
+    private init(code: Code, key: String?, value: String? = nil, expected: String? = nil, description: String) {
+        self.code = code
+        self.key = key
+        self.value = value
+        self.expected = expected
+        self.description = description
+    }
+
+    /// A required key is absent or empty (``Code/missing``).
+    public static func missing(key: String) -> FlagshipSettingsError {
+        FlagshipSettingsError(code: .missing, key: key, description: "the Flagship setting \(key) is missing")
+    }
+
+    /// A key holds a value that cannot be used (``Code/invalid``); `expected` says what can.
+    public static func invalid(key: String, value: String, expected: String) -> FlagshipSettingsError {
+        FlagshipSettingsError(code: .invalid, key: key, value: value, expected: expected,
+                              description: "the Flagship setting \(key) is '\(value)': expected \(expected)")
     }
 }
 #endif

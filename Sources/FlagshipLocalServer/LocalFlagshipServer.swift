@@ -132,8 +132,8 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     /// Replaces the bucketing file with `data`, answered with `Last-Modified: lastModified`.
-    /// Throws `LocalServerError.bucketingFile`, and keeps the file it had, when the bucketing
-    /// engine cannot use `data`.
+    /// Throws a ``LocalServerError`` with code `.bucketingFile`, and keeps the file it had, when
+    /// the bucketing engine cannot use `data`.
     public func setBucketingFile(_ data: Data, lastModified: Date = Date()) throws {
         bucketingFile = try ServedBucketingFile(data: data, lastModified: lastModified)
     }
@@ -203,7 +203,8 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     /// Waits until at least `count` requests on `route` have been received (whatever their
-    /// outcome) and returns them all; throws `LocalServerError.waitTimedOut` after `timeout`.
+    /// outcome) and returns them all; throws a ``LocalServerError`` with code `.waitTimedOut`
+    /// after `timeout`.
     public func waitForRequests(
         route: Route, count: Int = 1, timeout: Duration = .seconds(5)
     ) async throws -> [RecordedRequest] {

@@ -14,8 +14,8 @@ public struct ServedBucketingFile: Sendable {
     public let lastModified: Date
     package let file: BucketingFile
 
-    /// `data` read by the bucketing engine; throws `LocalServerError.bucketingFile` with the
-    /// reason when it is not a bucketing file the SDK can use.
+    /// `data` read by the bucketing engine; throws a ``LocalServerError`` with code `.bucketingFile`
+    /// and the reason when it is not a bucketing file the SDK can use.
     public init(data: Data, lastModified: Date = Date()) throws {
         try self.init(data: data, lastModified: lastModified, path: nil)
     }

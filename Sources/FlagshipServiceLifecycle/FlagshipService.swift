@@ -43,7 +43,7 @@ public struct FlagshipService: Service, CustomStringConvertible {
     /// Starts the SDK, awaits its background work (`Flagship.run()`) until the group shuts down
     /// or is cancelled, then returns once the SDK is closed.
     ///
-    /// - Throws: `FlagshipServiceError.refused` at once when the env id or the API key cannot be
+    /// - Throws: ``FlagshipServiceError`` with code `.refused` at once when the env id or the API key cannot be
     ///   used (empty, or holding characters they never hold): the group then fails at start
     ///   instead of serving default values. Nothing else: closing never fails, it runs out of time.
     public func run() async throws {
@@ -69,7 +69,7 @@ public struct FlagshipService: Service, CustomStringConvertible {
     /// Returns once `run()` has started the SDK: what a service of the same group awaits before
     /// it builds visitors.
     ///
-    /// - Throws: `FlagshipServiceError.refused` when `run()` refused the credentials, and
+    /// - Throws: ``FlagshipServiceError`` with code `.refused` when `run()` refused the credentials, and
     ///   `CancellationError` when the waiting task is cancelled first.
     public func started() async throws {
         try await start.wait()
@@ -121,16 +121,55 @@ private final class StartSignal: @unchecked Sendable {
     }
 }
 
-/// Why `FlagshipService` did not run.
-public enum FlagshipServiceError: Error, Equatable, CustomStringConvertible {
-    /// The env id or the API key was refused before anything was sent: the reason names which.
-    case refused(String)
-
-    /// `Flagship not started: <reason>`, for a log.
-    public var description: String {
-        switch self {
-        case .refused(let reason): "Flagship not started: \(reason)"
+/// Why `FlagshipService` did not run. A struct with a ``code`` to switch on and its detail
+/// (``reason``) as a property, as async-http-client's and postgres-nio's errors are: a new code is
+/// a new static member, not a breaking change, and a `switch` needs a `default`. ``description`` is
+/// the line to log.
+///
+/// ```swift
+/// do {
+///     try await flags.started()
+/// } catch let error as FlagshipServiceError {
+///     switch error.code {
+///     case .refused: print("check FLAGSHIP_ENV_ID and FLAGSHIP_API_KEY:", error.reason ?? "")
+///     default: print(error)
+///     }
+/// }
+/// ```
+public struct FlagshipServiceError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of error, to switch on.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case refused
         }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The env id or the API key was refused before anything was sent:
+        /// ``FlagshipServiceError/reason`` names which.
+        public static let refused = Code(.refused)
+
+        /// The code's name as written here (`refused`), for a log.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of error this is.
+    public let code: Code
+    /// Why, as a phrase (`the API key is empty`); set for ``Code/refused``.
+    public let reason: String?
+    /// `Flagship not started: <reason>`, for a log.
+    public let description: String
+
+    private init(code: Code, reason: String?, description: String) {
+        self.code = code
+        self.reason = reason
+        self.description = description
+    }
+
+    /// The env id or the API key was refused before anything was sent, for `reason` (``Code/refused``).
+    public static func refused(_ reason: String) -> FlagshipServiceError {
+        FlagshipServiceError(code: .refused, reason: reason, description: "Flagship not started: \(reason)")
     }
 }
 #endif

@@ -141,9 +141,9 @@ public final class FlagshipTestEnvironment: Sendable {
     }
 
     /// Returns once no hit or activate waits to be sent: each accepted so far was delivered (or,
-    /// under `.failing(status:)` with a 4xx, refused and dropped). Throws
-    /// `FlagshipTestingError.undelivered` at once when hits wait and the network is not
-    /// available, and `.timedOut` when they still wait at `timeout`.
+    /// under `.failing(status:)` with a 4xx, refused and dropped). Throws ``FlagshipTestingError``
+    /// with code `.undelivered` at once when hits wait and the network is not available, and
+    /// `.timedOut` when they still wait at `timeout`.
     public func waitUntilDelivered(timeout: Duration = .seconds(10)) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {

@@ -113,8 +113,39 @@ final class FlagshipConfigurationTests: XCTestCase {
             }
         }
         XCTAssertThrowsError(try settings(environment: base.merging(["FLAGSHIP_LOG_LEVEL": "loud"]) { $1 })) { error in
-            guard case .invalid(key: "flagship.logLevel", value: "loud", _)? = error as? FlagshipSettingsError else { return XCTFail("\(error)") }
+            guard let error = error as? FlagshipSettingsError, error.code == .invalid else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.key, "flagship.logLevel")
+            XCTAssertEqual(error.value, "loud")
         }
+    }
+
+    /// The error is a struct with a code to switch on (a `default` for codes added later), its
+    /// details as properties, and the same log line as when it was an enum.
+    func testTheSettingsErrorHasACodeToSwitchOnItsDetailsAndItsLine() {
+        func kind(_ error: FlagshipSettingsError) -> String {
+            switch error.code {
+            case .missing: "missing"
+            case .invalid: "invalid"
+            default: "unknown"
+            }
+        }
+        let missing = FlagshipSettingsError.missing(key: "flagship.envId")
+        let invalid = FlagshipSettingsError.invalid(key: "flagship.mode", value: "fast", expected: "api or bucketing")
+
+        XCTAssertEqual(kind(missing), "missing")
+        XCTAssertEqual(kind(invalid), "invalid")
+        XCTAssertEqual(missing.description, "the Flagship setting flagship.envId is missing")
+        XCTAssertEqual(invalid.description, "the Flagship setting flagship.mode is 'fast': expected api or bucketing")
+        XCTAssertEqual([missing.key, missing.value, missing.expected], ["flagship.envId", nil, nil])
+        XCTAssertEqual([invalid.key, invalid.value, invalid.expected], ["flagship.mode", "fast", "api or bucketing"])
+
+        XCTAssertTrue(missing.code == .missing)
+        XCTAssertEqual(invalid.code, FlagshipSettingsError.Code.invalid)
+        XCTAssertNotEqual(FlagshipSettingsError.Code.missing, .invalid)
+        XCTAssertEqual(Set([missing.code, invalid.code, FlagshipSettingsError.missing(key: "other").code]).count, 2)
+        XCTAssertEqual("\(FlagshipSettingsError.Code.missing) \(FlagshipSettingsError.Code.invalid)", "missing invalid")
+        XCTAssertEqual(missing, .missing(key: "flagship.envId"))
+        XCTAssertNotEqual(missing, .missing(key: "flagship.apiKey"))
     }
 }
 #endif

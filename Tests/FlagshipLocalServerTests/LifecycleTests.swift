@@ -132,6 +132,62 @@ final class LifecycleTests: XCTestCase {
         XCTAssertThrowsError(try second.start()) { error in
             XCTAssertEqual(error as? LocalServerError, .portUnavailable(port: port, errno: EADDRINUSE))
             XCTAssertEqual("\(error)", "cannot listen on 127.0.0.1:\(port): Address already in use")
+            XCTAssertEqual((error as? LocalServerError)?.code, .portUnavailable)
+            XCTAssertEqual((error as? LocalServerError)?.port, port)
         }
+    }
+
+    /// The server's error is a struct with a code to switch on (a `default` for codes added
+    /// later), its details as properties, and the same log line as when it was an enum.
+    func testTheServerErrorHasACodeToSwitchOnItsDetailsAndItsLine() {
+        func kind(_ error: LocalServerError) -> String {
+            switch error.code {
+            case .portUnavailable: "portUnavailable"
+            case .socket: "socket"
+            case .recordFile: "recordFile"
+            case .decisionFile: "decisionFile"
+            case .bucketingFile: "bucketingFile"
+            case .waitTimedOut: "waitTimedOut"
+            default: "unknown"
+            }
+        }
+        let port = LocalServerError.portUnavailable(port: 8080, errno: EADDRINUSE)
+        let socket = LocalServerError.socket(call: "listen", errno: EBADF)
+        let record = LocalServerError.recordFile(path: "/tmp/r.jsonl", reason: "cannot create it")
+        let decision = LocalServerError.decisionFile(path: "/tmp/d.json", reason: "is not JSON")
+        let bucketingFromFile = LocalServerError.bucketingFile(path: "/tmp/b.json", reason: "cannot be read")
+        let bucketing = LocalServerError.bucketingFile(path: nil, reason: #""campaigns" is not a list"#)
+        let wait = LocalServerError.waitTimedOut(waitingFor: "2 hit(s)", timeout: .milliseconds(50), arrived: "1 arrived")
+        let all = [port, socket, record, decision, bucketingFromFile, bucketing, wait]
+
+        XCTAssertEqual(all.map(kind), ["portUnavailable", "socket", "recordFile", "decisionFile", "bucketingFile", "bucketingFile", "waitTimedOut"])
+        XCTAssertEqual(all.map(\.description), [
+            "cannot listen on 127.0.0.1:8080: Address already in use",
+            "listen failed: Bad file descriptor",
+            "cannot append to the record file /tmp/r.jsonl: cannot create it",
+            "the decision file /tmp/d.json is not JSON",
+            "the bucketing file /tmp/b.json: cannot be read",
+            #"not a usable bucketing file: "campaigns" is not a list"#,
+            "timed out after 0.05 seconds waiting for 2 hit(s); 1 arrived",
+        ])
+
+        XCTAssertEqual(port.port, 8080)
+        XCTAssertEqual(port.errno, EADDRINUSE)
+        XCTAssertEqual(socket.call, "listen")
+        XCTAssertEqual(socket.errno, EBADF)
+        XCTAssertNil(socket.port)
+        XCTAssertEqual([record.path, decision.path, bucketingFromFile.path, bucketing.path], ["/tmp/r.jsonl", "/tmp/d.json", "/tmp/b.json", nil])
+        XCTAssertEqual(decision.reason, "is not JSON")
+        XCTAssertEqual(wait.waitingFor, "2 hit(s)")
+        XCTAssertEqual(wait.timeout, .milliseconds(50))
+        XCTAssertEqual(wait.arrived, "1 arrived")
+        XCTAssertNil(wait.path)
+
+        XCTAssertTrue(wait.code == .waitTimedOut)
+        XCTAssertEqual(bucketing.code, bucketingFromFile.code)
+        XCTAssertNotEqual(record.code, decision.code)
+        XCTAssertEqual(Set(all.map(\.code)).count, 6)
+        XCTAssertEqual("\(LocalServerError.Code.portUnavailable)", "portUnavailable")
+        XCTAssertNotEqual(bucketing, bucketingFromFile)
     }
 }

@@ -41,6 +41,9 @@ final class WaitTests: ServerTestCase {
             XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(200))
             XCTAssertLessThan(elapsed, .seconds(2))
             XCTAssertEqual(error.description, "timed out after 0.2 seconds waiting for 2 request(s) on activate; 1 arrived: [activate 403]")
+            XCTAssertEqual(error.code, .waitTimedOut)
+            XCTAssertEqual(error.timeout, .milliseconds(200))
+            XCTAssertEqual(error.arrived, "1 arrived: [activate 403]")
         }
     }
 

@@ -69,8 +69,26 @@ final class FlagshipServiceTests: XCTestCase {
             XCTFail("a service that refused its credentials never starts")
         } catch let error as FlagshipServiceError {
             XCTAssertEqual(error, .refused("the API key is empty"))
+            XCTAssertEqual(error.code, .refused)
+            XCTAssertEqual(error.reason, "the API key is empty")
         }
         XCTAssertEqual(flagship.getStatus(), .SDK_NOT_INITIALIZED)
+    }
+
+    /// The error is a struct with a code to switch on (a `default` for codes added later), its
+    /// reason as a property, and the same log line as when it was an enum.
+    func testTheServiceErrorHasACodeToSwitchOnItsReasonAndItsLine() {
+        let error = FlagshipServiceError.refused("the env id is empty")
+        switch error.code {
+        case .refused: break
+        default: XCTFail("a refusal has the code refused, not \(error.code)")
+        }
+        XCTAssertEqual(error.description, "Flagship not started: the env id is empty")
+        XCTAssertEqual(error.reason, "the env id is empty")
+        XCTAssertTrue(error.code == .refused)
+        XCTAssertEqual(FlagshipServiceError.Code.refused, FlagshipServiceError.refused("another reason").code)
+        XCTAssertEqual("\(error.code)", "refused")
+        XCTAssertNotEqual(error, .refused("another reason"))
     }
 
     func testACancelledGroupStillClosesTheSDK() async throws {

@@ -301,6 +301,7 @@ final class FlagshipTestEnvironmentTests: XCTestCase {
             XCTFail("hits were delivered during the outage")
         } catch let error as FlagshipTestingError {
             XCTAssertEqual(error, .undelivered(waiting: 2, network: .unreachable), "the activate and the event")
+            XCTAssertEqual(error.code, .undelivered)
         }
         XCTAssertGreaterThanOrEqual(environment.failedRequestCount, 2, "the fetch and at least one send")
         XCTAssertEqual(environment.hits, [])
@@ -446,10 +447,50 @@ final class FlagshipTestEnvironmentTests: XCTestCase {
 
     func testAnEnvIdTheSDKWouldRefuseIsRefusedAtOnce() {
         XCTAssertThrowsError(try FlagshipTestEnvironment(flags, envId: "not valid")) { error in
-            guard case FlagshipTestingError.invalidEnvId(let reason)? = error as? FlagshipTestingError else {
+            guard let error = error as? FlagshipTestingError, error.code == .invalidEnvId, let reason = error.reason else {
                 return XCTFail("\(error)")
             }
             XCTAssertTrue(reason.contains("env id"), reason)
         }
+    }
+
+    /// The error is a struct with a code to switch on (a `default` for codes added later), its
+    /// details as properties, and the same failure message as when it was an enum.
+    func testTheTestingErrorHasACodeToSwitchOnItsDetailsAndItsMessage() {
+        func kind(_ error: FlagshipTestingError) -> String {
+            switch error.code {
+            case .invalidEnvId: "invalidEnvId"
+            case .undelivered: "undelivered"
+            case .timedOut: "timedOut"
+            case .closed: "closed"
+            default: "unknown"
+            }
+        }
+        let invalid = FlagshipTestingError.invalidEnvId("the env id holds a space")
+        let undelivered = FlagshipTestingError.undelivered(waiting: 2, network: .failing(status: 503))
+        let timedOut = FlagshipTestingError.timedOut(waiting: 3)
+        let closed = FlagshipTestingError.closed
+
+        XCTAssertEqual([invalid, undelivered, timedOut, closed].map(kind), ["invalidEnvId", "undelivered", "timedOut", "closed"])
+        XCTAssertEqual(invalid.description, "the env id is refused: the env id holds a space")
+        XCTAssertEqual(undelivered.description, "2 hit(s) wait to be sent, and the network is failing(status: 503): none can be delivered")
+        XCTAssertEqual(FlagshipTestingError.undelivered(waiting: 1, network: .unreachable).description,
+                       "1 hit(s) wait to be sent, and the network is unreachable: none can be delivered")
+        XCTAssertEqual(timedOut.description, "3 hit(s) still wait to be sent at the timeout")
+        XCTAssertEqual(closed.description, "the test environment is closed")
+
+        XCTAssertEqual(invalid.reason, "the env id holds a space")
+        XCTAssertEqual(undelivered.waiting, 2)
+        XCTAssertEqual(undelivered.network, .failing(status: 503))
+        XCTAssertEqual(timedOut.waiting, 3)
+        XCTAssertNil(timedOut.network)
+        XCTAssertNil(closed.waiting)
+
+        XCTAssertTrue(closed.code == .closed)
+        XCTAssertEqual(timedOut.code, FlagshipTestingError.timedOut(waiting: 9).code)
+        XCTAssertNotEqual(timedOut.code, undelivered.code)
+        XCTAssertEqual(Set([invalid, undelivered, timedOut, closed].map(\.code)).count, 4)
+        XCTAssertEqual("\(FlagshipTestingError.Code.invalidEnvId)", "invalidEnvId")
+        XCTAssertNotEqual(timedOut, .timedOut(waiting: 9))
     }
 }
