@@ -54,20 +54,6 @@ final class BackgroundRunTests: TrackingTestCase {
         XCTAssertEqual(clock.pendingSleepers, 0, "no wait is left armed on the SDK's clock")
     }
 
-    func testRunAwaitsTheInstanceStartedWhenCalledNotALaterOne() async throws {
-        start(trackingBuilder(poolMaxSize: 10))
-        let flagship = try XCTUnwrap(flagship)
-        let first = try XCTUnwrap(flagship.currentRuntime)
-        let running = Task { await flagship.run() }
-        // A second start replaces the first instance, which closes in the background.
-        start(trackingBuilder(poolMaxSize: 10))
-        await running.value
-
-        XCTAssertNotNil(flagship.currentRuntime, "the second instance is still started")
-        XCTAssertFalse(first === flagship.currentRuntime)
-        await flagship.close()
-    }
-
     func testACloseCalledTwiceAtOnceClosesOnceAndBothReturnAfterIt() async throws {
         start(trackingBuilder(poolMaxSize: 10))
         let runtime = try XCTUnwrap(flagship.currentRuntime)
