@@ -41,7 +41,9 @@ public struct FlagshipService: Service, CustomStringConvertible {
     }
 
     /// Starts the SDK, awaits its background work (`Flagship.run()`) until the group shuts down
-    /// or is cancelled, then returns once the SDK is closed.
+    /// or is cancelled, then returns once the SDK is closed. Code that closes the SDK itself
+    /// (`close()`) ends this too, and a group ends with a service that returns unless it was
+    /// configured otherwise (`successTerminationBehavior`).
     ///
     /// - Throws: ``FlagshipServiceError`` with code `.refused` at once when the env id or the API key cannot be
     ///   used (empty, or holding characters they never hold): the group then fails at start

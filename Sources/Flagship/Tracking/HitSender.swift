@@ -5,7 +5,7 @@ import Logging
 /// The sender: the one owner of claim → send → settle → backoff.
 ///
 /// It runs as one loop for the life of the tracking manager (`run()`, a child of the manager's
-/// lifecycle task), woken by a signal: at start (replay), when the pool reaches `poolMaxSize`,
+/// `run`, itself a child of the SDK instance's background task), woken by a signal: at start (replay), when the pool reaches `poolMaxSize`,
 /// at once for an activate, at each interval, and when the backoff gate opens. A round claims the
 /// oldest page of activates (100 at most per request), then of hits, sends it and records the
 /// outcome in one transaction, and goes on while pages come full, so a restart replays everything
@@ -123,9 +123,9 @@ final class HitSender: Sendable {
         signal.yield()
     }
 
-    // MARK: The loops (children of the tracking manager's lifecycle task)
+    // MARK: The loops (children of the tracking manager's `run`)
 
-    /// Runs rounds as signals come, until `finish()` (or the lifecycle task is cancelled).
+    /// Runs rounds as signals come, until `finish()` (or `close()` cancels the manager's `run`).
     func run() async {
         for await _ in signals {
             await rounds()
