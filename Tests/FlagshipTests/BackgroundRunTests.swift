@@ -27,6 +27,7 @@ final class BackgroundRunTests: TrackingTestCase {
         let background = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
 
         await flagship.close()
+        try await waitUntil("run() returned after close()", timeout: 10) { returned.withLock { $0 } }
         await running.value
 
         await background.value
@@ -44,9 +45,14 @@ final class BackgroundRunTests: TrackingTestCase {
         XCTAssertEqual(deliveredClickLabels(), [])
         let background = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
 
-        let running = Task { await flagship.run() }
+        let returned = Locked(false)
+        let running = Task {
+            await flagship.run()
+            returned.withLock { $0 = true }
+        }
         running.cancel()
-        await running.value
+        // Bounded in wall time: a run() that did not close on cancellation fails here, not hangs.
+        try await waitUntil("the cancelled run() returned", timeout: 10) { returned.withLock { $0 } }
 
         XCTAssertEqual(Set(deliveredClickLabels()), ["hit-1", "hit-2"], "the cancelled run closed with a last round")
         XCTAssertEqual(flagship.getStatus(), .SDK_NOT_INITIALIZED)
