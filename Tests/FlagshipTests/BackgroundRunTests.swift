@@ -16,23 +16,28 @@ final class BackgroundRunTests: TrackingTestCase {
     func testRunReturnsOnceCloseHasClosedTheInstance() async throws {
         start(trackingBuilder(poolMaxSize: 10))
         let flagship = try XCTUnwrap(flagship)
-        let returned = Locked(false)
+        // What the caller of run() sees the moment it returns: the close whole, status included.
+        let seenOnReturn = Locked<(status: FSSdkStatus, delivered: [String])?>(nil)
+        let server = try XCTUnwrap(server)
         let running = Task {
             await flagship.run()
-            returned.withLock { $0 = true }
+            let delivered = server.hits.filter { $0["ea"]?.stringValue == "click" }.compactMap { $0["el"]?.stringValue }
+            seenOnReturn.withLock { $0 = (flagship.getStatus(), delivered) }
         }
         // The instance serves meanwhile: a hit is accepted and committed.
         try await makeVisitor().sendHit(click(1))
-        XCTAssertFalse(returned.withLock { $0 }, "run() waits while the instance is open")
+        XCTAssertNil(seenOnReturn.withLock { $0 }, "run() waits while the instance is open")
         let background = try XCTUnwrap(flagship.currentRuntime?.backgroundTask)
 
-        await flagship.close()
-        try await waitUntil("run() returned after close()", timeout: 10) { returned.withLock { $0 } }
+        // Closed by another task, not awaited here: run() alone says when the close has ended.
+        Task { await flagship.close() }
+        try await waitUntil("run() returned after close()", timeout: 10) { seenOnReturn.withLock { $0 } != nil }
         await running.value
 
+        let seen = try XCTUnwrap(seenOnReturn.withLock { $0 })
+        XCTAssertEqual(seen.status, .SDK_NOT_INITIALIZED, "closed whole when run() returned")
+        XCTAssertEqual(seen.delivered, ["hit-1"], "close()'s last round sent the hit before run() returned")
         await background.value
-        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "close()'s last round sent the hit")
-        XCTAssertEqual(flagship.getStatus(), .SDK_NOT_INITIALIZED)
     }
 
     func testCancellingRunClosesTheInstanceAfterItsLastRound() async throws {

@@ -133,8 +133,7 @@ public final class Flagship: Sendable {
             state = State()
             return true
         }
-        await runtime.close()
-        if current { runtime.setStatus(.SDK_NOT_INITIALIZED) }
+        await runtime.close(stopping: current)
     }
 
     /// The state of the SDK: `SDK_NOT_INITIALIZED` before a start or after a refused one.
@@ -156,14 +155,9 @@ public final class Flagship: Sendable {
     /// Closes like `close() async` and says what the tracking manager did since start: hits
     /// delivered, expired, rejected, and still waiting in the cache (for `flagship replay`).
     package func closeReporting() async -> TrackingStatistics? {
-        let closing = state.withLock { state in
-            defer { state = State() }
-            return state.runtime
-        }
-        guard let closing else { return nil }
-        await closing.close()
-        closing.setStatus(.SDK_NOT_INITIALIZED)
-        return await closing.tracking.statistics()
+        guard let runtime = currentRuntime else { return nil }
+        await close(runtime)
+        return await runtime.tracking.statistics()
     }
 
     /// Whether this instance keeps up with its hits: `ready`, `overloaded` (backpressure),

@@ -248,21 +248,17 @@ final class BucketingPoller: Sendable {
     /// Polls: a download now, then one every interval, until `close()`; a child of the SDK
     /// instance's background task (`SDKRuntime.run`).
     func run() async {
-        await withDiscardingTaskGroup { group in
-            group.addTask { [self] in
-                await poll()
-                endFirstAttempt()
-                while !Task.isCancelled {
-                    do {
-                        try await clock.sleep(until: clock.now().addingTimeInterval(interval))
-                    } catch {
-                        break
-                    }
-                    await poll()
+        await runUntil(stop) { [self] in
+            await poll()
+            endFirstAttempt()
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(until: clock.now().addingTimeInterval(interval))
+                } catch {
+                    break
                 }
+                await poll()
             }
-            for await _ in stop {}
-            group.cancelAll()
         }
     }
 

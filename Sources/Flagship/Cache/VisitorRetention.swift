@@ -100,27 +100,23 @@ final class VisitorRetention: Sendable {
     /// (off the start itself), then every `pruneInterval`, until `close()`; a child of the SDK
     /// instance's background task (`SDKRuntime.run`).
     func run() async {
-        await withDiscardingTaskGroup { group in
-            group.addTask { [self] in
-                // On the monotonic clock: a step of the wall clock back does not hold prunes off.
-                var nextPrune = clock.uptime() + policy.sightingsInterval
-                while !Task.isCancelled {
-                    do {
-                        let wait = min(nextPrune - clock.uptime(), policy.sightingsInterval)
-                        try await clock.sleep(until: clock.now().addingTimeInterval(wait))
-                    } catch {
-                        break
-                    }
-                    if clock.uptime() >= nextPrune {
-                        await prune()
-                        nextPrune = clock.uptime() + policy.pruneInterval
-                    } else {
-                        await recordSightings()
-                    }
+        await runUntil(stop) { [self] in
+            // On the monotonic clock: a step of the wall clock back does not hold prunes off.
+            var nextPrune = clock.uptime() + policy.sightingsInterval
+            while !Task.isCancelled {
+                do {
+                    let wait = min(nextPrune - clock.uptime(), policy.sightingsInterval)
+                    try await clock.sleep(until: clock.now().addingTimeInterval(wait))
+                } catch {
+                    break
+                }
+                if clock.uptime() >= nextPrune {
+                    await prune()
+                    nextPrune = clock.uptime() + policy.pruneInterval
+                } else {
+                    await recordSightings()
                 }
             }
-            for await _ in stop {}
-            group.cancelAll()
         }
     }
 

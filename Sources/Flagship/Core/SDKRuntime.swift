@@ -43,8 +43,8 @@ final class SDKRuntime: Sendable {
     let httpClient: String
     private let statusCell: SDKStatusCell
     /// The background work (`run`), started by `begin()`, and the first `close()`, which a second
-    /// one awaits.
-    private let tasks = Locked<(background: Task<Void, Never>?, closing: Task<Void, Never>?)>((nil, nil))
+    /// one awaits; `stopsWhenClosed`: a close asked for the status `SDK_NOT_INITIALIZED` at its end.
+    private let tasks = Locked<(background: Task<Void, Never>?, closing: Task<Void, Never>?, stopsWhenClosed: Bool)>((nil, nil, false))
 
     /// The state key recording that the SDK has started with this store before.
     static let firstInitKey = "sdk.first_init_at"
@@ -184,14 +184,24 @@ final class SDKRuntime: Sendable {
     /// another process keeps locked, a custom cache that has not returned) finishes in the
     /// background, logged, never waited for. A second call returns once the first has ended; a
     /// close goes on to its end when its caller is cancelled.
-    func close() async {
-        let closing = tasks.withLock { tasks -> Task<Void, Never> in
-            if let closing = tasks.closing { return closing }
-            let closing = Task(executorPreference: ThreadExecutor.background) { [self] in await closeOnce() }
-            tasks.closing = closing
+    ///
+    /// `stopping`: the instance reads `SDK_NOT_INITIALIZED` once closed, before the close's end is
+    /// heard (by `Flagship.run()`, by a second close): the instance the app closes, not one that
+    /// a new start replaced.
+    func close(stopping: Bool = false) async {
+        let closing = tasks.withLock { state -> Task<Void, Never> in
+            if stopping { state.stopsWhenClosed = true }
+            if let closing = state.closing { return closing }
+            let closing = Task(executorPreference: ThreadExecutor.background) { [self] in
+                await closeOnce()
+                if tasks.withLock({ $0.stopsWhenClosed }) { setStatus(.SDK_NOT_INITIALIZED) }
+            }
+            state.closing = closing
             return closing
         }
         await closing.value
+        // A close that had ended before this one asked.
+        if stopping { setStatus(.SDK_NOT_INITIALIZED) }
     }
 
     private func closeOnce() async {
