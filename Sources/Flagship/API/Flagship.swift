@@ -155,8 +155,13 @@ public final class Flagship: Sendable {
     /// Closes like `close() async` and says what the tracking manager did since start: hits
     /// delivered, expired, rejected, and still waiting in the cache (for `flagship replay`).
     package func closeReporting() async -> TrackingStatistics? {
-        guard let runtime = currentRuntime else { return nil }
-        await close(runtime)
+        // The state goes whole, the shared visitor too, whether an instance was started or not.
+        let runtime = state.withLock { state in
+            defer { state = State() }
+            return state.runtime
+        }
+        guard let runtime else { return nil }
+        await runtime.close(stopping: true)
         return await runtime.tracking.statistics()
     }
 
