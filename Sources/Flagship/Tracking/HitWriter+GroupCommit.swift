@@ -193,3 +193,45 @@ extension HitWriter {
         }
     }
 }
+
+/// The group commits' loops: a child task of the tracking manager's `run`.
+extension HitWriter {
+    /// Runs the group commits asked for, each on the store queue once its delay is over (the
+    /// monotonic clock: a few milliseconds of pacing, not a time the SDK's clock must see), until
+    /// `finishCommits()` or cancellation. Hits' and documents' are apart, so that a document's
+    /// coalescing window never holds a hit's commit. A close writes what was accepted itself
+    /// (`drainAll()`), so a commit asked for and not run when this ends is not missed.
+    func runCommits() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self] in
+                await Self.commitLoop(hitCommits.stream, store: store) { [self] in drainAsQueued() }
+            }
+            group.addTask { [self] in
+                await Self.commitLoop(documentCommits.stream, store: store) { [self] in
+                    state.withLock { $0.documentDrainQueued = false }
+                    drain(yielding: true)
+                }
+            }
+        }
+    }
+
+    /// Ends `runCommits()` once it has run what was asked for before.
+    func finishCommits() {
+        hitCommits.continuation.finish()
+        documentCommits.continuation.finish()
+    }
+
+    private static func commitLoop(_ requests: AsyncStream<TimeInterval>, store: TrackingStore,
+                                   _ commit: @escaping @Sendable () -> Void) async {
+        for await delay in requests {
+            if delay > 0 {
+                do {
+                    try await Task.sleep(for: .seconds(delay))
+                } catch {
+                    return
+                }
+            }
+            await store.run(commit)
+        }
+    }
+}

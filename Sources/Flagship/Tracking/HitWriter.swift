@@ -68,6 +68,11 @@ final class HitWriter: Sendable {
     let backpressure: Backpressure?
     /// The time hits are aged by for expiry: a step of the system clock forward does not age them.
     let agingTime: StepSafeTime
+    /// The group commits asked for, each after a delay in seconds, run by `runCommits()`: one
+    /// stream for hits' (set going by `scheduleDrain`), one for documents' (`scheduleDocumentDrain`).
+    /// Bounded by the writer's state: at most one of each is asked for and not yet run.
+    let hitCommits = AsyncStream.makeStream(of: TimeInterval.self)
+    let documentCommits = AsyncStream.makeStream(of: TimeInterval.self)
 
     init(settings: TrackingManager.Settings, store: TrackingStore, clock: any SDKClock, logger: Logger,
          callbacks: DeliveryCallbacks, visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?,
@@ -164,11 +169,7 @@ final class HitWriter: Sendable {
             defer { state.documentDrainQueued = true }
             return !state.documentDrainQueued
         }) else { return }
-        store.async(after: settings.documentCoalescing) { [weak self] in
-            guard let self else { return }
-            state.withLock { $0.documentDrainQueued = false }
-            drain(yielding: true)
-        }
+        documentCommits.continuation.yield(settings.documentCoalescing)
     }
 
     /// Work arrived: `true` when a group commit must be queued for it at once (the writer is
@@ -182,14 +183,9 @@ final class HitWriter: Sendable {
         state.withLock { $0.commit.isWriting }
     }
 
-    /// Queues a group commit on the store queue, at once or after `delay` seconds.
+    /// Asks `runCommits()` for a group commit, at once or after `delay` seconds.
     func scheduleDrain(after delay: TimeInterval) {
-        guard delay > 0 else {
-            store.async { [self] in drainAsQueued() }
-            return
-        }
-        // Weak: a writer closed meanwhile (everything written by its barrier) is not kept for it.
-        store.async(after: delay) { [weak self] in self?.drainAsQueued() }
+        hitCommits.continuation.yield(delay)
     }
 
     /// The group commit a `scheduleDrain` queued: what gathered since is its batch.

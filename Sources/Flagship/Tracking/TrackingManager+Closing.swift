@@ -118,6 +118,7 @@ extension TrackingManager {
     private func endLifecycle() {
         sender.abandon()
         sender.finish()
+        writer.finishCommits()
         runStopContinuation.yield(sender.isRunning)
         runStopContinuation.finish()
     }

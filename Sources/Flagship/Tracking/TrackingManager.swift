@@ -179,6 +179,7 @@ package final class TrackingManager: HitTracking {
         // A manager dropped without `close()`: its loops end.
         timersStopContinuation.finish()
         sender.finish()
+        writer.finishCommits()
         runStopContinuation.finish()
     }
 
@@ -205,14 +206,15 @@ package final class TrackingManager: HitTracking {
         }
     }
 
-    /// The lifecycle's work: the sender's loop, the batch timer and the backoff wake, as children
-    /// of the task that awaits it (the SDK instance's `run`), until `close()` ends them. It holds
-    /// the writer and the sender, not the manager: a manager dropped without `close()` ends it
-    /// from `deinit`.
+    /// The lifecycle's work: the sender's loop, the writer's group commits, the batch timer and
+    /// the backoff wake, as children of the task that awaits it (the SDK instance's `run`), until
+    /// `close()` ends them. It holds the writer and the sender, not the manager: a manager
+    /// dropped without `close()` ends it from `deinit`.
     var run: @Sendable () async -> Void {
         { [writer, sender, timersStop, runStop, clock, interval = settings.batchInterval] in
             await withDiscardingTaskGroup { group in
                 group.addTask { await sender.run() }
+                group.addTask { await writer.runCommits() }
                 group.addTask {
                     await withDiscardingTaskGroup { timers in
                         timers.addTask { await Self.batchTimer(every: interval, clock: clock, writer: writer, sender: sender) }

@@ -36,13 +36,6 @@ final class TrackingStore: Sendable {
         queue.async(execute: work)
     }
 
-    /// Sets `work` going `delay` seconds from now (the monotonic clock), after everything queued
-    /// before then; returns at once. For the group commit's spacing: a few milliseconds of pacing
-    /// between writes, not a time the SDK's clock (which tests move by hand) must see.
-    func async(after delay: TimeInterval, _ work: @escaping @Sendable () -> Void) {
-        queue.asyncAfter(deadline: .now() + delay, execute: work)
-    }
-
     /// Runs `work` after everything queued before it, and waits for it.
     func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
