@@ -28,7 +28,8 @@ public struct FlagshipService: Service, CustomStringConvertible {
     private let envId: String
     private let apiKey: String
     private let config: FlagshipConfig
-    private let start = StartSignal()
+    /// Whether `run()` started the SDK: what `started()` awaits.
+    private let start = OneShot<Result<Void, FlagshipServiceError>>()
 
     /// A service that starts `flagship` for `envId` and `apiKey` with `config` when run; nothing
     /// is checked or started before `run()`.
@@ -51,12 +52,12 @@ public struct FlagshipService: Service, CustomStringConvertible {
     public func run() async throws {
         if let problem = Flagship.problem(envId: envId, apiKey: apiKey) {
             let error = FlagshipServiceError.refused(problem)
-            start.finish(.failure(error))
+            start.fulfil(.failure(error))
             throw error
         }
         // Opening the store blocks: on a thread of its own, never one of the cooperative pool.
         await flagship.startOffThePool(envId: envId, apiKey: apiKey, config: config)
-        start.finish(.success(()))
+        start.fulfil(.success(()))
         // The SDK's background work, awaited until closed: by the graceful shutdown, or by a
         // cancellation of the group (`run()` then closes it itself). Either way the last flush
         // runs whole, bounded by close()'s own deadline, before this returns.
@@ -74,52 +75,13 @@ public struct FlagshipService: Service, CustomStringConvertible {
     /// - Throws: ``FlagshipServiceError`` with code `.refused` when `run()` refused the credentials, and
     ///   `CancellationError` when the waiting task is cancelled first.
     public func started() async throws {
-        try await start.wait()
+        guard let outcome = await start.value() else { throw CancellationError() }
+        try outcome.get()
     }
 
     /// `FlagshipService(envId: ...)`, as the group's logs name the service; never the API key.
     public var description: String {
         "FlagshipService(envId: \(envId))"
-    }
-}
-
-/// Whether `run()` started the SDK, and the tasks waiting to know.
-private final class StartSignal: @unchecked Sendable {
-    // `@unchecked`: `outcome`, `waiters` and `nextId` are read and written under `lock` only.
-    private let lock = NSLock()
-    private var outcome: Result<Void, FlagshipServiceError>?
-    private var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
-    private var nextId = 0
-
-    func finish(_ result: Result<Void, FlagshipServiceError>) {
-        let waiting = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
-            guard outcome == nil else { return [] }
-            outcome = result
-            defer { waiters = [:] }
-            return Array(waiters.values)
-        }
-        for waiter in waiting { waiter.resume(with: result.mapError { $0 }) }
-    }
-
-    func wait() async throws {
-        let id = lock.withLock { () -> Int in
-            defer { nextId += 1 }
-            return nextId
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                // Answered now (already finished, or already cancelled), or kept for `finish`.
-                let answer = lock.withLock { () -> Result<Void, any Error>? in
-                    if let outcome { return outcome.mapError { $0 } }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    waiters[id] = continuation
-                    return nil
-                }
-                if let answer { continuation.resume(with: answer) }
-            }
-        } onCancel: {
-            lock.withLock { waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
-        }
     }
 }
 

@@ -241,6 +241,29 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertTrue(log.allText.contains("HTTP status 404"), log.allText)
     }
 
+    /// A fetch that waits for the first download of this start stops when its task is
+    /// cancelled, saying so, instead of waiting for the download (held here 60 s by the server).
+    func testAFetchWaitingForTheFirstDownloadStopsWhenItsTaskIsCancelled() async throws {
+        try server.setBucketingFile(Self.bucketingFile())
+        server.injectFault(.latency(.seconds(60)), on: .bucketing)
+        start(bucketingBuilder())
+        let visitor = visitor("dave")
+        let fetch = Task { try await visitor.fetchFlags() }
+        try await waitUntil("the fetch waits for the first download") {
+            (self.flagship.currentRuntime?.bucketing?.firstAttempt.waiting ?? 0) == 1
+        }
+        fetch.cancel()
+        do {
+            try await fetch.value
+            XCTFail("a cancelled fetch without a file must fail")
+        } catch let error as FlagshipError where error.code == .fetchFailed {
+            let reason = try XCTUnwrap(error.fetchFailure)
+            XCTAssertTrue(reason.description.contains("cancelled while the first bucketing file downloads"), "\(reason)")
+        }
+        XCTAssertEqual(flagship.getStatus(), .SDK_INITIALIZING, "the download is still under way")
+        server.clearFaults()
+    }
+
     /// A file past the 10 MiB default is refused whole, saying so; with the limit raised it is
     /// taken, stored, and read back from the store at the next start.
     func testAFileOverTheDefaultLimitIsRefusedAndTakenOnceTheLimitIsRaised() async throws {

@@ -6,7 +6,11 @@ struct BucketingDecider: FlagDecider {
     let poller: BucketingPoller
 
     func decide(_ request: DecisionRequest) async throws(DecisionError) -> DecisionResponse {
-        guard let file = await poller.usableFile() else { throw .noBucketingFile }
+        guard let file = await poller.usableFile() else {
+            // Cancelled while the first file of this start downloads: not a want of a file.
+            if Task.isCancelled { throw .transport("cancelled while the first bucketing file downloads") }
+            throw .noBucketingFile
+        }
         let decision = file.decide(visitorId: request.visitorId, context: request.context,
                                    history: request.assignmentsHistory)
         var response = DecisionResponse(visitorId: request.visitorId, panic: decision.panic,

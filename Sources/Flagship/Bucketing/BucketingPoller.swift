@@ -19,8 +19,6 @@ final class BucketingPoller: Sendable {
         /// The campaigns of the file in use, for the change a new one makes.
         var campaigns: BucketingFileCampaigns?
         /// Set once the first download of this start has ended, whatever its outcome.
-        var firstAttemptEnded = false
-        var waitingForFirstAttempt: [CheckedContinuation<Void, Never>] = []
         var closed = false
     }
 
@@ -47,6 +45,9 @@ final class BucketingPoller: Sendable {
     /// Finished by `close()`: `run()` cancels its polling (a download under way with it) and returns.
     private let stop: AsyncStream<Void>
     private let stopContinuation: AsyncStream<Void>.Continuation
+    /// Ends with the first download of this start, its failure, `startOffline()` or `close()`:
+    /// what a fetch waits for when no file is known yet.
+    let firstAttempt = OneShot<Void>()
     /// Where the downloaded file is written: off the poller's task.
     let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
     /// How many file versions the store keeps for provenance; `nil`: none (provenance off).
@@ -263,16 +264,9 @@ final class BucketingPoller: Sendable {
     }
 
     /// The file to decide from; when none is known yet, waits for the end of the first download
-    /// of this start (bounded by the request timeout).
+    /// of this start (bounded by the request timeout), or for the caller's cancellation.
     func usableFile() async -> BucketingFile? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
-                if state.file != nil || state.firstAttemptEnded || state.closed { return true }
-                state.waitingForFirstAttempt.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        if file == nil { _ = await firstAttempt.value() }
         return file
     }
 
@@ -300,11 +294,6 @@ final class BucketingPoller: Sendable {
     }
 
     func endFirstAttempt() {
-        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.firstAttemptEnded = true
-            defer { state.waitingForFirstAttempt = [] }
-            return state.waitingForFirstAttempt
-        }
-        for continuation in waiting { continuation.resume() }
+        firstAttempt.fulfil(())
     }
 }

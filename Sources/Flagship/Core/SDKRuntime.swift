@@ -283,13 +283,12 @@ final class SDKRuntime: Sendable {
         private struct State {
             var value: String?
             var abandoned = false
-            /// Suspended callers, told when the value comes.
-            var waiters: [@Sendable () -> Void] = []
         }
 
         private let fallback: String
         private let state = Locked(State())
-        private let done = DispatchSemaphore(value: 0)
+        /// Set once the value is recorded: what callers wait for.
+        private let settled = OneShot<Void>()
 
         init(fallback: String) {
             self.fallback = fallback
@@ -298,38 +297,24 @@ final class SDKRuntime: Sendable {
         /// Records the value; returns whether the waiter had already gone on without it.
         @discardableResult
         func settle(_ value: String) -> Bool {
-            let (abandoned, waiters) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
+            let abandoned = state.withLock { state -> Bool in
                 state.value = value
-                defer { state.waiters = [] }
-                return (state.abandoned, state.waiters)
+                return state.abandoned
             }
-            done.signal()
-            for waiter in waiters { waiter() }
+            settled.fulfil(())
             return abandoned
         }
 
-        /// The value, waiting for it until `deadline` at most (a dispatch wait, for the
-        /// synchronous `build()`); else the fallback.
+        /// The value, waiting for it until `deadline` at most (the calling thread blocked, for
+        /// the synchronous `build()`); else the fallback.
         func value(waitingUntil deadline: DispatchTime) -> String {
-            _ = done.wait(timeout: deadline)
+            _ = settled.value(blockingUntil: deadline)
             return take()
         }
 
         /// The value, suspending until `deadline` at most; else the fallback.
         func value(waitingUntil deadline: DispatchTime) async -> String {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let pending = Locked<CheckedContinuation<Void, Never>?>(continuation)
-                let resume: @Sendable () -> Void = { pending.withLock { taken in defer { taken = nil }; return taken }?.resume() }
-                let settled = state.withLock { state -> Bool in
-                    if state.value == nil { state.waiters.append(resume) }
-                    return state.value != nil
-                }
-                if settled {
-                    resume()
-                    return
-                }
-                DispatchQueue.global().asyncAfter(deadline: deadline, execute: resume)
-            }
+            _ = await settled.value(until: deadline)
             return take()
         }
 
