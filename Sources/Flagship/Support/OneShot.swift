@@ -55,26 +55,44 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
     /// Suspends until the value comes, or until `deadline` (the monotonic clock) at most: `nil`
     /// when the deadline or the task's cancellation comes first.
     package func value(until deadline: DispatchTime?) async -> Value? {
+        guard let deadline else { return await value(arming: nil) }
+        return await value { stop in
+            let token = DeadlineTimer.shared.schedule(at: deadline, stop)
+            return ScheduledAction { DeadlineTimer.shared.cancel(token) }
+        }
+    }
+
+    /// Suspends until the value comes, or until `deadline` on `clock` at most (a test's clock
+    /// moved by hand, or the system's): `nil` when the deadline or the task's cancellation comes
+    /// first. Past the deadline already: the value if it came, without waiting.
+    package func value(until deadline: Date, clock: any SDKClock) async -> Value? {
+        guard clock.now() < deadline else { return current }
+        return await value { stop in clock.schedule(at: deadline, stop) }
+    }
+
+    /// The wait; `arming` (when there is a deadline) schedules the action that stops it, and
+    /// returns how to cancel that action once the wait is over.
+    private func value(arming: ((@escaping @Sendable () -> Void) -> ScheduledAction)?) async -> Value? {
         let id = condition.withLock { () -> Int in
             defer { nextWaiter += 1 }
             return nextWaiter
         }
-        let timer = Locked<DeadlineTimer.Token?>(nil)
+        let timer = Locked<ScheduledAction?>(nil)
         let value = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-                wait(continuation, id: id, until: deadline, timer: timer)
+                wait(continuation, id: id, arming: arming, timer: timer)
             }
         } onCancel: {
             stopWaiting(id)
         }
-        if let token = timer.withLock({ $0 }) { DeadlineTimer.shared.cancel(token) }
+        timer.withLock { $0 }?.cancel()
         return value
     }
 
     /// Answers `continuation` now (the value already set, or the task already cancelled), or
-    /// keeps it for `fulfil`, with a timer for `deadline`.
-    private func wait(_ continuation: CheckedContinuation<Value?, Never>, id: Int, until deadline: DispatchTime?,
-                      timer: Locked<DeadlineTimer.Token?>) {
+    /// keeps it for `fulfil`, with its deadline armed.
+    private func wait(_ continuation: CheckedContinuation<Value?, Never>, id: Int,
+                      arming: ((@escaping @Sendable () -> Void) -> ScheduledAction)?, timer: Locked<ScheduledAction?>) {
         let answer = condition.withLock { () -> Value?? in
             if let value { return .some(value) }
             if Task.isCancelled { return .some(nil) }
@@ -83,9 +101,9 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
         }
         if let answer {
             continuation.resume(returning: answer)
-        } else if let deadline {
-            let token = DeadlineTimer.shared.schedule(at: deadline) { [self] in stopWaiting(id) }
-            timer.withLock { $0 = token }
+        } else if let arming {
+            let scheduled = arming { [self] in stopWaiting(id) }
+            timer.withLock { $0 = scheduled }
         }
     }
 

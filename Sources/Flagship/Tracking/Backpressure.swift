@@ -43,8 +43,8 @@ final class Backpressure: Sendable {
         var shed = 0
         var shedInEpisode = 0
         var episodeStarted: ContinuousClock.Instant?
-        var waiters: [Int: @Sendable (Bool) -> Void] = [:]
-        var nextWaiter = 0
+        /// Set while overloaded, fulfilled when the overload ends: what `waitForRoom` awaits.
+        var episodeEnd: OneShot<Void>?
     }
 
     let settings: Settings
@@ -97,23 +97,10 @@ final class Backpressure: Sendable {
     /// For an awaited hit: returns `true` at once without backpressure, else once the backlog is
     /// under `lowWater` (or sends fail); `false` after `maxWait` on `clock`.
     func waitForRoom(clock: any SDKClock) async -> Bool {
-        guard state.withLock({ $0.overloaded }) else { return true }
-        let deadline = clock.now().addingTimeInterval(settings.maxWait)
-        let key = state.withLock { state in
-            defer { state.nextWaiter &+= 1 }
-            return state.nextWaiter
-        }
-        let room = await firstOf(deadline: deadline, clock: clock) { [state] (finish: @escaping @Sendable (Bool) -> Void) in
-            let ready = state.withLock { state -> Bool in
-                guard state.overloaded else { return true }
-                state.waiters[key] = finish
-                return false
-            }
-            if ready { finish(true) }
-        }
-        // Timed out: its entry goes, so that waiters stay bounded by those waiting now.
-        if room == nil { state.withLock { _ = $0.waiters.removeValue(forKey: key) } }
-        return room != nil
+        guard let episodeEnd = state.withLock({ $0.overloaded ? $0.episodeEnd : nil }) else { return true }
+        // Timed out (or cancelled), a waiter is forgotten at once: waiters stay bounded by those
+        // waiting now.
+        return await episodeEnd.value(until: clock.now().addingTimeInterval(settings.maxWait), clock: clock) != nil
     }
 
     // MARK: Read
@@ -139,7 +126,7 @@ final class Backpressure: Sendable {
 
     /// Callers waiting for room.
     var waiterCount: Int {
-        state.withLock { $0.waiters.count }
+        state.withLock { $0.episodeEnd?.waiting ?? 0 }
     }
 
     // MARK: Transitions
@@ -147,7 +134,7 @@ final class Backpressure: Sendable {
     private struct Change {
         var started = false
         var ended: (shed: Int, lasted: Duration)?
-        var released: [@Sendable (Bool) -> Void] = []
+        var released: OneShot<Void>?
     }
 
     private func reevaluate(_ state: inout State) -> Change {
@@ -156,12 +143,13 @@ final class Backpressure: Sendable {
             state.overloaded = true
             state.shedInEpisode = 0
             state.episodeStarted = .now
+            state.episodeEnd = OneShot()
             change.started = true
         } else if state.overloaded, state.sendsFailing || state.backlog <= settings.lowWater {
             state.overloaded = false
             change.ended = (state.shedInEpisode, state.episodeStarted.map { ContinuousClock.now - $0 } ?? .zero)
-            change.released = Array(state.waiters.values)
-            state.waiters.removeAll()
+            change.released = state.episodeEnd
+            state.episodeEnd = nil
         }
         return change
     }
@@ -174,6 +162,6 @@ final class Backpressure: Sendable {
             let seconds = Double(ended.lasted.components.seconds) + Double(ended.lasted.components.attoseconds) / 1e18
             logger.warning("Backpressure ended after \(String(format: "%.1f", seconds)) s: \(ended.shed) hit(s) nobody awaited were shed meanwhile")
         }
-        for waiter in change.released { waiter(true) }
+        change.released?.fulfil(())
     }
 }

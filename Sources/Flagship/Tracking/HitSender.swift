@@ -43,11 +43,24 @@ final class HitSender: Sendable {
         var finalDeadline: Date?
         /// `close()` has counted what is left: the outcome of a send still under way is not recorded.
         var abandoned = false
-        /// Told when the sender stops; each is safe to call more than once.
-        var idleWaiters: [@Sendable () -> Void] = []
+        /// Set while a round runs (or is about to), fulfilled when the sender stops: what
+        /// `waitForIdle` awaits. One per busy spell.
+        var idle: OneShot<Void>?
         /// The endpoints whose cached hits could not be claimed last time (logged once until they can).
         var cacheReadFailing: Set<HitEndpoint> = []
         var counts = Counts()
+
+        /// A round is about to run: the spell begins, unless one goes on.
+        mutating func becomesBusy() {
+            running = true
+            if idle == nil { idle = OneShot() }
+        }
+
+        /// The sender stopped (`running` is false): the spell's waiters, to tell.
+        mutating func becameIdle() -> OneShot<Void>? {
+            defer { idle = nil }
+            return idle
+        }
     }
 
     let settings: TrackingManager.Settings
@@ -115,7 +128,7 @@ final class HitSender: Sendable {
                 return false
             }
             if let retryAt = state.retryAtUptime, clock.uptime() < retryAt { return false }
-            state.running = true
+            state.becomesBusy()
             state.flushRequested = false
             return true
         }
@@ -132,12 +145,10 @@ final class HitSender: Sendable {
         }
         // Ended, or cancelled by `close()` at its deadline: a round signalled and never started is
         // not waited for.
-        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+        state.withLock { state in
             state.running = false
-            defer { state.idleWaiters.removeAll() }
-            return state.idleWaiters
-        }
-        for waiter in waiters { waiter() }
+            return state.becameIdle()
+        }?.fulfil(())
     }
 
     /// Asks for a round each time the backoff gate opens, until the lifecycle cancels it.
@@ -174,11 +185,8 @@ final class HitSender: Sendable {
                 break
             }
         }
-        let waiters = state.withLock { state -> [@Sendable () -> Void] in
-            defer { state.idleWaiters.removeAll() }
-            return state.idleWaiters
-        }
-        for waiter in waiters { waiter() }
+        // A round signalled meanwhile keeps the spell going: its waiters wait for that round too.
+        state.withLock { $0.running ? nil : $0.becameIdle() }?.fulfil(())
     }
 
     /// Waits until `roundSpacing` has passed since `started` on the SDK's clock; `false` when the
@@ -249,24 +257,13 @@ final class HitSender: Sendable {
         wake.finish()
     }
 
-    /// Waits until no round runs, but not past `deadline`; `true` once idle.
+    /// Waits until no round runs, but not past `deadline` (or the caller's cancellation); `true`
+    /// once idle.
     @discardableResult
     func waitForIdle(until deadline: Date? = nil) async -> Bool {
-        let wait: (@escaping @Sendable (Bool) -> Void) -> Void = { [state] finish in
-            let idle = state.withLock { state -> Bool in
-                guard state.running else { return true }
-                state.idleWaiters.append { finish(true) }
-                return false
-            }
-            if idle { finish(true) }
-        }
-        guard let deadline else {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                wait { _ in continuation.resume() }
-            }
-            return true
-        }
-        return await firstOf(deadline: deadline, clock: clock, wait) != nil
+        guard let idle = state.withLock({ $0.running ? $0.idle : nil }) else { return true }
+        guard let deadline else { return await idle.value() != nil }
+        return await idle.value(until: deadline, clock: clock) != nil
     }
 
     /// `close()`'s last round, which ignores the backoff gate, run by the loop and waited for
@@ -276,7 +273,7 @@ final class HitSender: Sendable {
         guard settings.sends else { return true }
         let start = state.withLock { state -> Bool in
             guard !state.running else { return false }
-            state.running = true
+            state.becomesBusy()
             state.finalDeadline = deadline
             return true
         }
@@ -313,7 +310,7 @@ final class HitSender: Sendable {
     }
 
     var idleWaiterCount: Int {
-        state.withLock { $0.idleWaiters.count }
+        state.withLock { $0.idle?.waiting ?? 0 }
     }
 }
 
