@@ -70,14 +70,13 @@ extension Int64 {
     }
 }
 
-extension HitRecord {
-    /// The row of `hit` in the database's time: its creation, its document's `time` and its
-    /// decision moved by `offset` ms.
-    init(databaseTime hit: OutgoingHit, offset: Int64) {
-        let moved = hit.created(at: hit.createdAt.shifted(by: offset))
-        self.init(id: moved.id, visitorId: moved.visitorId, type: moved.type, isConsent: moved.isConsentHit,
-                  document: moved.cacheDocumentText, createdAt: moved.createdAt, fileVersion: moved.fileVersion,
-                  decidedAt: hit.decidedAt?.shifted(by: offset))
+extension OutgoingHit {
+    /// The hit with its times moved by `offset` ms: its creation, its document's `time` and its
+    /// decision. Into the database's time when written, back into the SDK's when claimed.
+    func shiftingTimes(by offset: Int64) -> OutgoingHit {
+        var moved = created(at: createdAt.shifted(by: offset))
+        moved.decidedAt = decidedAt?.shifted(by: offset)
+        return moved
     }
 }
 

@@ -47,7 +47,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
             try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { [self] connection, envId, logger in
                 let offset = try await offset(on: connection, logger: logger)
                 // In the database's time, the document's `time` too (a claim reads the two as one).
-                let records = hits.map { HitRecord(databaseTime: $0, offset: offset) }
+                let records = hits.map { HitRecord($0.shiftingTimes(by: offset)) }
                 let visitors = visitors.map { $0.shiftingTimes(by: offset) }
                 if visitors.isEmpty {
                     try await PostgresHitStore(connection: connection, envId: envId, logger: logger).write(records)
@@ -126,9 +126,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                 return nil
             }
             // Back in the SDK's time: the base of its qt is its age as the database has it.
-            var moved = hit.created(at: hit.createdAt.shifted(by: -records.1))
-            moved.decidedAt = hit.decidedAt?.shifted(by: -records.1)
-            return moved
+            return hit.shiftingTimes(by: -records.1)
         }
         setAside(unreadable)
         return hits

@@ -77,13 +77,10 @@ struct PostgresHitStore {
             UPDATE flagship.hits h SET lease_owner = \(owner), lease_until = \(leaseUntil)
             FROM free
             WHERE h.env_id = \(envId) AND h.id = free.id
-            RETURNING h.id, h.visitor_id, h.type, h.is_consent, h.document, h.created_at, h.attempts, h.next_attempt_at
+            RETURNING \(unescaped: PostgresHitRow.selectList(of: "h"))
             """, logger: logger)
-        for try await (id, visitorId, type, isConsent, document, createdAt, attempts, nextAttemptAt)
-            in rows.decode((String, String, String, Bool, String, Int64, Int32, Int64?).self) {
-            claimed.append(HitRecord(id: id, visitorId: visitorId, type: type, isConsent: isConsent, document: document,
-                                     createdAt: createdAt, attempts: Int(attempts), nextAttemptAt: nextAttemptAt,
-                                     leaseOwner: owner, leaseUntil: leaseUntil))
+        for try await row in rows {
+            claimed.append(try PostgresHitRow.record(row))
         }
         // RETURNING gives no order: put the claim back in sending order.
         return claimed.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }

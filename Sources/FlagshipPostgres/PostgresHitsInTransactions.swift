@@ -74,7 +74,7 @@ extension FSVisitor {
             }
             let offset = try await store.transactionClock.offset(on: connection, now: prepared.now, location: store.location, logger: logger)
             try await PostgresHitStore(connection: connection, envId: prepared.envId, logger: logger)
-                .write([HitRecord(databaseTime: prepared.hit, offset: offset)])
+                .write([HitRecord(prepared.hit.shiftingTimes(by: offset))])
             try await connection.query("RELEASE SAVEPOINT flagship_hit", logger: logger)
         } catch let error as FlagshipError {
             throw error

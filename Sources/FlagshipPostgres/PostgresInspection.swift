@@ -163,16 +163,14 @@ package struct PostgresInspection: Sendable {
     /// Up to `limit` of the environment's hits, oldest first (the order in which they are
     /// claimed), leases included.
     package func hits(envId: String, limit: Int) async throws(FlagshipPostgresError) -> [HitRecord] {
-        try await rows("reading the hits") { connection, logger in
+        let columns = PostgresHitRow.selectList(withProvenance: schema.version >= Self.provenanceVersion)
+        return try await rows("reading the hits") { connection, logger in
             var hits: [HitRecord] = []
-            for try await (id, visitorId, type, isConsent, document, createdAt, attempts, nextAttemptAt, leaseOwner, leaseUntil)
-                in try await connection.query("""
-                SELECT id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until
+            for try await row in try await connection.query("""
+                SELECT \(unescaped: columns)
                 FROM flagship.hits WHERE env_id = \(envId) ORDER BY created_at, id LIMIT \(Int64(max(0, limit)))
-                """, logger: logger).decode((String, String, String, Bool, String, Int64, Int32, Int64?, String?, Int64?).self) {
-                hits.append(HitRecord(id: id, visitorId: visitorId, type: type, isConsent: isConsent, document: document,
-                                      createdAt: createdAt, attempts: Int(attempts), nextAttemptAt: nextAttemptAt,
-                                      leaseOwner: leaseOwner, leaseUntil: leaseUntil))
+                """, logger: logger) {
+                hits.append(try PostgresHitRow.record(row))
             }
             return hits
         }

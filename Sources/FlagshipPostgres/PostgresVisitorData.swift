@@ -65,14 +65,11 @@ extension FlagshipPostgresStore {
             }
             records.decisions += decisions
         }
-        for try await (id, type, isConsent, document, createdAt, attempts, nextAttemptAt, leaseOwner, leaseUntil)
-            in try await connection.query("""
-            SELECT id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until
+        for try await row in try await connection.query("""
+            SELECT \(unescaped: PostgresHitRow.selectList())
             FROM flagship.hits WHERE env_id = \(envId) AND visitor_id = \(visitorId) ORDER BY created_at, id
-            """, logger: logger).decode((String, String, Bool, String, Int64, Int32, Int64?, String?, Int64?).self) {
-            records.hits.append(HitRecord(id: id, visitorId: visitorId, type: type, isConsent: isConsent, document: document,
-                                          createdAt: createdAt, attempts: Int(attempts), nextAttemptAt: nextAttemptAt,
-                                          leaseOwner: leaseOwner, leaseUntil: leaseUntil))
+            """, logger: logger) {
+            records.hits.append(try PostgresHitRow.record(row))
         }
         return records
     }

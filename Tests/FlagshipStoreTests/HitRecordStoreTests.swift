@@ -234,6 +234,42 @@ final class HitRecordStoreTests: StoreTestCase {
                        ["visitor-1:sent-from-memory"], "lapsed: a claim takes it over")
     }
 
+    /// One reader for every read of a row: a claim carries an activate's provenance as a listing
+    /// and a visitor's hits do.
+    func testAClaimAPageAndAVisitorsHitsReadTheSameRow() throws {
+        var activate = HitRecord.sample("activate", type: "ACTIVATE", createdAt: 1)
+        activate.fileVersion = String(repeating: "ab", count: 32)
+        activate.decidedAt = -4
+        try store.write { try $0.hits.insert([activate]) }
+
+        var unreadable = 0
+        let listed = try store.read { try $0.hits.page(limit: 10) }
+        let visitors = try store.read { try $0.hits.hits(visitorId: "visitor-1", unreadable: &unreadable) }
+        let claimed = try store.write { try $0.hits.claim(.activate, owner: "me", now: 1, leaseUntil: 2_000, limit: 10) }
+
+        XCTAssertEqual(listed, [activate])
+        XCTAssertEqual(visitors, [activate])
+        var leased = activate
+        (leased.leaseOwner, leased.leaseUntil) = ("me", 2_000)
+        XCTAssertEqual(claimed, [leased], "the claim reads the provenance too")
+    }
+
+    /// The provenance is never sent: a claim reads it as near as it goes, and a row whose
+    /// provenance was edited into another type is claimed as before, not set aside.
+    func testAClaimReadsAProvenanceEditedByHandAsNearAsItGoes() throws {
+        try store.write { try $0.hits.insert([.sample("activate", type: "ACTIVATE", createdAt: 1)]) }
+        _ = try store.write { try $0.execute("UPDATE hits SET file_version = x'00ff', decided_at = 'yesterday'") }
+
+        let claimed = try store.write { try $0.hits.claim(.activate, owner: "me", now: 1, leaseUntil: 2_000, limit: 10) }
+        let listed = try store.read { try $0.hits.page(limit: 10) }
+
+        XCTAssertEqual(claimed.map(\.id), ["visitor-1:activate"])
+        XCTAssertEqual(claimed.map(\.fileVersion), [nil])
+        XCTAssertEqual(claimed.map(\.decidedAt), [nil])
+        XCTAssertEqual(try store.read { try $0.hits.deadLetterCount() }, 0)
+        XCTAssertEqual(listed.map(\.columnsNotAsWritten), [["file_version", "decided_at"]], "a listing says so")
+    }
+
     // MARK: - Attempts and replacement
 
     func testRecordFailedAttemptAddsOneToEachNamedHitOnly() throws {

@@ -16,8 +16,7 @@ final class HitShapeTests: XCTestCase {
     }
 
     private func record(_ hit: OutgoingHit, document: String? = nil) -> HitRecord {
-        HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
-                  document: document ?? CachedHit(hit).document, createdAt: hit.createdAt)
+        HitRecord(hit, document: document)
     }
 
     func testTheStoredDocumentIsTheHitCacheDocumentByteForByte() throws {
@@ -48,6 +47,29 @@ final class HitShapeTests: XCTestCase {
             XCTAssertEqual(claimed, hit)
             XCTAssertEqual(claimed.wire, hit.wire)
         }
+    }
+
+    /// The one mapping from a hit to its row, which every store writes, and back from a claim: an
+    /// activate's provenance goes both ways.
+    func testAHitMapsToItsRowAndBackProvenanceIncluded() throws {
+        var activate = OutgoingHit.activate(identity: identity, variationGroupId: "vg", variationId: "var", createdAt: 7)
+        activate.fileVersion = String(repeating: "ab", count: 32)
+        activate.decidedAt = 3
+        let consent = OutgoingHit.hit(type: "EVENT", fields: ["t": .string("EVENT"), "ec": .string("User Engagement"),
+                                                              "ea": .string("fs_consent"), "el": .string("android:true")],
+                                      identity: identity, envId: "env", createdAt: 8)
+        for hit in [click(), activate, consent] {
+            let row = HitRecord(hit)
+            XCTAssertEqual(row, HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
+                                          document: CachedHit(hit).document, createdAt: hit.createdAt,
+                                          fileVersion: hit.fileVersion, decidedAt: hit.decidedAt))
+            XCTAssertEqual(OutgoingHit(record: row), hit, "a claimed row gives back the hit, its provenance with it")
+        }
+        let row = HitRecord(activate)
+        XCTAssertEqual([row.fileVersion, row.decidedAt.map(String.init)], [String(repeating: "ab", count: 32), "3"])
+        XCTAssertEqual([row.attempts, row.leaseOwner == nil ? 0 : 1, row.leaseUntil == nil ? 0 : 1], [0, 0, 0], "written unclaimed")
+        XCTAssertTrue(HitRecord(consent).isConsent)
+        XCTAssertEqual(HitRecord(click(), document: "made before").document, "made before")
     }
 
     func testTheEntrySentIsTheWireTextWithItsQueueTime() throws {

@@ -69,6 +69,8 @@ package struct OutgoingHit: Sendable, Equatable {
         guard let wire = Self.storedWire(record) else { return nil }
         self.init(id: record.id, type: record.type, createdAt: record.createdAt, visitorId: record.visitorId,
                   anonymousId: Self.storedAnonymousId(record.document), isConsentHit: record.isConsent, wire: wire)
+        fileVersion = record.fileVersion
+        decidedAt = record.decidedAt
     }
 
     /// The hit cache document (STORE.md), as the `hits.document` column holds it, written around
@@ -129,6 +131,16 @@ package struct OutgoingHit: Sendable, Equatable {
         let contentEnd = utf8.index(utf8.endIndex, offsetBy: -suffix.utf8.count)
         guard contentStart < contentEnd, JSONText.isOneObject(utf8[contentStart..<contentEnd]) else { return nil }
         return String(document[contentStart..<contentEnd])
+    }
+}
+
+extension HitRecord {
+    /// The row of `hit`, unclaimed: every store writes a hit through this one mapping. `document`
+    /// is its hit cache document when made before (`CachedHit`), else `cacheDocumentText`.
+    package init(_ hit: OutgoingHit, document: String? = nil) {
+        self.init(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
+                  document: document ?? hit.cacheDocumentText, createdAt: hit.createdAt,
+                  fileVersion: hit.fileVersion, decidedAt: hit.decidedAt)
     }
 }
 

@@ -142,10 +142,12 @@ final class SQLiteHitQueue: HitQueue {
             if cached.claimedUntil == nil {
                 if cached.hit.isActivate { unclaimed.activates = true } else { unclaimed.hits = true }
             }
-            return HitRecord(id: cached.hit.id, visitorId: cached.hit.visitorId, type: cached.hit.type,
-                             isConsent: cached.hit.isConsentHit, document: cached.document, createdAt: cached.hit.createdAt,
-                             leaseOwner: cached.claimedUntil == nil ? nil : owner, leaseUntil: cached.claimedUntil,
-                             fileVersion: cached.hit.fileVersion, decidedAt: cached.hit.decidedAt)
+            var record = HitRecord(cached.hit, document: cached.document)
+            if let claimedUntil = cached.claimedUntil {
+                record.leaseOwner = owner
+                record.leaseUntil = claimedUntil
+            }
+            return record
         }
         let now = now()
         do {
@@ -176,9 +178,7 @@ final class SQLiteHitQueue: HitQueue {
     /// hit, nothing written (`.refused`).
     func write(_ hit: OutgoingHit, inTransactionOn handle: OpaquePointer, evictAtCap: Bool, refuseFrom: Int?) throws(TransactionalWrite) -> Int {
         if let notDurable { throw .failed(notDurable) }
-        let record = HitRecord(id: hit.id, visitorId: hit.visitorId, type: hit.type, isConsent: hit.isConsentHit,
-                               document: hit.cacheDocumentText, createdAt: hit.createdAt,
-                               fileVersion: hit.fileVersion, decidedAt: hit.decidedAt)
+        let record = HitRecord(hit)
         let (capacity, now) = (capacity, now())
         let outcome: Int?
         do {

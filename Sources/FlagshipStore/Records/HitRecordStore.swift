@@ -114,8 +114,8 @@ package struct HitRecordStore {
         var claimed: [(record: HitRecord, rowid: Int64)] = []
         var dead: [(rowid: Int64, reason: String)] = []
         for row in rows {
-            guard let rowid = row[10].int64 else { continue }
-            guard Self.isUTF8(row[11]), Self.isUTF8(row[12]) else {
+            guard let rowid = row[12].int64 else { continue }
+            guard Self.isUTF8(row[13]), Self.isUTF8(row[14]) else {
                 dead.append((rowid, Self.notUTF8))
                 continue
             }
@@ -249,13 +249,13 @@ package struct HitRecordStore {
         let rows: [Row]
         if let cursor {
             rows = try connection.query(
-                "SELECT \(Self.pageColumns) FROM main.hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                "SELECT \(Self.columns) FROM main.hits WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                 [cursor.createdAt, .text(cursor.id), limit]
             )
         } else {
-            rows = try connection.query("SELECT \(Self.pageColumns) FROM main.hits ORDER BY created_at, id LIMIT ?", [limit])
+            rows = try connection.query("SELECT \(Self.columns) FROM main.hits ORDER BY created_at, id LIMIT ?", [limit])
         }
-        return try rows.map(Self.listedRecord)
+        return try rows.map { row in try Self.record(row, listing: true) }
     }
 
     /// One visitor's hits, oldest first, read as a listing reads them: a column edited into
@@ -263,14 +263,38 @@ package struct HitRecordStore {
     /// all is counted in `unreadable` instead. Bounded by the table's cap (`maxCachedHits`).
     package func hits(visitorId: String, unreadable: inout Int) throws -> [HitRecord] {
         let rows = try connection.query(
-            "SELECT \(Self.pageColumns) FROM main.hits WHERE visitor_id = ? ORDER BY created_at, id", [.text(visitorId)]
+            "SELECT \(Self.columns) FROM main.hits WHERE visitor_id = ? ORDER BY created_at, id", [.text(visitorId)]
         )
         var records: [HitRecord] = []
         records.reserveCapacity(rows.count)
         for row in rows {
-            if let record = try? Self.listedRecord(row) { records.append(record) } else { unreadable += 1 }
+            if let record = try? Self.record(row, listing: true) { records.append(record) } else { unreadable += 1 }
         }
         return records
+    }
+
+    /// Every column of a row, in the order `record(_:listing:)` reads them: what every read of
+    /// `hits` selects (a claim, a page, a visitor's hits).
+    private static let columns = "id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, "
+        + "lease_owner, lease_until, file_version, decided_at"
+
+    /// The one reader of a row of `columns`. For sending (a claim), each column as the SDK writes
+    /// it, or it throws (the claim makes the row a dead letter); an activate's provenance, never
+    /// sent, is read as near as it goes. For a listing, a row the SDK wrote is read exactly, and
+    /// any other one as near as it goes (`nearestRecord`).
+    private static func record(_ row: Row, listing: Bool = false) throws -> HitRecord {
+        do {
+            return HitRecord(
+                id: try row.text(0), visitorId: try row.text(1), type: try row.text(2), isConsent: try row.bool(3),
+                document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6),
+                nextAttemptAt: try row.optionalInt64(7), leaseOwner: try row.optionalText(8), leaseUntil: try row.optionalInt64(9),
+                fileVersion: listing ? try row.optionalText(10) : row[10].text,
+                decidedAt: listing ? try row.optionalInt64(11) : row[11].int64
+            )
+        } catch {
+            guard listing else { throw error }
+            return try nearestRecord(row)
+        }
     }
 
     /// A row for reading, not for sending: a column the SDK would not have written (an `attempts`
@@ -278,8 +302,7 @@ package struct HitRecordStore {
     /// goes, so that a listing shows the row, which a claim makes a dead letter. Its id must still
     /// be read exactly; a `created_at` that is not an integer is kept as stored for the page's
     /// cursor (`storedCreatedAt`).
-    private static func listedRecord(_ row: Row) throws -> HitRecord {
-        if let record = try? record(row, withProvenance: true) { return record }
+    private static func nearestRecord(_ row: Row) throws -> HitRecord {
         func integer(_ index: Int) -> Int64? {
             switch row[index] {
             case .integer(let value): return value
@@ -342,21 +365,6 @@ package struct HitRecordStore {
     /// The creation time (unix ms) of the oldest hit, `nil` when there is none.
     package func oldestCreatedAt() throws(StoreError) -> Int64? {
         try connection.scalar("SELECT min(created_at) FROM main.hits")?.int64
-    }
-
-    private static let columns =
-        "id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, lease_owner, lease_until"
-    /// As `columns`, with an activate's provenance: for reading pages (the claim has no use for it).
-    private static let pageColumns = columns + ", file_version, decided_at"
-
-    private static func record(_ row: Row, withProvenance: Bool = false) throws -> HitRecord {
-        HitRecord(
-            id: try row.text(0), visitorId: try row.text(1), type: try row.text(2), isConsent: try row.bool(3),
-            document: try row.text(4), createdAt: try row.int64(5), attempts: try row.int(6),
-            nextAttemptAt: try row.optionalInt64(7), leaseOwner: try row.optionalText(8), leaseUntil: try row.optionalInt64(9),
-            fileVersion: withProvenance ? try row.optionalText(10) : nil,
-            decidedAt: withProvenance ? try row.optionalInt64(11) : nil
-        )
     }
 }
 
