@@ -23,8 +23,7 @@ final class GroupCommitFairnessTests: XCTestCase {
                                callbacks: DeliveryCallbacks(limit: 10), visitorDocuments: nil) { _, _ in }
 
         // The store queue is held while 100 hits are accepted: the group commit they set going
-        // (queued here as `runCommits()` queues it, which this test does not run) waits behind
-        // it, and the work below (standing for a claim) is queued after that.
+        // waits behind it, and the work below (standing for a claim) is queued after that.
         let release = DispatchSemaphore(value: 0)
         store.async { release.wait() }
         for number in 0..<100 {
@@ -33,7 +32,6 @@ final class GroupCommitFairnessTests: XCTestCase {
             ])
             XCTAssertTrue(writer.accept(hit, durable: nil, committed: false))
         }
-        store.async { writer.drainAsQueued() }
         let uncommittedWhenTheClaimRan = Locked<Int?>(nil)
         store.async { uncommittedWhenTheClaimRan.withLock { $0 = writer.unwritten().uncommitted } }
         release.signal()

@@ -183,8 +183,13 @@ final class HitWriter: Sendable {
         state.withLock { $0.commit.isWriting }
     }
 
-    /// Asks `runCommits()` for a group commit, at once or after `delay` seconds.
+    /// Queues a group commit on the store queue at once, or asks `runCommits()` for one after
+    /// `delay` seconds.
     func scheduleDrain(after delay: TimeInterval) {
+        guard delay > 0 else {
+            store.async { [self] in drainAsQueued() }
+            return
+        }
         hitCommits.continuation.yield(delay)
     }
 

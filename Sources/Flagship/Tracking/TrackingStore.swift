@@ -13,11 +13,16 @@ import Foundation
 /// wait for, never queues behind a claim.
 final class TrackingStore: Sendable {
     let hits: any HitQueue
-    private let queue = DispatchQueue(label: "io.flagship.tracking.store")
+    private let queue: DispatchQueue
     private let sendingQueue: DispatchQueue
+    /// The store queue as a task executor: the writer's group commits run there, as a loop
+    /// (`HitWriter.runCommits`) that is a child task of the tracking manager's `run`.
+    let executor: SerialQueueExecutor
 
     init(hits: any HitQueue) {
         self.hits = hits
+        queue = DispatchQueue(label: "io.flagship.tracking.store")
+        executor = SerialQueueExecutor(queue)
         sendingQueue = hits.takesConcurrentCalls ? DispatchQueue(label: "io.flagship.tracking.sending") : queue
     }
 

@@ -1,0 +1,26 @@
+import Dispatch
+
+/// A serial dispatch queue as a task executor: a task that prefers it runs its jobs on that
+/// queue, in order with the closures queued there, so that a loop that blocks on I/O (the
+/// writer's group commits, on the store queue) is a child task like any other and still never
+/// holds a thread of Swift's cooperative pool.
+package final class SerialQueueExecutor: TaskExecutor {
+    let queue: DispatchQueue
+
+    package init(_ queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
+    }
+
+    /// Suspends for `seconds` on the queue's own timer (the monotonic clock), then goes on
+    /// behind what was queued meanwhile.
+    package func sleep(_ seconds: Double) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.asyncAfter(deadline: .now() + seconds) { continuation.resume() }
+        }
+    }
+}
