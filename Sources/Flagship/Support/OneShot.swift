@@ -64,15 +64,18 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
 
     /// Suspends until the value comes, or until `deadline` on `clock` at most (a test's clock
     /// moved by hand, or the system's): `nil` when the deadline or the task's cancellation comes
-    /// first. Past the deadline already: the value if it came, without waiting.
-    package func value(until deadline: Date, clock: any SDKClock) async -> Value? {
+    /// first. Past the deadline already: the value if it came, without waiting. `cancellable`
+    /// `false`: the task's cancellation does not end the wait (a wait whose caller has no
+    /// error to say it with).
+    package func value(until deadline: Date, clock: any SDKClock, cancellable: Bool = true) async -> Value? {
         guard clock.now() < deadline else { return current }
-        return await value { stop in clock.schedule(at: deadline, stop) }
+        return await value(cancellable: cancellable) { stop in clock.schedule(at: deadline, stop) }
     }
 
     /// The wait; `arming` (when there is a deadline) schedules the action that stops it, and
     /// returns how to cancel that action once the wait is over.
-    private func value(arming: ((@escaping @Sendable () -> Void) -> ScheduledAction)?) async -> Value? {
+    private func value(cancellable: Bool = true,
+                       arming: ((@escaping @Sendable () -> Void) -> ScheduledAction)?) async -> Value? {
         let id = condition.withLock { () -> Int in
             defer { nextWaiter += 1 }
             return nextWaiter
@@ -80,10 +83,10 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
         let timer = Locked<ScheduledAction?>(nil)
         let value = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-                wait(continuation, id: id, arming: arming, timer: timer)
+                wait(continuation, id: id, cancellable: cancellable, arming: arming, timer: timer)
             }
         } onCancel: {
-            stopWaiting(id)
+            if cancellable { stopWaiting(id) }
         }
         timer.withLock { $0 }?.cancel()
         return value
@@ -91,11 +94,11 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
 
     /// Answers `continuation` now (the value already set, or the task already cancelled), or
     /// keeps it for `fulfil`, with its deadline armed.
-    private func wait(_ continuation: CheckedContinuation<Value?, Never>, id: Int,
+    private func wait(_ continuation: CheckedContinuation<Value?, Never>, id: Int, cancellable: Bool,
                       arming: ((@escaping @Sendable () -> Void) -> ScheduledAction)?, timer: Locked<ScheduledAction?>) {
         let answer = condition.withLock { () -> Value?? in
             if let value { return .some(value) }
-            if Task.isCancelled { return .some(nil) }
+            if cancellable, Task.isCancelled { return .some(nil) }
             waiters[id] = continuation
             return nil
         }

@@ -98,9 +98,10 @@ final class Backpressure: Sendable {
     /// under `lowWater` (or sends fail); `false` after `maxWait` on `clock`.
     func waitForRoom(clock: any SDKClock) async -> Bool {
         guard let episodeEnd = state.withLock({ $0.overloaded ? $0.episodeEnd : nil }) else { return true }
-        // Timed out (or cancelled), a waiter is forgotten at once: waiters stay bounded by those
-        // waiting now.
-        return await episodeEnd.value(until: clock.now().addingTimeInterval(settings.maxWait), clock: clock) != nil
+        // Timed out, a waiter is forgotten at once: waiters stay bounded by those waiting now. Not
+        // ended by the caller's cancellation: `overloaded` would say it waited `maxWait`.
+        let deadline = clock.now().addingTimeInterval(settings.maxWait)
+        return await episodeEnd.value(until: deadline, clock: clock, cancellable: false) != nil
     }
 
     // MARK: Read
