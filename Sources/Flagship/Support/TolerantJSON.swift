@@ -23,6 +23,8 @@ package struct TolerantJSON {
     package struct Unusable: Equatable, Sendable {
         package let path: [Step]
         package let reason: String
+        /// The byte offset of the value's first byte in the text.
+        package let offset: Int
 
         /// `campaigns[0].variation.id: a string holds a lone surrogate`.
         package var sentence: String {
@@ -38,21 +40,10 @@ package struct TolerantJSON {
         package let offset: Int
     }
 
-    /// A value that strict parsing (`JSONValue(json:)`) refuses.
-    package struct UnusableValue: Error, Equatable, CustomStringConvertible {
-        package let unusable: Unusable
-
-        package init(_ unusable: Unusable) {
-            self.unusable = unusable
-        }
-
-        package var description: String { unusable.sentence }
-    }
-
     /// Deeper than this, a value is unusable (`JSONSerialization` refuses about 500 levels).
     package static let maximumDepth = 256
 
-    package let value: JSONValue
+    package let value: FSJSONValue
     package let unusable: [Unusable]
 
     package init(_ data: Data) throws(SyntaxError) {
@@ -86,24 +77,25 @@ package struct TolerantJSON {
             index += 1
         }
 
-        private mutating func mark(_ reason: String) -> JSONValue {
-            unusable.append(Unusable(path: path, reason: reason))
+        private mutating func mark(_ reason: String, at offset: Int) -> FSJSONValue {
+            unusable.append(Unusable(path: path, reason: reason, offset: offset))
             return .null
         }
 
-        mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
+        mutating func value(depth: Int) throws(SyntaxError) -> FSJSONValue {
             guard let byte = current else { throw SyntaxError(offset: index) }
+            let start = index
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 if depth >= TolerantJSON.maximumDepth {
                     try skipNested()
-                    return mark("nested deeper than \(TolerantJSON.maximumDepth) levels")
+                    return mark("nested deeper than \(TolerantJSON.maximumDepth) levels", at: start)
                 }
                 return byte == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
             case UInt8(ascii: "\""):
                 switch try string() {
                 case .success(let string): return .string(string)
-                case .failure(let reason): return mark(reason.reason)
+                case .failure(let reason): return mark(reason.reason, at: start)
                 }
             case UInt8(ascii: "t"): try literal("true"); return .bool(true)
             case UInt8(ascii: "f"): try literal("false"); return .bool(false)
@@ -116,9 +108,9 @@ package struct TolerantJSON {
             for byte in word.utf8 { try expect(byte) }
         }
 
-        private mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
+        private mutating func object(depth: Int) throws(SyntaxError) -> FSJSONValue {
             try expect(UInt8(ascii: "{"))
-            var object: [String: JSONValue] = [:]
+            var object: [String: FSJSONValue] = [:]
             skipWhitespace()
             if current == UInt8(ascii: "}") { index += 1; return .object(object) }
             while true {
@@ -139,9 +131,9 @@ package struct TolerantJSON {
             }
         }
 
-        private mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
+        private mutating func array(depth: Int) throws(SyntaxError) -> FSJSONValue {
             try expect(UInt8(ascii: "["))
-            var array: [JSONValue] = []
+            var array: [FSJSONValue] = []
             skipWhitespace()
             if current == UInt8(ascii: "]") { index += 1; return .array(array) }
             while true {
@@ -259,7 +251,7 @@ package struct TolerantJSON {
             }
         }
 
-        private mutating func number() throws(SyntaxError) -> JSONValue {
+        private mutating func number() throws(SyntaxError) -> FSJSONValue {
             let start = index
             if current == UInt8(ascii: "-") { index += 1 }
             func digits() -> Int {
@@ -285,7 +277,7 @@ package struct TolerantJSON {
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if isInteger, let exact = Int64(text) { return .int(exact) }
             guard let double = Double(text), double.isFinite else {
-                return mark("the number \(text.prefix(40)) is beyond the range of a double")
+                return mark("the number \(text.prefix(40)) is beyond the range of a double", at: start)
             }
             return .double(double)
         }
@@ -296,7 +288,7 @@ package struct TolerantJSON {
     }
 }
 
-extension JSONValue {
+extension FSJSONValue {
     /// Takes out the value at `path` (an object's key, an array's element); nothing when there is none.
     package mutating func remove(at path: ArraySlice<TolerantJSON.Step>) {
         guard let first = path.first else { return }
