@@ -58,6 +58,7 @@ final class FSJSONValueTests: XCTestCase {
     func testEscapesAreDecoded() throws {
         XCTAssertEqual(try parsed(#""caf\u00e9 \ud83d\ude00 \" \\ \/ \b\f\n\r\t""#), .string("café 😀 \" \\ / \u{08}\u{0C}\n\r\t"))
         XCTAssertEqual(try parsed(#""\u00E9""#), try parsed("\"é\""))
+        XCTAssertEqual(try parsed(#""a\u0000b \u20AC \uD834\uDD1E é\n""#), .string("a\u{0}b € 𝄞 é\n"))
     }
 
     func testAccessors() throws {
@@ -88,6 +89,14 @@ final class FSJSONValueTests: XCTestCase {
         XCTAssertEqual(beyond?.reason, "a[0]: the number 1e400 is beyond the range of a double")
         XCTAssertEqual(error(#""lone \ud800""#)?.description, "invalid JSON at byte 0: a string holds a lone surrogate")
         XCTAssertEqual(error(String(repeating: "[", count: 300) + String(repeating: "]", count: 300))?.reason.hasSuffix("nested deeper than 256 levels"), true)
+        XCTAssertEqual(error(#""\u+12a""#)?.description, "invalid JSON at byte 3: unexpected character \"+\"", "four hex digits, no sign")
+        for text in [#""\ud83dx\ude00""#, #""\ud83d\ud83d\ude00""#, #""\ude00\ud83d""#, #""end \ud83d""#] {
+            XCTAssertEqual(error(text)?.reason, "a string holds a lone surrogate", text)
+        }
+        // An invalid UTF-8 byte in a string with an escape (`"\xFF \n"`).
+        XCTAssertThrowsError(try FSJSONValue(parsing: Data([0x22, 0xFF, 0x20, 0x5C, 0x6E, 0x22]))) { error in
+            XCTAssertEqual((error as? FSJSONValue.ParseError)?.reason, "a string is not valid UTF-8")
+        }
         XCTAssertNotNil(error("[1] x"))
         XCTAssertNotNil(error("NaN"))
     }
