@@ -13,6 +13,7 @@ public protocol TestValueConvertible: Sendable {
     var testValue: FSJSONValue { get }
 }
 
+/// A JSON value as a test's flag value, as it is.
 extension FSJSONValue: TestValueConvertible {
     /// The value itself.
     public var testValue: FSJSONValue { self }

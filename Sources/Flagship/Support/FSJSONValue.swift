@@ -12,9 +12,9 @@ import Foundation
 /// `["steps": 2, "express": true]`. Text makes one with `init(parsing:)`, which keeps a
 /// number as it is written: `1`, `-0` and `9223372036854775807` are `.int`; `1.0`, `1e0`,
 /// `-0.0` and an integer beyond `Int64` are ``double(_:)``. So a value read from its own text
-/// (``jsonString()``) is the value that was written, and a literal compares equal to the text it
-/// spells (`1.0` to `1.0`, `1` to `1`). Where an integer and a double should be one number, read
-/// ``doubleValue``.
+/// (``jsonString()``) is the value that was written (an integral double past 2^53 excepted: it is
+/// written as its exact integer), and a literal compares equal to the text it spells (`1.0` to
+/// `1.0`, `1` to `1`). Where an integer and a double should be one number, read ``doubleValue``.
 public enum FSJSONValue: Sendable, Hashable {
     /// `null`.
     case null
