@@ -259,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FlagshipLocalServerTests",
-            dependencies: ["FlagshipLocalServer", "Flagship", "FlagshipStore"]
+            dependencies: ["FlagshipLocalServer", "Flagship", "FlagshipStore", "FlagshipTesting"]
         ),
         .testTarget(
             name: "flagshipTests",

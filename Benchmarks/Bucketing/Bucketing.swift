@@ -128,7 +128,7 @@ struct DecisionFixture: Sendable {
     let json: Data
     let file: BucketingFile
     let visitorId = "c8f2a1d4-5b6e-4f70-9a3b-2d1e0f9c8b7a"
-    let context: [String: JSONValue] = [
+    let context: [String: FSJSONValue] = [
         "plan": .string("Premium"),
         "device": .string("Google Pixel 8 Pro Emulator"),
         "country": .string("IT"),

@@ -80,7 +80,7 @@ struct ServerLoopFixture: Sendable {
     /// same 64 tasks as the SDK's loop (with the context keys the SDK adds).
     func decideRound(_ round: Int) async {
         await forEachVisitor { index in
-            var context = Self.context(index: index).compactMapValues(JSONValue.init(any:))
+            var context = Self.context(index: index).compactMapValues(FSJSONValue.init(any:))
             context["fs_all_users"] = .string("")
             context["fs_client"] = .string("swift-linux")
             blackHole(file.decide(visitorId: Self.visitorId(round: round, index: index), context: context, history: [:]))
@@ -116,7 +116,7 @@ private func XCTUnwrapDictionary(_ value: Any) throws -> [String: Any] {
     return dictionary
 }
 
-extension JSONValue {
+extension FSJSONValue {
     /// A context value as the app gives it.
     init?(any value: Any) {
         switch value {

@@ -7,7 +7,7 @@ extension FuzzEntry {
     static func bucketing(_ input: Data) throws(Violation) -> Outcome {
         let parts = input.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
         guard let file = try? BucketingFile(json: Data(parts[0])) else { return .refused }
-        let visitor = parts.count > 1 ? (try? JSONValue(json: Data(parts[1]))) : nil
+        let visitor = parts.count > 1 ? (try? FSJSONValue(parsing: Data(parts[1]))) : nil
         let visitorId = visitor?["visitorId"]?.stringValue ?? "visitor-1"
         let context = visitor?["context"]?.objectValue ?? [:]
         let history = (visitor?["history"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
@@ -65,7 +65,7 @@ extension FuzzEntry {
     /// visitor in no variation, assigns that campaign too from the history (the remembered
     /// variation exists there); any campaign added so must be one the history names.
     private static func checkRememberedKept(_ decision: BucketingDecision, by file: BucketingFile, visitorId: String,
-                                            context: [String: JSONValue]) throws(Violation) {
+                                            context: [String: FSJSONValue]) throws(Violation) {
         let remembered = Dictionary(decision.campaigns.map { ($0.variationGroupId, $0.variationId) }) { first, _ in first }
         guard remembered.count == decision.campaigns.count else { return }
         let again = file.decide(visitorId: visitorId, context: context, history: remembered)

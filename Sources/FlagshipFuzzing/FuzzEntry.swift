@@ -59,7 +59,7 @@ extension FuzzEntry {
     private static func decisionResponse(_ input: Data) throws(Violation) -> Outcome {
         guard let response = try? DecisionResponse(json: input) else { return .refused }
         // Counted as the response reads them: tolerantly (one unreadable flag value costs that flag only).
-        let entries = (try? TolerantJSON(input))?.value["campaigns"].flatMap { value -> [JSONValue]? in
+        let entries = (try? TolerantJSON(input))?.value["campaigns"].flatMap { value -> [FSJSONValue]? in
             if case .array(let entries) = value { return entries }
             return nil
         } ?? []
@@ -116,12 +116,12 @@ extension FuzzEntry {
     }
 
     private static func hitCacheDocument(_ input: Data) throws(Violation) -> Outcome {
-        guard let value = try? JSONValue(json: input), let document = try? HitCacheDocument(value) else { return .refused }
+        guard let value = try? FSJSONValue(parsing: input), let document = try? HitCacheDocument(value) else { return .refused }
         // The SDK's own cache stores `jsonString()`; a custom cache gets and gives back `dictionary`.
         let fromText: HitCacheDocument
         let fromDictionary: HitCacheDocument
         do {
-            fromText = try HitCacheDocument(JSONValue(json: Data(document.jsonValue.jsonString().utf8)))
+            fromText = try HitCacheDocument(FSJSONValue(parsing: Data(document.jsonValue.jsonString().utf8)))
             fromDictionary = try HitCacheDocument(dictionary: document.dictionary)
         } catch {
             throw Violation(description: "a hit cache document could not be read back: \(error)")
@@ -136,7 +136,7 @@ extension FuzzEntry {
     /// Equal as JSON: a number written `3.0` may be read back as the integer 3, and the other way;
     /// a double written -1.224979098644775e+18 may be read back as the integer those digits say,
     /// which reads as the same double.
-    static func sameJSON(_ left: JSONValue, _ right: JSONValue) -> Bool {
+    static func sameJSON(_ left: FSJSONValue, _ right: FSJSONValue) -> Bool {
         switch (left, right) {
         case (.int(let int), .double(let double)), (.double(let double), .int(let int)):
             return Double(int) == double
@@ -155,7 +155,7 @@ extension FuzzEntry {
 extension FuzzEntry {
     private static func validation(_ input: Data) throws(Violation) -> Outcome {
         var bytes = FuzzBytes(input)
-        var context: [String: JSONValue] = [:]
+        var context: [String: FSJSONValue] = [:]
         var accepted = false
         while !bytes.isEmpty {
             if bytes.byte() % 2 == 0 {
@@ -175,9 +175,9 @@ extension FuzzEntry {
     }
 
     /// A value of the kind the next byte names, validated; `nil` when refused.
-    private static func contextValue(_ bytes: inout FuzzBytes) throws(Violation) -> JSONValue? {
+    private static func contextValue(_ bytes: inout FuzzBytes) throws(Violation) -> FSJSONValue? {
         let raw: Any
-        let expected: JSONValue?
+        let expected: FSJSONValue?
         switch bytes.byte() % 10 {
         case 0: let string = bytes.string(); (raw, expected) = (string, .string(string))
         case 1: let bool = bytes.byte() % 2 == 0; (raw, expected) = (bool, .bool(bool))
@@ -191,7 +191,7 @@ extension FuzzEntry {
         case 5: let int = Int8(truncatingIfNeeded: bytes.int64()); (raw, expected) = (int, .int(Int64(int)))
         case 6:
             let int = UInt64(bitPattern: bytes.int64())
-            (raw, expected) = (int, Int64(exactly: int).map(JSONValue.int))
+            (raw, expected) = (int, Int64(exactly: int).map(FSJSONValue.int))
         case 7:
             let double = bytes.double()
             (raw, expected) = (NSNumber(value: double), double.isFinite ? .double(double) : nil)
@@ -211,7 +211,7 @@ extension FuzzEntry {
     /// A hit of the kind the next byte names, with fields from the bytes, validated: whether it was accepted.
     private static func hit(_ bytes: inout FuzzBytes) throws(Violation) -> Bool {
         let (hit, required) = makeHit(from: &bytes)
-        let encoded: (type: FSTypeTrack, fields: [String: JSONValue])
+        let encoded: (type: FSTypeTrack, fields: [String: FSJSONValue])
         do {
             encoded = try encodedForSending(hit)
         } catch {
@@ -266,7 +266,7 @@ extension FuzzEntry {
 
     /// An accepted hit's encoded fields: its type, its `required` fields as text that is not blank,
     /// numbers finite and not negative, nothing but numbers and strings, and JSON that reads back the same.
-    private static func checkEncoded(_ fields: [String: JSONValue], of hit: any FSHitWithCommonFields,
+    private static func checkEncoded(_ fields: [String: FSJSONValue], of hit: any FSHitWithCommonFields,
                                      required: [String]) throws(Violation) {
         try check(fields["t"] == .string(hit.type.rawValue), "\(hit.type) hit encoded with t = \(String(describing: fields["t"]))")
         for field in required {
@@ -285,9 +285,9 @@ extension FuzzEntry {
     }
 
     /// What the SDK writes as JSON text reads back as the same JSON.
-    private static func checkWire(_ value: JSONValue, _ what: String) throws(Violation) {
+    private static func checkWire(_ value: FSJSONValue, _ what: String) throws(Violation) {
         let text = value.jsonString()
-        guard let parsed = try? JSONValue(json: Data(text.utf8)) else {
+        guard let parsed = try? FSJSONValue(parsing: Data(text.utf8)) else {
             throw Violation(description: "\(what) was written as JSON that does not parse: \(text)")
         }
         try check(sameJSON(parsed, value), "\(what) changed through its JSON text: \(value) was written \(text), read back \(parsed)")

@@ -10,13 +10,13 @@ enum BucketingRoutes {
     /// `context` and, an extension of this server, `assignmentsHistory` (variation group id →
     /// variation id, as in the visitor cache), in the Decision API's shape.
     static func decision(for request: ServerRequest, file: ServedBucketingFile) -> ServerResponse {
-        guard let body = try? JSONValue(json: request.body), case .object(let fields) = body else {
+        guard let body = try? FSJSONValue(parsing: request.body), case .object(let fields) = body else {
             return .error(400, "the body is not a JSON object")
         }
         guard case .string(let visitorId)? = fields["visitorId"] else {
             return .error(400, #""visitorId" must be a string"#)
         }
-        let context: [String: JSONValue]
+        let context: [String: FSJSONValue]
         switch fields["context"] {
         case nil, .null?:
             context = [:]
@@ -69,11 +69,11 @@ enum BucketingRoutes {
 
     /// A campaign as the Decision API lists it. `modifications.value` is exactly the engine's
     /// flags for it, and always comes with a `type`: the SDK takes no flag from a value without one.
-    private static func wireCampaign(_ campaign: BucketedCampaign) -> WireJSON {
+    private static func wireCampaign(_ campaign: BucketedCampaign) -> FSJSONValue {
         [
             "id": .string(campaign.campaignId),
             "name": .string(campaign.campaignName),
-            "slug": campaign.slug.map(WireJSON.string) ?? .null,
+            "slug": campaign.slug.map(FSJSONValue.string) ?? .null,
             "type": .string(campaign.type),
             "variationGroupId": .string(campaign.variationGroupId),
             "variationGroupName": .string(campaign.variationGroupName),
@@ -83,32 +83,17 @@ enum BucketingRoutes {
                 "reference": .bool(campaign.isReference),
                 "modifications": [
                     "type": .string(campaign.modificationsType ?? "FLAG"),
-                    "value": .object(campaign.flags.mapValues(WireJSON.init)),
+                    "value": .object(campaign.flags),
                 ],
             ],
         ]
     }
 
     /// The kinds a visitor context holds: what the SDK sends, and what targeting compares.
-    private static func isContextValue(_ value: JSONValue?) -> Bool {
+    private static func isContextValue(_ value: FSJSONValue?) -> Bool {
         switch value {
         case .string?, .int?, .double?, .bool?: return true
         default: return false
-        }
-    }
-}
-
-extension WireJSON {
-    /// The same value, from the SDK's JSON type.
-    init(_ value: JSONValue) {
-        switch value {
-        case .null: self = .null
-        case .bool(let bool): self = .bool(bool)
-        case .int(let int): self = .int(int)
-        case .double(let double): self = .double(double)
-        case .string(let string): self = .string(string)
-        case .array(let array): self = .array(array.map(WireJSON.init))
-        case .object(let object): self = .object(object.mapValues(WireJSON.init))
         }
     }
 }

@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 
 /// How the server answers `POST /v2/{envId}/campaigns` once the environment id, the API key and
@@ -18,7 +19,7 @@ public enum DecisionSource: Sendable {
 
     /// Answers `decision` with its `visitorId` replaced by the request's, as the real Decision API
     /// echoes the visitor it decided for.
-    public static func echoingVisitorId(_ decision: WireJSON) -> DecisionSource {
+    public static func echoingVisitorId(_ decision: FSJSONValue) -> DecisionSource {
         .handler { request in
             guard case .object(var object) = decision else { return .json(decision) }
             object["visitorId"] = request.json?["visitorId"] ?? .null
@@ -37,16 +38,16 @@ public enum DecisionSource: Sendable {
     }
 
     /// The JSON decision in the file at `path`, checked as `file(atPath:)` says.
-    public static func loadDecision(atPath path: String) throws -> WireJSON {
+    public static func loadDecision(atPath path: String) throws -> FSJSONValue {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw LocalServerError.decisionFile(path: path, reason: "cannot be read: \(error.localizedDescription)")
         }
-        let decision: WireJSON
+        let decision: FSJSONValue
         do {
-            decision = try WireJSON(parsing: data)
+            decision = try FSJSONValue(parsing: data)
         } catch {
             throw LocalServerError.decisionFile(path: path, reason: "is not JSON")
         }

@@ -1,3 +1,4 @@
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -188,12 +189,12 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     /// The activate entries (`batch` items) of the activate requests the server accepted.
-    public var activates: [WireJSON] {
+    public var activates: [FSJSONValue] {
         Self.activates(in: received)
     }
 
     /// The hits (`h` items) of the event batches the server accepted.
-    public var hits: [WireJSON] {
+    public var hits: [FSJSONValue] {
         Self.hits(in: received)
     }
 
@@ -225,18 +226,18 @@ public final class LocalFlagshipServer: Sendable {
     }
 
     /// Waits until the accepted event batches hold at least `count` hits, and returns them all.
-    public func waitForHits(count: Int, timeout: Duration = .seconds(5)) async throws -> [WireJSON] {
+    public func waitForHits(count: Int, timeout: Duration = .seconds(5)) async throws -> [FSJSONValue] {
         try await waitForItems("hit(s)", count: count, timeout: timeout, Self.hits(in:))
     }
 
     /// Waits until the accepted activate requests hold at least `count` entries, and returns them all.
-    public func waitForActivates(count: Int, timeout: Duration = .seconds(5)) async throws -> [WireJSON] {
+    public func waitForActivates(count: Int, timeout: Duration = .seconds(5)) async throws -> [FSJSONValue] {
         try await waitForItems("activate(s)", count: count, timeout: timeout, Self.activates(in:))
     }
 
     private func waitForItems(
-        _ name: String, count: Int, timeout: Duration, _ items: @escaping @Sendable ([RecordedRequest]) -> [WireJSON]
-    ) async throws -> [WireJSON] {
+        _ name: String, count: Int, timeout: Duration, _ items: @escaping @Sendable ([RecordedRequest]) -> [FSJSONValue]
+    ) async throws -> [FSJSONValue] {
         try await responder.log.wait(
             timeout: timeout,
             timedOut: { records in
@@ -252,11 +253,11 @@ public final class LocalFlagshipServer: Sendable {
         )
     }
 
-    private static func activates(in records: [RecordedRequest]) -> [WireJSON] {
+    private static func activates(in records: [RecordedRequest]) -> [FSJSONValue] {
         records.flatMap(\.acceptedActivates)
     }
 
-    private static func hits(in records: [RecordedRequest]) -> [WireJSON] {
+    private static func hits(in records: [RecordedRequest]) -> [FSJSONValue] {
         records.flatMap(\.acceptedHits)
     }
 

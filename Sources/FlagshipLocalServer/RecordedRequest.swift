@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 
 /// A request the server received and what it did with it, kept so tests can assert what the
@@ -17,7 +18,7 @@ public struct RecordedRequest: Sendable {
     /// The request's header fields.
     public var headers: RequestHeaders { request.headers }
     /// The request's body parsed as JSON; `nil` when empty or not JSON.
-    public var json: WireJSON? { request.json }
+    public var json: FSJSONValue? { request.json }
     /// When the whole request had arrived.
     public var receivedAt: Date { request.receivedAt }
 
@@ -36,13 +37,13 @@ public struct RecordedRequest: Sendable {
     }
 
     /// The hits (`h` items) of an event batch the server accepted; none for any other request.
-    var acceptedHits: [WireJSON] {
+    var acceptedHits: [FSJSONValue] {
         guard route == .events, isAccepted else { return [] }
         return json?["h"]?.arrayValue ?? []
     }
 
     /// The entries (`batch` items) of an activate request the server accepted; none otherwise.
-    var acceptedActivates: [WireJSON] {
+    var acceptedActivates: [FSJSONValue] {
         guard route == .activate, isAccepted else { return [] }
         return json?["batch"]?.arrayValue ?? []
     }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Flagship
 import FlagshipStore
 import Glibc
 #elseif canImport(Musl)
@@ -166,16 +167,16 @@ final class RequestLog: Sendable {
     /// exactly: `bodyText` (UTF-8) or `bodyBase64` (anything else).
     static func jsonLine(_ record: RecordedRequest) -> Data {
         let request = record.request
-        var headers: [String: WireJSON] = [:]
+        var headers: [String: FSJSONValue] = [:]
         for (name, value) in request.headers.fields {
             let lowercased = name.lowercased()
             headers[lowercased] = .string(lowercased == "x-api-key" ? "<redacted>" : value)
         }
-        var query: [String: WireJSON] = [:]
+        var query: [String: FSJSONValue] = [:]
         for (name, value) in request.query {
             query[name] = .array((query[name]?.arrayValue ?? []) + [.string(value)])
         }
-        var line: [String: WireJSON] = [
+        var line: [String: FSJSONValue] = [
             "sequence": .int(Int64(record.sequence)),
             "receivedAt": .string(request.receivedAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))),
             "route": .string(request.route.rawValue),
@@ -196,7 +197,7 @@ final class RequestLog: Sendable {
             line["bodyBase64"] = .string(request.body.base64EncodedString())
         }
         if let json = request.json { line["body"] = json }
-        return WireJSON.object(line).jsonData()
+        return FSJSONValue.object(line).jsonData()
     }
 
     private static func name(of outcome: RequestOutcome) -> String {

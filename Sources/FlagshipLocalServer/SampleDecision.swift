@@ -1,8 +1,10 @@
+import Flagship
+
 extension DecisionSource {
     /// A small decision to try the SDK against: two campaigns whose flags cover every JSON kind
     /// a flag can hold (string, integer, double, bool, object, array, null), and account
     /// settings as the Decision API sends them with `extras[]=accountSettings`.
-    public static let sampleDecision: WireJSON = [
+    public static let sampleDecision: FSJSONValue = [
         "visitorId": "sample-visitor",
         "panic": false,
         "campaigns": [

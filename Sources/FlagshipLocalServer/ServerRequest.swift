@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 
 /// A request that reached the server, as a decision handler and a test see it.
@@ -15,7 +16,7 @@ public struct ServerRequest: Sendable {
     /// The body bytes as received.
     public let body: Data
     /// The body parsed as JSON; `nil` when empty or not JSON.
-    public let json: WireJSON?
+    public let json: FSJSONValue?
     /// When the whole request had arrived.
     public let receivedAt: Date
     /// The environment id a campaigns or bucketing path names (`/v2/{envId}/campaigns`,
@@ -31,7 +32,7 @@ public struct ServerRequest: Sendable {
         method = message.method
         headers = RequestHeaders(message.headers)
         body = message.body
-        json = try? WireJSON(parsing: message.body)
+        json = try? FSJSONValue(parsing: message.body)
         self.receivedAt = receivedAt
     }
 

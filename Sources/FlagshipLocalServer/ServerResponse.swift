@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 
 /// What a decision handler answers: a status and a body, sent as `application/json`.
@@ -20,7 +21,7 @@ public struct ServerResponse: Sendable, Equatable {
     }
 
     /// `value` as JSON text.
-    public static func json(_ value: WireJSON, status: Int = 200) -> ServerResponse {
+    public static func json(_ value: FSJSONValue, status: Int = 200) -> ServerResponse {
         ServerResponse(status: status, body: value.jsonData())
     }
 

@@ -118,7 +118,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
             let hit: OutgoingHit
             if let written = OutgoingHit(record: record) {
                 hit = written
-            } else if let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))) {
+            } else if let document = try? HitCacheDocument(FSJSONValue(parsing: Data(record.document.utf8))) {
                 // Not a document this SDK wrote: read as a hit cache document, created when the row says.
                 hit = OutgoingHit(id: record.id, document: document).created(at: record.createdAt)
             } else {

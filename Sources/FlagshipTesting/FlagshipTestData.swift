@@ -23,16 +23,16 @@ import FlagshipStore
 public final class FlagshipTestData: Sendable {
     /// Whether a visitor's context matches: the context as the SDK sent it, the SDK's own keys
     /// (`sdk_osName`, `fs_client`...) included.
-    public typealias ContextPredicate = @Sendable (_ context: [String: TestValue]) -> Bool
+    public typealias ContextPredicate = @Sendable (_ context: [String: FSJSONValue]) -> Bool
 
     private struct ContextRule: Sendable {
         let matches: ContextPredicate
-        let value: TestValue
+        let value: FSJSONValue
     }
 
     private struct Flag: Sendable {
-        var defaultValue: TestValue?
-        var byVisitorId: [String: TestValue] = [:]
+        var defaultValue: FSJSONValue?
+        var byVisitorId: [String: FSJSONValue] = [:]
         var contextRules: [ContextRule] = []
 
         var isEmpty: Bool { defaultValue == nil && byVisitorId.isEmpty && contextRules.isEmpty }
@@ -51,19 +51,19 @@ public final class FlagshipTestData: Sendable {
     // MARK: Setting values
 
     /// The value of `key` for every visitor that no visitor id or context rule of the key gives one.
-    public func setValue(_ value: TestValue, for key: String) {
+    public func setValue(_ value: FSJSONValue, for key: String) {
         state.withLock { $0.flags[key, default: Flag()].defaultValue = value }
     }
 
     /// The value of `key` for the visitor `visitorId`, over any context rule and the default.
     /// Setting it again replaces it.
-    public func setValue(_ value: TestValue, for key: String, visitorId: String) {
+    public func setValue(_ value: FSJSONValue, for key: String, visitorId: String) {
         state.withLock { $0.flags[key, default: Flag()].byVisitorId[visitorId] = value }
     }
 
     /// The value of `key` for the visitors whose context `predicate` accepts, after the key's
     /// visitor id values and the rules set before it. Runs off the test's task, on each fetch.
-    public func setValue(_ value: TestValue, for key: String, when predicate: @escaping ContextPredicate) {
+    public func setValue(_ value: FSJSONValue, for key: String, when predicate: @escaping ContextPredicate) {
         state.withLock { $0.flags[key, default: Flag()].contextRules.append(ContextRule(matches: predicate, value: value)) }
     }
 
@@ -129,13 +129,13 @@ public final class FlagshipTestData: Sendable {
 
     /// The value `key` takes for a visitor with this id and context, as a decision would give it;
     /// `nil` when it gets none.
-    public func value(for key: String, visitorId: String, context: [String: TestValue] = [:]) -> TestValue? {
+    public func value(for key: String, visitorId: String, context: [String: FSJSONValue] = [:]) -> FSJSONValue? {
         guard let flag = state.withLock({ $0.flags[key] }) else { return nil }
         return Self.value(of: flag, visitorId: visitorId, context: context)
     }
 
     /// Every key's value for a visitor, in key order: the campaigns of the decision. Empty in panic mode.
-    func decide(visitorId: String, context: [String: TestValue]) -> (panic: Bool, values: [(key: String, value: TestValue)]) {
+    func decide(visitorId: String, context: [String: FSJSONValue]) -> (panic: Bool, values: [(key: String, value: FSJSONValue)]) {
         // The predicates are the test's code: they run outside the lock.
         let (flags, panic) = state.withLock { ($0.flags, $0.panic) }
         guard !panic else { return (true, []) }
@@ -145,7 +145,7 @@ public final class FlagshipTestData: Sendable {
         return (false, values)
     }
 
-    private static func value(of flag: Flag, visitorId: String, context: [String: TestValue]) -> TestValue? {
+    private static func value(of flag: Flag, visitorId: String, context: [String: FSJSONValue]) -> FSJSONValue? {
         if let value = flag.byVisitorId[visitorId] { return value }
         if let rule = flag.contextRules.first(where: { $0.matches(context) }) { return rule.value }
         return flag.defaultValue

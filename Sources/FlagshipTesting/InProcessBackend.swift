@@ -121,7 +121,7 @@ final class InProcessBackend: HTTPTransport {
 
     private func answer(_ request: FSHTTPRequest) -> FSHTTPResponse {
         let url = request.url
-        guard request.method == .post, let body = request.body, let json = try? JSONValue(json: body) else {
+        guard request.method == .post, let body = request.body, let json = try? FSJSONValue(parsing: body) else {
             return FSHTTPResponse(status: request.method == .post ? 400 : 404)
         }
         switch (url.host, url.path) {
@@ -138,11 +138,11 @@ final class InProcessBackend: HTTPTransport {
 
     // MARK: Decision API
 
-    private func decide(_ body: JSONValue) -> FSHTTPResponse {
+    private func decide(_ body: FSJSONValue) -> FSHTTPResponse {
         guard let visitorId = body["visitorId"]?.stringValue, let context = body["context"]?.objectValue else {
             return FSHTTPResponse(status: 400)
         }
-        let testContext = context.mapValues(TestValue.init)
+        let testContext = context
         let (panic, values) = testData.decide(visitorId: visitorId, context: testContext)
         let variations = values.map { TestVariation(flagKey: $0.key, value: $0.value) }
         let decision = TestDecisionRequest(
@@ -153,7 +153,7 @@ final class InProcessBackend: HTTPTransport {
             for variation in variations { state.served[variation.variationId] = variation }
             state.decisions.append(decision)
         }
-        let answer = JSONValue.object([
+        let answer = FSJSONValue.object([
             "visitorId": .string(visitorId),
             "panic": .bool(panic),
             "campaigns": .array(variations.map(Self.campaign)),
@@ -163,7 +163,7 @@ final class InProcessBackend: HTTPTransport {
     }
 
     /// One campaign per flag: its variation gives the flag's value.
-    private static func campaign(_ variation: TestVariation) -> JSONValue {
+    private static func campaign(_ variation: TestVariation) -> FSJSONValue {
         .object([
             "id": .string(variation.campaignId),
             "name": .string(variation.campaignName),
@@ -175,18 +175,18 @@ final class InProcessBackend: HTTPTransport {
                 "id": .string(variation.variationId),
                 "name": .string(variation.variationName),
                 "reference": .bool(false),
-                "modifications": .object(["type": .string("FLAG"), "value": .object([variation.flagKey: variation.value.json])]),
+                "modifications": .object(["type": .string("FLAG"), "value": .object([variation.flagKey: variation.value])]),
             ]),
         ])
     }
 
     // MARK: Events and activates
 
-    private func recordActivates(_ body: JSONValue) -> FSHTTPResponse {
+    private func recordActivates(_ body: FSJSONValue) -> FSHTTPResponse {
         guard let envId = body["cid"]?.stringValue, case .array(let entries)? = body["batch"] else {
             return FSHTTPResponse(status: 400)
         }
-        let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
+        let fields = entries.compactMap(\.objectValue)
         guard fields.count == entries.count else { return FSHTTPResponse(status: 400) }
         state.withLock { state in
             state.activates += fields.map { entry in
@@ -196,11 +196,11 @@ final class InProcessBackend: HTTPTransport {
         return FSHTTPResponse(status: 200)
     }
 
-    private func recordHits(_ body: JSONValue) -> FSHTTPResponse {
+    private func recordHits(_ body: FSJSONValue) -> FSHTTPResponse {
         guard body["t"]?.stringValue == "BATCH", let envId = body["cid"]?.stringValue, case .array(let entries)? = body["h"] else {
             return FSHTTPResponse(status: 400)
         }
-        let fields = entries.compactMap { $0.objectValue?.mapValues(TestValue.init) }
+        let fields = entries.compactMap(\.objectValue)
         guard fields.count == entries.count else { return FSHTTPResponse(status: 400) }
         state.withLock { $0.hits += fields.map { TestHit(envId: envId, fields: $0) } }
         return FSHTTPResponse(status: 200)

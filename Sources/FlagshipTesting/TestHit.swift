@@ -1,3 +1,5 @@
+import Flagship
+
 /// A hit the SDK delivered to the events endpoint of a ``FlagshipTestEnvironment``: one entry of
 /// a `BATCH` request, read back with its wire fields (PROTOCOL.md section 2).
 ///
@@ -35,15 +37,15 @@ public struct TestHit: Sendable, Hashable {
     /// The batch's `cid`.
     public let envId: String
     /// Every field of the entry, as sent (`vid`, `t`, `qt`, `ec`...).
-    public let fields: [String: TestValue]
+    public let fields: [String: FSJSONValue]
 
-    init(envId: String, fields: [String: TestValue]) {
+    init(envId: String, fields: [String: FSJSONValue]) {
         self.envId = envId
         self.fields = fields
     }
 
     /// The entry's field of that wire name; `nil` when it was not sent.
-    public subscript(field: String) -> TestValue? { fields[field] }
+    public subscript(field: String) -> FSJSONValue? { fields[field] }
 
     /// `t`: the hit's type; an empty raw value when the entry had none.
     public var type: HitType { HitType(rawValue: fields["t"]?.stringValue ?? "") }
@@ -52,7 +54,7 @@ public struct TestHit: Sendable, Hashable {
     /// `cuid`: the authenticated visitor's id; `nil` for an anonymous visitor.
     public var customerId: String? { fields["cuid"]?.stringValue }
     /// The hit's entry as JSON text, keys sorted.
-    public var json: String { TestValue.object(fields).description }
+    public var json: String { FSJSONValue.object(fields).description }
     /// `qt`: milliseconds between the hit's creation and its send.
     public var queueTime: Int? { fields["qt"]?.intValue }
 

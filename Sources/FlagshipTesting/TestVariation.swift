@@ -1,3 +1,5 @@
+import Flagship
+
 /// The campaign, variation group and variation a test's flag value comes in, as the SDK sees them
 /// (`FSFlag.metadata()`, activates).
 ///
@@ -9,10 +11,10 @@ public struct TestVariation: Sendable, Hashable {
     /// The flag's key, which names the campaign and the variation group.
     public let flagKey: String
     /// The flag's value, which names the variation.
-    public let value: TestValue
+    public let value: FSJSONValue
 
     /// The variation that serves `value` for `flagKey`, with the ids the environment gives it.
-    public init(flagKey: String, value: TestValue) {
+    public init(flagKey: String, value: FSJSONValue) {
         self.flagKey = flagKey
         self.value = value
     }

@@ -10,13 +10,13 @@ import Foundation
 enum ContextArgument {
     static let example = #"for example '{"plan": "pro", "age": 32, "isVip": true}'"#
 
-    static func parse(_ text: String) throws -> [String: JSONValue] {
+    static func parse(_ text: String) throws -> [String: FSJSONValue] {
         var reader = Reader(bytes: Array(text.utf8))
         return try reader.object()
     }
 
     /// The values as `withContext` takes them.
-    static func anyValues(_ context: [String: JSONValue]) -> [String: Any] {
+    static func anyValues(_ context: [String: FSJSONValue]) -> [String: Any] {
         context.compactMapValues { value -> Any? in
             switch value {
             case .string(let string): return string
@@ -46,9 +46,9 @@ enum ContextArgument {
             index += 1
         }
 
-        mutating func object() throws -> [String: JSONValue] {
+        mutating func object() throws -> [String: FSJSONValue] {
             try expect(UInt8(ascii: "{"))
-            var result: [String: JSONValue] = [:]
+            var result: [String: FSJSONValue] = [:]
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
@@ -95,7 +95,7 @@ enum ContextArgument {
             ValidationError(#"--context: the value of "\#(key)" \#(reason)"#)
         }
 
-        private mutating func value(key: String) throws -> JSONValue {
+        private mutating func value(key: String) throws -> FSJSONValue {
             guard index < bytes.count else { throw notAnObject }
             switch bytes[index] {
             case UInt8(ascii: "\""):
@@ -112,7 +112,7 @@ enum ContextArgument {
             }
         }
 
-        private func scalar(_ token: String, key: String) throws -> JSONValue {
+        private func scalar(_ token: String, key: String) throws -> FSJSONValue {
             switch token {
             case "true": return .bool(true)
             case "false": return .bool(false)

@@ -79,14 +79,14 @@ struct EvalCommand: ParsableCommand {
 
     /// `{"campaigns":[...],"flags":{...},"panic":false,"visitorId":"..."}`: compact, keys sorted.
     static func line(visitorId: String, decision: BucketingDecision, explanation: FSDecisionExplanation? = nil) -> String {
-        let campaigns = decision.campaigns.map { campaign -> JSONValue in
+        let campaigns = decision.campaigns.map { campaign -> FSJSONValue in
             .object([
                 "campaignId": .string(campaign.campaignId),
                 "variationGroupId": .string(campaign.variationGroupId),
                 "variationId": .string(campaign.variationId),
             ])
         }
-        let value = JSONValue.object([
+        let value = FSJSONValue.object([
             "visitorId": .string(visitorId),
             "panic": .bool(decision.panic),
             "campaigns": .array(campaigns),
@@ -110,7 +110,7 @@ struct EvalCommand: ParsableCommand {
             .filter { !$0.isEmpty }
     }
 
-    private func parsedContext() throws -> [String: JSONValue] {
+    private func parsedContext() throws -> [String: FSJSONValue] {
         guard let context else { return [:] }
         return try ContextArgument.parse(context)
     }
@@ -118,7 +118,7 @@ struct EvalCommand: ParsableCommand {
     private func parsedHistory() throws -> [String: String] {
         guard let history else { return [:] }
         let example = #"for example '{"vg-checkout-button-everyone": "v-checkout-button-green"}'"#
-        guard let value = try? JSONValue(json: Data(history.utf8)), case .object(let object) = value else {
+        guard let value = try? FSJSONValue(parsing: Data(history.utf8)), case .object(let object) = value else {
             throw ValidationError("--history must be a JSON object of variation group id to variation id, \(example)")
         }
         var assignments: [String: String] = [:]

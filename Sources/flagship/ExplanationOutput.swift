@@ -59,7 +59,7 @@ enum ExplanationOutput {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
-    static func json(_ explanation: FSDecisionExplanation) -> JSONValue {
+    static func json(_ explanation: FSDecisionExplanation) -> FSJSONValue {
         .object([
             "visitorId": .string(explanation.visitorId),
             "fileVersion": .string(explanation.fileVersion),
@@ -68,13 +68,13 @@ enum ExplanationOutput {
         ])
     }
 
-    private static func json(_ campaign: FSCampaignExplanation) -> JSONValue {
+    private static func json(_ campaign: FSCampaignExplanation) -> FSJSONValue {
         .object([
             "campaignId": .string(campaign.campaignId),
             "campaignType": .string(campaign.campaignType),
             "decidedBy": .string(campaign.decidedBy.rawValue),
-            "variationGroupId": campaign.variationGroupId.map(JSONValue.string) ?? .null,
-            "variationId": campaign.variationId.map(JSONValue.string) ?? .null,
+            "variationGroupId": campaign.variationGroupId.map(FSJSONValue.string) ?? .null,
+            "variationId": campaign.variationId.map(FSJSONValue.string) ?? .null,
             "variationGroups": .array(campaign.variationGroups.map { group in
                 .object([
                     "variationGroupId": .string(group.variationGroupId),
@@ -84,10 +84,10 @@ enum ExplanationOutput {
                             "matched": .bool(targeting.matched),
                             "conditions": .array(targeting.conditions.map { condition in
                                 .object([
-                                    "key": condition.key.map(JSONValue.string) ?? .null,
-                                    "operator": condition.operator.map(JSONValue.string) ?? .null,
-                                    "expected": condition.expected.flatMap { try? JSONValue(json: Data($0.utf8)) } ?? .null,
-                                    "contextValue": condition.contextValue.flatMap { try? JSONValue(json: Data($0.utf8)) } ?? .null,
+                                    "key": condition.key.map(FSJSONValue.string) ?? .null,
+                                    "operator": condition.operator.map(FSJSONValue.string) ?? .null,
+                                    "expected": condition.expected.flatMap { try? FSJSONValue(parsing: Data($0.utf8)) } ?? .null,
+                                    "contextValue": condition.contextValue.flatMap { try? FSJSONValue(parsing: Data($0.utf8)) } ?? .null,
                                     "matched": .bool(condition.matched),
                                 ])
                             }),
@@ -99,7 +99,7 @@ enum ExplanationOutput {
                             "bucket": .int(Int64(bucket.bucket)),
                             "ranges": .array(bucket.ranges.map { range in
                                 .object([
-                                    "variationId": range.variationId.map(JSONValue.string) ?? .null,
+                                    "variationId": range.variationId.map(FSJSONValue.string) ?? .null,
                                     "lower": .double(range.lower),
                                     "upper": .double(range.upper),
                                 ])

@@ -87,7 +87,7 @@ struct FlagsCommand: ParsableCommand {
         Set(given.map { $0.type == "integer" ? "number" : $0.type }).subtracting(["null"]).count > 1
     }
 
-    private static func typeName(_ value: JSONValue) -> String {
+    private static func typeName(_ value: FSJSONValue) -> String {
         switch value {
         case .null: return "null"
         case .bool: return "boolean"

@@ -117,7 +117,7 @@ struct HitsCommand: AsyncParsableCommand {
     /// why the SDK cannot send it.
     private static func cachedDocument(_ hit: HitRecord) -> HitCacheDocument? {
         do {
-            return try HitCacheDocument(JSONValue(json: Data(hit.document.utf8)))
+            return try HitCacheDocument(FSJSONValue(parsing: Data(hit.document.utf8)))
         } catch {
             Output.warn("hit '\(hit.id)': its document is not a hit cache document (\(error)); the SDK will not send it")
             return nil

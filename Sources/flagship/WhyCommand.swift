@@ -204,7 +204,7 @@ struct WhyCommand: AsyncParsableCommand {
 
     /// The flag keys a decision set, sorted (none when its flags were not recorded).
     static func flagKeys(_ decision: DecisionRecord) -> [String] {
-        guard let flags = decision.flags, case .object(let object)? = try? JSONValue(json: Data(flags.utf8)) else { return [] }
+        guard let flags = decision.flags, case .object(let object)? = try? FSJSONValue(parsing: Data(flags.utf8)) else { return [] }
         return object.keys.sorted()
     }
 

@@ -17,17 +17,17 @@ final class BucketingTests: ServerTestCase {
         server.bucketingFile = ServedBucketingFile.sample(lastModified: Self.november21)
     }
 
-    private func decide(visitorId: String, context: WireJSON = [:], history: WireJSON? = nil) async throws -> TestClient.Reply {
-        var body: [String: WireJSON] = ["visitorId": .string(visitorId), "anonymousId": nil, "context": context,
+    private func decide(visitorId: String, context: FSJSONValue = [:], history: FSJSONValue? = nil) async throws -> TestClient.Reply {
+        var body: [String: FSJSONValue] = ["visitorId": .string(visitorId), "anonymousId": nil, "context": context,
                                         "trigger_hit": false, "visitor_consent": true]
         if let history { body["assignmentsHistory"] = history }
         return try await client.post(campaignsURL, json: .object(body), apiKey: Self.apiKey)
     }
 
     /// What the engine itself decides on the sample, as the wire JSON of its flags per campaign.
-    private func engineFlags(visitorId: String, context: [String: JSONValue]) throws -> [WireJSON] {
+    private func engineFlags(visitorId: String, context: [String: FSJSONValue]) throws -> [FSJSONValue] {
         let decision = ServedBucketingFile.sample().file.decide(visitorId: visitorId, context: context, history: [:])
-        return try decision.campaigns.map { try WireJSON(parsing: JSONValue.object($0.flags).jsonData()) }
+        return try decision.campaigns.map { try FSJSONValue(parsing: FSJSONValue.object($0.flags).jsonData()) }
     }
 
     // MARK: Campaigns decided by the engine
@@ -53,7 +53,7 @@ final class BucketingTests: ServerTestCase {
                           "modifications": ["type": "FLAG", "value": ["freeShipping": true]]],
         ])
         let checkout = try XCTUnwrap(campaigns[0]["variation"])
-        let expectedColor: WireJSON = checkout["id"] == "v-checkout-button-blue" ? "blue" : "green"
+        let expectedColor: FSJSONValue = checkout["id"] == "v-checkout-button-blue" ? "blue" : "green"
         XCTAssertEqual(checkout["modifications"]?["value"], ["btnColor": expectedColor])
         XCTAssertEqual(checkout["reference"], .bool(checkout["id"] == "v-checkout-button-blue"))
     }
@@ -65,7 +65,7 @@ final class BucketingTests: ServerTestCase {
     }
 
     func testTheCheckoutTestSplitsVisitorsBetweenBothColours() async throws {
-        var colors: [WireJSON: Int] = [:]
+        var colors: [FSJSONValue: Int] = [:]
         for index in 0..<40 {
             let reply = try await decide(visitorId: "visitor-\(index)")
             let color = try XCTUnwrap(reply.json?["campaigns"]?[0]?["variation"]?["modifications"]?["value"]?["btnColor"])
@@ -95,7 +95,7 @@ final class BucketingTests: ServerTestCase {
     }
 
     func testABadRequestIs400WithTheReason() async throws {
-        let cases: [(WireJSON, String)] = [
+        let cases: [(FSJSONValue, String)] = [
             (["visitorId": "v", "context": "isVip"], #""context" must be a JSON object"#),
             (["visitorId": "v", "context": ["plan": ["pro"]]], #"the context value of "plan" must be a string, a number or a boolean"#),
             (["visitorId": "v", "context": ["gone": nil]], #"the context value of "gone" must be a string, a number or a boolean"#),

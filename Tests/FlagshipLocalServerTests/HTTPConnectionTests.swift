@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 import XCTest
 
@@ -71,7 +72,7 @@ final class HTTPConnectionTests: ServerTestCase {
     }
 
     func testALargeBodyAndALargeAnswerPassWhole() async throws {
-        let hits = (0..<20_000).map { WireJSON.object(["vid": .string("visitor-\($0)"), "t": "EVENT", "ea": "click"]) }
+        let hits = (0..<20_000).map { FSJSONValue.object(["vid": .string("visitor-\($0)"), "t": "EVENT", "ea": "click"]) }
         let decision = Data(#"{"campaigns":[],"padding":""#.utf8 + Data(repeating: UInt8(ascii: "x"), count: 3_000_000) + Data(#""}"#.utf8))
         server.decision = .fixed(decision)
 

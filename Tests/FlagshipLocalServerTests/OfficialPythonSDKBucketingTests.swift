@@ -104,7 +104,7 @@ final class OfficialPythonSDKBucketingTests: XCTestCase {
     private func ourDecisions(file: [String: Any], contexts: [[String: Any]], visitors: [String]) throws -> [[[String: String]]] {
         let bucketing = try BucketingFile(json: try JSONSerialization.data(withJSONObject: file))
         return try contexts.map { context in
-            let values = try JSONValue(json: try JSONSerialization.data(withJSONObject: context)).objectValue ?? [:]
+            let values = try FSJSONValue(parsing: try JSONSerialization.data(withJSONObject: context)).objectValue ?? [:]
             return visitors.map { visitor in
                 Dictionary(uniqueKeysWithValues: bucketing.decide(visitorId: visitor, context: values, history: [:])
                     .campaigns.map { ($0.variationGroupId, $0.variationId) })

@@ -1,3 +1,4 @@
+import Flagship
 import FlagshipStore
 import Foundation
 import XCTest
@@ -8,7 +9,7 @@ import FlagshipLocalServer
 final class RecordingTests: ServerTestCase {
     func testDecisionRequestIsRecordedWithItsBodyHeadersAndQuery() async throws {
         let before = Date()
-        let body: WireJSON = [
+        let body: FSJSONValue = [
             "visitorId": "alice", "anonymousId": "anon-1", "context": ["plan": "pro", "age": 34, "fs_client": "swift"],
             "trigger_hit": false, "visitor_consent": true,
         ]
@@ -121,7 +122,7 @@ final class RecordingTests: ServerTestCase {
 
         let text = try String(contentsOf: file, encoding: .utf8)
         XCTAssertFalse(text.contains("secret_key"), "the API key never reaches the file")
-        let lines = text.split(separator: "\n").map { try? WireJSON(parsing: Data($0.utf8)) }
+        let lines = text.split(separator: "\n").map { try? FSJSONValue(parsing: Data($0.utf8)) }
         XCTAssertEqual(lines.count, 4, text)
         XCTAssertEqual(lines[0], ["earlier": "run"], "appended, not overwritten")
         let first = try XCTUnwrap(lines[1])

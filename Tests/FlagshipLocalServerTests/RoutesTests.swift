@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 import XCTest
 
@@ -46,7 +47,7 @@ final class RoutesTests: ServerTestCase {
         let campaigns = try XCTUnwrap(json["campaigns"]?.arrayValue)
         XCTAssertEqual(campaigns.count, 2)
         let flags = campaigns.compactMap { $0["variation"]?["modifications"]?["value"]?.objectValue }
-            .reduce(into: [String: WireJSON]()) { $0.merge($1) { _, later in later } }
+            .reduce(into: [String: FSJSONValue]()) { $0.merge($1) { _, later in later } }
         XCTAssertEqual(flags["btnColor"], "green")
         XCTAssertEqual(flags["btnSize"], 14)
         XCTAssertEqual(flags["price"], 9.99)

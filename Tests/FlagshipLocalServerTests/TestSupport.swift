@@ -1,3 +1,4 @@
+import Flagship
 import Foundation
 import XCTest
 
@@ -45,7 +46,7 @@ class ServerTestCase: XCTestCase {
     var eventsURL: URL { server.eventsBaseURL }
 
     /// A decision request body as the SDK sends it.
-    static func decisionBody(visitorId: String = "visitor_1") -> WireJSON {
+    static func decisionBody(visitorId: String = "visitor_1") -> FSJSONValue {
         ["visitorId": .string(visitorId), "anonymousId": nil, "context": ["isVip": true, "age": 32], "trigger_hit": false, "visitor_consent": true]
     }
 
@@ -54,11 +55,11 @@ class ServerTestCase: XCTestCase {
         try await client.post(campaignsURL, json: Self.decisionBody(visitorId: visitorId), apiKey: Self.apiKey)
     }
 
-    func activate(_ entries: [WireJSON], apiKey: String? = ServerTestCase.apiKey) async throws -> TestClient.Reply {
+    func activate(_ entries: [FSJSONValue], apiKey: String? = ServerTestCase.apiKey) async throws -> TestClient.Reply {
         try await client.post(activateURL, json: ["cid": .string(Self.envId), "batch": .array(entries)], apiKey: apiKey)
     }
 
-    func sendHits(_ hits: [WireJSON]) async throws -> TestClient.Reply {
+    func sendHits(_ hits: [FSJSONValue]) async throws -> TestClient.Reply {
         try await client.post(eventsURL, json: ["cid": .string(Self.envId), "ds": "APP", "t": "BATCH", "h": .array(hits)], apiKey: nil)
     }
 }
@@ -68,7 +69,7 @@ final class TestClient: Sendable {
     struct Reply: Sendable {
         let status: Int
         let body: Data
-        var json: WireJSON? { try? WireJSON(parsing: body) }
+        var json: FSJSONValue? { try? FSJSONValue(parsing: body) }
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
@@ -80,7 +81,7 @@ final class TestClient: Sendable {
         session = URLSession(configuration: configuration)
     }
 
-    func post(_ url: URL, json: WireJSON, apiKey: String?) async throws -> Reply {
+    func post(_ url: URL, json: FSJSONValue, apiKey: String?) async throws -> Reply {
         try await post(url, body: json.jsonData(), headers: apiKey.map { ["x-api-key": $0] } ?? [:])
     }
 

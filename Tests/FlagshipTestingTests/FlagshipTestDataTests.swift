@@ -78,13 +78,13 @@ final class FlagshipTestDataTests: XCTestCase {
     }
 
     func testValuesReadAsJSONWithIntegersApartFromDoubles() {
-        let value: TestValue = ["steps": 2, "express": true, "fee": 1.5, "methods": ["card"], "promo": nil]
+        let value: FSJSONValue = ["steps": 2, "express": true, "fee": 1.5, "methods": ["card"], "promo": nil]
         XCTAssertEqual(value.description, #"{"express":true,"fee":1.5,"methods":["card"],"promo":null,"steps":2}"#)
         XCTAssertEqual(value["steps"]?.intValue, 2)
         XCTAssertEqual(value["steps"]?.doubleValue, 2.0)
         XCTAssertNil(value["fee"]?.intValue)
         XCTAssertEqual(value["promo"]?.isNull, true)
-        XCTAssertNotEqual(TestValue.int(3), TestValue.double(3))
+        XCTAssertNotEqual(FSJSONValue.int(3), FSJSONValue.double(3))
     }
 
     func testVariationIdsAreDerivedFromTheKeyAndTheValueAlone() {

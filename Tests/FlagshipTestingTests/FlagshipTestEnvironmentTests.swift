@@ -47,7 +47,7 @@ final class FlagshipTestEnvironmentTests: XCTestCase {
     }
 
     func testTheContextRuleSeesTheContextAsSentWithTheSDKsOwnKeys() async throws {
-        let seen = Locked<[[String: TestValue]]>([])
+        let seen = Locked<[[String: FSJSONValue]]>([])
         flags.setValue(true, for: "vip", when: { context in
             seen.withLock { $0.append(context) }
             return context["age"]?.intValue == 34

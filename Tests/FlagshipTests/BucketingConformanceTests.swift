@@ -48,7 +48,7 @@ final class BucketingConformanceTests: XCTestCase {
             let ids = decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }
             let why = entry["source"]?.stringValue ?? ""
             XCTAssertEqual(ids, expectedIds, "case \(id) (\(why)): campaigns differ", file: fileName, line: line)
-            XCTAssertEqual(decision.flags, expectedFlags, "case \(id) (\(why)): flags differ: got \(JSONValue.object(decision.flags).jsonString())",
+            XCTAssertEqual(decision.flags, expectedFlags, "case \(id) (\(why)): flags differ: got \(FSJSONValue.object(decision.flags).jsonString())",
                            file: fileName, line: line)
             XCTAssertEqual(decision.panic, entry["expected"]?["panic"]?.boolValue ?? false, "case \(id): panic differs", file: fileName, line: line)
         }
@@ -71,7 +71,7 @@ final class BucketingConformanceTests: XCTestCase {
             }
             let key = row["key"]?.stringValue ?? "k"
             var visitorId = "conformance_visitor"
-            var visitorContext: [String: JSONValue] = [key: context]
+            var visitorContext: [String: FSJSONValue] = [key: context]
             if let placeholder = context.stringValue, placeholder.hasPrefix("<"), placeholder.hasSuffix(">") {
                 visitorContext = [:]
                 if placeholder.hasPrefix("<visitor id: ") {

@@ -147,7 +147,7 @@ final class BucketingDecisionTests: XCTestCase {
                 J.variation("c\(index)b", 33, flags: #"{"shared": -\#(index)}"#), J.variation("c\(index)c", 34)))
         }
         let data = J.file(campaigns)
-        let parsed = try JSONValue(json: data)
+        let parsed = try FSJSONValue(parsing: data)
         let ascending = parsed.jsonString()
         let descending = parsed.jsonStringWithKeysDescending()
         XCTAssertNotEqual(ascending, descending)
@@ -156,10 +156,10 @@ final class BucketingDecisionTests: XCTestCase {
 
         var assignedSomething = 0
         for index in 0..<300 {
-            let pairs: [(String, JSONValue)] = [("n", .int(Int64(index % 60))), ("tag", .string("T\(index % 7)")),
+            let pairs: [(String, FSJSONValue)] = [("n", .int(Int64(index % 60))), ("tag", .string("T\(index % 7)")),
                                                ("sdk_osName", .string("Linux")), ("fs_client", .string("swift"))]
             let forward = Dictionary(uniqueKeysWithValues: pairs)
-            var backward: [String: JSONValue] = [:]
+            var backward: [String: FSJSONValue] = [:]
             for (key, value) in pairs.reversed() { backward[key] = value }
             let decision = file.decide(visitorId: "visitor-\(index)", context: forward, history: [:])
             for (position, other) in files.enumerated() {
@@ -172,14 +172,14 @@ final class BucketingDecisionTests: XCTestCase {
     }
 }
 
-private extension JSONValue {
+private extension FSJSONValue {
     /// JSON text with every object's members in descending order of their keys.
     func jsonStringWithKeysDescending() -> String {
         switch self {
         case .array(let values):
             return "[" + values.map { $0.jsonStringWithKeysDescending() }.joined(separator: ",") + "]"
         case .object(let members):
-            let texts = members.sorted { $0.key > $1.key }.map { JSONValue.string($0.key).jsonString() + ":" + $0.value.jsonStringWithKeysDescending() }
+            let texts = members.sorted { $0.key > $1.key }.map { FSJSONValue.string($0.key).jsonString() + ":" + $0.value.jsonStringWithKeysDescending() }
             return "{" + texts.joined(separator: ",") + "}"
         default:
             return jsonString()

@@ -276,7 +276,7 @@ final class BucketingFileParsingTests: XCTestCase {
             // A rule without a usable key or operator never matches.
             ({ J.text(J.campaign("c", J.group("g", targeting: J.targeting([#"{"key": \#($0), "operator": \#($0), "value": \#($0)}"#]), J.variation("v", 100)))) }, nothing),
         ]
-        let contexts: [[String: JSONValue]] = [[:], ["k": .null], ["k": .array([])], ["k": .string("")], ["k": .double(1e300)]]
+        let contexts: [[String: FSJSONValue]] = [[:], ["k": .null], ["k": .array([])], ["k": .string("")], ["k": .double(1e300)]]
         func ids(_ decision: BucketingDecision) -> [String] {
             decision.campaigns.map { "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)" }
         }

@@ -52,7 +52,7 @@ enum BucketingJSON {
 
 extension BucketingFile {
     /// The ids of what the visitor was assigned, `"campaign/group/variation"`, in file order.
-    func assignedIds(visitorId: String, context: [String: JSONValue] = [:], history: [String: String] = [:]) -> [String] {
+    func assignedIds(visitorId: String, context: [String: FSJSONValue] = [:], history: [String: String] = [:]) -> [String] {
         decide(visitorId: visitorId, context: context, history: history).campaigns.map {
             "\($0.campaignId)/\($0.variationGroupId)/\($0.variationId)"
         }
@@ -61,7 +61,7 @@ extension BucketingFile {
 
 /// Whether one rule (`value` as JSON text) matches the visitor: the rule targets the only group
 /// of a file whose one variation takes every visitor.
-func ruleMatches(key: String = "k", _ op: String, _ value: String, context: [String: JSONValue] = [:],
+func ruleMatches(key: String = "k", _ op: String, _ value: String, context: [String: FSJSONValue] = [:],
                  visitorId: String = "visitor_1") throws -> Bool {
     let file = try BucketingFile(json: BucketingJSON.file(BucketingJSON.campaign("c", BucketingJSON.group(
         "g", targeting: BucketingJSON.targeting([BucketingJSON.rule(key, op, value)]), BucketingJSON.variation("v", 100)))))
@@ -94,7 +94,7 @@ extension Conformance {
     }
 
     /// A conformance file parsed as JSON.
-    static func bucketingDocument(_ name: String) throws -> JSONValue {
-        try JSONValue(json: Data(contentsOf: bucketingDirectory().appendingPathComponent(name)))
+    static func bucketingDocument(_ name: String) throws -> FSJSONValue {
+        try FSJSONValue(parsing: Data(contentsOf: bucketingDirectory().appendingPathComponent(name)))
     }
 }

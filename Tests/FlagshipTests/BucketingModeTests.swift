@@ -66,8 +66,8 @@ final class BucketingModeTests: TrackingTestCase {
     }
 
     /// The flags a visitor has, as values.
-    private func flags(of visitor: FSVisitor) -> [String: JSONValue] {
-        var flags: [String: JSONValue] = [:]
+    private func flags(of visitor: FSVisitor) -> [String: FSJSONValue] {
+        var flags: [String: FSJSONValue] = [:]
         for key in visitor.getFlags().keys() {
             flags[key] = visitor.flagSnapshot(key).entry?.value
         }
@@ -75,7 +75,7 @@ final class BucketingModeTests: TrackingTestCase {
     }
 
     /// What the engine itself decides for a visitor on `file`: the oracle of these tests.
-    private func expected(_ file: Data, visitorId: String, context: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+    private func expected(_ file: Data, visitorId: String, context: [String: FSJSONValue] = [:]) throws -> [String: FSJSONValue] {
         let withClient = context.merging(FSVisitor.clientContext) { own, _ in own }
         let autoSet = FlagshipContext.autoSetValues(firstTimeInit: true).merging(withClient) { _, own in own }
         return try BucketingFile(json: file).decide(visitorId: visitorId, context: autoSet, history: [:]).flags
@@ -138,7 +138,7 @@ final class BucketingModeTests: TrackingTestCase {
     /// Starts on the stored file with the server gone: ready when start returns; the flags a
     /// visitor gets, the fetch's status, the statuses of the start and its line about the stored file.
     private func restartOnTheStoredFile(_ visitorId: String, context: [String: Any]) async throws
-        -> (flags: [String: JSONValue], fetchStatus: FSFetchStatus, statuses: [FSSdkStatus], line: String) {
+        -> (flags: [String: FSJSONValue], fetchStatus: FSFetchStatus, statuses: [FSSdkStatus], line: String) {
         let restarted = Flagship()
         let statuses = Collected<FSSdkStatus>()
         restarted.start(envId: Self.envId, apiKey: Self.apiKey,
@@ -486,7 +486,7 @@ final class BucketingModeTests: TrackingTestCase {
 
         flagship.start(envId: Self.envId, apiKey: Self.apiKey,
                        config: configBuilder().withTrackingManagerConfig(quietTracking).build())
-        var apiFlags: [String: [String: JSONValue]] = [:]
+        var apiFlags: [String: [String: FSJSONValue]] = [:]
         for (id, context) in contexts {
             let visitor = visitor(id, context: context)
             try await visitor.fetchFlags()

@@ -14,7 +14,7 @@ final class BucketingTargetingTests: XCTestCase {
     }
 
     func testStringContainsStartsAndEndsIgnoreCase() throws {
-        let context: [String: JSONValue] = ["k": .string("Google Pixel X")]
+        let context: [String: FSJSONValue] = ["k": .string("Google Pixel X")]
         XCTAssertTrue(try ruleMatches("CONTAINS", #""PIXEL""#, context: context))
         XCTAssertFalse(try ruleMatches("CONTAINS", #""iphone""#, context: context))
         XCTAssertFalse(try ruleMatches("NOT_CONTAINS", #""pixel""#, context: context))
@@ -28,7 +28,7 @@ final class BucketingTargetingTests: XCTestCase {
 
     /// Lower-cased first: `"Zebra"` sorts after `"apple"`, though `Z` is before `a` in ASCII.
     func testStringOrderingIsLexicographicOnLowercasedText() throws {
-        let context: [String: JSONValue] = ["k": .string("Zebra")]
+        let context: [String: FSJSONValue] = ["k": .string("Zebra")]
         XCTAssertTrue(try ruleMatches("GREATER_THAN", #""apple""#, context: context))
         XCTAssertFalse(try ruleMatches("LOWER_THAN", #""apple""#, context: context))
         XCTAssertTrue(try ruleMatches("GREATER_THAN_OR_EQUALS", #""ZEBRA""#, context: context))
@@ -121,7 +121,7 @@ final class BucketingTargetingTests: XCTestCase {
     // MARK: Missing keys, existence
 
     func testMissingKeyIsFalseForEveryOperatorButExistence() throws {
-        let context: [String: JSONValue] = ["other": .string("x")]
+        let context: [String: FSJSONValue] = ["other": .string("x")]
         for op in TargetingOperator.allCases where op != .exists && op != .notExists {
             XCTAssertFalse(try ruleMatches(op.rawValue, #""x""#, context: context), op.rawValue)
             XCTAssertFalse(try ruleMatches(op.rawValue, #"["x", "y"]"#, context: context), "\(op.rawValue) with a list")
@@ -131,7 +131,7 @@ final class BucketingTargetingTests: XCTestCase {
     }
 
     func testExistsIsInvertedByAFalseValueOnly() throws {
-        let present: [String: JSONValue] = ["k": .int(0)]
+        let present: [String: FSJSONValue] = ["k": .int(0)]
         XCTAssertTrue(try ruleMatches("EXISTS", "true", context: present))
         XCTAssertTrue(try ruleMatches("EXISTS", #""anything""#, context: present))
         XCTAssertTrue(try ruleMatches("EXISTS", "null", context: present))
@@ -189,7 +189,7 @@ final class BucketingTargetingTests: XCTestCase {
     // MARK: Semantic versions
 
     func testSemverComparesVersionsByPrecedence() throws {
-        let context: [String: JSONValue] = ["k": .string("1.10.0")]
+        let context: [String: FSJSONValue] = ["k": .string("1.10.0")]
         XCTAssertTrue(try ruleMatches("SEMVER_GREATER_THAN", #""1.9.0""#, context: context), "numerically, not as text")
         XCTAssertTrue(try ruleMatches("SEMVER_LOWER_THAN", #""2.0.0""#, context: context))
         XCTAssertTrue(try ruleMatches("SEMVER_EQUALS", #""v1.10.0""#, context: context))
@@ -241,7 +241,7 @@ final class BucketingTargetingTests: XCTestCase {
     }
 
     func testNoTargetingMatchesNobody() throws {
-        let everyone: [String: JSONValue] = ["k": .string("x")]
+        let everyone: [String: FSJSONValue] = ["k": .string("x")]
         for targeting in ["null", "{}", #"{"targetingGroups": []}"#, #"{"targetingGroups": [{"targetings": []}]}"#,
                           #"{"targetingGroups": [{}]}"#] {
             let file = try BucketingFile(json: BucketingJSON.file(BucketingJSON.campaign(

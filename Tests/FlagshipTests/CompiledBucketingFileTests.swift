@@ -22,7 +22,7 @@ final class CompiledBucketingFileTests: XCTestCase {
     // MARK: The binary layout
 
     func testEveryKindOfValueIsReadBackExactly() throws {
-        let value: JSONValue = .object([
+        let value: FSJSONValue = .object([
             "null": .null, "yes": .bool(true), "no": .bool(false),
             "ints": .array([.int(0), .int(-1), .int(.max), .int(.min), .int(9_007_199_254_740_993)]),
             "doubles": .array([.double(1.0), .double(-0.0), .double(1e300), .double(0.1), .double(9_007_199_254_740_994)]),
@@ -109,7 +109,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertTrue(json.warnings.contains { $0.contains("\"big\" was dropped") }, "\(json.warnings)")
         XCTAssertEqual(compiled.campaignCount, json.campaignCount)
         for number in 0..<300 {
-            for context: [String: JSONValue] in [[:], ["plan": .string("2.0.0")], ["plan": .string("team")], ["age": .int(3)]] {
+            for context: [String: FSJSONValue] in [[:], ["plan": .string("2.0.0")], ["plan": .string("team")], ["age": .int(3)]] {
                 let visitorId = "visitor-\(number)"
                 let expected = json.decide(visitorId: visitorId, context: context, history: [:])
                 let got = compiled.decide(visitorId: visitorId, context: context, history: [:])

@@ -26,7 +26,7 @@ final class ConsentErasureTests: TrackingTestCase {
         "hit label": "basket-3f8e2a",
     ]
 
-    private static let erasureDecision: WireJSON = [
+    private static let erasureDecision: FSJSONValue = [
         "visitorId": "placeholder",
         "campaigns": [[
             "id": "campaign-9b3c1f", "name": "Erasure", "type": "ab",

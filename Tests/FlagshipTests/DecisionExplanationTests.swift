@@ -113,7 +113,7 @@ final class DecisionExplanationTests: XCTestCase {
         }
     }
 
-    private func assertAgreement(_ file: BucketingFile, visitorId: String, context: [String: JSONValue], history: [String: String],
+    private func assertAgreement(_ file: BucketingFile, visitorId: String, context: [String: FSJSONValue], history: [String: String],
                                  _ message: String) {
         let decision = file.decide(visitorId: visitorId, context: context, history: history)
         let explanation = file.explain(visitorId: visitorId, context: context, history: history)

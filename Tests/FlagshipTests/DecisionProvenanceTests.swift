@@ -68,7 +68,7 @@ final class DecisionProvenanceTests: TrackingTestCase {
         XCTAssertEqual(recorded.map(\.reason), ["SPLIT", "TARGETING_MATCH"])
         XCTAssertEqual(Set(recorded.map(\.source)), [.bucketingFile])
         XCTAssertEqual(Set(recorded.map(\.fileVersion)), [version])
-        let context = try XCTUnwrap(recorded.first?.context.flatMap { try? JSONValue(json: Data($0.utf8)) })
+        let context = try XCTUnwrap(recorded.first?.context.flatMap { try? FSJSONValue(parsing: Data($0.utf8)) })
         XCTAssertEqual(context["plan"], .string("pro"))
         XCTAssertEqual(context["isVip"], .bool(true))
         XCTAssertNotNil(context["sdk_osName"], "the context sent, predefined keys included")

@@ -112,8 +112,8 @@ final class DecisionResponseTests: XCTestCase {
     func testIOSDecisionGivesOneCampaignWithAnObjectFlagHoldingAnArray() throws {
         let response = try DecisionResponse(json: Conformance.fixture("ios_decisionApi.json"))
 
-        func list(_ color: String, _ name: String, _ count: Int64, favorite: String? = nil) -> JSONValue {
-            var entry: [String: JSONValue] = ["categoryNameHexColor": .string(color), "name": .string(name),
+        func list(_ color: String, _ name: String, _ count: Int64, favorite: String? = nil) -> FSJSONValue {
+            var entry: [String: FSJSONValue] = ["categoryNameHexColor": .string(color), "name": .string(name),
                                               "numberOfItem": .int(count)]
             if let favorite {
                 entry["favoriteBackGroundHexColor"] = .string(favorite)

@@ -271,7 +271,7 @@ private final class DeduplicationCounts: FlagshipInstrumentation, @unchecked Sen
 final class ReturningRequestWorkTests: XCTestCase {
     func testTheDigestMemoGivesWhatHashingGivesAndMissesWhenTheContextChanges() {
         let digests = ContextDigests(limit: 8)
-        let context: [String: JSONValue] = ["plan": .string("pro"), "age": .int(31), "sdk_firstTimeInit": .bool(true)]
+        let context: [String: FSJSONValue] = ["plan": .string("pro"), "age": .int(31), "sdk_firstTimeInit": .bool(true)]
         let first = digests.digest(of: context, visitorId: "ann")
         XCTAssertEqual(first, ReportedFacts.digest(of: context))
         XCTAssertEqual(digests.digest(of: context, visitorId: "ann"), first)
@@ -289,7 +289,7 @@ final class ReturningRequestWorkTests: XCTestCase {
 
     func testTheDigestMemoKeepsAtMostTwoGenerationsAndKeepsAVisitorSeenOften() {
         let digests = ContextDigests(limit: 4)
-        let context: [String: JSONValue] = ["plan": .string("pro")]
+        let context: [String: FSJSONValue] = ["plan": .string("pro")]
         for index in 0..<100 {
             _ = digests.digest(of: context, visitorId: "visitor-\(index)")
             _ = digests.digest(of: context, visitorId: "regular")

@@ -39,10 +39,10 @@ final class FuzzRegressionTests: XCTestCase {
     /// came back another number (FuzzValidation, `context-*-drifts-through-json`).
     func testNumberWithLongMantissaIsReadAsTheDoubleItWrites() throws {
         let widenedFloat = Double(Float(bitPattern: 0x3F00_0001)) // 0.5000000596046448
-        let values: [JSONValue] = [.double(widenedFloat), .double(1.8098515333663333e+31), .double(0.1), .int(-3),
+        let values: [FSJSONValue] = [.double(widenedFloat), .double(1.8098515333663333e+31), .double(0.1), .int(-3),
                                 .int(-8_897_841_259_083_430_780)]
 
-        let read = try JSONValue(json: Data(JSONValue.array(values).jsonString().utf8))
+        let read = try FSJSONValue(parsing: Data(FSJSONValue.array(values).jsonString().utf8))
 
         XCTAssertEqual(read, .array(values))
     }

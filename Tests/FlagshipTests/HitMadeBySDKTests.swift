@@ -29,7 +29,7 @@ final class HitMadeBySDKTests: XCTestCase {
     }
 
     func testSegmentHitSendsEveryContextValueAsAString() {
-        let context: [String: JSONValue] = [
+        let context: [String: FSJSONValue] = [
             "plan": .string("premium"), "isVIP": .bool(true), "beta": .bool(false), "age": .int(42),
             "negative": .int(-7), "ratio": .double(0.25), "score": .double(3.0), "big": .double(1e20),
         ]

@@ -24,7 +24,7 @@ final class HitShapeTests: XCTestCase {
                                                   variationGroupId: "vg", variationId: "var", createdAt: 5)] {
             XCTAssertEqual(CachedHit(hit).document, hit.cacheDocument.jsonValue.jsonString(),
                            "the layout custom caches and earlier versions wrote")
-            let parsed = try HitCacheDocument(JSONValue(json: Data(CachedHit(hit).document.utf8)))
+            let parsed = try HitCacheDocument(FSJSONValue(parsing: Data(CachedHit(hit).document.utf8)))
             XCTAssertEqual(parsed.visitorId, hit.visitorId)
             XCTAssertEqual(parsed.anonymousId, hit.anonymousId)
         }
@@ -33,10 +33,10 @@ final class HitShapeTests: XCTestCase {
     func testAnActivateWrittenByHandIsTheJSONOfItsFields() throws {
         for identity in [identity, OutgoingHit.Identity(visitorId: "v\u{01}\n/2", anonymousId: nil)] {
             let activate = OutgoingHit.activate(identity: identity, variationGroupId: "vg \"x\"", variationId: "var\\é", createdAt: 9)
-            var fields: [String: JSONValue] = ["vid": .string(identity.visitorId), "caid": .string("vg \"x\""), "vaid": .string("var\\é")]
+            var fields: [String: FSJSONValue] = ["vid": .string(identity.visitorId), "caid": .string("vg \"x\""), "vaid": .string("var\\é")]
             if let anonymousId = identity.anonymousId { fields["aid"] = .string(anonymousId) }
-            XCTAssertEqual(activate.wire, JSONValue.object(fields).jsonString())
-            XCTAssertEqual(try JSONValue(json: Data(activate.wire.utf8)), .object(fields))
+            XCTAssertEqual(activate.wire, FSJSONValue.object(fields).jsonString())
+            XCTAssertEqual(try FSJSONValue(parsing: Data(activate.wire.utf8)), .object(fields))
             XCTAssertEqual(activate, OutgoingHit(id: activate.id, type: "ACTIVATE", createdAt: 9, fields: fields))
         }
     }
@@ -75,9 +75,9 @@ final class HitShapeTests: XCTestCase {
     func testTheEntrySentIsTheWireTextWithItsQueueTime() throws {
         let hit = click()
         let entry = hit.wireEntry(queueTime: 1_200)
-        var expected = try XCTUnwrap(JSONValue(json: Data(hit.wire.utf8)).objectValue)
+        var expected = try XCTUnwrap(FSJSONValue(parsing: Data(hit.wire.utf8)).objectValue)
         expected["qt"] = .int(1_200)
-        XCTAssertEqual(try JSONValue(json: Data(entry.utf8)), .object(expected))
+        XCTAssertEqual(try FSJSONValue(parsing: Data(entry.utf8)), .object(expected))
         XCTAssertEqual(OutgoingHit(id: "x", type: "EVENT", createdAt: 0, fields: [:]).wireEntry(queueTime: 5), #"{"qt":5}"#)
     }
 

@@ -89,7 +89,7 @@ final class HitTests: XCTestCase {
             userIp: "168.192.1.0", screenResolution: "750 x 1334", userLanguage: "fr",
             currentSessionTimeStamp: 1_732_170_000, sessionNumber: 12, screenColorDepth: "#fd0027",
             sessionEventNumber: 2)
-        let sessionWire: [String: JSONValue] = [
+        let sessionWire: [String: FSJSONValue] = [
             "uip": .string("168.192.1.0"), "sr": .string("750 x 1334"), "ul": .string("fr"),
             "cst": .int(1_732_170_000), "sn": .int(12), "sd": .string("#fd0027"), "sen": .int(2),
         ]

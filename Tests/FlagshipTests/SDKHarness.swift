@@ -100,7 +100,7 @@ class SDKTestCase: XCTestCase {
     }
 
     /// Two campaigns; `btnColor` is in both and the later one wins.
-    static let decision: WireJSON = [
+    static let decision: FSJSONValue = [
         "visitorId": "placeholder", "panic": false,
         "campaigns": [
             [

@@ -155,7 +155,7 @@ final class StressTests: SDKTestCase {
     }
 
     /// One campaign whose variation (and `btnColor`) the visitor's `pick` context value chooses.
-    private static func decision(for request: ServerRequest) -> WireJSON {
+    private static func decision(for request: ServerRequest) -> FSJSONValue {
         let pick = request.json?["context"]?["pick"]?.intValue ?? 0
         let color = palette[Int(pick) % palette.count]
         return [

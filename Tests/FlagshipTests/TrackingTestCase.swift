@@ -69,7 +69,7 @@ class TrackingTestCase: SDKTestCase {
     /// The labels of the stored click events, oldest first.
     func storedClickLabels() throws -> [String] {
         try storedHits().compactMap { record in
-            guard let document = try? HitCacheDocument(JSONValue(json: Data(record.document.utf8))),
+            guard let document = try? HitCacheDocument(FSJSONValue(parsing: Data(record.document.utf8))),
                   document.content["ea"]?.stringValue == "click" else { return nil }
             return document.content["el"]?.stringValue
         }

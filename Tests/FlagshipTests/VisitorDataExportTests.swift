@@ -41,7 +41,7 @@ final class VisitorDataExportTests: TrackingTestCase {
         XCTAssertEqual(data.visitorId, "alice")
         let visitor = try XCTUnwrap(data.visitor)
         XCTAssertTrue(visitor.consent)
-        let document = try JSONValue(json: Data(visitor.document.utf8))
+        let document = try FSJSONValue(parsing: Data(visitor.document.utf8))
         XCTAssertEqual(document["data"]?["context"]?["plan"], .string("pro"), "the context")
         guard case .array(let campaigns)? = document["data"]?["campaigns"] else { return XCTFail("no campaigns in \(document)") }
         XCTAssertEqual(campaigns.count, 2, "the campaigns")
@@ -49,7 +49,7 @@ final class VisitorDataExportTests: TrackingTestCase {
         XCTAssertEqual(Set(data.decisions.map(\.fileVersion)), [SHA256.hex(of: Self.file)], "each with the file it was decided on")
         XCTAssertEqual(Set(data.decisions.map(\.source)), ["bucketing_file"])
         XCTAssertEqual(data.decisions.first?.variationId, alice.getFlag(key: "btnColor").metadata().variationId)
-        let label = data.hits.first { $0.type == "EVENT" && !$0.isConsent }.flatMap { try? JSONValue(json: Data($0.document.utf8)) }
+        let label = data.hits.first { $0.type == "EVENT" && !$0.isConsent }.flatMap { try? FSJSONValue(parsing: Data($0.document.utf8)) }
         XCTAssertEqual(label?["data"]?["content"]?["el"], .string("basket-of-alice"), "the waiting event")
         XCTAssertTrue(data.hits.contains { $0.type == "ACTIVATE" }, "the waiting activate")
         XCTAssertTrue(data.hits.contains { $0.isConsent }, "the consent hit")

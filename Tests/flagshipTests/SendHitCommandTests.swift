@@ -1,3 +1,4 @@
+import Flagship
 import FlagshipLocalServer
 import FlagshipStore
 import Foundation
@@ -29,7 +30,7 @@ final class SendHitCommandTests: HitCommandTestCase {
     }
 
     func testEachKindOfHitIsSentWithItsFields() throws {
-        let kinds: [(options: [String], fields: [String: WireJSON])] = [
+        let kinds: [(options: [String], fields: [String: FSJSONValue])] = [
             (["--screen", "checkout"], ["t": "SCREENVIEW", "dl": "checkout"]),
             (["--page", "https://example.com/cart"], ["t": "PAGEVIEW", "dl": "https://example.com/cart"]),
             (["--transaction", "T-1", "--affiliation", "basket", "--revenue", "42.5", "--currency", "EUR"],

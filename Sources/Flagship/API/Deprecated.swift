@@ -45,7 +45,7 @@ extension FSVisitor {
     /// its type says what the flag's value must be.
     @available(*, deprecated, message: "use getFlag(key:), then value(defaultValue:) on the flag")
     public func getFlag<T>(key: String, defaultValue: T?) -> FSFlag {
-        FSFlag(key: key, visitor: self, legacyDefault: defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null)
+        FSFlag(key: key, visitor: self, legacyDefault: defaultValue.flatMap { try? FSJSONValue(any: $0) } ?? .null)
     }
 
     /// 3.2: records the consent and sends the consent hit.

@@ -6,9 +6,9 @@ public struct FSFlag: Sendable {
     public let key: String
     let visitor: FSVisitor
     /// The default the 3.2 call `getFlag(key:defaultValue:)` was given, for its `value()`.
-    let legacyDefault: JSONValue?
+    let legacyDefault: FSJSONValue?
 
-    init(key: String, visitor: FSVisitor, legacyDefault: JSONValue? = nil) {
+    init(key: String, visitor: FSVisitor, legacyDefault: FSJSONValue? = nil) {
         self.key = key
         self.visitor = visitor
         self.legacyDefault = legacyDefault
@@ -56,7 +56,7 @@ public struct FSFlag: Sendable {
 
 /// How a flag's JSON value becomes the type its reader asks for.
 enum FlagValue {
-    static func convert<T>(_ value: JSONValue, to type: T.Type) -> T? {
+    static func convert<T>(_ value: FSJSONValue, to type: T.Type) -> T? {
         if T.self == Any.self { return value.foundationValue as? T }
         switch value {
         case .null:
@@ -90,13 +90,13 @@ enum FlagValue {
 extension FSVisitor {
     /// Once per flag key and type in a start of the SDK: a read in a request loop would
     /// otherwise log at every request.
-    func logMismatch<T>(key: String, value: JSONValue, expected: T.Type) {
+    func logMismatch<T>(key: String, value: FSJSONValue, expected: T.Type) {
         guard let runtime, runtime.mismatchesLogged.withLock({ $0.insert("\(key) \(T.self)").inserted }) else { return }
         runtime.logger.warning("Flag '\(key)' holds \(value.kindDescription), not \(T.self): the default value is returned and no exposure is sent (said once for this flag)")
     }
 }
 
-extension JSONValue {
+extension FSJSONValue {
     /// What kind of JSON value this is, for a log line (never the value: it may be personal data).
     var kindDescription: String {
         switch self {

@@ -26,7 +26,7 @@ public struct FSFlagCollection: Sendable, Sequence {
     /// A JSON array of each flag's metadata with its key; `""` when there is no flag.
     public func toJson() -> String {
         guard !flags.isEmpty else { return "" }
-        return JSONValue.array(keys().compactMap { key -> JSONValue? in
+        return FSJSONValue.array(keys().compactMap { key -> FSJSONValue? in
             guard case .object(var object)? = flags[key]?.metadata().jsonValue else { return nil }
             object["key"] = .string(key)
             return .object(object)

@@ -138,7 +138,7 @@ extension FSVisitor {
             return failed(.ERROR, .TYPE_MISMATCH, "the flag's value (\(entry.value.kindDescription)) is not a \(T.self)")
         }
         if toExpose {
-            expose(entry, defaultValue: { defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null })
+            expose(entry, defaultValue: { defaultValue.flatMap { try? FSJSONValue(any: $0) } ?? .null })
         }
         let reason: FSFlagReason
         if entry.value.isNull {

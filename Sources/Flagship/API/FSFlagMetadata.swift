@@ -52,7 +52,7 @@ public struct FSFlagMetadata: Sendable, Equatable {
         jsonValue.foundationValue as? [String: Any] ?? [:]
     }
 
-    var jsonValue: JSONValue {
+    var jsonValue: FSJSONValue {
         .object([
             "campaignId": .string(campaignId), "campaignName": .string(campaignName),
             "variationGroupId": .string(variationGroupId), "variationGroupName": .string(variationGroupName),

@@ -51,9 +51,9 @@ public struct FSFlagsSnapshot: Sendable, Equatable {
     /// // <script>Flagship.newVisitor({visitorId, initialFlagsData: JSON.parse(json)})</script>
     /// ```
     public func initialFlagsData() -> Data {
-        let entries = flags.map { flag -> JSONValue in
+        let entries = flags.map { flag -> FSJSONValue in
             var wrapped = ""
-            JSONValue.object(["v": flag.rawValue.value]).write(into: &wrapped)
+            FSJSONValue.object(["v": flag.rawValue.value]).write(into: &wrapped)
             let hex = Self.asciiOnly(wrapped).utf8.map { byte in
                 let digits = String(byte, radix: 16)
                 return digits.count == 1 ? "0" + digits : digits
@@ -68,7 +68,7 @@ public struct FSFlagsSnapshot: Sendable, Equatable {
             ])
         }
         var text = ""
-        JSONValue.array(entries).write(into: &text)
+        FSJSONValue.array(entries).write(into: &text)
         return Data(text.utf8)
     }
 
@@ -93,7 +93,7 @@ public struct FSFlagsSnapshot: Sendable, Equatable {
 /// A flag value as JSON holds it, in a snapshot: compared and carried as is, read through
 /// ``FSFlagsSnapshot/Flag/value(defaultValue:)``.
 public struct JSONValueSnapshot: Sendable, Equatable, CustomStringConvertible {
-    let value: JSONValue
+    let value: FSJSONValue
 
     /// The value as Foundation gives JSON (`String`, `Bool`, `Int`, `Double`, arrays,
     /// dictionaries); `nil` for `null`.

@@ -18,7 +18,7 @@ extension FSVisitor {
     /// Sets several context values; each that is not a String, Bool, Int or Double, or whose key
     /// starts with `fs_`, is refused and logged, and the others are set.
     public func updateContext(_ context: [String: Any]) {
-        var accepted: [String: JSONValue] = [:]
+        var accepted: [String: FSJSONValue] = [:]
         var refused: [String] = []
         for (key, rawValue) in context {
             switch ContextValue.check(key: key, rawValue) {
@@ -34,7 +34,7 @@ extension FSVisitor {
     /// As `updateContext(_:)`, all or nothing: the first refused key (in key order) is thrown and
     /// the context is unchanged.
     public func updateContext(checking context: [String: Any]) throws(ContextError) {
-        var accepted: [String: JSONValue] = [:]
+        var accepted: [String: FSJSONValue] = [:]
         for (key, value) in context.sorted(by: { $0.key < $1.key }) {
             accepted[key] = try ContextValue.check(key: key, value).get()
         }
@@ -67,11 +67,11 @@ extension FSVisitor {
     }
 
     /// The context as the SDK holds it: what targeting and the Decision API see.
-    var contextValues: [String: JSONValue] {
+    var contextValues: [String: FSJSONValue] {
         withState { $0.context }
     }
 
-    private func applyContext(_ values: [String: JSONValue], refused: [String]) {
+    private func applyContext(_ values: [String: FSJSONValue], refused: [String]) {
         guard !values.isEmpty, contextChangesAllowed(action: "updateContext") else { return }
         requireFetch(.UPDATE_CONTEXT) { state in
             let merged = state.context.merging(values) { _, new in new }

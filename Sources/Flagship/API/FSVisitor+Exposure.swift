@@ -6,7 +6,7 @@ extension FSVisitor {
     /// Reports that the visitor saw `entry`: one activate per variation group and variation
     /// for this visitor instance, then `onVisitorExposed` once it is delivered.
     /// `defaultValue` is made only for an `onVisitorExposed` callback.
-    func expose(_ entry: FlagEntry, defaultValue: () -> JSONValue) {
+    func expose(_ entry: FlagEntry, defaultValue: () -> FSJSONValue) {
         guard let runtime else {
             logger.error("Exposure of flag '\(entry.key)' not sent: \(FlagshipError.sdkNotInitialized)")
             return

@@ -167,7 +167,7 @@ extension FSVisitor {
     }
 
     /// The SEGMENT hit that reports the visitor's context (bucketing mode).
-    private func sendSegment(context: [String: JSONValue], runtime: SDKRuntime) {
+    private func sendSegment(context: [String: FSJSONValue], runtime: SDKRuntime) {
         let segment = outgoingHit(type: FSTypeTrack.SEGMENT.rawValue, fields: SDKHit.segment(context: context), runtime: runtime)
         if let refusal = segment.identityRefusal {
             logger.error("Segment hit not sent: \(refusal)")
@@ -177,10 +177,10 @@ extension FSVisitor {
     }
 
     /// The store's rows for the assignments a fetch made (decision provenance).
-    private static func decisionRecords(_ campaigns: [AssignedCampaign], visitorId: String, context: [String: JSONValue],
+    private static func decisionRecords(_ campaigns: [AssignedCampaign], visitorId: String, context: [String: FSJSONValue],
                                         at decidedAt: Int64, by source: FSFlagSource, fileVersion: String?) -> [DecisionRecord] {
         guard !campaigns.isEmpty else { return [] }
-        let contextText = JSONValue.object(context).jsonString()
+        let contextText = FSJSONValue.object(context).jsonString()
         // Only a file's variations are shared (see `CacheService.cacheVisitor`).
         let split = source == .bucketingFile || source == .bootstrap ? VisitorCacheDocument.splitPreset(context, asDecisionContext: true) : nil
         let recordSource: DecisionRecord.Source = switch source {
@@ -193,13 +193,13 @@ extension FSVisitor {
                            variationGroupId: campaign.variationGroupId, variationId: campaign.variationId,
                            source: recordSource, reason: FSFlagReason.decided(by: source, isSplit: campaign.type == "ab").rawValue,
                            fileVersion: source == .decisionAPI ? nil : fileVersion, context: contextText,
-                           flags: JSONValue.object(campaign.flags).jsonString(),
+                           flags: FSJSONValue.object(campaign.flags).jsonString(),
                            shared: split.map { SharedDecisionParts(variation: campaign.variationText(), context: $0.rest, preset: $0.preset) })
         }
     }
 
     /// The flags whose values differ, by key.
-    private static func changes(from before: [String: JSONValue], to after: [String: JSONValue]) -> [FSFlagValueChange] {
+    private static func changes(from before: [String: FSJSONValue], to after: [String: FSJSONValue]) -> [FSFlagValueChange] {
         Set(before.keys).union(after.keys).sorted().compactMap { key in
             before[key] == after[key] ? nil : FSFlagValueChange(key: key, oldRawValue: before[key], newRawValue: after[key])
         }

@@ -78,7 +78,7 @@ extension FSVisitor {
     func prepareHit(_ event: some FSTrackingProtocol) throws(FlagshipError) -> (OutgoingHit, TrackingManager) {
         guard let runtime, runtime.status != .SDK_NOT_INITIALIZED else { throw .sdkNotInitialized }
         guard runtime.status != .SDK_PANIC else { throw .panic }
-        let encoded: (type: FSTypeTrack, fields: [String: JSONValue])
+        let encoded: (type: FSTypeTrack, fields: [String: FSJSONValue])
         do {
             encoded = try encodedForSending(event)
         } catch {
@@ -91,7 +91,7 @@ extension FSVisitor {
     }
 
     /// A hit of this visitor, as it is now, in this environment.
-    func outgoingHit(type: String, fields: [String: JSONValue], runtime: SDKRuntime) -> OutgoingHit {
+    func outgoingHit(type: String, fields: [String: FSJSONValue], runtime: SDKRuntime) -> OutgoingHit {
         let identity = withState { $0.identity }
         return OutgoingHit.hit(type: type, fields: fields, identity: identity, envId: runtime.envId,
                                createdAt: runtime.config.now().unixMilliseconds)

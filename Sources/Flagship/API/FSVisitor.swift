@@ -97,7 +97,7 @@ public final class FSVisitor: Sendable {
     }
 
     /// Sent with every decision request, beside the visitor's own context.
-    static let clientContext: [String: JSONValue] = [
+    static let clientContext: [String: FSJSONValue] = [
         "fs_client": .string(SDKInfo.clientName), "fs_version": .string(SDKInfo.version),
     ]
 
@@ -137,7 +137,7 @@ public final class FSVisitor: Sendable {
             guard !panic, state.fetchStatus != .PANIC, let entry = state.flags[key] else { return .missing }
             return exposing && !state.isExposureReported(entry) ? .toExpose(entry) : .found(entry.value)
         }
-        let flagValue: JSONValue
+        let flagValue: FSJSONValue
         let toExpose: FlagEntry?
         switch found {
         case .missing: return defaultValue
@@ -154,14 +154,14 @@ public final class FSVisitor: Sendable {
             return defaultValue
         }
         if let entry = toExpose {
-            self.expose(entry, defaultValue: { defaultValue.flatMap { try? JSONValue(any: $0) } ?? .null })
+            self.expose(entry, defaultValue: { defaultValue.flatMap { try? FSJSONValue(any: $0) } ?? .null })
         }
         return value
     }
 
     private enum FoundFlag {
         case missing
-        case found(JSONValue)
+        case found(FSJSONValue)
         case toExpose(FlagEntry)
     }
 }

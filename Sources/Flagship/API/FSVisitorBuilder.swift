@@ -112,7 +112,7 @@ private struct VisitorPlan: Sendable {
     let flagship: Flagship
     let runtime: SDKRuntime?
     let visitorId: String
-    let context: [String: JSONValue]
+    let context: [String: FSJSONValue]
     let consent: Bool
     let authenticated: Bool
     let instanceType: Instance

@@ -6,19 +6,19 @@ public struct FSVisitorExposed: Sendable {
     public let id: String
     /// The id the visitor had before `authenticate`, while it was authenticated; `nil` otherwise.
     public let anonymousId: String?
-    let contextValues: [String: JSONValue]
+    let contextValues: [String: FSJSONValue]
 
     /// The visitor's context when the flag was exposed.
     public var context: [String: Any] { contextValues.mapValues(\.foundationValue) }
 
-    init(id: String, anonymousId: String?, context: [String: JSONValue]) {
+    init(id: String, anonymousId: String?, context: [String: FSJSONValue]) {
         self.id = id
         self.anonymousId = anonymousId
         self.contextValues = context
     }
 
-    var jsonValue: JSONValue {
-        .object(["id": .string(id), "anonymousId": anonymousId.map(JSONValue.string) ?? .null, "context": .object(contextValues)])
+    var jsonValue: FSJSONValue {
+        .object(["id": .string(id), "anonymousId": anonymousId.map(FSJSONValue.string) ?? .null, "context": .object(contextValues)])
     }
 
     /// `{"id": ..., "anonymousId": ..., "context": {...}}`.
@@ -32,8 +32,8 @@ public struct FSVisitorExposed: Sendable {
 public struct FSExposedFlag: Sendable {
     /// The flag's key.
     public let key: String
-    let rawValue: JSONValue
-    let rawDefaultValue: JSONValue
+    let rawValue: FSJSONValue
+    let rawDefaultValue: FSJSONValue
     /// The campaign and variation that gave the flag.
     public let metadata: FSFlagMetadata
 
@@ -42,14 +42,14 @@ public struct FSExposedFlag: Sendable {
     /// The default the caller gave when reading it (`NSNull` when none or not JSON).
     public var defaultValue: Any { rawDefaultValue.foundationValue }
 
-    init(key: String, value: JSONValue, defaultValue: JSONValue, metadata: FSFlagMetadata) {
+    init(key: String, value: FSJSONValue, defaultValue: FSJSONValue, metadata: FSFlagMetadata) {
         self.key = key
         self.rawValue = value
         self.rawDefaultValue = defaultValue
         self.metadata = metadata
     }
 
-    var jsonValue: JSONValue {
+    var jsonValue: FSJSONValue {
         .object(["key": .string(key), "value": rawValue, "defaultValue": rawDefaultValue, "metadata": metadata.jsonValue])
     }
 

@@ -21,8 +21,8 @@ public struct FSBucketingFileChange: Sendable, Equatable {
 public struct FSFlagValueChange: Sendable {
     /// The flag's key.
     public let key: String
-    let oldRawValue: JSONValue?
-    let newRawValue: JSONValue?
+    let oldRawValue: FSJSONValue?
+    let newRawValue: FSJSONValue?
 
     /// The value before; `nil` when the visitor did not have the flag.
     public var oldValue: Any? { oldRawValue?.foundationValue }

@@ -64,7 +64,7 @@ public enum FlagshipContext: String, Sendable, CaseIterable {
     }
 
     /// `value` as this key's type, or `nil` when it is not of it (a Double key takes an Int too).
-    func accepts(_ value: JSONValue) -> JSONValue? {
+    func accepts(_ value: FSJSONValue) -> FSJSONValue? {
         switch (valueKind, value) {
         case (.string, .string), (.bool, .bool), (.int, .int), (.double, .double): return value
         case (.double, .int(let int)): return .double(Double(int))
@@ -73,7 +73,7 @@ public enum FlagshipContext: String, Sendable, CaseIterable {
     }
 
     /// The values the SDK sets itself on Linux.
-    static func autoSetValues(firstTimeInit: Bool) -> [String: JSONValue] {
+    static func autoSetValues(firstTimeInit: Bool) -> [String: FSJSONValue] {
         var values = processValues
         values[FIRST_TIME_INIT.key] = .bool(firstTimeInit)
         return values
@@ -81,7 +81,7 @@ public enum FlagshipContext: String, Sendable, CaseIterable {
 
     /// What does not change while the process runs, read once: reading the system's version
     /// (a file read and a parse) for every visitor took 5% of a visitor's build.
-    private static let processValues: [String: JSONValue] = {
+    private static let processValues: [String: FSJSONValue] = {
         let version = ProcessInfo.processInfo.operatingSystemVersion
         return [
             OS_NAME.key: .string("linux"),

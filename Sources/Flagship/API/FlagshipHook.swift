@@ -45,7 +45,7 @@ public struct FSEvaluation: Sendable {
     public let flagKey: String
     /// The visitor's id at the read (the authenticated id after `authenticate`).
     public let visitorId: String
-    let rawDefault: JSONValue?
+    let rawDefault: FSJSONValue?
     private let askedType: any Any.Type
 
     /// The default the read was given; `nil` for a `nil` default or one that is not a JSON value.
@@ -56,7 +56,7 @@ public struct FSEvaluation: Sendable {
     init<T>(flagKey: String, visitorId: String, defaultValue: T?) {
         self.flagKey = flagKey
         self.visitorId = visitorId
-        rawDefault = defaultValue.flatMap(JSONValue.of)
+        rawDefault = defaultValue.flatMap(FSJSONValue.of)
         // Named only when asked: describing a type costs more than the rest of the evaluation.
         askedType = T.self
     }
@@ -64,7 +64,7 @@ public struct FSEvaluation: Sendable {
 
 /// What an evaluation gave: the value the read returns, and why (as `FSFlagDetails`).
 public struct FSEvaluationResult: Sendable {
-    let rawValue: JSONValue?
+    let rawValue: FSJSONValue?
     /// Why the read gave `value`.
     public let reason: FSFlagReason
     /// Why the read failed; `nil` after an evaluation without error (then the hooks' `after` runs).
@@ -85,7 +85,7 @@ public struct FSEvaluationResult: Sendable {
     public var variationName: String { metadata.variationName }
 
     init<T>(_ details: FSFlagDetails<T>) {
-        rawValue = details.value.flatMap(JSONValue.of)
+        rawValue = details.value.flatMap(FSJSONValue.of)
         reason = details.reason
         errorCode = details.errorCode
         errorMessage = details.errorMessage
@@ -94,15 +94,15 @@ public struct FSEvaluationResult: Sendable {
     }
 }
 
-extension JSONValue {
+extension FSJSONValue {
     /// `init(any:)`, without boxing the flag types reads ask for most: a read's type is known where
     /// it is compiled, so these checks fold away.
-    static func of<T>(_ value: T) -> JSONValue? {
+    static func of<T>(_ value: T) -> FSJSONValue? {
         if T.self == String.self, let string = value as? String { return .string(string) }
         if T.self == Bool.self, let bool = value as? Bool { return .bool(bool) }
         if T.self == Int.self, let int = value as? Int { return .int(Int64(int)) }
         if T.self == Double.self, let double = value as? Double, double.isFinite { return .double(double) }
-        return try? JSONValue(any: value)
+        return try? FSJSONValue(any: value)
     }
 }
 

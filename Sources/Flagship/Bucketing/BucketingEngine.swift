@@ -13,12 +13,12 @@ package struct BucketedCampaign: Sendable, Equatable {
     /// The `modifications.type` label (`"FLAG"`, `"JSON"`...), `nil` when the file gave none.
     package var modificationsType: String?
     /// The keys of `modifications.value`; empty when the modifications lack `type` or `value`.
-    package var flags: [String: JSONValue]
+    package var flags: [String: FSJSONValue]
 
     package init(campaignId: String, campaignName: String = "", slug: String? = nil, type: String = "",
                  variationGroupId: String, variationGroupName: String = "", variationId: String,
                  variationName: String = "", isReference: Bool = false, modificationsType: String? = nil,
-                 flags: [String: JSONValue] = [:]) {
+                 flags: [String: FSJSONValue] = [:]) {
         self.campaignId = campaignId
         self.campaignName = campaignName
         self.slug = slug
@@ -46,7 +46,7 @@ package struct BucketingDecision: Sendable, Equatable {
     }
 
     /// Every campaign's flags, merged in file order: a later campaign overwrites a key.
-    package var flags: [String: JSONValue] {
+    package var flags: [String: FSJSONValue] {
         campaigns.reduce(into: [:]) { flags, campaign in
             flags.merge(campaign.flags) { _, later in later }
         }
@@ -63,7 +63,7 @@ extension BucketingFile {
     /// - Parameters:
     ///   - context: every key the visitor sends, the predefined `sdk_*` and `fs_*` ones included.
     ///   - history: variation group id → variation id, the visitor's assignments so far.
-    package func decide(visitorId: String, context: [String: JSONValue], history: [String: String]) -> BucketingDecision {
+    package func decide(visitorId: String, context: [String: FSJSONValue], history: [String: String]) -> BucketingDecision {
         guard !panic else { return BucketingDecision(panic: true, campaigns: []) }
         let visitor = PreparedContext(visitorId: visitorId, context: context, keys: contextKeys,
                                       readsVisitorId: readsVisitorId)

@@ -195,7 +195,7 @@ extension BucketingFile {
     }
 
     /// Reads the campaigns from the file's parsed JSON.
-    init(root: JSONValue, version: String, reader: BucketingFileReader) throws(BucketingFileError) {
+    init(root: FSJSONValue, version: String, reader: BucketingFileReader) throws(BucketingFileError) {
         var reader = reader
         guard case .object(let body) = root else {
             throw BucketingFileError(reason: "the document is JSON but not an object")
@@ -237,7 +237,7 @@ extension BucketingFile {
     }
 
     /// A non-empty string `id`, or `nil` after a warning naming `location`.
-    fileprivate static func id(of entry: JSONValue, at location: String, _ consequence: String,
+    fileprivate static func id(of entry: FSJSONValue, at location: String, _ consequence: String,
                                with reader: inout BucketingFileReader) -> String? {
         guard case .object = entry else {
             reader.warn("\(location) is not an object; \(consequence)")
@@ -251,8 +251,8 @@ extension BucketingFile {
     }
 
     /// The list at `key` of `entry`: a missing one is empty; another value is empty too, with a warning.
-    fileprivate static func list(_ key: String, of entry: JSONValue, at location: String,
-                                 with reader: inout BucketingFileReader) -> [JSONValue] {
+    fileprivate static func list(_ key: String, of entry: FSJSONValue, at location: String,
+                                 with reader: inout BucketingFileReader) -> [FSJSONValue] {
         switch entry[key] {
         case .array(let list)?: return list
         case nil, .null?: return []
@@ -264,7 +264,7 @@ extension BucketingFile {
 }
 
 extension BucketingFile.Campaign {
-    fileprivate convenience init?(reading entry: JSONValue, number: Int, with reader: inout BucketingFileReader) {
+    fileprivate convenience init?(reading entry: FSJSONValue, number: Int, with reader: inout BucketingFileReader) {
         guard let id = BucketingFile.id(of: entry, at: "campaign #\(number)", "the campaign is skipped", with: &reader) else {
             return nil
         }
@@ -287,7 +287,7 @@ extension BucketingFile.Campaign {
 }
 
 extension BucketingFile.VariationGroup {
-    fileprivate convenience init(reading entry: JSONValue, id: String, campaign: BucketedCampaign, at location: String,
+    fileprivate convenience init(reading entry: FSJSONValue, id: String, campaign: BucketedCampaign, at location: String,
                                  with reader: inout BucketingFileReader) {
         var group = campaign
         group.variationGroupId = id
@@ -313,7 +313,7 @@ extension BucketingFile.VariationGroup {
 }
 
 extension BucketingFile.Variation {
-    fileprivate convenience init(reading entry: JSONValue, group: BucketedCampaign, at location: String,
+    fileprivate convenience init(reading entry: FSJSONValue, group: BucketedCampaign, at location: String,
                                  with reader: inout BucketingFileReader) {
         let allocation = Self.allocation(of: entry["allocation"], at: location, with: &reader)
         let share = allocation > 0 ? "a visitor in its \(allocation.shortText)% gets nothing from the campaign" : "it is ignored"
@@ -335,7 +335,7 @@ extension BucketingFile.Variation {
     }
 
     /// A number of 0 or more; anything else is 0 (a missing allocation silently, the rest with a warning).
-    private static func allocation(of json: JSONValue?, at location: String, with reader: inout BucketingFileReader) -> Double {
+    private static func allocation(of json: FSJSONValue?, at location: String, with reader: inout BucketingFileReader) -> Double {
         let value: Double
         switch json {
         case nil, .null?: return 0

@@ -4,7 +4,7 @@ import FlagshipStore
 /// its warning): what the engine (`BucketingFile`) and the change events (`BucketingFileCampaigns`)
 /// are both read from, so that a download is parsed once.
 struct ParsedBucketingFile: Sendable {
-    let root: JSONValue
+    let root: FSJSONValue
     let parseWarnings: [String]
     /// The sha256 of the bytes it was parsed from.
     let version: String
@@ -265,9 +265,9 @@ package enum CompiledBucketingFile {
             for _ in 0..<(try input.count()) {
                 let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
                                                  value: try input.bool() ? try input.value() : nil)
-                var json: [String: JSONValue] = [:]
-                json["key"] = rule.key.map(JSONValue.string)
-                json["operator"] = rule.operatorName.map(JSONValue.string)
+                var json: [String: FSJSONValue] = [:]
+                json["key"] = rule.key.map(FSJSONValue.string)
+                json["operator"] = rule.operatorName.map(FSJSONValue.string)
                 json["value"] = rule.value
                 groupRules.append(TargetingRule(reading: .object(json), at: "", with: &reader))
                 groupWritten.append(rule)
@@ -357,7 +357,7 @@ final class CompiledFlags: Sendable {
 
     /// The flags at `range`. The blob's checksum passed when it was read, so these bytes are the
     /// ones written; a value that still cannot be read gives no flags.
-    func flags(at range: Range<Int>) -> [String: JSONValue] {
+    func flags(at range: Range<Int>) -> [String: FSJSONValue] {
         let value = bytes.withUnsafeBytes { raw in try? BinaryJSON.decode(UnsafeRawBufferPointer(rebasing: raw[range])) }
         return value?.objectValue ?? [:]
     }

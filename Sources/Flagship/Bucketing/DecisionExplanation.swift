@@ -37,7 +37,7 @@ public struct FSDecisionExplanation: Sendable, Equatable {
         } catch {
             throw .unusableFile(error.reason)
         }
-        var values: [String: JSONValue] = [:]
+        var values: [String: FSJSONValue] = [:]
         for (key, value) in context {
             guard case .success(let json) = ContextValue.validate(value) else { throw .invalidContextValue(key: key) }
             values[key] = json
@@ -195,7 +195,7 @@ public struct FSAllocationRange: Sendable, Equatable {
 
 extension BucketingFile {
     /// `decide(visitorId:context:history:)`, step by step: the same walk, each step recorded.
-    package func explain(visitorId: String, context: [String: JSONValue], history: [String: String]) -> FSDecisionExplanation {
+    package func explain(visitorId: String, context: [String: FSJSONValue], history: [String: String]) -> FSDecisionExplanation {
         guard !panic else { return FSDecisionExplanation(visitorId: visitorId, fileVersion: version, panic: true, campaigns: []) }
         let visitor = PreparedContext(visitorId: visitorId, context: context, keys: contextKeys, readsVisitorId: readsVisitorId)
         let explained = campaigns.map { campaign -> FSCampaignExplanation in
@@ -255,11 +255,11 @@ extension BucketingFile.VariationGroup {
 }
 
 extension Targeting {
-    func explain(_ visitor: PreparedContext, visitorId: String, context: [String: JSONValue]) -> [FSTargetingGroupExplanation] {
+    func explain(_ visitor: PreparedContext, visitorId: String, context: [String: FSJSONValue]) -> [FSTargetingGroupExplanation] {
         zip(groups, written).map { rules, written in
             let conditions = zip(rules, written).map { rule, text in
                 let actual: String? = switch text.key {
-                case "fs_users"?: JSONValue.string(visitorId).jsonString()
+                case "fs_users"?: FSJSONValue.string(visitorId).jsonString()
                 case "fs_all_users"?, nil: nil
                 case let key?: context[key]?.jsonString()
                 }

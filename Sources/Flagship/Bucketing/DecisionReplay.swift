@@ -28,7 +28,7 @@ package struct DecisionReplay {
     /// The document kept under exactly that version (`nil`: not kept).
     private let document: (String) throws -> String?
     private var files: [String: Result<BucketingFile, NotReplayable>] = [:]
-    private var lastContext: (text: String, parsed: [String: JSONValue])?
+    private var lastContext: (text: String, parsed: [String: FSJSONValue])?
 
     package init(document: @escaping (String) throws -> String?) {
         self.document = document
@@ -62,7 +62,7 @@ package struct DecisionReplay {
         }
     }
 
-    private mutating func prepare(_ record: DecisionRecord) -> Result<(BucketingFile, [String: JSONValue]), NotReplayable> {
+    private mutating func prepare(_ record: DecisionRecord) -> Result<(BucketingFile, [String: FSJSONValue]), NotReplayable> {
         switch record.source {
         case .decisionAPI: return .failure(.decisionAPI)
         case .unknown: return .failure(.unknownVersion)
@@ -71,11 +71,11 @@ package struct DecisionReplay {
         guard let version = record.fileVersion, !version.isEmpty else { return .failure(.unknownVersion) }
         guard let contextText = record.context else { return .failure(.noContext) }
         // A fetch's assignments share their context: parsed once for all of them.
-        let context: [String: JSONValue]
+        let context: [String: FSJSONValue]
         if let last = lastContext, last.text == contextText {
             context = last.parsed
         } else {
-            guard case .object(let parsed)? = try? JSONValue(json: Data(contextText.utf8)) else { return .failure(.noContext) }
+            guard case .object(let parsed)? = try? FSJSONValue(parsing: Data(contextText.utf8)) else { return .failure(.noContext) }
             context = parsed
             lastContext = (contextText, parsed)
         }

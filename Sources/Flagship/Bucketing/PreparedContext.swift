@@ -28,7 +28,7 @@ enum PreparedValue: Sendable {
     /// `null`, a list, an object: present, but no operand compares with it.
     case other
 
-    init(_ json: JSONValue) {
+    init(_ json: FSJSONValue) {
         switch json {
         case .string(let string): self = .text(UTF8Bytes.lowercased(string))
         case .int(let number): self = .number(Double(number))
@@ -50,7 +50,7 @@ struct PreparedContext {
     private let visitorId: PreparedValue
     private let values: ContiguousArray<PreparedValue>
 
-    init(visitorId: String, context: [String: JSONValue], keys: ContextKeys, readsVisitorId: Bool) {
+    init(visitorId: String, context: [String: FSJSONValue], keys: ContextKeys, readsVisitorId: Bool) {
         self.visitorId = readsVisitorId ? .text(UTF8Bytes.lowercased(visitorId)) : .absent
         var values = ContiguousArray(repeating: PreparedValue.absent, count: keys.count)
         // The fewer lookups: the file's keys in the context, or the context's keys in the file's.

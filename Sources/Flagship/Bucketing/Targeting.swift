@@ -11,7 +11,7 @@ struct Targeting: Sendable {
         /// `nil`: the rule had none.
         var key: String?
         var operatorName: String?
-        var value: JSONValue?
+        var value: FSJSONValue?
     }
 
     static let nobody = Targeting(groups: [], written: [])
@@ -162,7 +162,7 @@ enum TargetingRule: Sendable {
 
 extension Targeting {
     /// Reads a variation group's `targeting`; what cannot be used matches nothing and is noted.
-    init(reading json: JSONValue?, at location: String, with reader: inout BucketingFileReader) {
+    init(reading json: FSJSONValue?, at location: String, with reader: inout BucketingFileReader) {
         guard let json, !json.isNull else {
             self = .nobody
             return
@@ -172,7 +172,7 @@ extension Targeting {
             self = .nobody
             return
         }
-        let entries: [JSONValue]
+        let entries: [FSJSONValue]
         switch json["targetingGroups"] {
         case nil, .null?:
             entries = []
@@ -186,7 +186,7 @@ extension Targeting {
         var written: [[WrittenRule]] = []
         for (index, entry) in entries.enumerated() {
             let groupLocation = "\(location), targeting group #\(index + 1)"
-            let rules: [JSONValue]
+            let rules: [FSJSONValue]
             switch entry["targetings"] {
             case .array(let list)?:
                 rules = list
@@ -211,7 +211,7 @@ extension Targeting {
 }
 
 extension TargetingRule {
-    init(reading json: JSONValue, at location: String, with reader: inout BucketingFileReader) {
+    init(reading json: FSJSONValue, at location: String, with reader: inout BucketingFileReader) {
         guard case .object = json else {
             reader.warn("\(location) is not an object; it never matches")
             self = .never
@@ -254,7 +254,7 @@ extension TargetingRule {
 extension TargetingOperand {
     /// `json` for `op`: strings lower-cased, numbers as `Double`, a `SEMVER_*` string as a version
     /// (anything else for those operators is unusable: they compare strings only).
-    init(_ json: JSONValue, for op: TargetingOperator, nested: Bool = false) {
+    init(_ json: FSJSONValue, for op: TargetingOperator, nested: Bool = false) {
         switch json {
         case .string(let string):
             let text = UTF8Bytes.lowercased(string)

@@ -10,7 +10,7 @@ import FlagshipStore
 /// moved to the current one, so a visitor seen at least once per `limit` others stays.
 final class ContextDigests: Sendable {
     private struct Entry {
-        let context: [String: JSONValue]
+        let context: [String: FSJSONValue]
         let digest: String
     }
 
@@ -29,7 +29,7 @@ final class ContextDigests: Sendable {
     }
 
     /// The digest of `context` for `visitorId`, from memory when its context is the one last asked.
-    func digest(of context: [String: JSONValue], visitorId: String) -> String {
+    func digest(of context: [String: FSJSONValue], visitorId: String) -> String {
         let known = state.withLock { state -> String? in
             guard let entry = state.current[visitorId] ?? state.older[visitorId], entry.context == context else {
                 state.misses += 1

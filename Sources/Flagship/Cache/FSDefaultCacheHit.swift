@@ -144,7 +144,7 @@ public final class FSDefaultCacheHit: FSHitCacheDelegate, Sendable {
             for record in records {
                 let document: HitCacheDocument
                 do {
-                    document = try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))
+                    document = try HitCacheDocument(FSJSONValue(parsing: Data(record.document.utf8)))
                 } catch {
                     logger.error("A cached hit was skipped: \(error)", metadata: logger.logLevel <= .debug ? ["hit_id": .string(record.id)] : nil)
                     continue

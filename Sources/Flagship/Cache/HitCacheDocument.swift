@@ -12,9 +12,9 @@ package struct HitCacheDocument: Sendable, Equatable {
     package var type: String
     /// Creation time, unix milliseconds: the base of `qt` and of expiry.
     package var time: Int64
-    package var content: [String: JSONValue]
+    package var content: [String: FSJSONValue]
 
-    package init(visitorId: String, anonymousId: String? = nil, type: String, time: Int64, content: [String: JSONValue]) {
+    package init(visitorId: String, anonymousId: String? = nil, type: String, time: Int64, content: [String: FSJSONValue]) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
         self.type = type
@@ -27,12 +27,12 @@ package struct HitCacheDocument: Sendable, Equatable {
         type == "EVENT" && content["ea"]?.stringValue == "fs_consent"
     }
 
-    package var jsonValue: JSONValue {
+    package var jsonValue: FSJSONValue {
         .object([
             "version": .int(Int64(Self.currentVersion)),
             "data": .object([
                 "visitorId": .string(visitorId),
-                "anonymousId": anonymousId.map(JSONValue.string) ?? .null,
+                "anonymousId": anonymousId.map(FSJSONValue.string) ?? .null,
                 "type": .string(type),
                 "time": .int(time),
                 "content": .object(content),
@@ -68,14 +68,14 @@ package enum HitCacheDocumentError: Error, Equatable, CustomStringConvertible {
 extension HitCacheDocument {
     /// Reads and checks a document: version 1, `data.visitorId`, `data.type` (a known type),
     /// `data.time` (an integer) and `data.content` (an object) are required.
-    package init(_ value: JSONValue) throws(HitCacheDocumentError) {
+    package init(_ value: FSJSONValue) throws(HitCacheDocumentError) {
         guard let version = value["version"] else { throw .missingField("version") }
         guard version.int64Value == Int64(Self.currentVersion) else {
             throw .unsupportedVersion(version.jsonString())
         }
         guard let data = value["data"] else { throw .missingField("data") }
         guard data.objectValue != nil else { throw .wrongType(field: "data", expected: "an object") }
-        func required(_ key: String) throws(HitCacheDocumentError) -> JSONValue {
+        func required(_ key: String) throws(HitCacheDocumentError) -> FSJSONValue {
             guard let field = data[key], !field.isNull else { throw .missingField("data.\(key)") }
             return field
         }
@@ -101,9 +101,9 @@ extension HitCacheDocument {
 
     /// Reads a document as a custom cache or the SDK hands it over: a `[String: Any]`.
     package init(dictionary: [String: Any]) throws(HitCacheDocumentError) {
-        let value: JSONValue
+        let value: FSJSONValue
         do {
-            value = try JSONValue(any: dictionary)
+            value = try FSJSONValue(any: dictionary)
         } catch {
             throw .notJSON(String(describing: error))
         }

@@ -47,10 +47,10 @@ package struct ReportedFacts: Sendable, Equatable {
     /// them, without `sdk_firstTimeInit`: that key says whether the SDK started with its store
     /// for the first time, true in the first process only, a fact of the installation and not of
     /// the visitor; with it, every visitor seen by that process would be reported again once.
-    static func digest(of context: [String: JSONValue]) -> String {
+    static func digest(of context: [String: FSJSONValue]) -> String {
         var compared = context
         compared[FlagshipContext.FIRST_TIME_INIT.key] = nil
-        return String(SHA256.hex(of: JSONValue.object(compared).jsonString()).prefix(32))
+        return String(SHA256.hex(of: FSJSONValue.object(compared).jsonString()).prefix(32))
     }
 
     // MARK: JSON
@@ -63,16 +63,16 @@ package struct ReportedFacts: Sendable, Equatable {
         if let consent { parts.append("\"consent\":\(consent ? "true" : "false")") }
         if let contextDigest {
             var part = "\"context\":"
-            JSONValue.writeString(contextDigest, into: &part)
+            FSJSONValue.writeString(contextDigest, into: &part)
             parts.append(part)
         }
         if !exposures.isEmpty {
             var part = "\"exposures\":{"
             for (index, (group, exposure)) in exposures.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { part += "," }
-                JSONValue.writeString(group, into: &part)
+                FSJSONValue.writeString(group, into: &part)
                 part += ":["
-                JSONValue.writeString(exposure.variationId, into: &part)
+                FSJSONValue.writeString(exposure.variationId, into: &part)
                 part += ",\(exposure.sentAt)]"
             }
             parts.append(part + "}")
@@ -87,7 +87,7 @@ package struct ReportedFacts: Sendable, Equatable {
     }
 
     /// Read leniently: what cannot be read is left out (the worst outcome is a hit sent again).
-    init(_ value: JSONValue) {
+    init(_ value: FSJSONValue) {
         guard let object = value.objectValue else { return }
         consent = object["consent"]?.boolValue
         contextDigest = object["context"]?.stringValue

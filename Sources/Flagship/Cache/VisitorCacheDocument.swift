@@ -13,7 +13,7 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     package var visitorId: String
     package var anonymousId: String?
     package var consent: Bool
-    package var context: [String: JSONValue]
+    package var context: [String: FSJSONValue]
     package var campaigns: [AssignedCampaign]
     /// Variation group id → variation id: what the visitor was assigned, kept across fetches.
     package var assignmentsHistory: [String: String]
@@ -40,7 +40,7 @@ package struct VisitorCacheDocument: Sendable, Equatable {
     /// How many campaigns the visitor was assigned (what `flagship visitors` shows).
     package var campaignCount: Int { campaigns.count }
 
-    package init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: JSONValue] = [:],
+    package init(visitorId: String, anonymousId: String? = nil, consent: Bool = true, context: [String: FSJSONValue] = [:],
          campaigns: [AssignedCampaign] = [], assignmentsHistory: [String: String] = [:]) {
         self.visitorId = visitorId
         self.anonymousId = anonymousId
@@ -83,7 +83,7 @@ extension VisitorCacheDocument {
     /// Reads a document, checking its version and, when given, that it is `expectedVisitorId`'s.
     package init(data: Data, expectedVisitorId: String? = nil) throws(VisitorCacheDocumentError) {
         // Read tolerantly: an unusable value inside one flag's value costs that flag only.
-        var parsed: JSONValue
+        var parsed: FSJSONValue
         var dropped: [(campaign: Int, flag: String, reason: String)] = []
         do {
             let tolerant = try TolerantJSON(data)
@@ -135,9 +135,9 @@ extension VisitorCacheDocument {
     package func jsonText() -> String {
         var text = "{\"data\":{\"anonymousId\":"
         text.reserveCapacity(512 + campaigns.count * 320)
-        if let anonymousId { JSONValue.writeString(anonymousId, into: &text) } else { text += "null" }
+        if let anonymousId { FSJSONValue.writeString(anonymousId, into: &text) } else { text += "null" }
         text += ",\"assignmentsHistory\":"
-        JSONValue.object(assignmentsHistory.mapValues(JSONValue.string)).write(into: &text)
+        FSJSONValue.object(assignmentsHistory.mapValues(FSJSONValue.string)).write(into: &text)
         text += ",\"campaigns\":["
         for (index, campaign) in campaigns.enumerated() {
             if index > 0 { text += "," }
@@ -146,13 +146,13 @@ extension VisitorCacheDocument {
         text += "],\"consent\":"
         text += consent ? "true" : "false"
         text += ",\"context\":"
-        JSONValue.object(context).write(into: &text, integralDoubles: .asIntegers)
+        FSJSONValue.object(context).write(into: &text, integralDoubles: .asIntegers)
         if !reported.isEmpty {
             text += ",\"reported\":"
             reported.write(into: &text)
         }
         text += ",\"visitorId\":"
-        JSONValue.writeString(visitorId, into: &text)
+        FSJSONValue.writeString(visitorId, into: &text)
         text += "},\"version\":\(Self.currentVersion)}"
         return text
     }
@@ -161,7 +161,7 @@ extension VisitorCacheDocument {
         var version: Int?
         var data: Body?
 
-        init(_ value: JSONValue) throws(FieldError) {
+        init(_ value: FSJSONValue) throws(FieldError) {
             let root = try DocumentObject(value, path: "")
             version = try root.optional("version") { $0.int64Value.flatMap { Int(exactly: $0) } }
             data = try root.optionalObject("data").map(Body.init)
@@ -172,7 +172,7 @@ extension VisitorCacheDocument {
         var visitorId: String
         var anonymousId: String?
         var consent: Bool?
-        var context: [String: JSONValue]?
+        var context: [String: FSJSONValue]?
         var campaigns: [AssignedCampaign]?
         var assignmentsHistory: [String: String]?
         var assignationHistory: [String: String]?
@@ -191,7 +191,7 @@ extension VisitorCacheDocument {
             assignationHistory = try body.optional("assignationHistory", Self.history)
         }
 
-        private static func history(_ value: JSONValue) -> [String: String]? {
+        private static func history(_ value: FSJSONValue) -> [String: String]? {
             guard let object = value.objectValue else { return nil }
             var history: [String: String] = [:]
             for (key, value) in object {
@@ -212,10 +212,10 @@ struct FieldError: Error {
 /// An object of a cache document read field by field, as `Decodable` would, from a tree already
 /// parsed: unknown keys ignored, `null` taken as absent for an optional field.
 struct DocumentObject {
-    let fields: [String: JSONValue]
+    let fields: [String: FSJSONValue]
     let path: String
 
-    init(_ value: JSONValue, path: String) throws(FieldError) {
+    init(_ value: FSJSONValue, path: String) throws(FieldError) {
         guard let fields = value.objectValue else { throw FieldError(sentence: "wrong type at \(path.isEmpty ? "the top" : path)") }
         self.fields = fields
         self.path = path
@@ -225,13 +225,13 @@ struct DocumentObject {
         path.isEmpty ? key : "\(path).\(key)"
     }
 
-    func required<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FieldError) -> T {
+    func required<T>(_ key: String, _ read: (FSJSONValue) -> T?) throws(FieldError) -> T {
         guard let value = fields[key] else { throw FieldError(sentence: "missing \(at(key))") }
         guard let read = read(value) else { throw FieldError(sentence: "wrong type at \(at(key))") }
         return read
     }
 
-    func optional<T>(_ key: String, _ read: (JSONValue) -> T?) throws(FieldError) -> T? {
+    func optional<T>(_ key: String, _ read: (FSJSONValue) -> T?) throws(FieldError) -> T? {
         guard let value = fields[key], !value.isNull else { return nil }
         guard let read = read(value) else { throw FieldError(sentence: "wrong type at \(at(key))") }
         return read
@@ -255,10 +255,10 @@ struct DocumentObject {
     }
 }
 
-extension JSONValue {
-    /// The value as `JSONDecoder` gives it to `JSONValue(from:)`: a number with no fraction that
+extension FSJSONValue {
+    /// The value as `JSONDecoder` gives it to `FSJSONValue(from:)`: a number with no fraction that
     /// fits 64 bits is an integer (`1.0`, `1e2`), whatever its spelling.
-    var asDecoded: JSONValue {
+    var asDecoded: FSJSONValue {
         switch self {
         case .double(let value):
             if value.rounded() == value, let exact = Int64(exactly: value) { return .int(exact) }
@@ -298,7 +298,7 @@ extension VisitorCacheDocument {
     package func compactParts() -> CompactVisitorDocument? {
         guard let (rest, preset) = Self.splitPreset(context) else { return nil }
         var history = ""
-        JSONValue.object(assignmentsHistory.mapValues(JSONValue.string)).write(into: &history)
+        FSJSONValue.object(assignmentsHistory.mapValues(FSJSONValue.string)).write(into: &history)
         return CompactVisitorDocument(variations: campaigns.map { $0.variationText() }, activated: campaigns.map(\.activated),
                                       context: rest, preset: preset, assignmentsHistory: history,
                                       reported: reported.isEmpty ? nil : reported.jsonText)
@@ -308,19 +308,19 @@ extension VisitorCacheDocument {
     /// the same for every visitor of a process) apart, each part a JSON object text; `nil` when
     /// a value is `null`. Numbers are written as the whole context is where it goes: as the
     /// document writes them, or (`asDecisionContext`) as a decision row's context.
-    package static func splitPreset(_ context: [String: JSONValue], asDecisionContext: Bool = false) -> (rest: String, preset: String?)? {
-        let integralDoubles: JSONValue.IntegralDoubles = asDecisionContext ? .asDoubles : .asIntegers
-        var rest: [String: JSONValue] = [:]
-        var preset: [String: JSONValue] = [:]
+    package static func splitPreset(_ context: [String: FSJSONValue], asDecisionContext: Bool = false) -> (rest: String, preset: String?)? {
+        let integralDoubles: FSJSONValue.IntegralDoubles = asDecisionContext ? .asDoubles : .asIntegers
+        var rest: [String: FSJSONValue] = [:]
+        var preset: [String: FSJSONValue] = [:]
         for (key, value) in context {
             if case .null = value { return nil }
             if key.hasPrefix("sdk_") || key.hasPrefix("fs_") { preset[key] = value } else { rest[key] = value }
         }
         var restText = ""
-        JSONValue.object(rest).write(into: &restText, integralDoubles: integralDoubles)
+        FSJSONValue.object(rest).write(into: &restText, integralDoubles: integralDoubles)
         guard !preset.isEmpty else { return (restText, nil) }
         var presetText = ""
-        JSONValue.object(preset).write(into: &presetText, integralDoubles: integralDoubles)
+        FSJSONValue.object(preset).write(into: &presetText, integralDoubles: integralDoubles)
         return (restText, presetText)
     }
 }

@@ -12,11 +12,11 @@ package struct AssignedCampaign: Sendable, Equatable, Codable {
     package var type: String
     package var slug: String?
     package var activated: Bool
-    package var flags: [String: JSONValue]
+    package var flags: [String: FSJSONValue]
 
     package init(campaignId: String, campaignName: String = "", variationGroupId: String, variationGroupName: String = "",
          variationId: String, variationName: String = "", isReference: Bool = false, type: String = "",
-         slug: String? = nil, activated: Bool = false, flags: [String: JSONValue] = [:]) {
+         slug: String? = nil, activated: Bool = false, flags: [String: FSJSONValue] = [:]) {
         self.campaignId = campaignId
         self.campaignName = campaignName
         self.variationGroupId = variationGroupId
@@ -42,7 +42,7 @@ package struct AssignedCampaign: Sendable, Equatable, Codable {
         type = try container.decodeIfPresent(String.self, forKey: .type) ?? ""
         slug = try container.decodeIfPresent(String.self, forKey: .slug)
         activated = try container.decodeIfPresent(Bool.self, forKey: .activated) ?? false
-        flags = try container.decodeIfPresent([String: JSONValue].self, forKey: .flags) ?? [:]
+        flags = try container.decodeIfPresent([String: FSJSONValue].self, forKey: .flags) ?? [:]
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -87,25 +87,25 @@ extension AssignedCampaign {
     /// Every key but `activated`, sorted, then the closing brace.
     private func writeVariation(into text: inout String) {
         text += "\"campaignId\":"
-        JSONValue.writeString(campaignId, into: &text)
+        FSJSONValue.writeString(campaignId, into: &text)
         text += ",\"campaignName\":"
-        JSONValue.writeString(campaignName, into: &text)
+        FSJSONValue.writeString(campaignName, into: &text)
         text += ",\"flags\":"
-        JSONValue.object(flags).write(into: &text, integralDoubles: .asIntegers)
+        FSJSONValue.object(flags).write(into: &text, integralDoubles: .asIntegers)
         text += ",\"isReference\":"
         text += isReference ? "true" : "false"
         text += ",\"slug\":"
-        if let slug { JSONValue.writeString(slug, into: &text) } else { text += "null" }
+        if let slug { FSJSONValue.writeString(slug, into: &text) } else { text += "null" }
         text += ",\"type\":"
-        JSONValue.writeString(type, into: &text)
+        FSJSONValue.writeString(type, into: &text)
         text += ",\"variationGroupId\":"
-        JSONValue.writeString(variationGroupId, into: &text)
+        FSJSONValue.writeString(variationGroupId, into: &text)
         text += ",\"variationGroupName\":"
-        JSONValue.writeString(variationGroupName, into: &text)
+        FSJSONValue.writeString(variationGroupName, into: &text)
         text += ",\"variationId\":"
-        JSONValue.writeString(variationId, into: &text)
+        FSJSONValue.writeString(variationId, into: &text)
         text += ",\"variationName\":"
-        JSONValue.writeString(variationName, into: &text)
+        FSJSONValue.writeString(variationName, into: &text)
         text += "}"
     }
 }

@@ -118,9 +118,9 @@ extension AssignedCampaign {
     }
 
     /// A campaign as the Decision API gives it, mapped field by field; `activated` is false.
-    init(decided entry: JSONValue) throws(Unusable) {
+    init(decided entry: FSJSONValue) throws(Unusable) {
         guard case .object = entry else { throw Unusable(reason: "it is not an object") }
-        func requiredId(_ value: JSONValue?, _ name: String) throws(Unusable) -> String {
+        func requiredId(_ value: FSJSONValue?, _ name: String) throws(Unusable) -> String {
             guard let id = value?.stringValue, !id.isEmpty else { throw Unusable(reason: "it has no \"\(name)\"") }
             return id
         }
@@ -140,7 +140,7 @@ extension AssignedCampaign {
     }
 
     /// Every key of `modifications.value` is a flag, provided `modifications` also has its `type`.
-    private static func flags(of modifications: JSONValue?) -> [String: JSONValue] {
+    private static func flags(of modifications: FSJSONValue?) -> [String: FSJSONValue] {
         guard modifications?["type"]?.stringValue != nil, let value = modifications?["value"]?.objectValue else {
             return [:]
         }

@@ -5,7 +5,7 @@ struct DecisionRequest: Sendable, Equatable {
     var visitorId: String
     var anonymousId: String?
     /// The visitor's context, predefined `sdk_*` keys included.
-    var context: [String: JSONValue]
+    var context: [String: FSJSONValue]
     var hasConsented: Bool
     /// Variation group id → variation id: the variations the visitor already saw.
     var assignmentsHistory: [String: String]

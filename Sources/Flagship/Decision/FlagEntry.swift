@@ -6,7 +6,7 @@ package final class FlagEntry: Sendable, Equatable {
     package let key: String
     /// May be `.null`: with `exposeAllKeys=true` the Decision API lists sibling variations' keys with
     /// `null`, and such a flag exists (reads give the default value).
-    package let value: JSONValue
+    package let value: FSJSONValue
     /// The campaign and variation the flag comes from: what metadata shows and an activate reports.
     package let metadata: FSFlagMetadata
     /// This flag's place in `VisitorState.exposureReported`, given by `merge`.
@@ -14,7 +14,7 @@ package final class FlagEntry: Sendable, Equatable {
     /// Whether its campaign is an A/B test (reason `SPLIT`), worked out once, not at each details read.
     let isSplit: Bool
 
-    package init(key: String, value: JSONValue, metadata: FSFlagMetadata, slot: Int = 0) {
+    package init(key: String, value: FSJSONValue, metadata: FSFlagMetadata, slot: Int = 0) {
         self.key = key
         self.value = value
         self.metadata = metadata

@@ -2,7 +2,7 @@
 /// fields once and the same rule (non-empty, not negative, finite) is written once.
 struct HitFieldWriter {
     let hit: FSTypeTrack
-    var fields: [String: JSONValue] = [:]
+    var fields: [String: FSJSONValue] = [:]
 
     /// A required string: refused when empty or only whitespace, or longer than `maxBytes` in UTF-8.
     mutating func required(_ key: String, _ value: String, maxBytes: Int? = nil) throws(HitValidationError) {

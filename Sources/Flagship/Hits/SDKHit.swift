@@ -6,7 +6,7 @@ package enum SDKHit {
     /// The consent hit, sent at a visitor's creation and at every `setConsent`:
     /// `{"t":"EVENT","ec":"User Engagement","ea":"fs_consent","el":"<client>:true"}`.
     /// It is the one hit sent (and kept in the cache) without consent.
-    static func consent(hasConsented: Bool, clientName: String) -> [String: JSONValue] {
+    static func consent(hasConsented: Bool, clientName: String) -> [String: FSJSONValue] {
         [
             "t": .string(FSTypeTrack.EVENT.rawValue),
             "ec": .string(FSCategoryEvent.User_Engagement.rawValue),
@@ -17,7 +17,7 @@ package enum SDKHit {
 
     /// The segment hit (bucketing mode): `{"t":"SEGMENT","s":{...}}`, the visitor's context with every
     /// value written as a string (see `segmentString(_:)`).
-    package static func segment(context: [String: JSONValue]) -> [String: JSONValue] {
+    package static func segment(context: [String: FSJSONValue]) -> [String: FSJSONValue] {
         [
             "t": .string(FSTypeTrack.SEGMENT.rawValue),
             "s": .object(context.mapValues { .string(segmentString($0)) }),
@@ -28,7 +28,7 @@ package enum SDKHit {
     /// as JavaScript and JSON write it (`2.0` → `"2"`, `2.5` → `"2.5"`), so the same context gives the
     /// same segment whichever SDK sent it and whether the number arrived as an integer or a double.
     /// Anything else (never in a valid context) becomes its JSON text.
-    static func segmentString(_ value: JSONValue) -> String {
+    static func segmentString(_ value: FSJSONValue) -> String {
         switch value {
         case .string(let string): return string
         case .bool(let bool): return bool ? "true" : "false"

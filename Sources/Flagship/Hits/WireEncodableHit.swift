@@ -22,7 +22,7 @@ protocol HitFields: Sendable, Equatable {
 extension HitFields {
     /// The hit's wire fields (PROTOCOL.md section 2): `t`, its own fields and the common ones; absent
     /// optionals are left out. Identity (`vid`/`cuid`), `cid`, `ds` and `qt` are added at send time.
-    func wireFields() throws(HitValidationError) -> [String: JSONValue] {
+    func wireFields() throws(HitValidationError) -> [String: FSJSONValue] {
         var writer = HitFieldWriter(hit: Self.type)
         writer.fields["t"] = .string(Self.type.rawValue)
         try writeOwnFields(to: &writer)
@@ -36,7 +36,7 @@ extension WireEncodableHit {
     var snapshot: Fields { fields.withLock { $0 } }
 
     /// The wire fields of `snapshot`.
-    func wireFields() throws(HitValidationError) -> [String: JSONValue] {
+    func wireFields() throws(HitValidationError) -> [String: FSJSONValue] {
         try snapshot.wireFields()
     }
 
@@ -57,7 +57,7 @@ extension WireEncodableHit {
 /// A type conforming to `FSTrackingProtocol` outside the SDK is refused: the SDK cannot know its fields.
 package func encodedForSending(
     _ hit: any FSTrackingProtocol
-) throws(HitValidationError) -> (type: FSTypeTrack, fields: [String: JSONValue]) {
+) throws(HitValidationError) -> (type: FSTypeTrack, fields: [String: FSJSONValue]) {
     guard let hit = hit as? any WireEncodableHit else {
         throw .notAnSDKHit(typeName: String(describing: Swift.type(of: hit)))
     }

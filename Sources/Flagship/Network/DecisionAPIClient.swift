@@ -31,11 +31,11 @@ package final class DecisionAPIClient: Sendable {
 
     /// The visitor's decision. `context` is sent as given (the caller adds the predefined keys);
     /// `trigger_hit` is always false, because the SDK reports exposure itself (activate).
-    package func fetchCampaigns(visitorId: String, anonymousId: String?, context: [String: JSONValue],
+    package func fetchCampaigns(visitorId: String, anonymousId: String?, context: [String: FSJSONValue],
                         hasConsented: Bool) async throws(DecisionError) -> DecisionResponse {
-        let body = JSONValue.object([
+        let body = FSJSONValue.object([
             "visitorId": .string(visitorId),
-            "anonymousId": anonymousId.map(JSONValue.string) ?? .null,
+            "anonymousId": anonymousId.map(FSJSONValue.string) ?? .null,
             "context": .object(context),
             "trigger_hit": .bool(false),
             "visitor_consent": .bool(hasConsented),

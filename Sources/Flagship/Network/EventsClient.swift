@@ -48,10 +48,10 @@ final class EventsClient: Sendable {
     /// `now - createdAt` (milliseconds, never negative), and the batch's `qt` is its oldest hit's.
     /// `queueTimes`: each hit's `qt` by id (`HitAges`); a hit missing from it is aged `now - createdAt`.
     func sendHits(_ hits: [OutgoingHit], now: Int64, queueTimes: [String: Int64] = [:]) async -> [SendResult] {
-        let prefix = "{\"cid\":\(JSONValue.string(envId).jsonString()),\"ds\":\"APP\",\"h\":["
+        let prefix = "{\"cid\":\(FSJSONValue.string(envId).jsonString()),\"ds\":\"APP\",\"h\":["
         return await send(hits, now: now, queueTimes: queueTimes, maxCount: .max, to: hitsURL, service: "the events endpoint",
                           apiKey: nil) { entries, batchQueueTime in
-            // The keys in sorted order, as `JSONValue.jsonString()` writes them.
+            // The keys in sorted order, as `FSJSONValue.jsonString()` writes them.
             prefix + entries + "],\"qt\":\(batchQueueTime),\"t\":\"BATCH\"}"
         }
     }
@@ -59,7 +59,7 @@ final class EventsClient: Sendable {
     /// Sends activates, at most 100 per request (and under `maxBatchBytes`), each with its `qt`.
     func sendActivates(_ activates: [OutgoingHit], now: Int64, queueTimes: [String: Int64] = [:]) async -> [SendResult] {
         let prefix = "{\"batch\":["
-        let suffix = "],\"cid\":\(JSONValue.string(envId).jsonString())}"
+        let suffix = "],\"cid\":\(FSJSONValue.string(envId).jsonString())}"
         return await send(activates, now: now, queueTimes: queueTimes, maxCount: Self.maxActivatesPerRequest, to: activateURL,
                           service: "the activate endpoint", apiKey: apiKey) { entries, _ in prefix + entries + suffix }
     }

@@ -23,7 +23,7 @@ enum BinaryJSON {
 
     // MARK: Writing
 
-    static func append(_ value: JSONValue, to bytes: inout [UInt8]) {
+    static func append(_ value: FSJSONValue, to bytes: inout [UInt8]) {
         switch value {
         case .null: bytes.append(Tag.null.rawValue)
         case .bool(let flag): bytes.append(flag ? Tag.true.rawValue : Tag.false.rawValue)
@@ -98,7 +98,7 @@ enum BinaryJSON {
 
         var isAtEnd: Bool { offset == bytes.count }
 
-        mutating func value(depth: Int = 0) throws(Malformed) -> JSONValue {
+        mutating func value(depth: Int = 0) throws(Malformed) -> FSJSONValue {
             guard depth < BinaryJSON.maximumDepth else { throw Malformed(reason: "nesting deeper than \(BinaryJSON.maximumDepth)", offset: offset) }
             let at = offset
             guard let tag = Tag(rawValue: try byte()) else { throw Malformed(reason: "an unknown tag", offset: at) }
@@ -111,13 +111,13 @@ enum BinaryJSON {
             case .string: return .string(try string())
             case .array:
                 let count = try count()
-                var values: [JSONValue] = []
+                var values: [FSJSONValue] = []
                 values.reserveCapacity(count)
                 for _ in 0..<count { values.append(try value(depth: depth + 1)) }
                 return .array(values)
             case .object:
                 let count = try count()
-                var members: [String: JSONValue] = [:]
+                var members: [String: FSJSONValue] = [:]
                 for _ in 0..<count {
                     let key = try string()
                     members[key] = try value(depth: depth + 1)
@@ -180,7 +180,7 @@ enum BinaryJSON {
     }
 
     /// The value `bytes` hold, all of them.
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> JSONValue {
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> FSJSONValue {
         var reader = Reader(bytes)
         let value = try reader.value()
         guard reader.isAtEnd else { throw Malformed(reason: "bytes after the value", offset: reader.offset) }

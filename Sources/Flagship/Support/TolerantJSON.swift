@@ -23,6 +23,8 @@ package struct TolerantJSON {
     package struct Unusable: Equatable, Sendable {
         package let path: [Step]
         package let reason: String
+        /// The byte offset of the value's first byte in the text.
+        package let offset: Int
 
         /// `campaigns[0].variation.id: a string holds a lone surrogate`.
         package var sentence: String {
@@ -38,21 +40,10 @@ package struct TolerantJSON {
         package let offset: Int
     }
 
-    /// A value that strict parsing (`JSONValue(json:)`) refuses.
-    package struct UnusableValue: Error, Equatable, CustomStringConvertible {
-        package let unusable: Unusable
-
-        package init(_ unusable: Unusable) {
-            self.unusable = unusable
-        }
-
-        package var description: String { unusable.sentence }
-    }
-
     /// Deeper than this, a value is unusable (`JSONSerialization` refuses about 500 levels).
     package static let maximumDepth = 256
 
-    package let value: JSONValue
+    package let value: FSJSONValue
     package let unusable: [Unusable]
 
     package init(_ data: Data) throws(SyntaxError) {
@@ -86,24 +77,25 @@ package struct TolerantJSON {
             index += 1
         }
 
-        private mutating func mark(_ reason: String) -> JSONValue {
-            unusable.append(Unusable(path: path, reason: reason))
+        private mutating func mark(_ reason: String, at offset: Int) -> FSJSONValue {
+            unusable.append(Unusable(path: path, reason: reason, offset: offset))
             return .null
         }
 
-        mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
+        mutating func value(depth: Int) throws(SyntaxError) -> FSJSONValue {
             guard let byte = current else { throw SyntaxError(offset: index) }
+            let start = index
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 if depth >= TolerantJSON.maximumDepth {
                     try skipNested()
-                    return mark("nested deeper than \(TolerantJSON.maximumDepth) levels")
+                    return mark("nested deeper than \(TolerantJSON.maximumDepth) levels", at: start)
                 }
                 return byte == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
             case UInt8(ascii: "\""):
                 switch try string() {
                 case .success(let string): return .string(string)
-                case .failure(let reason): return mark(reason.reason)
+                case .failure(let reason): return mark(reason.reason, at: start)
                 }
             case UInt8(ascii: "t"): try literal("true"); return .bool(true)
             case UInt8(ascii: "f"): try literal("false"); return .bool(false)
@@ -116,9 +108,9 @@ package struct TolerantJSON {
             for byte in word.utf8 { try expect(byte) }
         }
 
-        private mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
+        private mutating func object(depth: Int) throws(SyntaxError) -> FSJSONValue {
             try expect(UInt8(ascii: "{"))
-            var object: [String: JSONValue] = [:]
+            var object: [String: FSJSONValue] = [:]
             skipWhitespace()
             if current == UInt8(ascii: "}") { index += 1; return .object(object) }
             while true {
@@ -139,9 +131,9 @@ package struct TolerantJSON {
             }
         }
 
-        private mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
+        private mutating func array(depth: Int) throws(SyntaxError) -> FSJSONValue {
             try expect(UInt8(ascii: "["))
-            var array: [JSONValue] = []
+            var array: [FSJSONValue] = []
             skipWhitespace()
             if current == UInt8(ascii: "]") { index += 1; return .array(array) }
             while true {
@@ -185,56 +177,76 @@ package struct TolerantJSON {
         /// control byte and is valid UTF-8; otherwise `nil`, still at the text's start.
         private mutating func plainString() -> String? {
             var end = index
+            var ascii = true
             while end < bytes.count {
                 let byte = bytes[end]
-                if byte == UInt8(ascii: "\""), let text = String(validating: bytes[index..<end], as: UTF8.self) {
+                if byte == UInt8(ascii: "\"") {
+                    // ASCII needs no validation, which costs more than the decoding (a generic
+                    // metadata lookup per call): most keys and values are ASCII.
+                    let text = ascii
+                        ? String(decoding: bytes[index..<end], as: UTF8.self)
+                        : String(validating: bytes[index..<end], as: UTF8.self)
+                    guard let text else { return nil }
                     index = end + 1
                     return text
                 }
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+                ascii = ascii && byte < 0x80
                 end += 1
             }
             return nil
         }
 
-        /// The string's text from its start to the closing quote, byte by byte: escapes decoded,
-        /// runs of other bytes checked as UTF-8, the first problem kept as the reason.
+        /// The string's text from its start to the closing quote, byte by byte: escapes decoded to
+        /// UTF-8 beside the other bytes, the whole checked as UTF-8 at the end (a problem there
+        /// is the reason before a lone surrogate).
         private mutating func escapedString() throws(SyntaxError) -> Result<String, ReasonError> {
-            var units: [UInt16] = []
-            var problem: String?
-            var raw: [UInt8] = []
+            var decoded: [UInt8] = []
+            var highSurrogate: UInt16?
+            var loneSurrogate = false
             while true {
                 guard let byte = current else { throw SyntaxError(offset: index) }
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    Self.flush(&raw, into: &units, problem: &problem)
-                    if let problem { return .failure(ReasonError(reason: problem)) }
-                    guard let text = String(validating: units, as: UTF16.self) else {
+                    guard let text = String(validating: decoded, as: UTF8.self) else {
+                        return .failure(ReasonError(reason: "a string is not valid UTF-8"))
+                    }
+                    if loneSurrogate || highSurrogate != nil {
                         return .failure(ReasonError(reason: "a string holds a lone surrogate"))
                     }
                     return .success(text)
                 case UInt8(ascii: "\\"):
-                    Self.flush(&raw, into: &units, problem: &problem)
-                    units.append(try escapedUnit())
+                    let unit = try escapedUnit()
+                    switch unit {
+                    case 0xD800...0xDBFF:
+                        if highSurrogate != nil { loneSurrogate = true }
+                        highSurrogate = unit
+                    case 0xDC00...0xDFFF:
+                        if let high = highSurrogate {
+                            let value = 0x10000 + (UInt32(high - 0xD800) << 10) + UInt32(unit - 0xDC00)
+                            Self.appendUTF8(of: value, to: &decoded)
+                            highSurrogate = nil
+                        } else {
+                            loneSurrogate = true
+                        }
+                    default:
+                        if highSurrogate != nil { loneSurrogate = true; highSurrogate = nil }
+                        Self.appendUTF8(of: UInt32(unit), to: &decoded)
+                    }
                 case 0x00..<0x20:
                     throw SyntaxError(offset: index - 1)
                 default:
-                    raw.append(byte)
+                    if highSurrogate != nil { loneSurrogate = true; highSurrogate = nil }
+                    decoded.append(byte)
                 }
             }
         }
 
-        /// Appends the UTF-16 of `raw`'s bytes to `units` when they are valid UTF-8 (else notes the
-        /// first problem), and empties `raw`.
-        private static func flush(_ raw: inout [UInt8], into units: inout [UInt16], problem: inout String?) {
-            guard !raw.isEmpty else { return }
-            if let text = String(validating: raw, as: UTF8.self) {
-                units.append(contentsOf: text.utf16)
-            } else if problem == nil {
-                problem = "a string is not valid UTF-8"
-            }
-            raw.removeAll()
+        /// Appends the UTF-8 of the scalar `value` (not a surrogate) to `bytes`.
+        private static func appendUTF8(of value: UInt32, to bytes: inout [UInt8]) {
+            guard let scalar = Unicode.Scalar(value) else { return }
+            UTF8.encode(scalar) { bytes.append($0) }
         }
 
         /// The UTF-16 unit of the escape after a backslash.
@@ -249,9 +261,18 @@ package struct TolerantJSON {
             case UInt8(ascii: "r"): return 0x0D
             case UInt8(ascii: "t"): return 0x09
             case UInt8(ascii: "u"):
-                guard index + 4 <= bytes.count,
-                      let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-                    throw SyntaxError(offset: index)
+                // Four hex digits exactly: no sign, as `UInt16(_:radix:)` would take.
+                guard index + 4 <= bytes.count else { throw SyntaxError(offset: index) }
+                var unit: UInt16 = 0
+                for byte in bytes[index..<index + 4] {
+                    let digit: UInt8
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                    default: throw SyntaxError(offset: index)
+                    }
+                    unit = unit << 4 | UInt16(digit)
                 }
                 index += 4
                 return unit
@@ -259,7 +280,7 @@ package struct TolerantJSON {
             }
         }
 
-        private mutating func number() throws(SyntaxError) -> JSONValue {
+        private mutating func number() throws(SyntaxError) -> FSJSONValue {
             let start = index
             if current == UInt8(ascii: "-") { index += 1 }
             func digits() -> Int {
@@ -285,7 +306,7 @@ package struct TolerantJSON {
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if isInteger, let exact = Int64(text) { return .int(exact) }
             guard let double = Double(text), double.isFinite else {
-                return mark("the number \(text.prefix(40)) is beyond the range of a double")
+                return mark("the number \(text.prefix(40)) is beyond the range of a double", at: start)
             }
             return .double(double)
         }
@@ -296,7 +317,7 @@ package struct TolerantJSON {
     }
 }
 
-extension JSONValue {
+extension FSJSONValue {
     /// Takes out the value at `path` (an object's key, an array's element); nothing when there is none.
     package mutating func remove(at path: ArraySlice<TolerantJSON.Step>) {
         guard let first = path.first else { return }

@@ -125,7 +125,7 @@ extension OutgoingHit {
     /// The hit cache document as a value: what a custom cache receives (the `hits.document`
     /// column holds the same as text, `cacheDocumentText`). Its content is read from the wire text.
     var cacheDocument: HitCacheDocument {
-        let content = (try? JSONValue(json: Data(wire.utf8)))?.objectValue ?? [:]
+        let content = (try? FSJSONValue(parsing: Data(wire.utf8)))?.objectValue ?? [:]
         return HitCacheDocument(visitorId: visitorId, anonymousId: anonymousId, type: type, time: createdAt, content: content)
     }
 

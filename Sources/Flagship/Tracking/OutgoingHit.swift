@@ -32,14 +32,14 @@ package struct OutgoingHit: Sendable, Equatable {
     var kind: FSHitKind { isActivate ? .activate : .hit }
 
     /// A hit from its wire fields (without `qt`), encoded here once.
-    init(id: String, type: String, createdAt: Int64, fields: [String: JSONValue]) {
+    init(id: String, type: String, createdAt: Int64, fields: [String: FSJSONValue]) {
         let isActivate = type == "ACTIVATE"
         let visitor = isActivate ? fields["vid"] : (fields["cuid"] ?? fields["vid"])
         self.init(id: id, type: type, createdAt: createdAt,
                   visitorId: visitor?.stringValue ?? String(id.prefix { $0 != ":" }),
                   anonymousId: isActivate ? fields["aid"]?.stringValue : (fields["cuid"] != nil ? fields["vid"]?.stringValue : nil),
                   isConsentHit: type == "EVENT" && fields["ea"]?.stringValue == "fs_consent",
-                  wire: JSONValue.object(fields).jsonString())
+                  wire: FSJSONValue.object(fields).jsonString())
     }
 
     private init(id: String, type: String, createdAt: Int64, visitorId: String, anonymousId: String?, isConsentHit: Bool, wire: String) {
@@ -74,7 +74,7 @@ package struct OutgoingHit: Sendable, Equatable {
     }
 
     /// The hit cache document (STORE.md), as the `hits.document` column holds it, written around
-    /// the wire text, which is not encoded again: `JSONValue.jsonString()`'s layout, keys sorted.
+    /// the wire text, which is not encoded again: `FSJSONValue.jsonString()`'s layout, keys sorted.
     package var cacheDocumentText: String {
         Self.documentPrefix(anonymousId: anonymousId) + wire + Self.documentSuffix(createdAt: createdAt, type: type, visitorId: visitorId)
     }
@@ -86,12 +86,12 @@ package struct OutgoingHit: Sendable, Equatable {
     }
 
     private static func documentPrefix(anonymousId: String?) -> String {
-        "{\"data\":{\"anonymousId\":" + (anonymousId.map { JSONValue.string($0).jsonString() } ?? "null") + ",\"content\":"
+        "{\"data\":{\"anonymousId\":" + (anonymousId.map { FSJSONValue.string($0).jsonString() } ?? "null") + ",\"content\":"
     }
 
     private static func documentSuffix(createdAt: Int64, type: String, visitorId: String) -> String {
-        ",\"time\":\(createdAt),\"type\":" + JSONValue.string(type).jsonString()
-            + ",\"visitorId\":" + JSONValue.string(visitorId).jsonString() + "},\"version\":1}"
+        ",\"time\":\(createdAt),\"type\":" + FSJSONValue.string(type).jsonString()
+            + ",\"visitorId\":" + FSJSONValue.string(visitorId).jsonString() + "},\"version\":1}"
     }
 
     private static let anonymousIdStart = "{\"data\":{\"anonymousId\":"
@@ -104,7 +104,7 @@ package struct OutgoingHit: Sendable, Equatable {
         let start = utf8.index(utf8.startIndex, offsetBy: anonymousIdStart.utf8.count)
         guard let end = JSONText.endOfString(in: utf8, at: start) else { return nil }
         let token = String(document[start..<end])
-        return token.contains("\\") ? (try? JSONValue(json: Data(token.utf8)))?.stringValue : String(token.dropFirst().dropLast())
+        return token.contains("\\") ? (try? FSJSONValue(parsing: Data(token.utf8)))?.stringValue : String(token.dropFirst().dropLast())
     }
 
     /// The content of a stored document, when the document is this SDK's layout for this very
@@ -223,7 +223,7 @@ extension OutgoingHit {
 
     /// A hit with the visitor's identity and the environment (PROTOCOL.md section 2): `vid` is the
     /// anonymous id while authenticated, with `cuid` the visitor id; `ds` is `APP`; `cid` the env id.
-    static func hit(type: String, fields: [String: JSONValue], identity: Identity, envId: String, createdAt: Int64) -> OutgoingHit {
+    static func hit(type: String, fields: [String: FSJSONValue], identity: Identity, envId: String, createdAt: Int64) -> OutgoingHit {
         var content = fields
         if let anonymousId = identity.anonymousId {
             content["vid"] = .string(anonymousId)
@@ -246,15 +246,15 @@ extension OutgoingHit {
         wire.reserveCapacity(48 + 2 * identity.visitorId.utf8.count + variationGroupId.utf8.count + variationId.utf8.count)
         if let anonymousId = identity.anonymousId {
             wire += "\"aid\":"
-            JSONValue.writeString(anonymousId, into: &wire)
+            FSJSONValue.writeString(anonymousId, into: &wire)
             wire += ","
         }
         wire += "\"caid\":"
-        JSONValue.writeString(variationGroupId, into: &wire)
+        FSJSONValue.writeString(variationGroupId, into: &wire)
         wire += ",\"vaid\":"
-        JSONValue.writeString(variationId, into: &wire)
+        FSJSONValue.writeString(variationId, into: &wire)
         wire += ",\"vid\":"
-        JSONValue.writeString(identity.visitorId, into: &wire)
+        FSJSONValue.writeString(identity.visitorId, into: &wire)
         wire += "}"
         return OutgoingHit(id: HitID.make(visitorId: identity.visitorId, createdAt: createdAt), type: "ACTIVATE", createdAt: createdAt,
                            visitorId: identity.visitorId, anonymousId: identity.anonymousId, isConsentHit: false, wire: wire)

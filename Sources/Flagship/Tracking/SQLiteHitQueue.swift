@@ -220,7 +220,7 @@ final class SQLiteHitQueue: HitQueue {
                 continue
             }
             do {
-                hits.append(OutgoingHit(id: record.id, document: try HitCacheDocument(JSONValue(json: Data(record.document.utf8)))))
+                hits.append(OutgoingHit(id: record.id, document: try HitCacheDocument(FSJSONValue(parsing: Data(record.document.utf8)))))
             } catch {
                 logger.error("A cached hit cannot be sent, its document is not a hit cache document (\(error)): it stays in the cache as a dead letter, never sent (`flagship hits` lists it), until it expires",
                              metadata: logger.logLevel <= .debug ? ["hit_id": .string(record.id)] : nil)

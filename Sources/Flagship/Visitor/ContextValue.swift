@@ -4,7 +4,7 @@ import Foundation
 package enum ContextValue {
     /// The value `key` takes in the visitor's context, or why it cannot: `fs_` keys are the SDK's own
     /// (sent beside the context with every decision request), and the value must be one targeting compares.
-    static func check(key: String, _ value: Any) -> Result<JSONValue, ContextError> {
+    static func check(key: String, _ value: Any) -> Result<FSJSONValue, ContextError> {
         if key.hasPrefix("fs_") {
             return .failure(ContextError(key: key, reason: "keys starting with fs_ belong to the SDK"))
         }
@@ -12,7 +12,7 @@ package enum ContextValue {
     }
 
     /// `value` as a context value, or a sentence saying why it cannot be one.
-    package static func validate(_ value: Any) -> Result<JSONValue, ContextValueError> {
+    package static func validate(_ value: Any) -> Result<FSJSONValue, ContextValueError> {
         switch value {
         case let string as String:
             return .success(.string(string))
@@ -32,7 +32,7 @@ package enum ContextValue {
                 if !isFloatingPoint, text.range(of: #"^-?[0-9]+$"#, options: .regularExpression) != nil, Int64(text) == nil {
                     return .failure(ContextValueError(reason: "\(text) is an integer outside the 64-bit range and cannot be sent exactly"))
                 }
-                if let converted = try? JSONValue(any: value) { return .success(converted) }
+                if let converted = try? FSJSONValue(any: value) { return .success(converted) }
             }
             if let integer = value as? any BinaryInteger {
                 guard let exact = Int64(exactly: integer) else {

@@ -3,7 +3,7 @@ struct VisitorState: Sendable {
     var visitorId: String
     /// Set while the visitor is authenticated: the id it had before (experience continuity).
     var anonymousId: String?
-    var context: [String: JSONValue]
+    var context: [String: FSJSONValue]
     var hasConsented: Bool
     var campaigns: [AssignedCampaign] = []
     var flags: [String: FlagEntry] = [:]

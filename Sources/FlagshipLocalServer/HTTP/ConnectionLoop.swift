@@ -1,3 +1,4 @@
+import Flagship
 import FlagshipStore
 import Foundation
 
@@ -319,5 +320,5 @@ final class ConnectionLoop: @unchecked Sendable {
 
 /// `text` as a JSON string literal, quotes included.
 func jsonString(_ text: String) -> String {
-    WireJSON.string(text).description
+    FSJSONValue.string(text).description
 }
