@@ -15,12 +15,4 @@ package final class SerialQueueExecutor: TaskExecutor {
         let job = UnownedJob(job)
         queue.async { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
-
-    /// Suspends for `seconds` on the queue's own timer (the monotonic clock), then goes on
-    /// behind what was queued meanwhile.
-    package func sleep(_ seconds: Double) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.asyncAfter(deadline: .now() + seconds) { continuation.resume() }
-        }
-    }
 }

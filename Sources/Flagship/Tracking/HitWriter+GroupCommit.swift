@@ -197,22 +197,23 @@ extension HitWriter {
 /// The group commits' loops: a child task of the tracking manager's `run`, on the store queue.
 extension HitWriter {
     /// Runs the spaced group commits (a flow's, `commitSpacing` after the one before, and the
-    /// documents' after their coalescing window), each once its delay is over on the monotonic
-    /// clock, until `finishCommits()` or cancellation. The loops run on the store queue itself
-    /// (its task executor): a commit runs there behind the claims and settlements queued during
-    /// its wait, with no hop to another thread. A commit for a writer found idle is queued on the
-    /// store queue at once instead (`scheduleDrain(after: 0)`): through the loop, one caller's
-    /// awaited hit took 142 – 151 µs to commit against 75 – 95 µs queued at once (the Tracking
-    /// benchmark's p50, three runs against two, 2026-11-29). A close writes what was accepted itself (`drainAll()`), so a commit asked for
-    /// and not run when this ends is not missed.
+    /// documents', after their coalescing window), each once its wait on the monotonic clock is
+    /// over, until `finishCommits()` or cancellation, which also end a wait under way. The loops
+    /// run on the store queue itself (its task executor): a commit runs there behind the claims
+    /// and settlements queued during its wait, with no hop to another thread. A commit for a
+    /// writer found idle is queued on the store queue at once instead (`scheduleDrain(after:
+    /// 0)`): through the loop, one caller's awaited hit took 142 – 151 µs to commit against 75 –
+    /// 95 µs queued at once (the Tracking benchmark's p50, 2026-11-29). A close writes what was
+    /// accepted itself (`drainAll()`), so a commit asked for and not run when this ends is not
+    /// missed.
     func runCommits() async {
-        let executor = store.executor
+        let (executor, stopped) = (store.executor, commitsStopped)
         await withDiscardingTaskGroup { group in
             group.addTask(executorPreference: executor) { [self] in
-                await Self.commitLoop(hitCommits.stream, on: executor) { [self] in drainAsQueued() }
+                await Self.commitLoop(hitCommits.stream, stopped: stopped) { [self] in drainAsQueued() }
             }
             group.addTask(executorPreference: executor) { [self] in
-                await Self.commitLoop(documentCommits.stream, on: executor) { [self] in
+                await Self.commitLoop(documentCommits.stream, stopped: stopped) { [self] in
                     state.withLock { $0.documentDrainQueued = false }
                     drain(yielding: true)
                 }
@@ -220,19 +221,21 @@ extension HitWriter {
         }
     }
 
-    /// Ends `runCommits()` once it has run what was asked for before.
+    /// Ends `runCommits()` now: a wait under way (a document's window lasts as long as it is set
+    /// to) ends with it, its commit not run.
     func finishCommits() {
+        commitsStopped.fulfil(())
         hitCommits.continuation.finish()
         documentCommits.continuation.finish()
     }
 
-    private static func commitLoop(_ requests: AsyncStream<TimeInterval>, on executor: SerialQueueExecutor,
+    private static func commitLoop(_ requests: AsyncStream<TimeInterval>, stopped: OneShot<Void>,
                                    _ commit: @Sendable () -> Void) async {
         for await delay in requests {
-            // Resumed behind what the store queue took meanwhile, the sender's claims first: a
-            // flow of hits that never stops does not keep the sender from the store.
-            await executor.sleep(delay)
-            if Task.isCancelled { return }
+            // The wait ends at its deadline (resumed on the store queue behind what it took
+            // meanwhile, the sender's claims first: a flow of hits that never stops does not keep
+            // the sender from the store), or at once when the loop is stopped or cancelled.
+            if await stopped.value(until: .now() + delay) != nil || Task.isCancelled { return }
             commit()
         }
     }

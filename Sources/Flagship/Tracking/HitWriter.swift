@@ -73,6 +73,8 @@ final class HitWriter: Sendable {
     /// Bounded by the writer's state: at most one of each is asked for and not yet run.
     let hitCommits = AsyncStream.makeStream(of: TimeInterval.self)
     let documentCommits = AsyncStream.makeStream(of: TimeInterval.self)
+    /// Set by `finishCommits()`: ends the loops' waits at once.
+    let commitsStopped = OneShot<Void>()
 
     init(settings: TrackingManager.Settings, store: TrackingStore, clock: any SDKClock, logger: Logger,
          callbacks: DeliveryCallbacks, visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)?,
