@@ -84,15 +84,7 @@ final class PostgresHitRowTests: PostgresTestCase {
     /// its hits are listed, with none.
     func testAStoreOlderThanTheProvenanceListsItsHitsWithout() async throws {
         let server = try postgres()
-        let database = try server.createDatabase()
-        let connection = try await connect(server, database: database)
-        do {
-            _ = try await PostgresMigrator(migrations: Array(Migration.postgres.prefix(2))).migrate(connection, sharesDatabase: false, logger: logger)
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
+        let database = try await databaseAtVersion(2, of: server)
         _ = try server.psql(database, """
             INSERT INTO flagship.hits (env_id, id, visitor_id, type, document, created_at) VALUES ('env', 'alice:1', 'alice', 'EVENT', '{}', 5)
             """)

@@ -26,15 +26,7 @@ final class PostgresProvenanceTests: PostgresTestCase {
 
     func testTheMigrationCarriesEachVisitorsHistoryForwardAsUnknown() async throws {
         let server = try postgres()
-        let database = try server.createDatabase()
-        let connection = try await connect(server, database: database)
-        do {
-            _ = try await PostgresMigrator(migrations: Array(Migration.postgres.prefix(2))).migrate(connection, sharesDatabase: false, logger: logger)
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
+        let database = try await databaseAtVersion(2, of: server)
         // Rows as a version 2 store holds them (its SQL: no decisions table yet).
         let document = #"{"version":1,"data":{"visitorId":"v1","consent":true,"context":{},"#
             + #""campaigns":[{"campaignId":"c1","variationGroupId":"vg1","variationId":"var1"}],"assignmentsHistory":{"vg1":"var1","vg9":"var9"}}}"#

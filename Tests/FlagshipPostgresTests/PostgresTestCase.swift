@@ -1,5 +1,6 @@
 #if Postgres
 import FlagshipLocalServer
+import FlagshipStore
 import Foundation
 import Logging
 import PostgresNIO
@@ -50,6 +51,22 @@ class PostgresTestCase: XCTestCase {
     /// A connection of its own: what one instance of a fleet holds.
     func connect(_ server: TemporaryPostgres, database: String) async throws -> PostgresConnection {
         try await Self.connect(server, database: database, logger: logger)
+    }
+
+    /// A new database of `server` at schema version `version` (the first migrations only), as a
+    /// store made by an older release holds it.
+    func databaseAtVersion(_ version: Int, of server: TemporaryPostgres) async throws -> String {
+        let database = try server.createDatabase()
+        let connection = try await connect(server, database: database)
+        do {
+            _ = try await PostgresMigrator(migrations: Array(Migration.postgres.prefix(version)))
+                .migrate(connection, sharesDatabase: false, logger: logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+        return database
     }
 
     static func connect(_ server: TemporaryPostgres, database: String, logger: Logger) async throws -> PostgresConnection {

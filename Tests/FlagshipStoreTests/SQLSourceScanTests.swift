@@ -32,8 +32,6 @@ final class SQLSourceScanTests: XCTestCase {
                   reason: "a column or NULL, one of two literals chosen by the schema's shape"),
         Allowance(file: "HitRecordStore.swift", expression: "Self.columns",
                   reason: "a constant list of the table's column names"),
-        Allowance(file: "HitRecordStore.swift", expression: "Self.pageColumns",
-                  reason: "a constant list of the table's column names"),
         Allowance(file: "BucketingFileVersionStore.swift", expression: "Self.selectColumns",
                   reason: "a constant SELECT of the kept bucketing files' column names"),
         Allowance(file: "DecisionRecordStore.swift", expression: "try selectColumns()",

@@ -48,6 +48,32 @@ final class TrackingLifecycleTests: TrackingTestCase {
         try await ended(task)
     }
 
+    /// The writer's loop waits out a visitor document's coalescing window (an hour here): a
+    /// close ends that wait with the loop, the document written by the close itself.
+    func testCloseEndsTheLifecycleTaskWhileAVisitorDocumentWaitsForItsWindow() async throws {
+        start(trackingBuilder().withTrackingSettings { $0.documentCoalescing = 3_600 })
+        let visitor = makeVisitor()
+        try await visitor.fetchFlags()
+        let runtime = try XCTUnwrap(flagship.currentRuntime)
+        let task = try XCTUnwrap(runtime.backgroundTask)
+        try await waitUntil("the writer's loop waits for the document's window") {
+            runtime.tracking.writer.commitsStopped.waiting == 1
+        }
+
+        // In a task: a loop that kept waiting would hold the close, on a clock that never moves.
+        let instance: Flagship = flagship
+        let closing = Task { await instance.close() }
+        try await ended(task)
+        await closing.value
+        XCTAssertTrue(try visitorIsStored("v1"), "the close wrote the document that waited")
+    }
+
+    private func visitorIsStored(_ id: String) throws -> Bool {
+        let store = try inspectStore()
+        defer { store.close() }
+        return try store.read { try $0.visitors.visitor(id: id) } != nil
+    }
+
     func testAManagerDroppedWithoutCloseEndsItsTask() async throws {
         var manager: TrackingManager? = makeManager()
         manager?.start()
