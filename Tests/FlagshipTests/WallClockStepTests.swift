@@ -20,12 +20,17 @@ final class WallClockStepTests: TrackingTestCase {
 
         // Five hours ahead, past the 4-hour lifetime; then the batch interval's tick, which expires.
         clock.step(by: 5 * Self.hour)
-        try await waitForSleepers(1)
+        // Both waits armed, the interval's timer and the failed send's backoff wake: an advance
+        // made before the timer armed its wait would be lost to it.
+        try await waitForSleepers(2)
         clock.advance(by: 61)
+        let stepped = "The system clock is 18000 s ahead of the time measured since start"
+        try await waitUntil("the interval's tick notes the step") {
+            self.log.messages(at: .warning).contains { $0.hasPrefix(stepped) }
+        }
         await flagship.waitUntilTrackingIsIdle()
         XCTAssertEqual(try storedClickLabels().sorted(), labels(1...5), "a minute passed, not five hours: nothing expired")
-        XCTAssertEqual(log.messages(at: .warning).filter { $0.hasPrefix("The system clock is 18000 s ahead of the time measured since start") }.count, 1,
-                       "\(log.messages(at: .warning))")
+        XCTAssertEqual(log.messages(at: .warning).filter { $0.hasPrefix(stepped) }.count, 1, "\(log.messages(at: .warning))")
         XCTAssertFalse(log.allText.contains("unsent hit(s) older than"), "nothing was deleted")
 
         try server.start()
