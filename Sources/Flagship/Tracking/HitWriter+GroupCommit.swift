@@ -202,10 +202,10 @@ extension HitWriter {
     /// run on the store queue itself (its task executor): a commit runs there behind the claims
     /// and settlements queued during its wait, with no hop to another thread. A commit for a
     /// writer found idle is queued on the store queue at once instead (`scheduleDrain(after:
-    /// 0)`): through the loop, one caller's awaited hit took 142 – 151 µs to commit against 75 –
-    /// 95 µs queued at once (the Tracking benchmark's p50, 2026-11-29). A close writes what was
-    /// accepted itself (`drainAll()`), so a commit asked for and not run when this ends is not
-    /// missed.
+    /// 0)`): through the loop, one caller's awaited hit waited for one more wake-up of the loop
+    /// before its commit (the Tracking suite's latency benchmark shows it). A close writes what
+    /// was accepted itself (`drainAll()`), so a commit asked for and not run when this ends is
+    /// not missed.
     func runCommits() async {
         let (executor, stopped) = (store.executor, commitsStopped)
         await withDiscardingTaskGroup { group in
