@@ -6,9 +6,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// What the SDK's calls into PostgreSQL have in common: each is made from a dispatch queue of
-/// the SDK (never a thread of Swift's cooperative pool), waits there for its answer, and is
-/// bounded by the store's `callTimeout`. Each first makes sure the store is prepared (its schema
+/// What the SDK's calls into PostgreSQL have in common: each is bounded by the store's
+/// `callTimeout`, and either awaited (`awaited`: the sender's claims and settlements, from its
+/// task) or, for the writer's side of the hit queue, made from a dispatch queue of the SDK (never
+/// a thread of Swift's cooperative pool) that waits there for its answer (`call`). Each first makes sure the store is prepared (its schema
 /// migrated, the database found to be ours): a store PostgreSQL was away for at start is
 /// prepared by the first call that reaches it; one `prepare()` refused is never written to.
 protocol BoundedPostgresCalls {
@@ -49,6 +50,42 @@ extension BoundedPostgresCalls {
             task.cancel()
             throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
         }
+        return try Self.value(of: result, doing: what)
+    }
+
+    /// As `call`, awaited: the caller's task suspends (no thread waits) until the answer or
+    /// `callTimeout`, whichever comes first; past it the work is cancelled and left to end by
+    /// itself, as `call`'s. The caller's cancellation does not end the wait (what it records,
+    /// the sender's settlements, must be recorded whatever becomes of it), the timeout does.
+    /// The sender's calls (claims and settlements) are made this way.
+    @discardableResult
+    func awaited<T: Sendable>(
+        _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
+    ) async throws(FSCacheError) -> T {
+        let (store, envId, logger) = (store, envId, logger)
+        let outcome = OneShot<Result<T, any Error>>()
+        // On a thread of the store's, as `call`'s: the glue of postgres-nio never waits for the pool.
+        let task = Task(executorPreference: store.executor) {
+            let result: Result<T, any Error>
+            do {
+                try await store.ensurePrepared()
+                result = .success(try await store.client.withConnection { try await work($0, envId, logger) })
+            } catch {
+                result = .failure(error)
+            }
+            outcome.fulfil(result)
+        }
+        let clock = SystemClock()
+        let deadline = clock.now().addingTimeInterval(FlagshipPostgresStore.seconds(store.callTimeout))
+        guard let result = await outcome.value(until: deadline, clock: clock, cancellable: false) else {
+            task.cancel()
+            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(store.location) within \(store.callTimeout)")
+        }
+        return try Self.value(of: result, doing: what)
+    }
+
+    /// A call's value, or its failure as the SDK's cache error.
+    private static func value<T>(of result: Result<T, any Error>, doing what: String) throws(FSCacheError) -> T {
         switch result {
         case .success(let value):
             return value

@@ -92,21 +92,28 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     }
 
     func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        try erase(visitorId: visitorId, keeping: keeping, writtenUpTo: nil)
+        try call("erasing a visitor", erasing(visitorId, keeping: keeping, writtenUpTo: nil))
     }
 
-    /// As `erase(visitorId:keeping:)`, sparing what was written after `writtenUpTo` (unix ms).
-    func erase(visitorId: String, keeping: Set<String>, writtenUpTo: Int64?) throws -> Int {
-        try call("erasing a visitor") { [self] connection, envId, logger in
+    /// As `erase(visitorId:keeping:)`, sparing what was written after `writtenUpTo` (unix ms), and
+    /// awaited: a withdrawal PostgreSQL missed, carried out by the sender once it answers again.
+    func erase(visitorId: String, keeping: Set<String>, writtenUpTo: Int64) async throws -> Int {
+        try await awaited("erasing a visitor", erasing(visitorId, keeping: keeping, writtenUpTo: writtenUpTo))
+    }
+
+    private func erasing(_ visitorId: String, keeping: Set<String>, writtenUpTo: Int64?)
+        -> @Sendable (PostgresConnection, String, Logger) async throws -> Int {
+        { [self] connection, envId, logger in
             let offset = try await offset(on: connection, logger: logger)
             return try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
                 .erase(visitorId: visitorId, keepingHits: keeping, writtenUpTo: writtenUpTo?.shifted(by: offset))
         }
     }
 
-    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+    /// Awaited, as `settle`: no thread waits for the round trip.
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
         let (owner, until, throughBackoff) = (owner, now.shifted(by: leaseMilliseconds), claimsThroughBackoff)
-        let records = try call("claiming hits") { [self] connection, envId, logger in
+        let records = try await awaited("claiming hits") { [self] connection, envId, logger in
             let offset = try await offset(on: connection, logger: logger)
             let records = try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
                 .claim(endpoint, owner: owner, now: now.shifted(by: offset), leaseUntil: until.shifted(by: offset), limit: limit,
@@ -128,7 +135,7 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
             // Back in the SDK's time: the base of its qt is its age as the database has it.
             return hit.shiftingTimes(by: -records.1)
         }
-        setAside(unreadable)
+        await setAside(unreadable)
         return hits
     }
 
@@ -136,11 +143,11 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
     /// the claim are sent as usual): no instance claims them again. One error line each time
     /// some are set aside; if that fails, they stay leased and the next claim after the lease
     /// tries again.
-    private func setAside(_ ids: [String]) {
+    private func setAside(_ ids: [String]) async {
         guard !ids.isEmpty else { return }
         let reason = "not a hit cache document: it cannot be sent as it was written"
         do {
-            try call("setting unreadable hits aside") { connection, envId, logger in
+            try await awaited("setting unreadable hits aside") { connection, envId, logger in
                 try await PostgresHitStore(connection: connection, envId: envId, logger: logger).setAside(ids: ids, reason: reason)
             }
             logger.error("\(ids.count) hit(s) in the PostgreSQL store are not hit cache documents: set aside as dead letters, never sent (`flagship hits` lists them, expiry deletes them)")
@@ -149,10 +156,10 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         }
     }
 
-    func settle(_ settlement: HitSettlement) throws {
+    func settle(_ settlement: HitSettlement) async throws {
         guard !settlement.isEmpty else { return }
         let owner = owner
-        try call("recording what was sent") { [self] connection, envId, logger in
+        try await awaited("recording what was sent") { [self] connection, envId, logger in
             let offset = try await offset(on: connection, logger: logger)
             return try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
                 .settle(done: settlement.delivered + settlement.rejected, failed: settlement.failed, owner: owner,

@@ -39,12 +39,12 @@ extension SpillingHitQueue {
     }
 
     /// Carries out the consent erasures PostgreSQL missed, when it is up; each leaves the local
-    /// store once PostgreSQL took it.
-    func carryOutErasures() {
+    /// store once PostgreSQL took it. The sender's (its claims and settlements call it), awaited.
+    func carryOutErasures() async {
         guard primaryIsUp, state.withLock({ $0.erasuresWaiting }), let store = spill.store else { return }
         let waiting: [(visitorId: String, erasure: PendingErasure?)]
         do {
-            waiting = try store.read { try $0.state.all() }
+            waiting = try await store.read(cancellable: false) { try $0.state.all() }
                 .filter { $0.key.hasPrefix(PendingErasure.keyPrefix) }
                 .map { (String($0.key.dropFirst(PendingErasure.keyPrefix.count)),
                         try? JSONDecoder().decode(PendingErasure.self, from: Data($0.value.utf8))) }
@@ -57,9 +57,9 @@ extension SpillingHitQueue {
             do {
                 // A row that is not an erasure this SDK wrote (edited by hand) erases everything
                 // written until now: the safe reading of a withdrawal.
-                _ = try primary.erase(visitorId: visitorId, keeping: Set(erasure?.keeping ?? []),
-                                      writtenUpTo: erasure?.withdrawnAt ?? now())
-                try store.write { try $0.state.removeValue(forKey: PendingErasure.keyPrefix + visitorId) }
+                _ = try await primary.erase(visitorId: visitorId, keeping: Set(erasure?.keeping ?? []),
+                                            writtenUpTo: erasure?.withdrawnAt ?? now())
+                try await store.write(cancellable: false) { try $0.state.removeValue(forKey: PendingErasure.keyPrefix + visitorId) }
                 done += 1
             } catch {
                 primaryFailed(error)

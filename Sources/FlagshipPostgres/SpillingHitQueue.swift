@@ -116,8 +116,8 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
             primaryFailed(error)
             return saveLocally(hits, visitors: visitors)
         }
+        // Erasures PostgreSQL missed are carried out by the sender's next claim (`recordUnrecorded`).
         hitsCommitted()
-        carryOutErasures()
         guard !moving.isEmpty else { return saved }
         do {
             try spill.forget(moving)
@@ -251,18 +251,23 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// The spill's hits first (only this instance can send them), then PostgreSQL's.
-    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
-        recordUnrecorded()
-        let local = try spill.claim(endpoint, limit: limit, now: now)
+    /// Each round's claims first record what PostgreSQL missed (outcomes, erasures) once it answers.
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
+        await recordUnrecorded()
+        let local = try await spill.claim(endpoint, limit: limit, now: now)
         if !local.isEmpty {
             state.withLock { $0.claimedFromSpill.formUnion(local.map(\.id)) }
         }
-        guard local.count < limit else { return local }
-        let shared = (try? either({ try primary.claim(endpoint, limit: limit - local.count, now: now) }, else: { [] })) ?? []
-        return local + shared
+        guard local.count < limit, primaryIsUp else { return local }
+        do {
+            return local + (try await primary.claim(endpoint, limit: limit - local.count, now: now))
+        } catch {
+            primaryFailed(error)
+            return local
+        }
     }
 
-    func settle(_ settlement: HitSettlement) throws {
+    func settle(_ settlement: HitSettlement) async throws {
         let fromSpill = state.withLock { state -> Set<String> in
             let ids = Set(settlement.delivered + settlement.rejected + settlement.failed)
             let mine = state.claimedFromSpill.intersection(ids)
@@ -275,18 +280,18 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
                           failed: settlement.failed.filter { fromSpill.contains($0) == inSpill },
                           nextAttemptAt: settlement.nextAttemptAt)
         }
-        try spill.settle(part(true))
+        try await spill.settle(part(true))
         let shared = part(false)
         if !shared.isEmpty { state.withLock { $0.unrecorded.append(shared) } }
-        recordUnrecorded()
+        await recordUnrecorded()
     }
 
     /// Records in PostgreSQL the outcomes it missed, when it is up. Until then they wait in
     /// memory: a process that ends first leaves those leases to lapse, and their hits are sent
     /// again (the duplicates a crash may cause, never a loss).
-    func recordUnrecorded() {
+    func recordUnrecorded() async {
         guard primaryIsUp else { return }
-        carryOutErasures()
+        await carryOutErasures()
         let waiting = state.withLock { state -> [HitSettlement] in
             defer { state.unrecorded = [] }
             return state.unrecorded
@@ -299,7 +304,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         var left: [HitSettlement] = []
         for settlement in [merged] + failures where !settlement.isEmpty {
             do {
-                try primary.settle(settlement)
+                try await primary.settle(settlement)
             } catch {
                 primaryFailed(error)
                 left.append(settlement)
@@ -341,9 +346,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     var notDurable: FSCacheError? {
         primaryIsUp ? nil : spill.notDurable
     }
-
-    /// PostgreSQL orders concurrent calls itself, and the local store serializes its own.
-    var takesConcurrentCalls: Bool { true }
 
     var waitingHitsSurvive: Bool {
         spill.waitingHitsSurvive

@@ -155,15 +155,26 @@ package final class FlagshipDatabase: Sendable {
         try database.write(body)
     }
 
-    /// `Database.read` from async code: on the store's own serial queue.
+    /// `Database.read` from async code: on the store's own serial queue, cancellable.
     package func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await database.read(body)
     }
 
-    /// `Database.write` from async code: on the store's own serial queue.
+    /// `Database.write` from async code: on the store's own serial queue, cancellable.
     @discardableResult
     package func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await database.write(body)
+    }
+
+    /// `Database.read` from async code, cancellable or not.
+    package func read<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await database.read(cancellable: cancellable, body)
+    }
+
+    /// `Database.write` from async code, cancellable or not.
+    @discardableResult
+    package func write<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await database.write(cancellable: cancellable, body)
     }
 
     /// Every hit, oldest first, read in pages of `pageSize`, each page in a read transaction of

@@ -46,18 +46,18 @@ final class PostgresClockTests: PostgresTestCase {
         let onTime = queue(store, owner: "on time", skew: 0, logger: logger)
         let ahead = queue(store, owner: "ahead", skew: 5 * Self.hour, logger: warnings.logger)
 
-        let (afterExpiry, claimedAhead, claimedAgainAtOnce, claimedOnTime) = try await offThePool {
+        // The writer's calls wait on the calling thread (off the pool); the sender's are awaited.
+        let afterExpiry = try await offThePool {
             let written = onTime.now()
             _ = try onTime.save((1...3).map { Self.click($0, createdAt: written - 1_000) })
             // Its expiry boundary is 4 h before its own now: an hour after these hits were made.
-            let expired = try ahead.deleteExpired(createdBefore: ahead.now() - Self.lifetime)
-            let claimed = try ahead.claim(.events, limit: 10, now: ahead.now())
-            // Its send failed: it backs the fleet off for 2 s of its own time, not 5 h and 2 s.
-            try ahead.settle(HitSettlement(failed: claimed.map(\.id), nextAttemptAt: ahead.now() + 2_000))
-            let atOnce = try onTime.claim(.events, limit: 10, now: onTime.now())
-            let afterBackoff = try onTime.claim(.events, limit: 10, now: onTime.now() + 2_500)
-            return (expired, claimed, atOnce, afterBackoff)
+            return try ahead.deleteExpired(createdBefore: ahead.now() - Self.lifetime)
         }
+        let claimedAhead = try await ahead.claim(.events, limit: 10, now: ahead.now())
+        // Its send failed: it backs the fleet off for 2 s of its own time, not 5 h and 2 s.
+        try await ahead.settle(HitSettlement(failed: claimedAhead.map(\.id), nextAttemptAt: ahead.now() + 2_000))
+        let claimedAgainAtOnce = try await onTime.claim(.events, limit: 10, now: onTime.now())
+        let claimedOnTime = try await onTime.claim(.events, limit: 10, now: onTime.now() + 2_500)
         let aheadNow = ahead.now()
         await store.close()
 

@@ -119,15 +119,14 @@ final class PostgresHitRowTests: PostgresTestCase {
                                      now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) })
         let hit = activate(createdAt: queue.now() - 1_000)
 
-        // The queue waits for PostgreSQL on the calling thread: not on one of the cooperative pool.
-        let claimed = try await withCheckedThrowingContinuation { continuation in
+        // The writer's save waits for PostgreSQL on the calling thread: not on one of the
+        // cooperative pool. The claim, the sender's, is awaited.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    _ = try queue.save([CachedHit(hit)])
-                    return try queue.claim(.activate, limit: 10, now: queue.now())
-                })
+                continuation.resume(with: Result { _ = try queue.save([CachedHit(hit)]) })
             }
         }
+        let claimed = try await queue.claim(.activate, limit: 10, now: queue.now())
         await store.close()
 
         XCTAssertEqual(claimed, [hit])

@@ -20,6 +20,14 @@ final class ConfinedDelegate<Delegate>: @unchecked Sendable {
         queue.async { body(self.delegate) }
     }
 
+    /// Runs `body` with the delegate on the queue, after every call queued before it, and awaits
+    /// it: the caller's thread is not held meanwhile.
+    func run<T: Sendable>(_ body: @escaping @Sendable (Delegate) -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body(self.delegate)) }
+        }
+    }
+
     /// Runs `body` with the delegate on the queue and waits for it. Never from the queue itself.
     func sync<T>(_ body: (Delegate) throws -> T) rethrows -> T {
         dispatchPrecondition(condition: .notOnQueue(queue))

@@ -96,20 +96,29 @@ final class DelegateHitQueue: HitQueue {
         return evicted.count
     }
 
-    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
         state.withLock { state in
             state.waiting.lend(endpoint, limit: limit, marking: &state.claimed)
         }
     }
 
-    func settle(_ settlement: HitSettlement) throws {
+    /// The delegate's `flushHits` is awaited on its queue (queued without waiting while an
+    /// overrun lookup still runs there).
+    func settle(_ settlement: HitSettlement) async throws {
         let gone = Set(settlement.delivered + settlement.rejected)
         state.withLock { state in
             state.waiting.removeAll { gone.contains($0.id) }
             state.claimed.subtract(gone)
             state.claimed.subtract(settlement.failed)
+            state.claimed.subtract(settlement.released)
         }
-        if !gone.isEmpty { call { $0.flushHits(hitIds: gone.sorted()) } }
+        guard !gone.isEmpty else { return }
+        let flush: @Sendable (any FSHitCacheDelegate) -> Void = { $0.flushHits(hitIds: gone.sorted()) }
+        if lookupOverran.withLock({ $0 }) {
+            delegate.async(flush)
+        } else {
+            await delegate.run(flush)
+        }
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {

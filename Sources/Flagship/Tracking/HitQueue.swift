@@ -6,17 +6,25 @@ import Logging
 ///
 /// Two kinds: ``SQLiteHitQueue`` over the default cache's `hits` table (typed, paged, claimed
 /// in transactions so that processes sharing the file never send a hit twice), and
-/// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics). Every call
-/// blocks on I/O: the tracking manager makes them from its own serial queue, never from a task.
+/// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics).
+///
+/// Two sides. The writer's calls (`save`, expiry, erasure, the count at close) block on I/O: the
+/// tracking manager makes them from its store queue, never from a task. The sender's calls
+/// (`claim`, `settle`) are awaited from its task: a queue does their I/O off Swift's cooperative
+/// pool and off the SDK's background thread (SQLite on its database's own queue, PostgreSQL
+/// awaited on its connection pool, a custom cache on the queue that confines it), so a claim's
+/// round trip holds no thread, and a group commit never waits behind one.
 package protocol HitQueue: Sendable {
     /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
     /// evicted to stay within the cap.
     func save(_ hits: [CachedHit]) throws -> Int
     /// Up to `limit` hits for `endpoint`, oldest first, claimed by this instance so that no other
-    /// sender takes them while they are in flight.
-    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit]
-    /// What became of claimed hits, recorded in one transaction.
-    func settle(_ settlement: HitSettlement) throws
+    /// sender takes them while they are in flight. The sender's; the caller's cancellation is
+    /// ignored (a claim is short, and what it claimed is settled or released).
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit]
+    /// What became of claimed hits, recorded in one transaction. The sender's; recorded whatever
+    /// becomes of the caller's task (what was delivered must leave the store).
+    func settle(_ settlement: HitSettlement) async throws
     /// Deletes the hits created before `boundary` (unix ms); returns how many.
     func deleteExpired(createdBefore boundary: Int64) throws -> Int
     /// Consent withdrawn: deletes the visitor's hits except consent hits; returns how many.
@@ -35,10 +43,6 @@ package protocol HitQueue: Sendable {
     /// Whether the hits waiting in the queue are in a file the next start finds (also when this
     /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
     var waitingHitsSurvive: Bool { get }
-    /// Whether the sender's claims and settlements may run while the writer writes (a database
-    /// server, which orders concurrent calls itself): then they get a queue of their own, and a
-    /// group commit never waits behind a claim's round trip.
-    var takesConcurrentCalls: Bool { get }
     /// Whether hits saved with `CachedHit.claimedUntil` are written already claimed by this
     /// instance: the writer then hands them to the sender in memory, which sends them without
     /// claiming them (the store stays the record: a crash leaves them to the next start).
@@ -70,7 +74,6 @@ extension HitQueue {
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     package var notDurable: FSCacheError? { nil }
     package var waitingHitsSurvive: Bool { true }
-    package var takesConcurrentCalls: Bool { false }
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on

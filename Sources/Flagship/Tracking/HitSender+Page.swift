@@ -10,14 +10,21 @@ extension HitSender {
         case empty, partial, full, failed
     }
 
-    /// The outcome of a page sent, not yet recorded: the next page's claim records it in the same
-    /// visit to the store queue (under load, each visit waits for a group commit), or the round's
-    /// end does.
+    /// The outcome of a page sent, not yet recorded: the next page's claim records it just before
+    /// it claims (or, with nothing to claim, beside the next page's send), or the round's end does.
     struct PendingSettlement {
-        let settlement: HitSettlement
+        var settlement: HitSettlement
         let count: Int
         /// `onVisitorExposed` callbacks of the delivered activates: called once it is recorded.
         let exposed: [@Sendable () -> Void]
+
+        /// With the claims of `ids` ended too (hits the writer committed claimed once the sender
+        /// no longer took them).
+        func releasing(_ ids: [String]) -> PendingSettlement {
+            var pending = self
+            pending.settlement.released += ids
+            return pending
+        }
     }
 
     /// The hits of one page, by where they came from.
@@ -39,12 +46,24 @@ extension HitSender {
     func sendPage(_ endpoint: HitEndpoint, settling pending: inout PendingSettlement?) async -> PageOutcome {
         let stop = state.withLock { $0.closed && $0.finalDeadline == nil }
         guard !stop else { return .failed }
-        // The page before is recorded in the same visit to the store as this claim.
-        let previous = pending
+        // The page before is recorded just before this claim, with the claims the writer could
+        // not hand over ended; with nothing to claim, beside this page's send.
+        var previous = pending
         pending = nil
-        let page = assemble(endpoint, claimed: await claim(endpoint, recording: previous))
-        guard !page.batch.isEmpty else { return .empty }
+        if let unreleased = committedHits?.takeUnreleased(), !unreleased.isEmpty {
+            previous = (previous ?? PendingSettlement(settlement: HitSettlement(), count: 0, exposed: [])).releasing(unreleased)
+        }
+        let claims = store.hits.mayHaveClaimable(endpoint)
+        let besideSend = !claims && committedHits != nil ? previous : nil
+        let claimed = besideSend == nil ? await claim(endpoint, claims: claims, recording: previous) : []
+        async let recording: Void = recordSettlement(besideSend)
+        let page = assemble(endpoint, claimed: claimed)
+        guard !page.batch.isEmpty else {
+            await recording
+            return .empty
+        }
         let (results, sendTook) = await send(page)
+        await recording
         // A send that outlived `close()` (its deadline passed, the transport was shut down): close
         // released the claims and counted what waits, so the outcome is left alone; a delivery
         // the server confirmed is still sent again by the next start (at least once).
@@ -65,43 +84,21 @@ extension HitSender {
 
     // MARK: Claim
 
-    /// Claims the oldest page of `endpoint`'s rows nobody holds, recording `previous` in the same
-    /// visit to the store; with nothing to claim, `previous` is recorded beside this page's send.
+    /// Claims the oldest page of `endpoint`'s rows nobody holds (when `claims`: rows nobody holds
+    /// may be there), recording `previous` just before.
+    ///
+    /// Rows nobody holds are older than the hits committed to this sender's memory: they go
+    /// first. Once a claim comes back short, none is tried until a row is written or released
+    /// unclaimed, or a claim may have lapsed.
     ///
     /// Activates are claimed in pages as large as hits' and sent 100 per request (the events
     /// client splits them): a page of 100 cost a visit to the store per 100 activates, too many
     /// visits to keep up with three activates per visitor when claims are needed.
-    private func claim(_ endpoint: HitEndpoint, recording previous: PendingSettlement?) async -> [OutgoingHit] {
-        let limit = settings.pageSize
-        let claimedAt = clock.now().unixMilliseconds
-        // Rows nobody holds are older than the hits committed to this sender's memory: they go
-        // first. Once a claim comes back short, none is tried until a row is written or released
-        // unclaimed, or a claim may have lapsed.
-        let claims = store.hits.mayHaveClaimable(endpoint)
-        if !claims, let previous, committedHits != nil {
-            // In order, on the sending queue; the round's end waits for it.
-            store.sendingAsync { [self] in
-                var settleError: (any Error)?
-                do { try store.hits.settle(previous.settlement) } catch { settleError = error }
-                recorded(previous, error: settleError)
-                writer.reportBacklog()
-            }
-            return []
-        }
-        guard claims || previous != nil else { return [] }
-        let (settleError, claim) = await store.runSending { [queue = store.hits] () -> ((any Error)?, Result<[OutgoingHit], any Error>) in
-            var settleError: (any Error)?
-            if let previous {
-                do { try queue.settle(previous.settlement) } catch { settleError = error }
-            }
-            return (settleError, claims ? Result { try queue.claim(endpoint, limit: limit, now: claimedAt) } : .success([]))
-        }
-        if let previous {
-            recorded(previous, error: settleError)
-            writer.reportBacklog()
-        }
+    private func claim(_ endpoint: HitEndpoint, claims: Bool, recording previous: PendingSettlement?) async -> [OutgoingHit] {
+        await recordSettlement(previous)
+        guard claims else { return [] }
         do {
-            let claimed = try claim.get()
+            let claimed = try await store.hits.claim(endpoint, limit: settings.pageSize, now: clock.now().unixMilliseconds)
             if state.withLock({ $0.cacheReadFailing.remove(endpoint) != nil }) {
                 logger.info("Cached hits can be read for sending again")
             }
@@ -113,6 +110,15 @@ extension HitSender {
             }
             return []
         }
+    }
+
+    /// Records `pending` (when there is one) in the store, then runs its exposure callbacks.
+    func recordSettlement(_ pending: PendingSettlement?) async {
+        guard let pending else { return }
+        var settleError: (any Error)?
+        do { try await store.hits.settle(pending.settlement) } catch { settleError = error }
+        recorded(pending, error: settleError)
+        writer.reportBacklog()
     }
 
     /// A page's outcome is in the store (or could not be written): its exposure callbacks run.
@@ -186,7 +192,7 @@ extension HitSender {
         if failed {
             // Sends fail: the committed hits waiting here wait in the store instead, claimable
             // once the backoff ends; hits are committed unclaimed until sends succeed again.
-            settlement.released = committedHits?.close().map(\.id) ?? []
+            settlement.released = (committedHits?.close().map(\.id) ?? []) + (committedHits?.takeUnreleased() ?? [])
             backpressure?.sendsFailing(true)
         } else {
             committedHits?.reopen()

@@ -216,19 +216,7 @@ final class HitSender: Sendable {
         state.withLock { $0.poolCount = 0 }
         var pending: PendingSettlement?
         await sendPages(until: deadline, settling: &pending)
-        // Settlements recorded beside the sends are all in the store before the round ends.
-        if committedHits != nil { await store.runSending {} }
-        guard let pending else { return }
-        let error = await store.runSending { [queue = store.hits] () -> (any Error)? in
-            do {
-                try queue.settle(pending.settlement)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        recorded(pending, error: error)
-        writer.reportBacklog()
+        await recordSettlement(pending)
     }
 
     private func sendPages(until deadline: Date?, settling pending: inout PendingSettlement?) async {

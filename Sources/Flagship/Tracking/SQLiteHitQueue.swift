@@ -93,12 +93,6 @@ final class SQLiteHitQueue: HitQueue {
         try save(hits, alongside: nil)
     }
 
-    /// The sender's claims and settlements run beside the writer's group commits (on a queue of
-    /// their own), waiting for the one transaction under way at most, never for the commits
-    /// queued behind it: under a steady flow of hits the sender would otherwise visit the store
-    /// once per group commit, and deliver no faster than the disk commits.
-    var takesConcurrentCalls: Bool { true }
-
     /// Hits written claimed are handed to the sender in memory: no claim, no walk of the index.
     var claimsWhenSaving: Bool { store.opening.readOnly == nil }
 
@@ -200,11 +194,16 @@ final class SQLiteHitQueue: HitQueue {
         case failed(FSCacheError)
     }
 
-    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
+    /// On the database's own queue, beside the writer's group commits on the tracking manager's:
+    /// a claim waits for the one transaction under way at most, never for the commits queued
+    /// behind it (under a steady flow of hits the sender would otherwise visit the store once per
+    /// group commit, and deliver no faster than the disk commits).
+    func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
         // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
         guard store.opening.readOnly == nil else { return [] }
         let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
-        let records = try store.write { db in
+        let (owner, known) = (owner, known)
+        let records = try await store.write(cancellable: false) { db in
             let records = try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
             // Nothing more to claim until a row is written or released unclaimed (in this same
             // lock's order), or a claim lapses.
@@ -228,15 +227,16 @@ final class SQLiteHitQueue: HitQueue {
             }
         }
         if !unreadable.isEmpty {
-            try store.write { try $0.hits.setAside(ids: unreadable, reason: "unreadable document") }
+            try await store.write(cancellable: false) { [unreadable] in try $0.hits.setAside(ids: unreadable, reason: "unreadable document") }
         }
         return hits
     }
 
-    func settle(_ settlement: HitSettlement) throws {
+    /// On the database's own queue, as `claim`.
+    func settle(_ settlement: HitSettlement) async throws {
         guard !settlement.isEmpty else { return }
-        let owner = owner
-        try store.write { db in
+        let (owner, known, capacity, now) = (owner, known, capacity, now)
+        try await store.write(cancellable: false) { db in
             try db.hits.delete(ids: settlement.delivered + settlement.rejected)
             try db.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt)
             if !settlement.released.isEmpty { try db.hits.releaseClaims(owner: owner, ids: settlement.released) }

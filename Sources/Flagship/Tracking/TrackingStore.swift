@@ -2,19 +2,15 @@ import Dispatch
 import FlagshipStore
 import Foundation
 
-/// The one serial queue on which the hit queue (and the default visitor cache's documents) is
-/// read and written: the writer's group commits, the sender's claims and settlements, expiry and
-/// consent erasure, in the order they were asked for. Every call into a `HitQueue` blocks on
-/// I/O, so none runs on a thread of Swift's cooperative pool.
-///
-/// A hit queue that takes concurrent calls (`takesConcurrentCalls`: the SDK's SQLite store, whose
-/// connection's lock orders the two, and FlagshipPostgres's) gets a second serial queue for the
-/// sender's claims and settlements, so that a group commit, which callers of `try await sendHit`
+/// The one serial queue on which the writer's side of the hit queue (and the default visitor
+/// cache's documents) is written: the group commits, expiry, consent erasure and the count at
+/// close, in the order they were asked for. Those calls block on I/O, so none runs on a thread of
+/// Swift's cooperative pool. The sender's claims and settlements are not made here: it awaits
+/// them (`HitQueue.claim`, `settle`), and a group commit, which callers of `try await sendHit`
 /// wait for, never queues behind a claim.
 final class TrackingStore: Sendable {
     let hits: any HitQueue
     private let queue: DispatchQueue
-    private let sendingQueue: DispatchQueue
     /// The store queue as a task executor: the writer's group commits run there, as a loop
     /// (`HitWriter.runCommits`) that is a child task of the tracking manager's `run`.
     let executor: SerialQueueExecutor
@@ -23,17 +19,6 @@ final class TrackingStore: Sendable {
         self.hits = hits
         queue = DispatchQueue(label: "io.flagship.tracking.store")
         executor = SerialQueueExecutor(queue)
-        sendingQueue = hits.takesConcurrentCalls ? DispatchQueue(label: "io.flagship.tracking.sending") : queue
-    }
-
-    /// Runs the sender's `work` (claims, settlements) after the sender's calls queued before it.
-    func runSending<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await queuedCall(on: sendingQueue, work)
-    }
-
-    /// Sets the sender's `work` going after the sender's calls queued before it; returns at once.
-    func sendingAsync(_ work: @escaping @Sendable () -> Void) {
-        sendingQueue.async(execute: work)
     }
 
     /// Sets `work` going after everything queued before it; returns at once.

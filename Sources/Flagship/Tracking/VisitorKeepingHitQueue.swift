@@ -23,7 +23,8 @@ package struct HitsAndVisitorsSaved: Sendable {
 
 /// A hit queue that keeps the visitor cache's documents too: written by the tracking manager's
 /// group commits beside the hits, read by visitor lookups, and erased with the visitor's hits
-/// when consent is withdrawn. Called, as every `HitQueue`, from dispatch queues only.
+/// when consent is withdrawn. Its own calls are the writer's side of a `HitQueue`: made from
+/// dispatch queues only (but `lookUpVisitor`).
 package protocol VisitorKeepingHitQueue: HitQueue {
     /// Writes hits and the visitors' newest documents.
     func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved
@@ -153,10 +154,10 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
 
     // The hit queue's own calls go to `hits`.
     package func save(_ hits: [CachedHit]) throws -> Int { try self.hits.save(hits) }
-    package func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) throws -> [OutgoingHit] {
-        try hits.claim(endpoint, limit: limit, now: now)
+    package func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
+        try await hits.claim(endpoint, limit: limit, now: now)
     }
-    package func settle(_ settlement: HitSettlement) throws { try hits.settle(settlement) }
+    package func settle(_ settlement: HitSettlement) async throws { try await hits.settle(settlement) }
     package func deleteExpired(createdBefore boundary: Int64) throws -> Int { try hits.deleteExpired(createdBefore: boundary) }
     package func purge(visitorId: String, keeping: Set<String>) throws -> Int { try hits.purge(visitorId: visitorId, keeping: keeping) }
     package func count() throws -> Int { try hits.count() }
@@ -164,7 +165,6 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func loadCached(now: Int64) { hits.loadCached(now: now) }
     package var notDurable: FSCacheError? { hits.notDurable }
     package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
-    package var takesConcurrentCalls: Bool { hits.takesConcurrentCalls }
     package var claimsWhenSaving: Bool { hits.claimsWhenSaving }
     package var claimMilliseconds: Int64 { hits.claimMilliseconds }
     package func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool { hits.mayHaveClaimable(endpoint) }

@@ -5,20 +5,41 @@ import Foundation
 /// Swift's cooperative pool (a statement may wait for another process's lock), and stopped by the
 /// calling task's cancellation. A call cancelled while it waits for its turn never runs; one
 /// cancelled while its statements run is interrupted (`sqlite3_interrupt`): its transaction is
-/// rolled back, and it throws `CancellationError`.
+/// rolled back, and it throws `CancellationError`. A call made with `cancellable: false` (what
+/// must be recorded whatever becomes of its caller: what the sender delivered) ignores it.
 extension Database {
     /// `read` from async code, on the store's queue, cancellable.
     package func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await cancellable { call in
-            try self.read { connection in try self.interrupter.running(call, on: connection) { try body(connection) } }
-        }
+        try await read(cancellable: true, body)
     }
 
     /// `write` from async code: one write transaction on the store's queue, cancellable.
     @discardableResult
     package func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await cancellable { call in
+        try await write(cancellable: true, body)
+    }
+
+    /// `read` from async code, on the store's queue, cancellable or not.
+    package func read<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        guard cancellable else { return try await queued { try self.read(body) } }
+        return try await self.cancellable { call in
+            try self.read { connection in try self.interrupter.running(call, on: connection) { try body(connection) } }
+        }
+    }
+
+    /// `write` from async code: one write transaction on the store's queue, cancellable or not.
+    @discardableResult
+    package func write<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        guard cancellable else { return try await queued { try self.write(body) } }
+        return try await self.cancellable { call in
             try self.write { connection in try self.interrupter.running(call, on: connection) { try body(connection) } }
+        }
+    }
+
+    /// `work` on the store's queue, after the calls queued before it, whatever the caller's task becomes.
+    private func queued<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
