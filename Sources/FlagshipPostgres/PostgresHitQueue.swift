@@ -187,10 +187,10 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         }
     }
 
-    func releaseClaims() throws {
+    func releaseClaims(_ ids: [String]?) throws {
         let owner = owner
         try call("releasing claims") { connection, envId, logger in
-            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner)
+            try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner, ids: ids)
         }
     }
 }

@@ -122,10 +122,17 @@ struct PostgresHitStore {
 
     /// Ends `owner`'s leases without counting an attempt (a sender that stopped before sending).
     @discardableResult
-    func releaseClaims(owner: String) async throws -> Int {
-        try await connection.query("""
+    func releaseClaims(owner: String, ids: [String]? = nil) async throws -> Int {
+        guard let ids else {
+            return try await connection.query("""
+                UPDATE flagship.hits SET lease_owner = NULL, lease_until = NULL
+                WHERE env_id = \(envId) AND lease_owner = \(owner)
+                RETURNING 1
+                """, logger: logger).collect().count
+        }
+        return try await connection.query("""
             UPDATE flagship.hits SET lease_owner = NULL, lease_until = NULL
-            WHERE env_id = \(envId) AND lease_owner = \(owner)
+            WHERE env_id = \(envId) AND lease_owner = \(owner) AND id = ANY(\(ids)::text[])
             RETURNING 1
             """, logger: logger).collect().count
     }

@@ -331,10 +331,12 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         return local + ((try? either({ try primary.count() }, else: { 0 })) ?? 0)
     }
 
-    func releaseClaims() throws {
-        try spill.releaseClaims()
-        state.withLock { $0.claimedFromSpill.removeAll() }
-        try? primary.releaseClaims()
+    func releaseClaims(_ ids: [String]?) throws {
+        try spill.releaseClaims(ids)
+        state.withLock { state in
+            if let ids { state.claimedFromSpill.subtract(ids) } else { state.claimedFromSpill.removeAll() }
+        }
+        try? primary.releaseClaims(ids)
     }
 
     func loadCached(now: Int64) {

@@ -129,6 +129,24 @@ final class PostgresHitStoreTests: PostgresTestCase {
         try await connection.close()
     }
 
+    /// A release of some claims (hits an instance committed claimed that its sender no longer
+    /// took) ends those of the owner only.
+    func testAReleaseOfSomeClaimsEndsThoseOfItsOwnerOnly() async throws {
+        let server = try postgres()
+        let connection = try await connect(server, database: try await migratedDatabase(server))
+        let store = PostgresHitStore(connection: connection, envId: "env", logger: logger)
+        try await store.insert(hits(3))
+        let mine = try await store.claim(.events, owner: "a", now: now, leaseUntil: now + 60_000, limit: 2)
+        let theirs = try await store.claim(.events, owner: "b", now: now, leaseUntil: now + 60_000, limit: 10)
+
+        let released = try await store.releaseClaims(owner: "a", ids: [mine[0].id, theirs[0].id])
+        let again = try await store.claim(.events, owner: "c", now: now, leaseUntil: now + 60_000, limit: 10)
+
+        XCTAssertEqual(released, 1, "b's claim is b's")
+        XCTAssertEqual(again.map(\.id), [mine[0].id])
+        try await connection.close()
+    }
+
     /// The cap takes the oldest rows nobody holds, exactly as many as put the table above it,
     /// and only from its own environment; a lease that lapsed is no longer held.
     func testEvictionTakesTheOldestRowsNoInstanceHoldsAndCountsThem() async throws {

@@ -192,22 +192,6 @@ final class CommittedHitsTests: XCTestCase {
         committed.reopen()
         XCTAssertTrue(committed.reserve(1))
     }
-
-    /// A commit reserved while open and finished after the sender closed it: its hits are rows
-    /// claimed by this instance that nobody sends from memory; the sender's next visit to the
-    /// store ends their claims (`takeUnreleased`), once.
-    func testHitsCommittedAfterClosingWaitForTheSendersNextVisitToEndTheirClaims() {
-        let committed = CommittedHits(limit: 10)
-        committed.reopen()
-        XCTAssertTrue(committed.reserve(2))
-        XCTAssertEqual(committed.close().map(\.id), [])
-        XCTAssertFalse(committed.add([hit(1), hit(2, activate: true)], claimedUntil: 100, reserved: 2))
-        XCTAssertEqual(committed.count, 0, "not handed to the sender")
-        XCTAssertEqual(committed.takeUnreleased(), ["v:1", "v:2"])
-        XCTAssertEqual(committed.takeUnreleased(), [], "told once")
-        committed.reopen()
-        XCTAssertTrue(committed.reserve(10), "the reservation's room came back")
-    }
 }
 
 final class HandOverLimitTests: XCTestCase {

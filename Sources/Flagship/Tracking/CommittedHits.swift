@@ -26,9 +26,6 @@ final class CommittedHits: Sendable {
         var reserved = 0
         /// Closed until a batch is accepted: before then, whether sends succeed is not known.
         var open = false
-        /// Hits of reservations that found it closed: committed claimed by this instance, their
-        /// claims not yet ended (the sender's next visit to the store ends them).
-        var unreleased: [String] = []
 
         var count: Int { activates.count + events.count }
     }
@@ -51,17 +48,12 @@ final class CommittedHits: Sendable {
     }
 
     /// The hits of a reservation, committed claimed until `claimedUntil`: they wait for the
-    /// sender. Returns `false` when closed meanwhile: their claims are then ended by the sender's
-    /// next visit to the store (`takeUnreleased`), and a claim sends them. Bounded: only
-    /// reservations made while open, within `limit`, get here.
+    /// sender. Returns `false` when closed meanwhile: the caller releases their claims.
     @discardableResult
     func add(_ hits: [OutgoingHit], claimedUntil: Int64, reserved: Int) -> Bool {
         state.withLock { state in
             state.reserved -= reserved
-            guard state.open else {
-                state.unreleased += hits.map(\.id)
-                return false
-            }
+            guard state.open else { return false }
             for hit in hits {
                 let entry = Entry(hit: hit, claimedUntil: claimedUntil)
                 if hit.isActivate { state.activates.append(entry) } else { state.events.append(entry) }
@@ -103,14 +95,6 @@ final class CommittedHits: Sendable {
             var left = state.activates.removeFirst(upTo: state.activates.count).map(\.hit)
             left += state.events.removeFirst(upTo: state.events.count).map(\.hit)
             return left
-        }
-    }
-
-    /// The hits committed claimed after it closed, whose claims the caller ends; forgotten here.
-    func takeUnreleased() -> [String] {
-        state.withLock { state in
-            defer { state.unreleased = [] }
-            return state.unreleased
         }
     }
 

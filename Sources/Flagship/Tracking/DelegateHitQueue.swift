@@ -133,8 +133,10 @@ final class DelegateHitQueue: HitQueue {
         state.withLock { $0.waiting.count }
     }
 
-    func releaseClaims() throws {
-        state.withLock { $0.claimed.removeAll() }
+    func releaseClaims(_ ids: [String]?) throws {
+        state.withLock { state in
+            if let ids { state.claimed.subtract(ids) } else { state.claimed.removeAll() }
+        }
     }
 
     /// Calls the delegate on its queue and waits, or, while an overrun lookup still runs there,

@@ -33,8 +33,9 @@ package protocol HitQueue: Sendable {
     func purge(visitorId: String, keeping: Set<String>) throws -> Int
     /// How many hits wait.
     func count() throws -> Int
-    /// Ends this instance's claims, so the next start (or another process) sends those hits.
-    func releaseClaims() throws
+    /// Ends this instance's claims on `ids` (`nil`: every one, at close), so that a claim (the
+    /// next start's, another process's) sends those hits. The writer's.
+    func releaseClaims(_ ids: [String]?) throws
     /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
     func loadCached(now: Int64)
     /// Why a saved hit would not be in a file the next start finds, if it would not: the store

@@ -13,18 +13,10 @@ extension HitSender {
     /// The outcome of a page sent, not yet recorded: the next page's claim records it just before
     /// it claims (or, with nothing to claim, beside the next page's send), or the round's end does.
     struct PendingSettlement {
-        var settlement: HitSettlement
+        let settlement: HitSettlement
         let count: Int
         /// `onVisitorExposed` callbacks of the delivered activates: called once it is recorded.
         let exposed: [@Sendable () -> Void]
-
-        /// With the claims of `ids` ended too (hits the writer committed claimed once the sender
-        /// no longer took them).
-        func releasing(_ ids: [String]) -> PendingSettlement {
-            var pending = self
-            pending.settlement.released += ids
-            return pending
-        }
     }
 
     /// The hits of one page, by where they came from.
@@ -46,13 +38,10 @@ extension HitSender {
     func sendPage(_ endpoint: HitEndpoint, settling pending: inout PendingSettlement?) async -> PageOutcome {
         let stop = state.withLock { $0.closed && $0.finalDeadline == nil }
         guard !stop else { return .failed }
-        // The page before is recorded just before this claim, with the claims the writer could
-        // not hand over ended; with nothing to claim, beside this page's send.
-        var previous = pending
+        // The page before is recorded just before this claim; with nothing to claim, beside this
+        // page's send.
+        let previous = pending
         pending = nil
-        if let unreleased = committedHits?.takeUnreleased(), !unreleased.isEmpty {
-            previous = (previous ?? PendingSettlement(settlement: HitSettlement(), count: 0, exposed: [])).releasing(unreleased)
-        }
         let claims = store.hits.mayHaveClaimable(endpoint)
         let besideSend = !claims && committedHits != nil ? previous : nil
         let claimed = besideSend == nil ? await claim(endpoint, claims: claims, recording: previous) : []
@@ -192,7 +181,7 @@ extension HitSender {
         if failed {
             // Sends fail: the committed hits waiting here wait in the store instead, claimable
             // once the backoff ends; hits are committed unclaimed until sends succeed again.
-            settlement.released = (committedHits?.close().map(\.id) ?? []) + (committedHits?.takeUnreleased() ?? [])
+            settlement.released = committedHits?.close().map(\.id) ?? []
             backpressure?.sendsFailing(true)
         } else {
             committedHits?.reopen()

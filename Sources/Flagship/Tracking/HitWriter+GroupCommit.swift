@@ -106,10 +106,9 @@ extension HitWriter {
         let hits = batch.map(\.outgoing)
         do {
             let evicted = try written.hits.get()
-            if let committedHits, let claimedUntil {
-                // The sender stopped taking them meanwhile: its next visit to the store ends their
-                // claims, and a claim sends them.
-                committedHits.add(hits, claimedUntil: claimedUntil, reserved: reserved)
+            if let committedHits, let claimedUntil, !committedHits.add(hits, claimedUntil: claimedUntil, reserved: reserved) {
+                // The sender stopped taking them meanwhile: their claims end, a claim sends them.
+                try? store.hits.releaseClaims(hits.map(\.id))
             }
             reportBacklog()
             if let instrumentation = settings.instrumentation {

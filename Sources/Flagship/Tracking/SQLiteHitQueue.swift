@@ -287,11 +287,11 @@ final class SQLiteHitQueue: HitQueue {
         try store.read { try $0.hits.count() }
     }
 
-    func releaseClaims() throws {
+    func releaseClaims(_ ids: [String]?) throws {
         guard store.opening.readOnly == nil else { return }
         let (owner, capacity, now) = (owner, capacity, now())
         let evicted = try store.write { db in
-            try db.hits.releaseClaims(owner: owner)
+            try db.hits.releaseClaims(owner: owner, ids: ids)
             return try db.hits.evictOldest(beyond: capacity, now: now)
         }
         known.withLock { $0.evictedUntold += evicted }

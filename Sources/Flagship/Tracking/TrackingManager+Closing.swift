@@ -70,7 +70,7 @@ extension TrackingManager {
         await store.run(until: deadline, clock: clock) { [writer, logger, queue = store.hits] () -> (Int, Int) in
             writer.writeBeforeClosing()
             do {
-                try queue.releaseClaims()
+                try queue.releaseClaims(nil)
             } catch {
                 logger.error("Claims on cached hits could not be released (\(error)): they lapse by themselves")
             }

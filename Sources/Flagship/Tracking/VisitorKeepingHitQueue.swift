@@ -161,7 +161,7 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func deleteExpired(createdBefore boundary: Int64) throws -> Int { try hits.deleteExpired(createdBefore: boundary) }
     package func purge(visitorId: String, keeping: Set<String>) throws -> Int { try hits.purge(visitorId: visitorId, keeping: keeping) }
     package func count() throws -> Int { try hits.count() }
-    package func releaseClaims() throws { try hits.releaseClaims() }
+    package func releaseClaims(_ ids: [String]?) throws { try hits.releaseClaims(ids) }
     package func loadCached(now: Int64) { hits.loadCached(now: now) }
     package var notDurable: FSCacheError? { hits.notDurable }
     package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
