@@ -7,10 +7,11 @@ import Logging
 import PostgresNIO
 
 /// What the SDK's calls into PostgreSQL have in common: each is bounded by the store's
-/// `callTimeout`, and either awaited (`awaited`: the sender's claims and settlements, from its
-/// task) or, for the writer's side of the hit queue, made from a dispatch queue of the SDK (never
-/// a thread of Swift's cooperative pool) that waits there for its answer (`call`). Each first makes sure the store is prepared (its schema
-/// migrated, the database found to be ours): a store PostgreSQL was away for at start is
+/// `callTimeout`, and either awaited (`awaited`: the sender's claims and settlements, the
+/// bucketing file's reads and writes) or, for the writer's side of the hit queue and the visitor
+/// lookups, made from a dispatch queue of the SDK (never a thread of Swift's cooperative pool)
+/// that waits there for its answer (`call`). Each first makes sure the store is prepared (its
+/// schema migrated, the database found to be ours): a store PostgreSQL was away for at start is
 /// prepared by the first call that reaches it; one `prepare()` refused is never written to.
 protocol BoundedPostgresCalls {
     var store: FlagshipPostgresStore { get }
@@ -57,7 +58,7 @@ extension BoundedPostgresCalls {
     /// `callTimeout`, whichever comes first; past it the work is cancelled and left to end by
     /// itself, as `call`'s. The caller's cancellation does not end the wait (what it records,
     /// the sender's settlements, must be recorded whatever becomes of it), the timeout does.
-    /// The sender's calls (claims and settlements) are made this way.
+    /// The sender's calls (claims and settlements) and the bucketing file's are made this way.
     @discardableResult
     func awaited<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
@@ -103,20 +104,20 @@ struct PostgresBucketingFiles: SharedBucketingFiles, BoundedPostgresCalls {
     let envId: String
     let logger: Logger
 
-    func file() throws -> BucketingRecord? {
-        try call("reading the bucketing file") { connection, envId, logger in
+    func file() async throws -> BucketingRecord? {
+        try await awaited("reading the bucketing file") { connection, envId, logger in
             try await PostgresBucketingStore(connection: connection, logger: logger).file(envId: envId)
         }
     }
 
-    func save(_ record: BucketingRecord) throws {
-        try call("storing the bucketing file") { connection, _, logger in
+    func save(_ record: BucketingRecord) async throws {
+        try await awaited("storing the bucketing file") { connection, _, logger in
             try await PostgresBucketingStore(connection: connection, logger: logger).save(record)
         }
     }
 
-    func keep(_ version: BucketingFileVersion, keeping: Int) throws {
-        try call("keeping the bucketing file by version") { connection, _, logger in
+    func keep(_ version: BucketingFileVersion, keeping: Int) async throws {
+        try await awaited("keeping the bucketing file by version") { connection, _, logger in
             try await PostgresBucketingStore(connection: connection, logger: logger).keep(version, keeping: keeping)
         }
     }

@@ -166,6 +166,12 @@ package final class FlagshipDatabase: Sendable {
         try await database.write(body)
     }
 
+    /// `work` (blocking calls on this store: several transactions, or work around one) on the
+    /// store's own queue, after the async calls queued before it, whatever the caller's task becomes.
+    package func queued<T: Sendable>(_ work: @escaping @Sendable (FlagshipDatabase) throws -> T) async throws -> T {
+        try await database.queued { try work(self) }
+    }
+
     /// `Database.read` from async code, cancellable or not.
     package func read<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await database.read(cancellable: cancellable, body)

@@ -75,5 +75,52 @@ final class PostgresAwaitedCallsTests: PostgresTestCase {
         XCTAssertLessThan(took, callTimeout * 4, "the calls ended at their timeout, together")
         XCTAssertEqual(claimedAfter, [], "the table answers again, empty")
     }
+
+    /// The fleet's bucketing file is read and written the same way: 32 reads wait for a locked
+    /// `flagship.bucketing` holding no thread, and end at the timeout; then a save and a read work.
+    func testTheFleetsBucketingFileIsAwaitedToo() async throws {
+        let server = try postgres()
+        let database = try await migratedDatabase(server)
+        let store = FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
+                                                password: server.password, database: database),
+                                          sharesDatabase: false, logger: logger, callTimeout: callTimeout, retryAfter: 1)
+        try await store.prepare()
+        let files = PostgresBucketingFiles(store: store, envId: "env", logger: logger)
+        let locker = try await connect(server, database: database)
+        try await locker.query("BEGIN", logger: logger)
+        try await locker.query("LOCK TABLE flagship.bucketing IN ACCESS EXCLUSIVE MODE", logger: logger)
+
+        let started = ContinuousClock.now
+        let (codes, probeWaited) = await withTaskGroup(of: FSCacheError.Code?.self) { group in
+            for _ in 0..<32 {
+                group.addTask {
+                    do {
+                        _ = try await files.file()
+                        return nil
+                    } catch {
+                        return (error as? FSCacheError)?.code
+                    }
+                }
+            }
+            let probe = Task.detached { ContinuousClock.now - started }
+            let probeWaited = await probe.value
+            var codes: [FSCacheError.Code?] = []
+            for await code in group { codes.append(code) }
+            return (codes, probeWaited)
+        }
+        let took = ContinuousClock.now - started
+        try await locker.query("ROLLBACK", logger: logger)
+        try await locker.close()
+        let record = BucketingRecord(envId: "env", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 1_000)
+        try await files.save(record)
+        let read = try await files.file()
+        await store.close()
+
+        XCTAssertLessThan(probeWaited, .milliseconds(500), "a task on the pool ran while the reads waited")
+        XCTAssertEqual(codes.filter { $0 == .unreachable }.count, 32, "each read ended unreachable: \(codes)")
+        XCTAssertLessThan(took, callTimeout * 4, "the reads ended at their timeout, together")
+        XCTAssertEqual(read?.document, record.document)
+        XCTAssertEqual(read?.downloadedAt, 1_000)
+    }
 }
 #endif

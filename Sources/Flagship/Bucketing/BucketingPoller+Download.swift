@@ -51,23 +51,14 @@ extension BucketingPoller {
         file == nil ? "no file yet, flags cannot be decided" : "the current file is kept"
     }
 
-    /// Serves a new file at once, then stores it: the write waits for the store on a queue of
-    /// its own (a busy timeout of seconds when another process holds the lock), never on a thread
-    /// of Swift's pool.
+    /// Serves a new file at once, then stores it, as store work the poll waits for: the local
+    /// write on the store's own queue (a busy timeout of seconds when another process holds the
+    /// lock), the fleet's awaited, never on a thread of Swift's pool.
     func accept(_ response: FSHTTPResponse) async {
         let parsed: ParsedBucketingFile
         let file: BucketingFile
-        let maximumBytes = maximumBytes
         do {
-            // Parsed on the poller's queue, not on the SDK's background thread: a file of
-            // thousands of campaigns takes a large fraction of a second, and every instance's
-            // sender shares that thread.
-            (parsed, file) = try await queuedCall(on: storeQueue) {
-                Result { () throws -> (ParsedBucketingFile, BucketingFile) in
-                    let parsed = try BucketingFile.parse(json: response.body, maximumBytes: maximumBytes)
-                    return (parsed, try BucketingFile(parsed: parsed))
-                }
-            }.get()
+            (parsed, file) = try await Self.parse(response.body, maximumBytes: maximumBytes)
         } catch {
             logger.error("The downloaded bucketing file is unusable (\(error)); \(keptFileNote)")
             return
@@ -96,13 +87,16 @@ extension BucketingPoller {
                                      lastModified: lastModified, downloadedAt: downloadedAt)
         let (store, shared, logger) = (store, shared, logger)
         let version = versionToKeep(of: file, document: record.document, origin: .download)
-        await queuedCall(on: storeQueue) {
-            // Compiled here, off Swift's pool: the next start decides from it without the JSON.
-            Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
-                              failure: "The new bucketing file could not be stored")
+        await runStoreWork {
+            // Compiled on the store's queue, off Swift's pool: the next start decides from it
+            // without the JSON.
+            _ = try? await store?.queued { store in
+                Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
+                                  failure: "The new bucketing file could not be stored")
+            }
             do {
-                try shared?.save(record)
-                if let version { try shared?.keep(version.file, keeping: version.keeping) }
+                try await shared?.save(record)
+                if let version { try await shared?.keep(version.file, keeping: version.keeping) }
             } catch {
                 logger.warning("The new bucketing file could not be shared with the fleet (\(error)): the other instances download it themselves")
             }

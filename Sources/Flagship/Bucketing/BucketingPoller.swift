@@ -20,6 +20,8 @@ final class BucketingPoller: Sendable {
         var campaigns: BucketingFileCampaigns?
         /// Set once the first download of this start has ended, whatever its outcome.
         var closed = false
+        /// Whether any store work was queued (`close` then waits for it).
+        var storeWorkQueued = false
     }
 
     let url: URL
@@ -48,8 +50,15 @@ final class BucketingPoller: Sendable {
     /// Ends with the first download of this start, its failure, `startOffline()` or `close()`:
     /// what a fetch waits for when no file is known yet.
     let firstAttempt = OneShot<Void>()
-    /// Where the downloaded file is written: off the poller's task.
-    let storeQueue = DispatchQueue(label: "io.flagship.bucketing.store")
+    /// The store's work, in the order it was asked for: the fleet's file read at start, a stored
+    /// file compiled again, a version kept, a download written. Run by `runStoreWork()`, a child
+    /// of the instance's background task, so that polling goes on meanwhile: the local store's
+    /// part on its own queue, the fleet's awaited. Bounded by construction: at most three jobs at
+    /// start, and a download's, which the poll awaits before the next one.
+    private let storeWork: AsyncStream<@Sendable () async -> Void>
+    private let storeWorkContinuation: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// Fulfilled once `runStoreWork()` has run every job queued before `close()`.
+    private let storeWorkEnded = OneShot<Void>()
     /// How many file versions the store keeps for provenance; `nil`: none (provenance off).
     let keptVersions: Int?
 
@@ -61,6 +70,7 @@ final class BucketingPoller: Sendable {
         self.envId = envId
         self.maximumBytes = maximumBytes
         (stop, stopContinuation) = AsyncStream.makeStream(of: Void.self)
+        (storeWork, storeWorkContinuation) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
         url = baseURL.flagshipEndpoint(path: [envId, "bucketing.json"])
         self.interval = interval
         self.timeout = timeout
@@ -141,65 +151,105 @@ final class BucketingPoller: Sendable {
         keepVersionSoon(of: stored.file, document: stored.recompile?.document, origin: .store)
     }
 
-    /// Writes the compiled form of the stored file read from its JSON, on the store queue.
+    /// Writes the compiled form of the stored file read from its JSON, on the store's queue.
     func compileSoon(_ file: BucketingFile, digests: [String: String], downloadedAt: Int64) {
         guard let store, store.opening.readOnly == nil else { return }
         let (envId, logger) = (envId, logger)
-        storeQueue.async {
-            StoredBucketingFile.writeCompiled(file, digests: digests, envId: envId, downloadedAt: downloadedAt, to: store, logger: logger)
+        queueStoreWork {
+            _ = try? await store.queued { store in
+                StoredBucketingFile.writeCompiled(file, digests: digests, envId: envId, downloadedAt: downloadedAt, to: store, logger: logger)
+            }
         }
     }
 
     /// The fleet's file, used when it is newer than the one in use (another instance downloaded
-    /// it since), and kept in the local store for the next start. Read on the store queue, so a
-    /// download of this start that comes first is stored after it.
+    /// it since), and kept in the local store for the next start. Store work, so a download of
+    /// this start that comes first is stored after it.
     func loadShared() {
+        guard shared != nil else { return }
+        queueStoreWork { [self] in await adoptShared() }
+    }
+
+    private func adoptShared() async {
         guard let shared else { return }
-        let (store, logger) = (store, logger)
-        storeQueue.async { [self] in
-            let record: BucketingRecord
-            do {
-                guard let found = try shared.file() else { return }
-                record = found
-            } catch {
-                logger.warning("The shared bucketing file could not be read (\(error)); \(keptFileNote)")
-                return
-            }
-            guard record.downloadedAt > state.withLock({ $0.downloadedAt }) else { return }
-            let parsed: ParsedBucketingFile
-            let file: BucketingFile
-            do {
-                parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
-                file = try BucketingFile(parsed: parsed)
-            } catch {
-                logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
-                return
-            }
-            let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
-            let adopted = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
-                guard !state.closed, record.downloadedAt > state.downloadedAt else { return (false, nil) }
-                defer { state.campaigns = campaigns }
-                state.file = file
-                state.lastModified = record.lastModified
-                state.downloadedAt = record.downloadedAt
-                state.bootstrapped = false
-                return (true, state.campaigns)
-            }
-            guard adopted.0 else { return }
-            tellChange(from: adopted.1, to: campaigns)
-            let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
-            logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
-            onFile(file)
-            let version = versionToKeep(of: file, document: record.document, origin: .fleet)
+        let record: BucketingRecord
+        do {
+            guard let found = try await shared.file() else { return }
+            record = found
+        } catch {
+            logger.warning("The shared bucketing file could not be read (\(error)); \(keptFileNote)")
+            return
+        }
+        guard record.downloadedAt > state.withLock({ $0.downloadedAt }) else { return }
+        let parsed: ParsedBucketingFile
+        let file: BucketingFile
+        do {
+            (parsed, file) = try await Self.parse(Data(record.document.utf8), maximumBytes: maximumBytes)
+        } catch {
+            logger.error("The shared bucketing file is unusable (\(error)); \(keptFileNote)")
+            return
+        }
+        let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
+        let adopted = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
+            guard !state.closed, record.downloadedAt > state.downloadedAt else { return (false, nil) }
+            defer { state.campaigns = campaigns }
+            state.file = file
+            state.lastModified = record.lastModified
+            state.downloadedAt = record.downloadedAt
+            state.bootstrapped = false
+            return (true, state.campaigns)
+        }
+        guard adopted.0 else { return }
+        tellChange(from: adopted.1, to: campaigns)
+        let age = Int(max(0, clock.now().unixMilliseconds - record.downloadedAt) / 1000)
+        logger.info("Bucketing file from the shared store (\(file.campaignCount) campaign(s), downloaded \(age) s ago)")
+        onFile(file)
+        let version = versionToKeep(of: file, document: record.document, origin: .fleet)
+        guard let store else { return }
+        let logger = logger
+        _ = try? await store.queued { store in
             Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
                               failure: "The shared bucketing file could not be stored locally")
         }
     }
 
+    /// A file's JSON parsed and checked, on Swift's global executor: not on the SDK's background
+    /// thread, which every instance's sender shares (a file of thousands of campaigns takes a
+    /// large fraction of a second), and never blocking (CPU work only).
+    static func parse(_ json: Data, maximumBytes: Int) async throws -> (ParsedBucketingFile, BucketingFile) {
+        try await withTaskExecutorPreference(globalConcurrentExecutor) {
+            let parsed = try BucketingFile.parse(json: json, maximumBytes: maximumBytes)
+            return (parsed, try BucketingFile(parsed: parsed))
+        }
+    }
+
+    /// Queues `job` as store work; `false` once closed (the job does not run).
+    @discardableResult
+    func queueStoreWork(_ job: @escaping @Sendable () async -> Void) -> Bool {
+        state.withLock { $0.storeWorkQueued = true }
+        if case .terminated = storeWorkContinuation.yield(job) { return false }
+        return true
+    }
+
+    /// Queues `job` as store work and waits until it has run (or until the caller is cancelled:
+    /// the job still runs, in its turn); returns at once once closed.
+    func runStoreWork(_ job: @escaping @Sendable () async -> Void) async {
+        let done = OneShot<Void>()
+        guard queueStoreWork({ await job(); done.fulfil(()) }) else { return }
+        _ = await done.value()
+    }
+
+    /// Runs the store work as it is queued, until `close()` and the work queued before it has
+    /// run; a child of the SDK instance's background task (network or not).
+    func runStoreWork() async {
+        for await job in storeWork { await job() }
+        storeWorkEnded.fulfil(())
+    }
+
     /// The row that keeps `file` by version for provenance, used now; `nil` when provenance is off.
     /// Stores `record` in the local store with `file` compiled beside its JSON (the next start
     /// decides from it without parsing), and keeps `version`; a failure is logged as `failure`,
-    /// and the file is used until the process ends. Blocking: on the store queue, off Swift's pool.
+    /// and the file is used until the process ends. Blocking: on the store's own queue.
     static func storeLocally(_ record: BucketingRecord, compiling file: BucketingFile, digests: [String: String],
                              version: (file: BucketingFileVersion, keeping: Int)?, in store: FlagshipDatabase?,
                              logger: Logger, failure: String) {
@@ -223,16 +273,16 @@ final class BucketingPoller: Sendable {
                                      firstUsedAt: now, lastUsedAt: now), keptVersions)
     }
 
-    /// Keeps `file` by version (`StoredBucketingFile.keepVersion`), on the store queue: a file
-    /// read at start, and the caller goes on.
+    /// Keeps `file` by version (`StoredBucketingFile.keepVersion`), as store work: a file read at
+    /// start, and the caller goes on.
     func keepVersionSoon(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin) {
         guard let keeping = keptVersions, store != nil || shared != nil else { return }
         let (store, shared, logger, envId) = (store, shared, logger, envId)
         let now = clock.now().unixMilliseconds
-        storeQueue.async {
+        queueStoreWork {
             do {
-                try StoredBucketingFile.keepVersion(of: file, document: document, origin: origin, envId: envId, at: now,
-                                                    keeping: keeping, store: store, shared: shared)
+                try await StoredBucketingFile.keepVersion(of: file, document: document, origin: origin, envId: envId, at: now,
+                                                          keeping: keeping, store: store, shared: shared)
             } catch {
                 logger.warning("The bucketing file in use could not be kept by version (\(error)): decisions made on it cannot be replayed")
             }
@@ -270,10 +320,11 @@ final class BucketingPoller: Sendable {
         return file
     }
 
-    /// Returns once the writes queued for the store so far (a downloaded file, a version kept)
-    /// have run, or at `deadline`: `false` then.
+    /// After `close()`: returns once the store work queued before it (a downloaded file, a
+    /// version kept) has run, or at `deadline`: `false` then.
     func waitForStoreWrites(until deadline: Date, clock: any SDKClock) async -> Bool {
-        await queuedCall(on: storeQueue, until: deadline, clock: clock) { true } ?? false
+        guard state.withLock({ $0.storeWorkQueued }) else { return true }
+        return await storeWorkEnded.value(until: deadline, clock: clock, cancellable: false) != nil
     }
 
     /// The network is disabled: no download is made, so none is waited for. Decisions use the
@@ -290,6 +341,7 @@ final class BucketingPoller: Sendable {
     func close() {
         state.withLock { $0.closed = true }
         stopContinuation.finish()
+        storeWorkContinuation.finish()
         endFirstAttempt()
     }
 

@@ -60,34 +60,43 @@ struct StoredBucketingFile {
     /// Keeps `file` by version (decision provenance) in the store and the fleet's, used at `now`,
     /// with the newest `keeping`. `document` `nil`: the file came from the store's compiled form,
     /// without its JSON, which is read only when the version must be written with it (not kept
-    /// yet, or for the fleet), and only if it is still that version. Synchronous: on a queue of
-    /// the caller's, off Swift's pool.
+    /// yet, or for the fleet), and only if it is still that version. The store's part runs on its
+    /// own queue, the fleet's is awaited.
     static func keepVersion(of file: BucketingFile, document: String?, origin: BucketingFileVersion.Origin, envId: String,
-                            at now: Int64, keeping: Int, store: FlagshipDatabase?, shared: (any SharedBucketingFiles)?) throws {
-        func version(_ document: String) -> BucketingFileVersion {
-            BucketingFileVersion(version: file.version, envId: envId, document: document, origin: origin, firstUsedAt: now, lastUsedAt: now)
+                            at now: Int64, keeping: Int, store: FlagshipDatabase?, shared: (any SharedBucketingFiles)?) async throws {
+        let fileVersion = file.version
+        let version: @Sendable (String) -> BucketingFileVersion = { document in
+            BucketingFileVersion(version: fileVersion, envId: envId, document: document, origin: origin, firstUsedAt: now, lastUsedAt: now)
         }
-        /// The stored JSON, if it is still the file's version.
-        func storedDocument() throws -> String? {
-            guard let text = try store?.read({ try $0.bucketing.file(envId: envId)?.document }),
-                  SHA256.hex(of: text.utf8) == file.version else { return nil }
-            return text
-        }
-        if let store, store.opening.readOnly == nil {
-            let marked = try document == nil && store.write {
-                try $0.bucketingFiles.markUsed(version: file.version, envId: envId, at: now, keeping: keeping)
+        var text = document
+        if let store {
+            let forFleet = shared != nil
+            text = try await store.queued { store -> String? in
+                /// The stored JSON, if it is still the file's version.
+                func storedDocument() throws -> String? {
+                    guard let text = try store.read({ try $0.bucketing.file(envId: envId)?.document }),
+                          SHA256.hex(of: text.utf8) == fileVersion else { return nil }
+                    return text
+                }
+                if store.opening.readOnly == nil {
+                    let marked = try document == nil && store.write {
+                        try $0.bucketingFiles.markUsed(version: fileVersion, envId: envId, at: now, keeping: keeping)
+                    }
+                    if !marked, let text = try document ?? storedDocument() {
+                        try store.write { try $0.bucketingFiles.use(version(text), keeping: keeping) }
+                        return text
+                    }
+                }
+                return forFleet ? try document ?? storedDocument() : document
             }
-            if !marked, let text = try document ?? storedDocument() {
-                try store.write { try $0.bucketingFiles.use(version(text), keeping: keeping) }
-            }
         }
-        if let shared, let text = try document ?? storedDocument() {
-            try shared.keep(version(text), keeping: keeping)
+        if let shared, let text {
+            try await shared.keep(version(text), keeping: keeping)
         }
     }
 
     /// Writes the compiled form of a stored file read from its JSON, for the next start, if the
-    /// file is still the download of `downloadedAt`. Synchronous: on a queue of the caller's.
+    /// file is still the download of `downloadedAt`. Synchronous: on the store's own queue.
     static func writeCompiled(_ file: BucketingFile, digests: [String: String], envId: String, downloadedAt: Int64,
                               to store: FlagshipDatabase, logger: Logger) {
         let compiled = CompiledBucketingFile.encode(file, digests: digests)

@@ -82,6 +82,7 @@ final class SDKRuntime: Sendable {
         var work: [@Sendable () async -> Void] = [tracking.run]
         if let retention { work.append { await retention.run() } }
         if let bucketing {
+            work.append { await bucketing.runStoreWork() }
             bucketing.loadStored()
             if bucketing.file == nil { setStatus(.SDK_INITIALIZING) }
             if config.networkDisabled {

@@ -50,15 +50,15 @@ package protocol SharedStoreProvider: Sendable {
     func bucketingFiles(envId: String, logger: Logger) -> (any SharedBucketingFiles)?
 }
 
-/// The bucketing file a fleet shares: the newest download of any instance. Called from dispatch
-/// queues only (each call may wait for the network).
+/// The bucketing file a fleet shares: the newest download of any instance. Awaited by the
+/// bucketing poller's store work (each call may wait for the network; none holds a thread).
 package protocol SharedBucketingFiles: Sendable {
-    func file() throws -> BucketingRecord?
+    func file() async throws -> BucketingRecord?
     /// Keeps `record` unless a newer download is stored already.
-    func save(_ record: BucketingRecord) throws
+    func save(_ record: BucketingRecord) async throws
     /// Keeps a file the SDK decides on by version (decision provenance), and the newest
     /// `keeping` versions by last use.
-    func keep(_ version: BucketingFileVersion, keeping: Int) throws
+    func keep(_ version: BucketingFileVersion, keeping: Int) async throws
 }
 
 /// A hit queue with the visitor documents of this instance's store: in the transaction of the

@@ -36,8 +36,10 @@ extension Database {
         }
     }
 
-    /// `work` on the store's queue, after the calls queued before it, whatever the caller's task becomes.
-    private func queued<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    /// `work` on the store's queue, after the calls queued before it, whatever the caller's task
+    /// becomes: blocking work on this store (several transactions, or work around one) awaited
+    /// from a task, off Swift's cooperative pool.
+    package func queued<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try work() }) }
         }
