@@ -339,9 +339,9 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         try? primary.releaseClaims(ids)
     }
 
-    func loadCached(now: Int64) {
-        spill.loadCached(now: now)
-        primary.loadCached(now: now)
+    func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
+        spill.loadCached(now: now, found: found)
+        primary.loadCached(now: now, found: found)
     }
 
     /// What PostgreSQL takes survives; what the spill takes survives as the local store does.

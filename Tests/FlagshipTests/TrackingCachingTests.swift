@@ -199,9 +199,36 @@ final class TrackingCachingTests: TrackingTestCase {
         try await visitor.sendHit(click(1))
 
         _ = try await server.waitForHits(count: 2)
+        // Said at the timeout, on the wall clock: the hits did not wait for it.
+        try await waitUntil("the lookup's timeout is said") {
+            log.messages(at: .warning).contains { $0.hasPrefix("Hit cache lookup took longer than 50 ms") }
+        }
         slow.gate.signal()
         XCTAssertEqual(deliveredClickLabels(), ["hit-1"])
-        XCTAssertTrue(log.messages(at: .warning).contains { $0.hasPrefix("Hit cache lookup took longer than 50 ms") })
+    }
+
+    /// Nothing waits for a custom cache's lookup at start: hits are committed and sent while it
+    /// runs (their `cacheHits` queued behind it), and what it then finds is replayed.
+    func testAStartDoesNotWaitForACustomHitCachesLookup() async throws {
+        let slow = MemoryHitCache(gated: true)
+        slow.cacheHits(hits: ["old:1": hitDictionary(visitorId: "old", time: clock.now().unixMilliseconds - 5_000, content: [
+            "t": "EVENT", "vid": "old", "ec": "Action Tracking", "ea": "click", "el": "hit-0", "ds": "APP", "cid": Self.envId,
+        ])])
+        start(trackingBuilder().withCacheManager(FSCacheManager(nil, slow, hitCacheLookupTimeout: 60)))
+        let visitor = makeVisitor()
+        try await visitor.sendHit(click(1))
+        _ = try await server.waitForHits(count: 2)
+        XCTAssertEqual(deliveredClickLabels(), ["hit-1"], "sent while the lookup runs")
+        XCTAssertEqual(slow.count("lookupHits"), 0, "still running")
+
+        slow.gate.signal()
+        _ = try await server.waitForHits(count: 3)
+        await flagship.waitUntilTrackingIsIdle()
+        XCTAssertEqual(Set(deliveredClickLabels()), ["hit-0", "hit-1"])
+        let reported = await flagship.trackingStatistics()
+        XCTAssertEqual(reported?.cachedAtStart, 1, "the hit the lookup found, counted once found")
+        XCTAssertFalse(log.messages(at: .warning).contains { $0.hasPrefix("Hit cache lookup took longer") })
+        XCTAssertTrue(log.messages(at: .info).contains { $0.hasPrefix("Replaying 1 cached hit(s)") })
     }
 
     func testADocumentEditedIntoNonsenseIsSetAsideNotSentAndNotLost() async throws {

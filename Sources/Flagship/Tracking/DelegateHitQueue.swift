@@ -23,8 +23,8 @@ final class DelegateHitQueue: HitQueue {
     private let lookupTimeout: TimeInterval
     private let logger: Logger
     private let state = Locked(State())
-    /// Set while a `lookupHits` the SDK gave up waiting for still runs: calls then queue behind it
-    /// instead of holding the tracking manager's thread (the hits are mirrored in memory meanwhile).
+    /// Set while the start's `lookupHits` runs: calls then queue behind it instead of holding the
+    /// tracking manager's thread (the hits are mirrored in memory meanwhile).
     private let lookupOverran = Locked(false)
 
     init(delegate: ConfinedDelegate<any FSHitCacheDelegate>, capacity: Int, lookupTimeout: TimeInterval, logger: Logger) {
@@ -34,16 +34,28 @@ final class DelegateHitQueue: HitQueue {
         self.logger = logger
     }
 
-    /// The delegate's `lookupHits`, waited for at most the lookup timeout (on the tracking
-    /// manager's store queue, never on a task's thread); entries that are not hit documents are
-    /// logged and left out. A late answer is dropped.
-    func loadCached(now: Int64) {
-        let delegate = delegate
-        let logger = logger
-        let answer = Locked<[String: HitCacheDocument]?>(nil)
-        let answered = DispatchSemaphore(value: 0)
+    /// The delegate's `lookupHits`, set going on its queue and not waited for: nothing waits
+    /// meanwhile (the store queue commits hits from the start). Its answer, within the lookup
+    /// timeout, is handed to `found`, whose caller takes it in; entries that are not hit documents
+    /// are logged and left out. Past the timeout a warning says so, and the late answer is dropped
+    /// (meanwhile, calls to the delegate queue behind the lookup without waiting for it).
+    func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
+        let (logger, lookupTimeout) = (logger, lookupTimeout)
+        // Whichever comes first, the answer or the timeout, decides; the other finds it decided.
+        let decided = Locked(false)
+        let decide: @Sendable () -> Bool = {
+            decided.withLock { taken in
+                defer { taken = true }
+                return !taken
+            }
+        }
         let overran = lookupOverran
-        delegate.async { delegate in
+        overran.withLock { $0 = true }
+        let timer = DeadlineTimer.shared.schedule(at: .now() + lookupTimeout) {
+            guard decide() else { return }
+            logger.warning("Hit cache lookup took longer than \(lookupTimeout.millisecondsText): going on without the hits it holds (the next start tries again)")
+        }
+        delegate.async { [self] delegate in
             var documents: [String: HitCacheDocument] = [:]
             for (id, dictionary) in delegate.lookupHits() {
                 do {
@@ -52,16 +64,15 @@ final class DelegateHitQueue: HitQueue {
                     logger.error("A cached hit was ignored: \(error)", metadata: logger.logLevel <= .debug ? ["hit_id": .string(id)] : nil)
                 }
             }
-            answer.withLock { $0 = documents }
             overran.withLock { $0 = false }
-            answered.signal()
+            guard decide() else { return }
+            DeadlineTimer.shared.cancel(timer)
+            let answer = documents
+            found { [self] in
+                load(answer)
+                return answer.count
+            }
         }
-        guard answered.wait(timeout: .now() + lookupTimeout) == .success, let documents = answer.withLock({ $0 }) else {
-            overran.withLock { $0 = answer.withLock { $0 } == nil }
-            logger.warning("Hit cache lookup took longer than \(lookupTimeout.millisecondsText): going on without the hits it holds (the next start tries again)")
-            return
-        }
-        load(documents)
     }
 
     /// Takes in what the delegate holds from earlier runs (its `lookupHits`, already read and

@@ -36,8 +36,11 @@ package protocol HitQueue: Sendable {
     /// Ends this instance's claims on `ids` (`nil`: every one, at close), so that a claim (the
     /// next start's, another process's) sends those hits. The writer's.
     func releaseClaims(_ ids: [String]?) throws
-    /// Reads what earlier runs left, where the queue needs to (a custom cache's `lookupHits`).
-    func loadCached(now: Int64)
+    /// Reads what earlier runs left, where the queue needs to. A custom cache's `lookupHits` is
+    /// not waited for: when it answers within its timeout, `found` is called (once, on the
+    /// cache's queue) with a function that takes its hits in and returns how many; the caller
+    /// runs that in its own order (the store queue), after what it queued before.
+    func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void)
     /// Why a saved hit would not be in a file the next start finds, if it would not: the store
     /// fell back to memory, its file can only be read, or was deleted or replaced under the SDK.
     var notDurable: FSCacheError? { get }
@@ -71,7 +74,7 @@ extension HitQueue {
     package func claimsMayHaveLapsed() {}
     package var lastKnownCount: Int? { nil }
     package func takeEvicted() -> Int { 0 }
-    package func loadCached(now: Int64) {}
+    package func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {}
     /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
     package var notDurable: FSCacheError? { nil }
     package var waitingHitsSurvive: Bool { true }

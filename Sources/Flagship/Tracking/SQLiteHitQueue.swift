@@ -66,7 +66,7 @@ final class SQLiteHitQueue: HitQueue {
 
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
     /// released at once instead of lapsing a minute later, so a restart replays everything.
-    func loadCached(now: Int64) {
+    func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
         guard store.opening.readOnly == nil else { return }
         do {
             let owners = try store.read { try $0.hits.claimOwners(now: now) }

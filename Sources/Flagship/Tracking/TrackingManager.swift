@@ -194,7 +194,22 @@ package final class TrackingManager: HitTracking {
         }
         guard first else { return }
         store.async { [store, writer, sender, lifecycle, clock, logger] in
-            store.hits.loadCached(now: clock.now().unixMilliseconds)
+            store.hits.loadCached(now: clock.now().unixMilliseconds) { takeIn in
+                // A custom cache's hits, once it answers: taken in on the store queue, in order.
+                store.async {
+                    let loaded = takeIn()
+                    guard loaded > 0 else { return }
+                    // Hits accepted since the start are not expired: what expires now was loaded.
+                    let replayed = max(0, loaded - writer.deleteExpired())
+                    guard replayed > 0 else { return }
+                    lifecycle.withLock {
+                        $0.cachedAtStart += replayed
+                        $0.waiting += replayed
+                    }
+                    logger.info("Replaying \(replayed) cached hit(s) left by an earlier run, oldest first")
+                    sender.requestFlush()
+                }
+            }
             let expired = writer.deleteExpired()
             let waiting = (try? store.hits.count()) ?? 0
             lifecycle.withLock {

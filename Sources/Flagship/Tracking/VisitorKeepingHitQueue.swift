@@ -162,7 +162,9 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func purge(visitorId: String, keeping: Set<String>) throws -> Int { try hits.purge(visitorId: visitorId, keeping: keeping) }
     package func count() throws -> Int { try hits.count() }
     package func releaseClaims(_ ids: [String]?) throws { try hits.releaseClaims(ids) }
-    package func loadCached(now: Int64) { hits.loadCached(now: now) }
+    package func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
+        hits.loadCached(now: now, found: found)
+    }
     package var notDurable: FSCacheError? { hits.notDurable }
     package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
     package var claimsWhenSaving: Bool { hits.claimsWhenSaving }
