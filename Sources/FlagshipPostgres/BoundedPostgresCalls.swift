@@ -24,32 +24,16 @@ extension BoundedPostgresCalls {
     /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
     /// that waits for a lost connection may not answer its cancellation at once, and nothing
     /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
-    /// stores, sent twice at worst, never lost).
+    /// stores, sent twice at worst, never lost). The writer's side of the hit queue: it blocks
+    /// one of the SDK's serial dispatch queues, never a thread of the cooperative pool.
     @discardableResult
     func call<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
     ) throws(FSCacheError) -> T {
-        let (store, envId, logger) = (store, envId, logger)
-        let (callTimeout, location) = (store.callTimeout, store.location)
-        let outcome = Locked<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        // The task runs on a thread of the store's, not on Swift's cooperative pool, whose threads
-        // a busy server keeps occupied while this call waits for its answer.
-        let task = Task(executorPreference: store.executor) {
-            let result: Result<T, any Error>
-            do {
-                try await store.ensurePrepared()
-                result = .success(try await store.client.withConnection { try await work($0, envId, logger) })
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        // One of the SDK's serial dispatch queues: not a thread of the cooperative pool.
-        guard done.wait(timeout: .now() + FlagshipPostgresStore.seconds(callTimeout)) == .success, let result = outcome.withLock({ $0 }) else {
+        let (task, outcome) = started(work)
+        guard let result = outcome.value(blockingUntil: .now() + FlagshipPostgresStore.seconds(store.callTimeout)) else {
             task.cancel()
-            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(location) within \(callTimeout)")
+            throw unanswered(what)
         }
         return try Self.value(of: result, doing: what)
     }
@@ -63,26 +47,37 @@ extension BoundedPostgresCalls {
     func awaited<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
     ) async throws(FSCacheError) -> T {
-        let (store, envId, logger) = (store, envId, logger)
-        let outcome = OneShot<Result<T, any Error>>()
-        // On a thread of the store's, as `call`'s: the glue of postgres-nio never waits for the pool.
-        let task = Task(executorPreference: store.executor) {
-            let result: Result<T, any Error>
-            do {
-                try await store.ensurePrepared()
-                result = .success(try await store.client.withConnection { try await work($0, envId, logger) })
-            } catch {
-                result = .failure(error)
-            }
-            outcome.fulfil(result)
-        }
+        let (task, outcome) = started(work)
         let clock = SystemClock()
         let deadline = clock.now().addingTimeInterval(FlagshipPostgresStore.seconds(store.callTimeout))
         guard let result = await outcome.value(until: deadline, clock: clock, cancellable: false) else {
             task.cancel()
-            throw FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(store.location) within \(store.callTimeout)")
+            throw unanswered(what)
         }
         return try Self.value(of: result, doing: what)
+    }
+
+    /// `work` set going on a connection of the pool once the store is prepared, its outcome told
+    /// to the returned `OneShot`. The task runs on a thread of the store's, not on Swift's
+    /// cooperative pool, whose threads a busy server keeps occupied.
+    private func started<T: Sendable>(
+        _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
+    ) -> (Task<Void, Never>, OneShot<Result<T, any Error>>) {
+        let (store, envId, logger) = (store, envId, logger)
+        let outcome = OneShot<Result<T, any Error>>()
+        let task = Task(executorPreference: store.executor) {
+            do {
+                try await store.ensurePrepared()
+                outcome.fulfil(.success(try await store.client.withConnection { try await work($0, envId, logger) }))
+            } catch {
+                outcome.fulfil(.failure(error))
+            }
+        }
+        return (task, outcome)
+    }
+
+    private func unanswered(_ what: String) -> FSCacheError {
+        FSCacheError(code: .unreachable, path: nil, description: "\(what): no answer from \(store.location) within \(store.callTimeout)")
     }
 
     /// A call's value, or its failure as the SDK's cache error.

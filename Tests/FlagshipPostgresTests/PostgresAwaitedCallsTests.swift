@@ -14,6 +14,38 @@ import XCTest
 final class PostgresAwaitedCallsTests: PostgresTestCase {
     private let callTimeout: Duration = .seconds(1)
 
+    /// What `calls` concurrent calls of `call` did: each one's error code (`nil`: it worked),
+    /// how long a task started after them on the pool waited to run, and how long they all took.
+    private func concurrently(_ calls: Int, _ call: @escaping @Sendable (Int) async throws -> Void) async
+        -> (codes: [FSCacheError.Code?], probeWaited: Duration, took: Duration) {
+        let started = ContinuousClock.now
+        let (codes, probeWaited) = await withTaskGroup(of: FSCacheError.Code?.self) { group in
+            for number in 0..<calls {
+                group.addTask {
+                    do {
+                        try await call(number)
+                        return nil
+                    } catch {
+                        return (error as? FSCacheError)?.code
+                    }
+                }
+            }
+            // Started after the calls, on the same pool.
+            let probe = Task.detached { ContinuousClock.now - started }
+            let probeWaited = await probe.value
+            var codes: [FSCacheError.Code?] = []
+            for await code in group { codes.append(code) }
+            return (codes, probeWaited)
+        }
+        return (codes, probeWaited, ContinuousClock.now - started)
+    }
+
+    private func impatientStore(_ server: TemporaryPostgres, database: String) -> FlagshipPostgresStore {
+        FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
+                                    password: server.password, database: database),
+                              sharesDatabase: false, logger: logger, callTimeout: callTimeout, retryAfter: 1)
+    }
+
     private func queue(_ store: FlagshipPostgresStore, owner: String) -> PostgresHitQueue {
         PostgresHitQueue(store: store, envId: "env", owner: owner, leaseMilliseconds: 60_000, logger: logger,
                          now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) })
@@ -26,46 +58,25 @@ final class PostgresAwaitedCallsTests: PostgresTestCase {
     func testClaimsAndSettlementsWaitingForPostgreSQLHoldNoThread() async throws {
         let server = try postgres()
         let database = try await migratedDatabase(server)
-        let store = FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
-                                                password: server.password, database: database),
-                                          sharesDatabase: false, logger: logger, callTimeout: callTimeout, retryAfter: 1)
+        let store = impatientStore(server, database: database)
         try await store.prepare()
         let locker = try await connect(server, database: database)
         try await locker.query("BEGIN", logger: logger)
         try await locker.query("LOCK TABLE flagship.hits IN ACCESS EXCLUSIVE MODE", logger: logger)
 
-        let started = ContinuousClock.now
-        let (codes, probeWaited) = await withTaskGroup(of: FSCacheError.Code?.self) { group in
-            for number in 0..<64 {
-                let queue = queue(store, owner: "instance-\(number)")
-                group.addTask {
-                    do {
-                        _ = try await queue.claim(.events, limit: 10, now: queue.now())
-                        return nil
-                    } catch {
-                        return (error as? FSCacheError)?.code
-                    }
-                }
-                group.addTask {
-                    do {
-                        try await queue.settle(HitSettlement(delivered: ["v\(number):0001"]))
-                        return nil
-                    } catch {
-                        return (error as? FSCacheError)?.code
-                    }
-                }
+        let queues = (0..<64).map { queue(store, owner: "instance-\($0)") }
+        let (codes, probeWaited, took) = await concurrently(128) { number in
+            let queue = queues[number / 2]
+            if number.isMultiple(of: 2) {
+                _ = try await queue.claim(.events, limit: 10, now: queue.now())
+            } else {
+                try await queue.settle(HitSettlement(delivered: ["v\(number):0001"]))
             }
-            // Started after the 128 calls, on the same pool.
-            let probe = Task.detached { ContinuousClock.now - started }
-            let probeWaited = await probe.value
-            var codes: [FSCacheError.Code?] = []
-            for await code in group { codes.append(code) }
-            return (codes, probeWaited)
         }
-        let took = ContinuousClock.now - started
         try await locker.query("ROLLBACK", logger: logger)
         try await locker.close()
-        let claimedAfter = try await queue(store, owner: "after").claim(.events, limit: 10, now: queue(store, owner: "x").now())
+        let after = queue(store, owner: "after")
+        let claimedAfter = try await after.claim(.events, limit: 10, now: after.now())
         await store.close()
 
         XCTAssertLessThan(probeWaited, .milliseconds(500), "a task on the pool ran while the calls waited")
@@ -81,34 +92,14 @@ final class PostgresAwaitedCallsTests: PostgresTestCase {
     func testTheFleetsBucketingFileIsAwaitedToo() async throws {
         let server = try postgres()
         let database = try await migratedDatabase(server)
-        let store = FlagshipPostgresStore(.init(host: server.host, port: server.port, username: server.username,
-                                                password: server.password, database: database),
-                                          sharesDatabase: false, logger: logger, callTimeout: callTimeout, retryAfter: 1)
+        let store = impatientStore(server, database: database)
         try await store.prepare()
         let files = PostgresBucketingFiles(store: store, envId: "env", logger: logger)
         let locker = try await connect(server, database: database)
         try await locker.query("BEGIN", logger: logger)
         try await locker.query("LOCK TABLE flagship.bucketing IN ACCESS EXCLUSIVE MODE", logger: logger)
 
-        let started = ContinuousClock.now
-        let (codes, probeWaited) = await withTaskGroup(of: FSCacheError.Code?.self) { group in
-            for _ in 0..<32 {
-                group.addTask {
-                    do {
-                        _ = try await files.file()
-                        return nil
-                    } catch {
-                        return (error as? FSCacheError)?.code
-                    }
-                }
-            }
-            let probe = Task.detached { ContinuousClock.now - started }
-            let probeWaited = await probe.value
-            var codes: [FSCacheError.Code?] = []
-            for await code in group { codes.append(code) }
-            return (codes, probeWaited)
-        }
-        let took = ContinuousClock.now - started
+        let (codes, probeWaited, took) = await concurrently(32) { _ in _ = try await files.file() }
         try await locker.query("ROLLBACK", logger: logger)
         try await locker.close()
         let record = BucketingRecord(envId: "env", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 1_000)
