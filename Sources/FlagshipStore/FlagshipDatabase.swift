@@ -172,6 +172,12 @@ package final class FlagshipDatabase: Sendable {
         try await database.queued { try work(self) }
     }
 
+    /// Sets `work` going on the store's own queue, after the calls queued before it, and returns
+    /// at once: for a wait bounded by a deadline (`firstOf`), which stops waiting, not the work.
+    package func setGoing(_ work: @escaping @Sendable (FlagshipDatabase) -> Void) {
+        database.queue.async { work(self) }
+    }
+
     /// `Database.read` from async code, cancellable or not.
     package func read<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await database.read(cancellable: cancellable, body)

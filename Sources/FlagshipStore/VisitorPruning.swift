@@ -82,52 +82,59 @@ extension FlagshipDatabase {
     /// transaction; then gives free pages back (`returnFreePages`), all of them or those beyond
     /// the share kept for new rows (`returning`). Each batch first writes the sightings noted so far, so
     /// a visitor looked up a moment ago is never deleted for an older last-seen time.
-    /// `shouldContinue` is asked between batches (a closing SDK stops; what is left is pruned
-    /// next time).
     ///
-    /// Synchronous: call it off Swift's cooperative pool (the SDK runs it on a dispatch queue).
+    /// Each batch runs on the store's own queue (`queued`), between the calls queued there (the
+    /// sender's claims), and the rests between batches are awaited: no thread waits through a
+    /// prune. It stops between two batches when `shouldContinue` says so or the calling task is
+    /// cancelled (a closing SDK): what is left is pruned next time.
     package func pruneVisitors(
         notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, batchSize: Int = pruneBatchSize,
-        returning: PagesReturned = .all, shouldContinue: () -> Bool = { true }
-    ) throws -> VisitorPrune {
+        returning: PagesReturned = .all, shouldContinue: @escaping @Sendable () -> Bool = { true }
+    ) async throws -> VisitorPrune {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
-        var pacing = Pacing(self)
+        var pacing = Pacing()
+        let going = { !Task.isCancelled && shouldContinue() }
         // Most runs find nothing to do: they say so from a read, without taking the write lock.
-        let due = try sightings.count > 0 || read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
+        let due = try await queued { store in
+            try store.sightings.count > 0 || store.read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
+        }
         if due, let boundary {
-            while shouldContinue() {
-                pacing.batchStarts()
-                let deleted = try writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }
-                let full = prune.add(deleted, expired: true, batchSize: batch)
-                pacing.batchEnded(resting: full)
-                guard full else { break }
+            while going() {
+                let deleted = try await pacedBatch(&pacing) { store in
+                    try store.writeBatch { try $0.visitors.deleteNotSeen(since: boundary, limit: batch) }
+                }
+                guard prune.add(deleted, expired: true, batchSize: batch) else { break }
+                await pacing.rest(self)
             }
         }
         if due, let maxVisitors {
-            while shouldContinue() {
-                pacing.batchStarts()
-                let deleted = try writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) }
-                let full = prune.add(deleted, expired: false, batchSize: batch)
-                pacing.batchEnded(resting: full)
-                guard full else { break }
+            while going() {
+                let deleted = try await pacedBatch(&pacing) { store in
+                    try store.writeBatch { try $0.visitors.deleteLeastRecentlySeen(keeping: maxVisitors, limit: batch) }
+                }
+                guard prune.add(deleted, expired: false, batchSize: batch) else { break }
+                await pacing.rest(self)
             }
         }
-        if shouldContinue(), try read({ try $0.sharedParts.collectionDue() }) {
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            prune.sharedPartsDeleted = try write { try $0.sharedParts.collect(now: now) }
+        if going() {
+            prune.sharedPartsDeleted = try await queued { store in
+                guard try store.read({ try $0.sharedParts.collectionDue() }) else { return 0 }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                return try store.write { try $0.sharedParts.collect(now: now) }
+            }
         }
         if returning == .beyondKeptShare {
             // The pages that leave the share kept of the file as it will be once they are gone
             // (`(free - kept × pages) / (1 - kept)`), in whole steps so that none eats into it.
-            let free = Double(try freePageCount()), pages = Double(try pageCount())
+            let (free, pages) = try await queued { store in (Double(try store.freePageCount()), Double(try store.pageCount())) }
             let beyond = (free - Self.freeShareKept * pages) / (1 - Self.freeShareKept)
             let steps = Int(max(0, beyond)) / Self.freePagesPerStep
             if steps > 0 {
-                prune.pagesReturned = try returnFreePages(atMost: steps * Self.freePagesPerStep, pacing: &pacing, shouldContinue: shouldContinue)
+                prune.pagesReturned = try await returnFreePages(atMost: steps * Self.freePagesPerStep, pacing: &pacing, going: going)
             }
         } else if prune.visitors > 0 || prune.sharedPartsDeleted > 0 {
-            prune.pagesReturned = try returnFreePages(pacing: &pacing, shouldContinue: shouldContinue)
+            prune.pagesReturned = try await returnFreePages(pacing: &pacing, going: going)
         }
         prune.longestHold = pacing.longestHold
         prune.batchesYielded = pacing.yielded
@@ -140,6 +147,33 @@ extension FlagshipDatabase {
     package static let longestRest: Duration = .milliseconds(200)
     package static let idleRest: Duration = .milliseconds(1)
 
+    /// What one batch of background work saw, measured on the store's queue around its transaction.
+    struct PacedBatch: Sendable {
+        /// How long it held the connection.
+        var held: Duration
+        /// Whether another thread of this process waited for the connection meanwhile.
+        var othersWaited: Bool
+        /// Whether another process has the file open, when it was looked at before this batch.
+        var otherProcess: Bool?
+    }
+
+    /// `body` (one batch: a write transaction) on the store's queue, measured for `pacing`.
+    private func pacedBatch<T: Sendable>(_ pacing: inout Pacing, _ body: @escaping @Sendable (FlagshipDatabase) throws -> T) async throws -> T {
+        let lookAtOtherProcesses = pacing.otherProcessesDue()
+        let (value, batch) = try await queued { store in
+            let otherProcess = lookAtOtherProcesses
+                ? (try? store.database.withConnection { try StoreSessions.otherProcessOpen($0) }) ?? true : nil
+            let waitsBefore = store.database.connectionWaits
+            let started = ContinuousClock.now
+            let value = try body(store)
+            let batch = PacedBatch(held: ContinuousClock.now - started, othersWaited: store.database.connectionWaits != waitsBefore,
+                                   otherProcess: otherProcess)
+            return (value, batch)
+        }
+        pacing.note(batch)
+        return value
+    }
+
     /// How background work in batches (a prune, giving pages back) shares the write lock.
     ///
     /// When others want the lock, the work rests after each batch four times as long as the
@@ -151,63 +185,58 @@ extension FlagshipDatabase {
     /// 15 ms and as long as the batch, for 0.1 – 0.4 s.
     ///
     /// Others want it when a thread of this process waited for the connection during the batch
-    /// (a group commit, a settlement, a visitor's write), or when another process has the file
-    /// open (a live session in `sdk_state`, looked at once a second): its writes wait on the
-    /// file's lock, out of sight. Otherwise the work rests `idleRest`, then waits while the
-    /// background checkpointer falls behind (`Database.checkpointFallingBehind`): a store nobody
-    /// else writes is pruned at the pace of its checkpoints (`flagship db prune`, or an SDK between
-    /// two flows of visitors), no commit ever copies the whole WAL itself, and a writer arriving
-    /// meanwhile waits one batch at most, as before. Synchronous, like the work it paces: off
-    /// Swift's cooperative pool.
-    package struct Pacing {
-        private let store: FlagshipDatabase
-        private var started = ContinuousClock.now
-        private var waitsBefore = 0
+    /// (a group commit, a visitor's write), or when another process has the file open (a live
+    /// session in `sdk_state`, looked at once a second): its writes wait on the file's lock, out
+    /// of sight. Otherwise the work rests `idleRest`, then waits while the background
+    /// checkpointer falls behind (`Database.checkpointFallingBehind`): a store nobody else writes
+    /// is pruned at the pace of its checkpoints (`flagship db prune`, or an SDK between two flows
+    /// of visitors), no commit ever copies the whole WAL itself, and a writer arriving meanwhile
+    /// waits one batch at most, as before. The rests are awaited (a cancellation ends them);
+    /// calls queued on the store (the sender's claims) run between two batches.
+    struct Pacing {
         private var otherProcess = false
         private var otherProcessLookedAt: ContinuousClock.Instant?
+        private var last: PacedBatch?
         /// The longest batch so far: the longest a writer arriving during the work waited.
         private(set) var longestHold: Duration = .zero
         /// Batches after which the work rested as others wanted the lock.
         private(set) var yielded = 0
 
-        init(_ store: FlagshipDatabase) {
-            self.store = store
-        }
-
-        mutating func batchStarts() {
+        /// Whether the next batch looks at other processes first (once a second).
+        mutating func otherProcessesDue() -> Bool {
             let now = ContinuousClock.now
-            if otherProcessLookedAt.map({ now - $0 >= .seconds(1) }) ?? true {
-                otherProcess = (try? store.database.withConnection { try StoreSessions.otherProcessOpen($0) }) ?? true
-                otherProcessLookedAt = now
-            }
-            waitsBefore = store.database.connectionWaits
-            started = ContinuousClock.now
+            guard otherProcessLookedAt.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            otherProcessLookedAt = now
+            return true
         }
 
-        /// Notes the batch's hold and, when more work follows (`resting`), rests.
-        mutating func batchEnded(resting: Bool) {
-            let held = ContinuousClock.now - started
-            longestHold = max(longestHold, held)
-            guard resting else { return }
-            let wanted = otherProcess || store.database.connectionWaits != waitsBefore
-            if wanted {
+        mutating func note(_ batch: PacedBatch) {
+            if let seen = batch.otherProcess { otherProcess = seen }
+            longestHold = max(longestHold, batch.held)
+            last = batch
+        }
+
+        /// The rest after the last batch, more work following.
+        mutating func rest(_ store: FlagshipDatabase) async {
+            guard let last else { return }
+            if otherProcess || last.othersWaited {
                 yielded += 1
-                Self.sleep(min(max(held * 4, FlagshipDatabase.shortestRest), FlagshipDatabase.longestRest))
+                await Self.sleep(min(max(last.held * 4, FlagshipDatabase.shortestRest), FlagshipDatabase.longestRest))
                 return
             }
             // Nobody else writes: a checkpoint falling behind ends first, or the WAL would outgrow
             // what the background checkpointer copies, and a commit (this work's, or a group
             // commit's arriving now) would checkpoint the whole WAL itself.
             let deadline = ContinuousClock.now + FlagshipDatabase.longestRest
-            Self.sleep(FlagshipDatabase.idleRest)
-            while store.database.checkpointFallingBehind, ContinuousClock.now < deadline {
-                Self.sleep(FlagshipDatabase.idleRest)
+            await Self.sleep(FlagshipDatabase.idleRest)
+            while store.database.checkpointFallingBehind, ContinuousClock.now < deadline, !Task.isCancelled {
+                await Self.sleep(FlagshipDatabase.idleRest)
             }
         }
 
-        private static func sleep(_ rest: Duration) {
-            let (seconds, attoseconds) = rest.components
-            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+        /// A cancelled task's rest ends at once; its work stops before the next batch.
+        private static func sleep(_ rest: Duration) async {
+            try? await Task.sleep(for: rest)
         }
     }
 
@@ -245,30 +274,32 @@ extension FlagshipDatabase {
     package static let freePagesPerStep = 1_000
 
     /// Gives the file's free pages back to the file system (`PRAGMA incremental_vacuum`), in
-    /// steps of `freePagesPerStep` pages, each a write transaction of its own; the file shrinks at
-    /// the next checkpoint. `atMost`: pages to give back at most, rounded up to a whole step.
-    /// Nothing for a file not in incremental auto-vacuum (one opened before it was switched, see
-    /// `open`): its free pages are reused by later rows instead. Returns how many pages left the
-    /// file.
+    /// steps of `freePagesPerStep` pages, each a write transaction of its own on the store's
+    /// queue, paced as a prune's batches; the file shrinks at the next checkpoint. `atMost`: pages
+    /// to give back at most, rounded up to a whole step. Nothing for a file not in incremental
+    /// auto-vacuum (one opened before it was switched, see `open`): its free pages are reused by
+    /// later rows instead. Stops between two steps when the calling task is cancelled. Returns
+    /// how many pages left the file.
     @discardableResult
-    package func returnFreePages(atMost limit: Int = .max, shouldContinue: () -> Bool = { true }) throws -> Int {
-        var pacing = Pacing(self)
-        return try returnFreePages(atMost: limit, pacing: &pacing, shouldContinue: shouldContinue)
+    package func returnFreePages(atMost limit: Int = .max) async throws -> Int {
+        var pacing = Pacing()
+        return try await returnFreePages(atMost: limit, pacing: &pacing, going: { !Task.isCancelled })
     }
 
-    private func returnFreePages(atMost limit: Int = .max, pacing: inout Pacing, shouldContinue: () -> Bool) throws -> Int {
-        guard limit > 0, try autoVacuumMode() == .incremental else { return 0 }
+    private func returnFreePages(atMost limit: Int = .max, pacing: inout Pacing, going: () -> Bool) async throws -> Int {
+        guard limit > 0, try await queued({ try $0.autoVacuumMode() }) == .incremental else { return 0 }
         var returned = 0
-        while returned < limit, shouldContinue() {
-            let before = try freePageCount()
-            guard before > 0 else { break }
-            pacing.batchStarts()
-            try write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }  // freePagesPerStep
-            let after = try freePageCount()
-            returned += before - after
+        while returned < limit, going() {
             // Nothing moved: another process holds pages SQLite cannot move now.
-            pacing.batchEnded(resting: after < before && after > 0)
-            guard after < before else { break }
+            let (before, after) = try await pacedBatch(&pacing) { store -> (Int, Int) in
+                let before = try store.freePageCount()
+                guard before > 0 else { return (0, 0) }
+                try store.write { db in _ = try db.query("PRAGMA incremental_vacuum(1000)") }  // freePagesPerStep
+                return (before, try store.freePageCount())
+            }
+            returned += before - after
+            guard after < before, after > 0 else { break }
+            await pacing.rest(self)
         }
         return returned
     }

@@ -4,7 +4,7 @@ import FlagshipStore
 import Foundation
 
 /// `flagship db prune`: the SDK's visitor retention, run by hand on a store file.
-struct DBPrune: ParsableCommand {
+struct DBPrune: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
         abstract: "Delete the visitors not seen for the retention period, with their decisions.",
@@ -36,7 +36,7 @@ struct DBPrune: ParsableCommand {
         if let maxVisitors, maxVisitors < 0 { throw ValidationError("--max-visitors must be 0 or more") }
     }
 
-    func run() throws {
+    func run() async throws {
         try database.requireStoreFile()
         let now = Date()
         let retention = try VisitorRetentionArgument(seconds: TimeInterval(retention), now: now)
@@ -59,7 +59,7 @@ struct DBPrune: ParsableCommand {
         }
         let sizeBefore = fileSize()
         let started = ContinuousClock.now
-        let prune = try store.pruneVisitors(notSeenSince: retention.boundary, keepingAtMost: maxVisitors)
+        let prune = try await store.pruneVisitors(notSeenSince: retention.boundary, keepingAtMost: maxVisitors)
         let took = (ContinuousClock.now - started).components
         // Closed (the last connection checkpoints the WAL): the pages given back leave the file now.
         store.close()

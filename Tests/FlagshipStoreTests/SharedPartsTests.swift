@@ -142,7 +142,7 @@ final class SharedPartsTests: StoreTestCase {
         XCTAssertFalse(try store.read { try $0.sharedParts.collectionDue(floor: 2) }, "3 rows in use: due past 6")
     }
 
-    func testAPruneCollectsOnceTheSharedRowsOutgrowTheirBound() throws {
+    func testAPruneCollectsOnceTheSharedRowsOutgrowTheirBound() async throws {
         // 1,200 distinct variations, one per visitor, all seen long ago.
         let records = (0..<1_200).map { index -> VisitorRecord in
             let entry = #"{"campaignId":"c\#(index)","flags":{},"variationGroupId":"vg\#(index)","variationId":"var\#(index)"}"#
@@ -150,14 +150,16 @@ final class SharedPartsTests: StoreTestCase {
                                  updatedAt: 1, compact: CompactVisitorDocument(variations: [entry], activated: [false], context: "{}",
                                                                                 preset: nil, assignmentsHistory: "{}"))
         }
-        try store.write { try $0.visitors.save(records) }
-        XCTAssertEqual(try store.read { try $0.sharedParts.counts() }.variations, 1_200)
+        try await store.write { try $0.visitors.save(records) }
+        let before = try await store.read { try $0.sharedParts.counts() }
+        XCTAssertEqual(before.variations, 1_200)
 
-        let prune = try store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil)
 
         XCTAssertEqual(prune.expired, 1_200)
         XCTAssertEqual(prune.sharedPartsDeleted, 1_200)
-        XCTAssertEqual(try store.read { try $0.sharedParts.counts() }.variations, 0)
+        let after = try await store.read { try $0.sharedParts.counts() }
+        XCTAssertEqual(after.variations, 0)
     }
 
     func testASalvageCopiesCompactRowsWhole() throws {

@@ -30,15 +30,16 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
     // MARK: - Retention
 
-    func testPruneDeletesExactlyTheVisitorsNotSeenWithinTheRetentionWithTheirDecisionsAndNoOthers() throws {
+    func testPruneDeletesExactlyTheVisitorsNotSeenWithinTheRetentionWithTheirDecisionsAndNoOthers() async throws {
         let store = try openStore()
         for (id, days) in [("gone-45", Int64(45)), ("gone-31", 31), ("kept-29", 29), ("kept-1", 1), ("kept-0", 0)] {
             try saveVisitor(id, daysAgo: days, in: store)
         }
         // Exactly at the boundary: seen 30 days ago to the millisecond is still within it.
-        try store.write { try $0.visitors.save(.sample("kept-30", updatedAt: self.thirtyDaysBefore())) }
+        let kept = thirtyDaysBefore()
+        try await store.write { try $0.visitors.save(.sample("kept-30", updatedAt: kept)) }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
 
         XCTAssertEqual(prune.expired, 2)
         XCTAssertEqual(prune.evicted, 0)
@@ -47,14 +48,14 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try decidedVisitorIds(store), ["kept-0", "kept-1", "kept-29"])
     }
 
-    func testAPruneWithNothingDueTakesNoWriteLock() throws {
+    func testAPruneWithNothingDueTakesNoWriteLock() async throws {
         let store = try openStore()
         try saveVisitor("recent", daysAgo: 2, in: store)
         try saveVisitor("other", daysAgo: 3, in: store)
         let statements = Locked<[String]>([])
         try store.database.traceStatements { sql in statements.withLock { $0.append(sql) } }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
         try store.database.traceStatements(nil)
 
         XCTAssertEqual(prune, VisitorPrune())
@@ -62,21 +63,24 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertFalse(statements.withLock { $0 }.contains { $0.hasPrefix("BEGIN IMMEDIATE") }, "\(statements.withLock { $0 })")
     }
 
-    func testAReturningVisitorLookedUpButNotRewrittenIsKept() throws {
+    func testAReturningVisitorLookedUpButNotRewrittenIsKept() async throws {
         let store = try openStore()
         try saveVisitor("returning", daysAgo: 40, in: store)
         try saveVisitor("gone", daysAgo: 40, in: store)
         // A lookup today, as the default visitor cache makes it (`FSDefaultCacheVisitor`).
-        let found = try XCTUnwrap(try store.read { try $0.visitors.visitorAndLastSeen(id: "returning") })
+        let read = try await store.read { try $0.visitors.visitorAndLastSeen(id: "returning") }
+        let found = try XCTUnwrap(read)
         XCTAssertEqual(found.lastSeenAt, fixedNowMilliseconds - 40 * Self.day)
         XCTAssertTrue(store.sightings.noteLookup(of: "returning", lastSeenAt: found.lastSeenAt, now: fixedNowMilliseconds))
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
 
         XCTAssertEqual(prune.expired, 1)
         XCTAssertEqual(try visitorIds(store), ["returning"])
-        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "returning") }?.lastSeenAt, fixedNowMilliseconds)
-        XCTAssertEqual(try store.read { try $0.visitors.visitor(id: "returning") }?.updatedAt, fixedNowMilliseconds - 40 * Self.day,
+        let seen = try await store.read { try $0.visitors.visitorAndLastSeen(id: "returning") }
+        XCTAssertEqual(seen?.lastSeenAt, fixedNowMilliseconds)
+        let returning = try await store.read { try $0.visitors.visitor(id: "returning") }
+        XCTAssertEqual(returning?.updatedAt, fixedNowMilliseconds - 40 * Self.day,
                        "a sighting is not a write of the document")
         XCTAssertEqual(store.sightings.count, 0)
     }
@@ -125,16 +129,16 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "v") }?.lastSeenAt, fixedNowMilliseconds)
     }
 
-    func testAPruneOfTwoThousandDueVisitorsTakesSeveralTransactionsOfFiveHundredAtMost() throws {
+    func testAPruneOfTwoThousandDueVisitorsTakesSeveralTransactionsOfFiveHundredAtMost() async throws {
         let store = try openStore()
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
             try db.visitors.save(VisitorRecord.sample("recent"))
         }
         let statements = Locked<[String]>([])
         try store.database.traceStatements { sql in statements.withLock { $0.append(sql) } }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
         try store.database.traceStatements(nil)
 
         XCTAssertEqual(prune.expired, 2_000)
@@ -164,7 +168,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
     // MARK: - Budget
 
-    func testTheBudgetEvictsTheLeastRecentlySeenFirst() throws {
+    func testTheBudgetEvictsTheLeastRecentlySeenFirst() async throws {
         let store = try openStore()
         for (id, days) in [("seen-5", Int64(5)), ("seen-1", 1), ("seen-9", 9), ("seen-3", 3), ("seen-7", 7)] {
             try saveVisitor(id, daysAgo: days, in: store)
@@ -172,7 +176,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         // Looked up today: the most recently seen, though written nine days ago.
         store.sightings.noteLookup(of: "seen-9", lastSeenAt: fixedNowMilliseconds - 9 * Self.day, now: fixedNowMilliseconds)
 
-        let prune = try store.pruneVisitors(notSeenSince: nil, keepingAtMost: 2, batchSize: 2)
+        let prune = try await store.pruneVisitors(notSeenSince: nil, keepingAtMost: 2, batchSize: 2)
 
         XCTAssertEqual(prune.evicted, 3)
         XCTAssertEqual(prune.expired, 0)
@@ -182,11 +186,11 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try decidedVisitorIds(store), ["seen-1", "seen-9"])
     }
 
-    func testRetentionThenBudgetCountEachDeletionOnce() throws {
+    func testRetentionThenBudgetCountEachDeletionOnce() async throws {
         let store = try openStore()
         for index in 0..<6 { try saveVisitor("v\(index)", daysAgo: Int64(index * 10), in: store) }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: 2)
 
         XCTAssertEqual(prune.expired, 2, "40 and 50 days")
         XCTAssertEqual(prune.evicted, 2, "of the four left, the two least recently seen")
@@ -194,14 +198,14 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try visitorIds(store), ["v0", "v1"])
     }
 
-    func testAPruneAskedToStopStopsBetweenBatches() throws {
+    func testAPruneAskedToStopStopsBetweenBatches() async throws {
         let store = try openStore()
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<30).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
         }
         let asked = Locked(0)
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 10) {
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 10) {
             asked.withLock { asked in
                 asked += 1
                 return asked <= 2
@@ -209,33 +213,67 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         }
 
         XCTAssertEqual(prune.expired, 20)
-        XCTAssertEqual(try store.read { try $0.visitors.count() }, 10)
+        let left = try await store.read { try $0.visitors.count() }
+        XCTAssertEqual(left, 10)
+    }
+
+    /// A prune whose task is cancelled (a closing SDK's retention) ends after the batch under way,
+    /// with what it deleted so far, and skips what follows (the shared parts, the free pages); the
+    /// rest is pruned next time.
+    func testAPruneWhoseTaskIsCancelledStopsAfterItsBatch() async throws {
+        let store = try openStore()
+        try await store.write { db in
+            try db.visitors.save((0..<100).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+        let asked = Locked(0)
+        let boundary = thirtyDaysBefore()
+
+        let prune = try await Task {
+            try await store.pruneVisitors(notSeenSince: boundary, keepingAtMost: nil, batchSize: 10) {
+                // Asked on the prune's own task, before each batch: the third cancels it.
+                if asked.withLock({ asked -> Int in
+                    asked += 1
+                    return asked
+                }) == 3 {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                }
+                return true
+            }
+        }.value
+
+        XCTAssertEqual(prune.expired, 30, "the batch under way when it was cancelled, and none after")
+        XCTAssertEqual(prune.transactions, 3)
+        XCTAssertEqual(prune.pagesReturned, 0)
+        XCTAssertEqual(asked.withLock { $0 }, 3)
+        let left = try await store.read { try $0.visitors.count() }
+        XCTAssertEqual(left, 70)
+        let next = try await store.pruneVisitors(notSeenSince: boundary, keepingAtMost: nil, batchSize: 10)
+        XCTAssertEqual(next.expired, 70)
     }
 
     /// A write asked for while a long prune runs goes between two of its batches, not after the
     /// prune: the store's write lock is not fair, and a prune that took it back at once kept the
     /// group commits waiting for seconds (the soak at 3,400 visitors/s).
-    func testAWriteAskedForDuringALongPruneGoesBetweenTwoOfItsBatches() throws {
+    func testAWriteAskedForDuringALongPruneGoesBetweenTwoOfItsBatches() async throws {
         let store = try openStore()
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
         }
         let batches = Locked(0)
         let writtenAfterBatches = Locked<Int?>(nil)
         let writerStarted = DispatchSemaphore(value: 0)
-        let writer = Thread {
-            writerStarted.signal()
-            try? store.write { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
-            writtenAfterBatches.withLock { $0 = batches.withLock { $0 } }
-        }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 20) {
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 20) {
             let done = batches.withLock { batches -> Int in
                 batches += 1
                 return batches
             }
             if done == 2 {
-                writer.start()
+                Thread {
+                    writerStarted.signal()
+                    try? store.write { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
+                    writtenAfterBatches.withLock { $0 = batches.withLock { $0 } }
+                }.start()
                 writerStarted.wait()
             }
             return true
@@ -251,9 +289,9 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
     /// A write that waited for the connection during a batch makes the prune rest four times that
     /// batch's length after it; the batches nobody waited for rest 1 ms.
-    func testAPruneRestsForOthersAfterTheBatchDuringWhichAWriteWaitedAndOnlyThen() throws {
+    func testAPruneRestsForOthersAfterTheBatchDuringWhichAWriteWaitedAndOnlyThen() async throws {
         let store = try openStore()
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<1_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
         }
         let deletes = Locked(0)
@@ -274,7 +312,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
             while store.database.connectionWaits == before { usleep(100) }
         }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
         try store.database.traceStatements(nil)
         written.wait()
 
@@ -307,13 +345,13 @@ final class VisitorRetentionStoreTests: StoreTestCase {
     /// A store nobody else writes (`flagship db prune`, an SDK between two flows of visitors) is
     /// pruned at the pace of its batches: none is followed by the rest that leaves the lock to
     /// others four times as long as the batch.
-    func testAPruneNobodyElseWritesNeverRestsForOthers() throws {
+    func testAPruneNobodyElseWritesNeverRestsForOthers() async throws {
         let store = try openStore()
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
         }
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
 
         XCTAssertEqual(prune.expired, 2_000)
         XCTAssertEqual(prune.transactions, 21, "20 full batches, and one that found none")
@@ -324,21 +362,22 @@ final class VisitorRetentionStoreTests: StoreTestCase {
     /// Another process with the file open writes through the file's lock, which this process
     /// cannot watch: every full batch is followed by the long rest. A session left by a process
     /// that is gone does not count.
-    func testAPruneOfAFileAnotherLiveProcessHasOpenRestsForItAfterEveryFullBatch() throws {
+    func testAPruneOfAFileAnotherLiveProcessHasOpenRestsForItAfterEveryFullBatch() async throws {
         let store = try openStore()
-        try store.write { db in
+        let deadProcess = try deadProcessId()
+        try await store.write { db in
             try db.visitors.save((0..<2_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
-            try db.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)", [.text("store.session.\(try self.deadProcessId()).dead")])
+            try db.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)", [.text("store.session.\(deadProcess).dead")])
         }
-        let gone = try store.pruneVisitors(notSeenSince: nil, keepingAtMost: 1_500, batchSize: 250)
+        let gone = try await store.pruneVisitors(notSeenSince: nil, keepingAtMost: 1_500, batchSize: 250)
         XCTAssertEqual(gone.evicted, 500)
         XCTAssertEqual(gone.batchesYielded, 0, "a session whose process is gone is no writer")
 
         // The parent process (the test runner's launcher, or init) is alive, and not this one.
-        try store.write { db in
+        try await store.write { db in
             try db.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, '0', 0)", [.text("store.session.\(getppid()).live")])
         }
-        let shared = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 500)
+        let shared = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 500)
 
         XCTAssertEqual(shared.expired, 1_500)
         XCTAssertEqual(shared.transactions, 4, "three full batches, and one that found none")
@@ -354,11 +393,11 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertFalse(store.opening.switchedToIncrementalVacuum, "chosen before its first table, no VACUUM needed")
     }
 
-    func testAPruneGivesTheFreedPagesBackAndTheFileShrinks() throws {
+    func testAPruneGivesTheFreedPagesBackAndTheFileShrinks() async throws {
         let store = try openStore()
         // Documents of the size real ones have (about 2.5 KB).
         let padding = String(repeating: "x", count: 2_400)
-        try store.write { db in
+        try await store.write { db in
             try db.visitors.save((0..<2_000).map { index in
                 var record = VisitorRecord.sample("old-\(index)", updatedAt: fixedNowMilliseconds - 40 * Self.day)
                 record.document = visitorDocument(visitorId: record.visitorId, context: ["padding": padding])
@@ -369,7 +408,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         try emptyWAL(store)
         let before = try fileSize(url())
 
-        let prune = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
         try emptyWAL(store)
 
         XCTAssertEqual(prune.expired, 2_000)
@@ -392,13 +431,13 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         }
     }
 
-    func testTheSDKsPruneKeepsAQuarterOfTheFileFreeForNewRowsAndGivesBackTheRest() throws {
+    func testTheSDKsPruneKeepsAQuarterOfTheFileFreeForNewRowsAndGivesBackTheRest() async throws {
         let store = try openStore()
         try saveVisitors(1_000, prefix: "old", daysAgo: 40, in: store)
         try saveVisitors(4_000, prefix: "recent", daysAgo: 1, in: store)
 
         // A fifth of the rows pruned: their pages stay free in the file, for the next rows.
-        let first = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, returning: .beyondKeptShare)
+        let first = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, returning: .beyondKeptShare)
         XCTAssertEqual(first.expired, 1_000)
         XCTAssertEqual(first.pagesReturned, 0)
         let pages = try store.pageCount()
@@ -413,7 +452,7 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
         // The flow stops and everyone falls due: what passes a quarter of the file goes back,
         // in whole steps; a quarter at most stays free.
-        let emptied = try store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
+        let emptied = try await store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
         XCTAssertEqual(emptied.expired, 5_000)
         XCTAssertGreaterThan(emptied.pagesReturned, 0)
         XCTAssertEqual(emptied.pagesReturned % FlagshipDatabase.freePagesPerStep, 0)
@@ -422,35 +461,38 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertEqual(try visitorIds(store), [])
 
         // Each later prune gives back what passes the quarter of the smaller file, nothing due or not.
-        let later = try store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
+        let later = try await store.pruneVisitors(notSeenSince: fixedNowMilliseconds + 1, keepingAtMost: nil, returning: .beyondKeptShare)
         XCTAssertEqual(later.visitors, 0)
         XCTAssertLessThanOrEqual(try store.freePageCount(),
                                  Int(Double(try store.pageCount()) * FlagshipDatabase.freeShareKept) + FlagshipDatabase.freePagesPerStep)
 
         // `flagship db prune`'s: everything.
         try saveVisitors(2_000, prefix: "again", daysAgo: 40, in: store)
-        let byHand = try store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
+        let byHand = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil)
         XCTAssertGreaterThan(byHand.pagesReturned, 1_000)
         XCTAssertEqual(try store.freePageCount(), 0)
     }
 
-    func testGivingPagesBackStopsAtTheLimitInWholeSteps() throws {
+    func testGivingPagesBackStopsAtTheLimitInWholeSteps() async throws {
         let store = try openStore()
         try saveVisitors(4_000, prefix: "old", daysAgo: 40, in: store)
-        try store.write { try $0.visitors.deleteNotSeen(since: self.thirtyDaysBefore(), limit: 10_000) }
+        let boundary = thirtyDaysBefore()
+        try await store.write { try $0.visitors.deleteNotSeen(since: boundary, limit: 10_000) }
         let free = try store.freePageCount()
         XCTAssertGreaterThan(free, 2_500)
 
-        XCTAssertEqual(try store.returnFreePages(atMost: 1), FlagshipDatabase.freePagesPerStep, "a whole step")
-        XCTAssertEqual(try store.returnFreePages(atMost: 0), 0)
+        let step = try await store.returnFreePages(atMost: 1)
+        XCTAssertEqual(step, FlagshipDatabase.freePagesPerStep, "a whole step")
+        let none = try await store.returnFreePages(atMost: 0)
+        XCTAssertEqual(none, 0)
         XCTAssertEqual(try store.freePageCount(), free - FlagshipDatabase.freePagesPerStep)
     }
 
-    func testAFileMadeBeforeIncrementalVacuumIsSwitchedAtOpenAndThenGivesPagesBack() throws {
+    func testAFileMadeBeforeIncrementalVacuumIsSwitchedAtOpenAndThenGivesPagesBack() async throws {
         // A store as builds before version 4 made it: no auto-vacuum.
         let database = try rawDatabase()
         _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
-        try database.write { db in
+        try await database.write { db in
             try db.executeScript("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('v', 1, '{}', 1)")
         }
         XCTAssertEqual(try database.integer("PRAGMA auto_vacuum"), 0)
@@ -461,16 +503,17 @@ final class VisitorRetentionStoreTests: StoreTestCase {
         XCTAssertTrue(store.opening.switchedToIncrementalVacuum)
         XCTAssertEqual(try store.autoVacuumMode(), .incremental)
         XCTAssertEqual(try visitorIds(store), ["v"])
-        XCTAssertEqual(try store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil).expired, 1)
+        let prune = try await store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil)
+        XCTAssertEqual(prune.expired, 1)
     }
 
-    func testAFileLargerThanTheLimitKeepsItsModeAtOpenAndItsFreedPagesAreReused() throws {
+    func testAFileLargerThanTheLimitKeepsItsModeAtOpenAndItsFreedPagesAreReused() async throws {
         let database = try rawDatabase()
         _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
         database.close()
         // Grown past the limit with zeros at its end would not be a database: a big table does it.
         let big = try rawDatabase()
-        try big.write { db in
+        try await big.write { db in
             try db.executeScript("""
                 CREATE TABLE ballast (b BLOB);
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(FlagshipDatabase.vacuumAtOpenMaximumBytes / 60_000 + 10))
@@ -484,14 +527,16 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
         XCTAssertFalse(store.opening.switchedToIncrementalVacuum)
         XCTAssertEqual(try store.autoVacuumMode(), FlagshipDatabase.AutoVacuum.none)
-        XCTAssertEqual(try store.returnFreePages(), 0, "nothing to give back without incremental auto-vacuum")
+        let returnedBeforeTheSwitch = try await store.returnFreePages()
+        XCTAssertEqual(returnedBeforeTheSwitch, 0, "nothing to give back without incremental auto-vacuum")
 
         // By hand (`flagship db prune`): switched whatever the size, then the ballast's pages go back.
         XCTAssertTrue(try FlagshipDatabase.switchToIncrementalVacuum(store.database))
         XCTAssertEqual(try store.autoVacuumMode(), .incremental)
         XCTAssertFalse(try FlagshipDatabase.switchToIncrementalVacuum(store.database), "once")
-        try store.database.write { try $0.execute("DELETE FROM ballast") }
-        XCTAssertGreaterThan(try store.returnFreePages(), 8_000)
+        try await store.database.write { try $0.execute("DELETE FROM ballast") }
+        let returned = try await store.returnFreePages()
+        XCTAssertGreaterThan(returned, 8_000)
         try emptyWAL(store)
         XCTAssertLessThan(try fileSize(url()), 1 << 20)
     }
@@ -512,10 +557,10 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
     // MARK: - Reading any schema version
 
-    func testAVersionThreeFileMigratesWithEachVisitorLastSeenWhenLastWrittenWithoutRewritingARow() throws {
+    func testAVersionThreeFileMigratesWithEachVisitorLastSeenWhenLastWrittenWithoutRewritingARow() async throws {
         let database = try rawDatabase()
         _ = try Migrator().migrate(database, upTo: 3, now: { fixedNow })
-        try database.write { db in
+        try await database.write { db in
             try db.execute("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('a', 1, '{}', 100), ('b', 1, '{}', 50)")
         }
         database.close()
@@ -524,12 +569,13 @@ final class VisitorRetentionStoreTests: StoreTestCase {
 
         XCTAssertEqual(store.opening.fromVersion, 3)
         XCTAssertEqual(store.schemaVersion, Migrator().latestVersion)
-        XCTAssertEqual(try store.read { try $0.visitors.visitorAndLastSeen(id: "a") }?.lastSeenAt, 100)
+        let a = try await store.read { try $0.visitors.visitorAndLastSeen(id: "a") }
+        XCTAssertEqual(a?.lastSeenAt, 100)
         XCTAssertEqual(try store.database.integer("SELECT count(*) FROM visitors WHERE last_seen_at IS NOT NULL"), 0,
                        "the column is added, no row rewritten")
         XCTAssertEqual(try store.database.column("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'visitors' AND sql IS NOT NULL")
                         .compactMap(\.text), ["visitors_by_last_seen"])
-        let prune = try store.pruneVisitors(notSeenSince: 75, keepingAtMost: nil)
+        let prune = try await store.pruneVisitors(notSeenSince: 75, keepingAtMost: nil)
         XCTAssertEqual(prune.expired, 1)
         XCTAssertEqual(try visitorIds(store), ["a"])
     }

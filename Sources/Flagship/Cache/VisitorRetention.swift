@@ -1,4 +1,3 @@
-import Dispatch
 import FlagshipStore
 import Foundation
 import Logging
@@ -27,9 +26,10 @@ package protocol SharedVisitorData: Sendable {
 ///
 /// The task wakes every `sightingsInterval` to write the lookups noted since (`VisitorSightings`:
 /// a returning visitor read from the cache counts as seen), and every `pruneInterval` to prune.
-/// SQLite work runs on a dispatch queue of its own, never on Swift's cooperative pool; a prune
-/// deletes in batches of `FlagshipDatabase.pruneBatchSize` visitors, one write transaction each,
-/// so a group commit never waits for more than one batch.
+/// SQLite work runs on the store's own queue (`FlagshipDatabase.queued`), never on Swift's
+/// cooperative pool; a prune deletes in batches of `FlagshipDatabase.pruneBatchSize` visitors, one
+/// write transaction each, and awaits its rests between them, so a group commit never waits for
+/// more than one batch, the sender's claims run between two, and no thread waits through a prune.
 final class VisitorRetention: Sendable {
     /// What is kept: visitors seen within `retention`, `maxVisitors` at most.
     struct Policy: Sendable, Equatable {
@@ -72,7 +72,6 @@ final class VisitorRetention: Sendable {
     /// The time visitors are aged by: a step of the system clock forward does not age them.
     private let agingTime: StepSafeTime
     private let logger: Logger
-    private let queue = DispatchQueue(label: "io.flagship.store.retention")
     private let state = Locked(State())
     /// Finished by `close()`: `run()` stops waiting (a prune under way stops after its batch).
     private let stop: AsyncStream<Void>
@@ -131,11 +130,11 @@ final class VisitorRetention: Sendable {
         let outcome: Result<VisitorPrune?, any Error>
         switch visitors {
         case .local(let store):
-            // The store rests between two batches (`FlagshipDatabase.rest`), on the retention
-            // queue: the rests hold no thread of the pool.
-            outcome = await queuedCall(on: queue) { [policy] in
-                Result { try store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors,
-                                               returning: .beyondKeptShare, shouldContinue: shouldContinue) }
+            do {
+                outcome = .success(try await store.pruneVisitors(notSeenSince: boundary, keepingAtMost: policy.maxVisitors,
+                                                                returning: .beyondKeptShare, shouldContinue: shouldContinue))
+            } catch {
+                outcome = .failure(error)
             }
         case .shared(let shared, let envId):
             do {
@@ -195,15 +194,11 @@ final class VisitorRetention: Sendable {
         return "\(whole) s"
     }
 
-    private func recordSightings() async {
-        await queuedCall(on: queue) { [self] in recordSightingsOnQueue() }
-    }
-
     /// A fleet's store records lookups as it reads them: only the local table has sightings.
-    private func recordSightingsOnQueue() {
+    private func recordSightings() async {
         guard case .local(let store) = visitors else { return }
         do {
-            try store.recordSightings()
+            _ = try await store.queued { try $0.recordSightings() }
         } catch {
             // They wait in memory for the next write (`VisitorSightings.putBack`).
             logger.debug("Visitor lookups could not be recorded yet: \(error)")
@@ -215,9 +210,16 @@ final class VisitorRetention: Sendable {
     func close(until deadline: Date, clock: any SDKClock) async -> Bool {
         state.withLock { $0.closed = true }
         stopContinuation.finish()
-        return await queuedCall(on: queue, until: deadline, clock: clock) { [self] in
-            recordSightingsOnQueue()
-            return true
+        guard case .local(let store) = visitors else { return true }
+        return await firstOf(deadline: deadline, clock: clock) { [logger] finish in
+            store.setGoing { store in
+                do {
+                    try store.recordSightings()
+                } catch {
+                    logger.debug("Visitor lookups could not be recorded before closing: \(error)")
+                }
+                finish(true)
+            }
         } ?? false
     }
 }
