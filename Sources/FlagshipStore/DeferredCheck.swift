@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 
 /// The full check (`PRAGMA quick_check`, every page) of a store too big to check on the start
-/// path, run after opening on a connection and a queue of its own.
+/// path, run after opening on a connection of its own, on `StoreThreads.concurrent`.
 ///
 /// What a crash can leave in a store in WAL mode is checked before use whatever the size (see
 /// `FlagshipDatabase.boundedCheck`: the schema and the hits); the full check looks for damage from elsewhere (a disk, a
@@ -10,11 +10,12 @@ import Foundation
 /// page of a file that may hold gigabytes, so it runs here while the SDK serves: on a read-only
 /// connection (it blocks no writer; the WAL cannot be reset past its snapshot while it runs), and
 /// interrupted by `close()` (`sqlite3_interrupt`), which waits for it to stop. Its outcome is told
-/// to `ended` once, on its queue.
+/// to `ended` once, on the thread that ran it.
 ///
 /// `@unchecked Sendable`: its state, the connection's handle included, is only read and written
-/// under its lock; the handle is used on `queue` alone, but for `sqlite3_interrupt`, which SQLite
-/// allows from any thread while the connection is open (it is closed under the same lock).
+/// under its lock; the handle is used by the one block `start()` sets going, but for
+/// `sqlite3_interrupt`, which SQLite allows from any thread while the connection is open (it is
+/// closed under the same lock).
 package final class DeferredCheck: @unchecked Sendable {
     package enum Outcome: Sendable, Equatable {
         /// Every page read, and nothing wrong: how long it took.
@@ -33,7 +34,8 @@ package final class DeferredCheck: @unchecked Sendable {
     }
 
     private let path: String
-    private let queue = DispatchQueue(label: "io.flagship.store.deferred-check")
+    /// The check, while it runs: what `close()` waits for.
+    private let running = DispatchGroup()
     private let state = Locked(State())
     private let ended: @Sendable (Outcome) -> Void
 
@@ -44,7 +46,7 @@ package final class DeferredCheck: @unchecked Sendable {
 
     /// Sets the check going; returns at once.
     func start() {
-        queue.async { [self] in ended(run()) }
+        StoreThreads.concurrent.async(group: running) { [self] in ended(run()) }
     }
 
     private func run() -> Outcome {
@@ -104,6 +106,6 @@ package final class DeferredCheck: @unchecked Sendable {
             state.closed = true
             if let handle = state.handle { sqlite3_interrupt(handle) }
         }
-        queue.sync {}
+        running.wait()
     }
 }

@@ -79,8 +79,7 @@ class SDKTestCase: XCTestCase {
 
     /// Waits until every callback queued so far has run.
     func drainCallbacks() {
-        flagship.currentRuntime?.callbacks.sync {}
-        Flagship.fallbackCallbacks.sync {}
+        Flagship.callbacks.sync {}
     }
 
     /// The database of the test's environment, opened read-only.

@@ -74,7 +74,7 @@ public final class FSVisitor: Sendable {
         callbackQueue.async { callback(status, reason) }
     }
 
-    private var callbackQueue: DispatchQueue { runtime?.callbacks ?? Flagship.fallbackCallbacks }
+    private var callbackQueue: DispatchQueue { Flagship.callbacks }
 
     // MARK: Fetching
 

@@ -16,7 +16,11 @@ public final class Flagship: Sendable {
     public static let sharedInstance = Flagship()
 
     static let fallbackLogger = Logger.flagship()
-    static let fallbackCallbacks = DispatchQueue(label: "io.flagship.callbacks")
+    /// Where the app's callbacks run, whatever the instance: off the caller's stack, one at a
+    /// time in the order they were asked for, never under an SDK lock, never on a thread of
+    /// Swift's cooperative pool (a callback may block). One queue for the process, so a status
+    /// an instance being replaced reports comes before the next instance's.
+    static let callbacks = DispatchQueue(label: "io.flagship.callbacks")
 
     /// The started instance and the shared visitor: one lock, one value, as in `FSVisitor`.
     private struct State {
@@ -80,7 +84,7 @@ public final class Flagship: Sendable {
         if let problem = Self.problem(envId: envId, apiKey: apiKey) {
             logger.error("Flagship not started: \(problem)")
             if previous?.status != nil, previous?.status != .SDK_NOT_INITIALIZED, let callback = config.onSdkStatusChanged {
-                Self.fallbackCallbacks.async { callback(.SDK_NOT_INITIALIZED) }
+                Self.callbacks.async { callback(.SDK_NOT_INITIALIZED) }
             }
             return
         }

@@ -31,8 +31,8 @@ final class SDKRuntime: Sendable {
     let contextDigests = ContextDigests()
     /// The evaluation hooks that threw: counted, each hook type and stage logged once.
     let hookFailures: HookFailures
-    /// Callbacks run here: off the caller's stack, in order, never under an SDK lock.
-    let callbacks = DispatchQueue(label: "io.flagship.callbacks")
+    /// Where the app's callbacks run (`Flagship.callbacks`, one queue for the process).
+    var callbacks: DispatchQueue { Flagship.callbacks }
     /// Whether this is the first start of the SDK with this store.
     let firstTimeInit: Bool
 
@@ -67,7 +67,7 @@ final class SDKRuntime: Sendable {
         retention = Self.retention(envId: envId, config: config, store: store, logger: logger)
         firstTimeInit = Self.recordFirstInit(store: store, now: config.now, logger: logger)
         (transport, httpClient) = Self.network(envId: envId, config: config, given: given, logger: logger)
-        statusCell = SDKStatusCell(logger: logger, callbacks: callbacks, onChange: config.onSdkStatusChanged)
+        statusCell = SDKStatusCell(logger: logger, callbacks: Flagship.callbacks, onChange: config.onSdkStatusChanged)
         (bucketing, decider) = Self.decider(envId: envId, apiKey: apiKey, config: config, store: store, transport: transport,
                                             statusCell: statusCell, flagWatch: flagWatch, logger: logger)
         tracking = Self.tracking(envId: envId, apiKey: apiKey, config: config, queue: hitQueue, transport: transport,

@@ -33,16 +33,19 @@ final class DeadlineTimer: @unchecked Sendable {
     }
 
     private let state = Locked(State())
-    private let queue = DispatchQueue(label: "io.flagship.deadlines")
     private let timer: any DispatchSourceTimer
 
     init() {
-        timer = DispatchSource.makeTimerSource(queue: queue)
+        // On a global queue: a dispatch source runs its handler one call at a time by itself,
+        // and the actions are short (a continuation resumed, a flag set), so the timer needs no
+        // queue of its own.
+        timer = DispatchSource.makeTimerSource(queue: .global())
         timer.setEventHandler { [weak self] in self?.fire() }
         timer.activate()
     }
 
-    /// Runs `action` on the timer's queue at `deadline`, unless cancelled first.
+    /// Runs `action` at `deadline` (on the timer's handler, one action after the other), unless
+    /// cancelled first.
     @discardableResult
     func schedule(at deadline: DispatchTime, _ action: @escaping @Sendable () -> Void) -> Token {
         // The timer is (re-)armed under the lock, so a firing that re-arms it for a later deadline

@@ -104,15 +104,12 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         try store?.read { try $0.visitors.visitor(id: visitorId) }
     }
 
-    /// The read runs on a dispatch queue: SQLite blocks, and no thread of Swift's pool may.
+    /// The read runs on the store's concurrent queue (`StoreThreads.concurrent`: each read has a
+    /// transaction of its own): SQLite blocks, and no thread of Swift's pool may.
     package func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
         guard store != nil else { return nil }
-        return try await queuedCall(on: Self.reads) { Result { try self.visitor(id: visitorId) } }.get()
+        return try await queuedCall(on: StoreThreads.concurrent) { Result { try self.visitor(id: visitorId) } }.get()
     }
-
-    /// Where the async lookups of local documents read (concurrent: each read has its own
-    /// transaction on the store's connection pool).
-    private static let reads = DispatchQueue(label: "io.flagship.cache.local-visitors", attributes: .concurrent)
 
     /// One transaction when both are tables of the store; then the traces on disk are erased.
     package func erase(visitorId: String, keeping: Set<String>) throws -> Int {

@@ -1,8 +1,8 @@
 import CSQLite
 import Foundation
 
-/// Runs a database's WAL checkpoints on a connection and a queue of its own, so that no commit
-/// waits for one.
+/// Runs a database's WAL checkpoints on a connection of its own, one at a time, on
+/// `StoreThreads.concurrent`, so that no commit waits for one.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that pushes the WAL past 1,000 pages: it
 /// copies pages into the database file and syncs both files, while the committing connection
@@ -15,15 +15,19 @@ import Foundation
 /// committing connection checkpoints as SQLite would have.
 ///
 /// `@unchecked Sendable`: its state, the connection's handle included, is only read and written
-/// under its lock, and the handle is used on `queue` alone.
+/// under its lock, and the handle is used by one block at a time: the one `drain` that runs
+/// (`draining`), or `close()` once it has waited for that block.
 final class BackgroundCheckpointer: @unchecked Sendable {
     private struct State {
-        /// A checkpoint is queued and has not started.
+        /// A checkpoint was asked for and has not started.
         var pending = false
+        /// A block that runs the checkpoints asked for (`drain`) is set going or running: a
+        /// checkpoint asked for meanwhile is run by that block, so two never run at once.
+        var draining = false
         var closed = false
         /// The file met damage, or the connection could not be opened: nothing runs here any more.
         var stopped = false
-        /// The checkpointing connection, opened at the first checkpoint; used on `queue` only.
+        /// The checkpointing connection, opened at the first checkpoint; used by `drain` only.
         var handle: OpaquePointer?
         var checkpoints = 0
         /// A checkpoint is copying pages now.
@@ -39,7 +43,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     private let path: String
     private let synchronous: DatabaseOptions.Synchronous
     private let threshold: Int32
-    private let queue = DispatchQueue(label: "io.flagship.store.checkpoint")
+    /// The block that runs the checkpoints, while it is set going or runs: what the writer's own
+    /// checkpoint and `close()` wait for.
+    private let drains = DispatchGroup()
     private let state = Locked(State())
 
     init(path: String, synchronous: DatabaseOptions.Synchronous, threshold: Int32) {
@@ -66,6 +72,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             guard pages >= state.askedAt + threshold, !state.pending else { return false }
             state.askedAt = pages
             state.pending = true
+            // A block already set going runs this checkpoint once its own ends.
+            guard !state.draining else { return false }
+            state.draining = true
             return true
         }
         switch schedule {
@@ -76,33 +85,46 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             // its own transactions, the writer's checkpoint then copies the whole WAL, so that the
             // next transaction starts it over: the WAL stays within four thresholds, as when
             // writes come faster than a second connection can copy them.
-            queue.sync {}
+            drains.wait()
             sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         case true?:
-            queue.async { [self] in run() }
+            StoreThreads.concurrent.async(group: drains) { [self] in drain() }
         case false?:
             break
         }
     }
 
-    private func run() {
-        let handle = state.withLock { state -> OpaquePointer? in
+    /// Runs the checkpoints asked for, one after the other, until none is: the one block that
+    /// uses the connection.
+    private func drain() {
+        while let handle = nextCheckpoint() {
+            // `SQLITE_BUSY`: another checkpoint runs (another process's); other errors: tried
+            // again at the next threshold, and the writer takes over once the WAL is far past it.
+            let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            state.withLock { state in
+                state.running = false
+                if code == SQLITE_OK { state.checkpoints += 1 }
+            }
+        }
+    }
+
+    /// The connection for the checkpoint asked for, marked running; `nil` (and the block ends)
+    /// when none is asked for, or none may run any more.
+    private func nextCheckpoint() -> OpaquePointer? {
+        state.withLock { state -> OpaquePointer? in
+            guard state.pending, !state.closed, !state.stopped else {
+                state.pending = false
+                state.draining = false
+                return nil
+            }
             state.pending = false
-            guard !state.closed, !state.stopped else { return nil }
             if state.handle == nil {
                 state.handle = open()
                 if state.handle == nil { state.stopped = true }
             }
             state.running = state.handle != nil
+            if state.handle == nil { state.draining = false }
             return state.handle
-        }
-        guard let handle else { return }
-        // `SQLITE_BUSY`: another checkpoint runs (another process's); other errors: tried again at
-        // the next threshold, and the writer takes over once the WAL is far past it.
-        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-        state.withLock { state in
-            state.running = false
-            if code == SQLITE_OK { state.checkpoints += 1 }
         }
     }
 
@@ -141,12 +163,11 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// to call twice.
     func close() {
         state.withLock { $0.closed = true }
-        queue.sync {
-            let handle = state.withLock { state -> OpaquePointer? in
-                defer { state.handle = nil }
-                return state.handle
-            }
-            if let handle { sqlite3_close_v2(handle) }
+        drains.wait()
+        let handle = state.withLock { state -> OpaquePointer? in
+            defer { state.handle = nil }
+            return state.handle
         }
+        if let handle { sqlite3_close_v2(handle) }
     }
 }
