@@ -290,11 +290,16 @@ final class SQLiteHitQueue: HitQueue {
     func releaseClaims(_ ids: [String]?) throws {
         guard store.opening.readOnly == nil else { return }
         let (owner, capacity, now) = (owner, capacity, now())
-        let evicted = try store.write { db in
+        let (evicted, count) = try store.write { db in
             try db.hits.releaseClaims(owner: owner, ids: ids)
-            return try db.hits.evictOldest(beyond: capacity, now: now)
+            // Rows out of flight count toward the cap again: eviction may take some, and the
+            // count backpressure reads is the table's after it.
+            return (try db.hits.evictOldest(beyond: capacity, now: now), try db.hits.count())
         }
-        known.withLock { $0.evictedUntold += evicted }
+        known.withLock { known in
+            known.evictedUntold += evicted
+            known.count = count
+        }
         claimsMayHaveLapsed()
     }
 }
