@@ -8,22 +8,13 @@ import XCTest
 /// The default hit queue's own bookkeeping: what it tells the writer about the table without
 /// asking it (the count backpressure reads, the rows evicted outside a save).
 final class SQLiteHitQueueTests: XCTestCase {
-    private var directory: URL!
-
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-hit-queue-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: directory)
-    }
-
     /// Hits written claimed are not evicted while in flight; once the writer ends their claims
     /// (the sender stopped taking them), they count toward the cap again: eviction takes the
     /// oldest, and the count the writer reads for backpressure is the table's after it.
     func testEndingClaimsEvictsBeyondTheCapAndKeepsTheKnownCountTrue() throws {
-        let database = try FlagshipDatabase.open(at: directory.appendingPathComponent("flagship.sqlite"))
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
         defer { database.close() }
         let queue = SQLiteHitQueue(store: database, capacity: 3, leaseDuration: 60, logger: Logger(label: "test"))
         let now = Date().unixMilliseconds
