@@ -5,7 +5,7 @@ import XCTest
 import FlagshipStore
 
 /// No commit waits for a WAL checkpoint: past the threshold, a connection of the store's own
-/// checkpoints on a queue of its own, and the WAL stops growing.
+/// checkpoints, one checkpoint at a time, off the committing thread, and the WAL stops growing.
 final class BackgroundCheckpointTests: StoreTestCase {
     func testCheckpointsRunOffTheCommittingConnectionAndTheWALStopsGrowing() throws {
         let store = try openStore()

@@ -118,6 +118,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
                 return nil
             }
             state.pending = false
+            assert(!state.running, "one checkpoint at a time on the checkpointing connection")
             if state.handle == nil {
                 state.handle = open()
                 if state.handle == nil { state.stopped = true }
