@@ -17,9 +17,8 @@ public final class Flagship: Sendable {
 
     static let fallbackLogger = Logger.flagship()
     /// Where the app's callbacks run, whatever the instance: off the caller's stack, one at a
-    /// time in the order they were asked for, never under an SDK lock, never on a thread of
-    /// Swift's cooperative pool (a callback may block). One queue for the process, so a status
-    /// an instance being replaced reports comes before the next instance's.
+    /// time in the order the SDK asked for them, never under an SDK lock, never on a thread of
+    /// Swift's cooperative pool (a callback may block). One serial queue for the process.
     static let callbacks = DispatchQueue(label: "io.flagship.callbacks")
 
     /// The started instance and the shared visitor: one lock, one value, as in `FSVisitor`.
