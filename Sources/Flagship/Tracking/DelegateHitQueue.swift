@@ -113,8 +113,7 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
-    /// The delegate's `flushHits` is awaited on its queue (queued without waiting while an
-    /// overrun lookup still runs there).
+    /// The delegate's `flushHits` is awaited on its queue (`awaitedCall`).
     func settle(_ settlement: HitSettlement) async throws {
         let gone = Set(settlement.delivered + settlement.rejected)
         state.withLock { state in
@@ -124,12 +123,7 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(settlement.released)
         }
         guard !gone.isEmpty else { return }
-        let flush: @Sendable (any FSHitCacheDelegate) -> Void = { $0.flushHits(hitIds: gone.sorted()) }
-        if lookupOverran.withLock({ $0 }) {
-            delegate.async(flush)
-        } else {
-            await delegate.run(flush)
-        }
+        await awaitedCall { $0.flushHits(hitIds: gone.sorted()) }
     }
 
     func deleteExpired(createdBefore boundary: Int64) throws -> Int {
@@ -157,6 +151,15 @@ final class DelegateHitQueue: HitQueue {
             delegate.async(body)
         } else {
             delegate.sync(body)
+        }
+    }
+
+    /// As `call`, for the sender's task: the call is awaited, no thread waiting for it.
+    private func awaitedCall(_ body: @escaping @Sendable (any FSHitCacheDelegate) -> Void) async {
+        if lookupOverran.withLock({ $0 }) {
+            delegate.async(body)
+        } else {
+            await delegate.run(body)
         }
     }
 
