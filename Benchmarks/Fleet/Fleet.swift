@@ -317,6 +317,11 @@ final class FleetReplay: Sendable {
         }
         await flagship.close()
         await store.close()
+        // The run that left them met the endpoint down, and its last failed page carries that
+        // run's backoff (`next_attempt_at`, up to half a minute ahead). It is over, as it is for
+        // the hits a fleet finds after an outage: the replay measures the sending, not that wait
+        // (which held one page back 6 - 29 s, most of the iteration's spread).
+        _ = try postgres.psql(database, "UPDATE flagship.hits SET next_attempt_at = NULL")
         let server = LocalFlagshipServer(envId: Fleet.envId, apiKey: Fleet.apiKey)
         try server.start()
         return FleetReplay(postgres: postgres, database: database, server: server, directory: directory, hits: hits)
