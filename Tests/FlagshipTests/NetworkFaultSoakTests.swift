@@ -70,6 +70,9 @@ final class NetworkFaultSoakTests: TrackingTestCase {
         fireAndForget(visitor, click(1))
         _ = try await server.waitForRequests(route: .events, count: 1)
         await flagship.waitUntilTrackingIsIdle()
+        // The backoff's wake is armed by its own loop just after the round ends: waited for, as
+        // the idle sender does not wait for it.
+        try await waitForSleepers(2)
 
         XCTAssertEqual(clock.pendingSleepers, 2, "the interval, and the backoff: no interval has passed")
         XCTAssertEqual(try storedClickLabels(), ["hit-1"], "written once its send failed")
