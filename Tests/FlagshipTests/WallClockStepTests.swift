@@ -139,6 +139,9 @@ final class WallClockStepTests: TrackingTestCase {
         try await visitor.sendHit(click(1))
         _ = try await server.waitForRequests(route: .events, count: 1)
         await flagship.waitUntilTrackingIsIdle()
+        // The interval's timer and the failed send's backoff wake, which its own loop arms just
+        // after the round ends: the advance below must find it armed.
+        try await waitForSleepers(2)
 
         clock.step(by: -24 * Self.hour)
         clock.advance(by: 1)

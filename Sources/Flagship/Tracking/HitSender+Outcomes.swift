@@ -96,7 +96,7 @@ extension HitSender {
         outage.failed(
             started: { _ in "Hits cannot be delivered (\(failure.reason)): \(failure.count) kept in the cache and retried with backoff, \(next); said again once they are delivered" },
             retrying: { _ in "\(failure.count) hit(s) not sent (\(failure.reason)): kept, \(next)" })
-        wake.yield(now.addingTimeInterval(retry.delay))
+        wake.yield(uptime + retry.delay)
         return true
     }
 }

@@ -82,9 +82,10 @@ final class HitSender: Sendable {
     /// same flush (`requestFlush` signals only when it marks the sender running).
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
-    /// When the backoff gate opens next: the wake loop sleeps until then and asks for a round.
-    private let wakes: AsyncStream<Date>
-    let wake: AsyncStream<Date>.Continuation
+    /// When the backoff gate opens next, on the monotonic clock (`SDKClock.uptime()`): the wake
+    /// loop sleeps until then and asks for a round.
+    private let wakes: AsyncStream<TimeInterval>
+    let wake: AsyncStream<TimeInterval>.Continuation
 
     init(settings: TrackingManager.Settings, store: TrackingStore, writer: HitWriter, events: EventsClient,
          clock: any SDKClock, logger: Logger, callbacks: DeliveryCallbacks,
@@ -103,7 +104,7 @@ final class HitSender: Sendable {
         self.callbacks = callbacks
         state = Locked(State(backoff: Backoff(base: settings.backoffBase, cap: settings.backoffCap)))
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        (wakes, wake) = AsyncStream.makeStream(of: Date.self, bufferingPolicy: .bufferingNewest(1))
+        (wakes, wake) = AsyncStream.makeStream(of: TimeInterval.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     // MARK: Asked to send
@@ -152,10 +153,14 @@ final class HitSender: Sendable {
     }
 
     /// Asks for a round each time the backoff gate opens, until the lifecycle cancels it.
+    ///
+    /// The gate's time is kept on the monotonic clock and made a wall-clock deadline only here,
+    /// as the wait is armed (the clock's waits last what they were armed for): a step of the
+    /// system clock between the failure and this loop taking it up is not waited for too.
     func runWakes() async {
-        for await date in wakes {
+        for await opensAt in wakes {
             do {
-                try await clock.sleep(until: date)
+                try await clock.sleep(until: clock.now().addingTimeInterval(max(0, opensAt - clock.uptime())))
             } catch {
                 return
             }
