@@ -7,10 +7,11 @@ import Logging
 import PostgresNIO
 
 /// What the SDK's calls into PostgreSQL have in common: each is bounded by the store's
-/// `callTimeout`, and either awaited (`awaited`: the sender's claims and settlements, the
-/// bucketing file's reads and writes) or, for the writer's side of the hit queue and the visitor
-/// lookups, made from a dispatch queue of the SDK (never a thread of Swift's cooperative pool)
-/// that waits there for its answer (`call`). Each first makes sure the store is prepared (its
+/// `callTimeout`, and either awaited (`awaited`: both sides of the hit queue, the writer's and the
+/// sender's, `buildAsync()`'s lookups, the bucketing file's reads and writes) or, for the lookup
+/// of the synchronous `build()` alone, made from the visitor cache's dispatch queue (never a
+/// thread of Swift's cooperative pool) that waits there for its answer (`call`), as `build()`'s
+/// caller waits by contract. Each first makes sure the store is prepared (its
 /// schema migrated, the database found to be ours): a store PostgreSQL was away for at start is
 /// prepared by the first call that reaches it; one `prepare()` refused is never written to.
 protocol BoundedPostgresCalls {
@@ -24,8 +25,8 @@ extension BoundedPostgresCalls {
     /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
     /// that waits for a lost connection may not answer its cancellation at once, and nothing
     /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
-    /// stores, sent twice at worst, never lost). The writer's side of the hit queue: it blocks
-    /// one of the SDK's serial dispatch queues, never a thread of the cooperative pool.
+    /// stores, sent twice at worst, never lost). The synchronous `build()`'s lookup only: it
+    /// blocks the visitor cache's serial dispatch queue, never a thread of the cooperative pool.
     @discardableResult
     func call<T: Sendable>(
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T

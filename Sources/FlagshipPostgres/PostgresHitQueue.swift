@@ -9,9 +9,9 @@ import PostgresNIO
 /// The SDK's hit queue on PostgreSQL: the hits of every instance of a fleet in one table, claimed
 /// with leases (`PostgresHitStore`), so that any live instance sends what a dead one acknowledged.
 ///
-/// The tracking manager calls a hit queue from its own serial dispatch queue, never from a
-/// thread of Swift's cooperative pool, and each call waits for its result there, as it waits for
-/// SQLite's disk. Each call is bounded by `callTimeout`: past it, the call fails (the server is
+/// The tracking manager awaits every call (the writer's, one job at a time; the sender's), and no
+/// thread waits for PostgreSQL's answer: the call runs on a connection of the pool, on the
+/// store's event loops. Each call is bounded by `callTimeout`: past it, the call fails (the server is
 /// away or the pool has no connection) and the tracking manager does what it does when the disk
 /// fails: a hit it could not write waits in memory and is sent from there.
 struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
@@ -32,19 +32,20 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         try await clock.offset(on: connection, now: now, location: store.location, logger: logger)
     }
 
-    func save(_ cached: [CachedHit]) throws -> Int {
-        try save(cached, visitors: []).hits.get()
+    func save(_ cached: [CachedHit]) async throws -> Int {
+        try await save(cached, visitors: []).hits.get()
     }
 
-    /// Hits and visitor documents in one statement: one round trip for a group commit.
-    func save(_ cached: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
+    /// Hits and visitor documents in one statement: one round trip for a group commit, awaited.
+    func save(_ cached: [CachedHit], visitors: [VisitorRecord]) async -> HitsAndVisitorsSaved {
         guard !cached.isEmpty || !visitors.isEmpty else { return HitsAndVisitorsSaved(.success(0)) }
         let hits = cached.map(\.hit)
         let writtenAt = now()
         let checksCap = !hits.isEmpty && store.capCheckIsDue(envId: envId, now: writtenAt)
         let capacity = store.maximumHits
-        return HitsAndVisitorsSaved(Result {
-            try call(visitors.isEmpty ? "writing hits" : "writing hits and visitors") { [self] connection, envId, logger in
+        do {
+            return HitsAndVisitorsSaved(.success(try await awaited(visitors.isEmpty ? "writing hits" : "writing hits and visitors") {
+                [self] connection, envId, logger in
                 let offset = try await offset(on: connection, logger: logger)
                 // In the database's time, the document's `time` too (a claim reads the two as one).
                 let records = hits.map { HitRecord($0.shiftingTimes(by: offset)) }
@@ -65,8 +66,10 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
                     logger.warning("The fleet's hits table is above its cap of \(capacity) hits, and its oldest could not be evicted: \(FlagshipPostgresError(error, doing: "evicting hits"))")
                     return 0
                 }
-            }
-        })
+            }))
+        } catch {
+            return HitsAndVisitorsSaved(.failure(error))
+        }
     }
 
     func visitor(id visitorId: String) throws -> VisitorRecord? {
@@ -91,8 +94,8 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         }
     }
 
-    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        try call("erasing a visitor", erasing(visitorId, keeping: keeping, writtenUpTo: nil))
+    func erase(visitorId: String, keeping: Set<String>) async throws -> Int {
+        try await awaited("erasing a visitor", erasing(visitorId, keeping: keeping, writtenUpTo: nil))
     }
 
     /// As `erase(visitorId:keeping:)`, sparing what was written after `writtenUpTo` (unix ms), and
@@ -167,29 +170,29 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         }
     }
 
-    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
-        try call("deleting expired hits") { [self] connection, envId, logger in
+    func deleteExpired(createdBefore boundary: Int64) async throws -> Int {
+        try await awaited("deleting expired hits") { [self] connection, envId, logger in
             let offset = try await offset(on: connection, logger: logger)
             return try await PostgresHitStore(connection: connection, envId: envId, logger: logger)
                 .deleteHits(createdBefore: boundary.shifted(by: offset))
         }
     }
 
-    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
-        try call("erasing a visitor's hits") { connection, envId, logger in
+    func purge(visitorId: String, keeping: Set<String>) async throws -> Int {
+        try await awaited("erasing a visitor's hits") { connection, envId, logger in
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger).deleteHits(visitorId: visitorId, keeping: keeping)
         }
     }
 
-    func count() throws -> Int {
-        try call("counting hits") { connection, envId, logger in
+    func count() async throws -> Int {
+        try await awaited("counting hits") { connection, envId, logger in
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger).count()
         }
     }
 
-    func releaseClaims(_ ids: [String]?) throws {
+    func releaseClaims(_ ids: [String]?) async throws {
         let owner = owner
-        try call("releasing claims") { connection, envId, logger in
+        try await awaited("releasing claims") { connection, envId, logger in
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner, ids: ids)
         }
     }

@@ -10,15 +10,15 @@ extension SpillingHitQueue {
     /// transaction. PostgreSQL away, the erasure is kept in the local store and carried out as
     /// soon as PostgreSQL answers again (a restart included), sparing what was written after the
     /// withdrawal; one warning says so.
-    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        let local = try spill.erase(visitorId: visitorId, keeping: keeping)
+    func erase(visitorId: String, keeping: Set<String>) async throws -> Int {
+        let local = try await spill.erase(visitorId: visitorId, keeping: keeping)
         let withdrawnAt = now()
         guard primaryIsUp else {
             try keepErasure(visitorId, PendingErasure(withdrawnAt: withdrawnAt, keeping: keeping.sorted()))
             return local
         }
         do {
-            let shared = try primary.erase(visitorId: visitorId, keeping: keeping)
+            let shared = try await primary.erase(visitorId: visitorId, keeping: keeping)
             return local + shared
         } catch {
             primaryFailed(error)

@@ -102,19 +102,30 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         }
     }
 
-    func save(_ hits: [CachedHit]) throws -> Int {
-        try save(hits, visitors: []).hits.get()
+    /// As `either`, awaited.
+    func either<T>(_ work: () async throws -> T, else fallback: () async throws -> T) async throws -> T {
+        guard primaryIsUp else { return try await fallback() }
+        do {
+            return try await work()
+        } catch {
+            primaryFailed(error)
+            return try await fallback()
+        }
+    }
+
+    func save(_ hits: [CachedHit]) async throws -> Int {
+        try await save(hits, visitors: []).hits.get()
     }
 
     /// PostgreSQL, with the documents the local file kept meanwhile; else the local file.
-    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
-        guard primaryIsUp else { return saveLocally(hits, visitors: visitors) }
+    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) async -> HitsAndVisitorsSaved {
+        guard primaryIsUp else { return await saveLocally(hits, visitors: visitors) }
         let moving = visitorsToMove()
-        let saved = primary.save(hits, visitors: moving + visitors)
+        let saved = await primary.save(hits, visitors: moving + visitors)
         if case .failure(let error) = saved.hits {
-            if Self.refusesRows(error) { return saveRowByRow(hits, visitors: visitors, moving: moving, refusal: error) }
+            if Self.refusesRows(error) { return await saveRowByRow(hits, visitors: visitors, moving: moving, refusal: error) }
             primaryFailed(error)
-            return saveLocally(hits, visitors: visitors)
+            return await saveLocally(hits, visitors: visitors)
         }
         // Erasures PostgreSQL missed are carried out by the sender's next claim (`recordUnrecorded`).
         hitsCommitted()
@@ -142,7 +153,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     /// A failure of another kind meanwhile is an outage, as for any write: what is left goes to
     /// the local store.
     func saveRowByRow(_ hits: [CachedHit], visitors: [VisitorRecord], moving: [VisitorRecord],
-                              refusal: any Error) -> HitsAndVisitorsSaved {
+                      refusal: any Error) async -> HitsAndVisitorsSaved {
         var kept: [CachedHit] = []
         var evicted = 0
         var reasons: [String] = []
@@ -152,7 +163,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
                 kept.append(hit)
                 continue
             }
-            switch primary.save([hit], visitors: []).hits {
+            switch await primary.save([hit], visitors: []).hits {
             case .success(let count):
                 evicted += count
             case .failure(let error) where Self.refusesRows(error):
@@ -171,7 +182,7 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
                 if newVisitors.contains(visitor.visitorId) { keptVisitors.append(visitor) }
                 continue
             }
-            switch primary.save([], visitors: [visitor]).hits {
+            switch await primary.save([], visitors: [visitor]).hits {
             case .success:
                 if !newVisitors.contains(visitor.visitorId) { moved.append(visitor) }
             case .failure(let error) where Self.refusesRows(error):
@@ -196,14 +207,14 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
             logger.warning("The PostgreSQL store refused \(kept.count) hit(s)\(keptVisitors.isEmpty ? "" : " and \(keptVisitors.count) visitor document(s)") of a commit (\(reasons.first ?? "\(refusal)")): kept in this instance's local store and sent from there; the rest of the commit is in PostgreSQL")
         }
         guard !kept.isEmpty || !keptVisitors.isEmpty else { return HitsAndVisitorsSaved(hits: .success(evicted), documents: nil) }
-        var local = saveLocally(kept, visitors: keptVisitors)
+        var local = await saveLocally(kept, visitors: keptVisitors)
         if case .success(let count) = local.hits { local.hits = .success(count + evicted) }
         return local
     }
 
-    func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved {
+    func saveLocally(_ hits: [CachedHit], visitors: [VisitorRecord]) async -> HitsAndVisitorsSaved {
         if !visitors.isEmpty { state.withLock { $0.localVisitorsWaiting = true } }
-        return spill.save(hits, visitors: visitors)
+        return await spill.save(hits, visitors: visitors)
     }
 
     /// The documents the local file kept while PostgreSQL was away, the newest first: past the
@@ -313,30 +324,30 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         if !left.isEmpty { state.withLock { $0.unrecorded = left + $0.unrecorded } }
     }
 
-    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
-        let local = try spill.deleteExpired(createdBefore: boundary)
-        let shared = (try? either({ try primary.deleteExpired(createdBefore: boundary) }, else: { 0 })) ?? 0
+    func deleteExpired(createdBefore boundary: Int64) async throws -> Int {
+        let local = try await spill.deleteExpired(createdBefore: boundary)
+        let shared = (try? await either({ try await primary.deleteExpired(createdBefore: boundary) }, else: { 0 })) ?? 0
         return local + shared
     }
 
     /// Consent withdrawn: both stores. PostgreSQL away, its rows of the visitor stay until the
     /// next erasure reaches it; the error says so to the caller.
-    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
-        let local = try spill.purge(visitorId: visitorId, keeping: keeping)
-        return local + (try primary.purge(visitorId: visitorId, keeping: keeping))
+    func purge(visitorId: String, keeping: Set<String>) async throws -> Int {
+        let local = try await spill.purge(visitorId: visitorId, keeping: keeping)
+        return local + (try await primary.purge(visitorId: visitorId, keeping: keeping))
     }
 
-    func count() throws -> Int {
-        let local = try spill.count()
-        return local + ((try? either({ try primary.count() }, else: { 0 })) ?? 0)
+    func count() async throws -> Int {
+        let local = try await spill.count()
+        return local + ((try? await either({ try await primary.count() }, else: { 0 })) ?? 0)
     }
 
-    func releaseClaims(_ ids: [String]?) throws {
-        try spill.releaseClaims(ids)
+    func releaseClaims(_ ids: [String]?) async throws {
+        try await spill.releaseClaims(ids)
         state.withLock { state in
             if let ids { state.claimedFromSpill.subtract(ids) } else { state.claimedFromSpill.removeAll() }
         }
-        try? primary.releaseClaims(ids)
+        try? await primary.releaseClaims(ids)
     }
 
     func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {

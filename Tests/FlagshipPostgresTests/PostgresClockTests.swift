@@ -30,14 +30,6 @@ final class PostgresClockTests: PostgresTestCase {
         ]))
     }
 
-    /// The queue's calls wait for PostgreSQL on the calling thread, as the SDK makes them from
-    /// its dispatch queues: here too, not on a thread of the cooperative pool.
-    private func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
     func testAnInstanceFiveHoursAheadNeitherExpiresNorHoldsTheFleetsHits() async throws {
         let server = try postgres()
         let database = try server.createDatabase()
@@ -46,13 +38,11 @@ final class PostgresClockTests: PostgresTestCase {
         let onTime = queue(store, owner: "on time", skew: 0, logger: logger)
         let ahead = queue(store, owner: "ahead", skew: 5 * Self.hour, logger: warnings.logger)
 
-        // The writer's calls wait on the calling thread (off the pool); the sender's are awaited.
-        let afterExpiry = try await offThePool {
-            let written = onTime.now()
-            _ = try onTime.save((1...3).map { Self.click($0, createdAt: written - 1_000) })
-            // Its expiry boundary is 4 h before its own now: an hour after these hits were made.
-            return try ahead.deleteExpired(createdBefore: ahead.now() - Self.lifetime)
-        }
+        // The writer's calls and the sender's are awaited.
+        let written = onTime.now()
+        _ = try await onTime.save((1...3).map { Self.click($0, createdAt: written - 1_000) })
+        // Its expiry boundary is 4 h before its own now: an hour after these hits were made.
+        let afterExpiry = try await ahead.deleteExpired(createdBefore: ahead.now() - Self.lifetime)
         let claimedAhead = try await ahead.claim(.events, limit: 10, now: ahead.now())
         // Its send failed: it backs the fleet off for 2 s of its own time, not 5 h and 2 s.
         try await ahead.settle(HitSettlement(failed: claimedAhead.map(\.id), nextAttemptAt: ahead.now() + 2_000))
@@ -83,11 +73,10 @@ final class PostgresClockTests: PostgresTestCase {
         let onTime = queue(store, owner: "on time", skew: 0, logger: logger)
         let behind = queue(store, owner: "behind", skew: -5 * Self.hour, logger: logger)
 
-        let (expired, left) = try await offThePool {
-            let now = onTime.now()
-            _ = try onTime.save([Self.click(1, createdAt: now - Self.lifetime - 60_000), Self.click(2, createdAt: now - 60_000)])
-            return (try behind.deleteExpired(createdBefore: behind.now() - Self.lifetime), try behind.count())
-        }
+        let now = onTime.now()
+        _ = try await onTime.save([Self.click(1, createdAt: now - Self.lifetime - 60_000), Self.click(2, createdAt: now - 60_000)])
+        let expired = try await behind.deleteExpired(createdBefore: behind.now() - Self.lifetime)
+        let left = try await behind.count()
         await store.close()
 
         XCTAssertEqual([expired, left], [1, 1])

@@ -119,13 +119,8 @@ final class PostgresHitRowTests: PostgresTestCase {
                                      now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) })
         let hit = activate(createdAt: queue.now() - 1_000)
 
-        // The writer's save waits for PostgreSQL on the calling thread: not on one of the
-        // cooperative pool. The claim, the sender's, is awaited.
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { _ = try queue.save([CachedHit(hit)]) })
-            }
-        }
+        // The writer's save and the sender's claim, both awaited.
+        _ = try await queue.save([CachedHit(hit)])
         let claimed = try await queue.claim(.activate, limit: 10, now: queue.now())
         await store.close()
 

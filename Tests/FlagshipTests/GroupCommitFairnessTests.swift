@@ -35,7 +35,7 @@ final class GroupCommitFairnessTests: XCTestCase {
         let uncommittedWhenTheClaimRan = Locked<Int?>(nil)
         store.async { uncommittedWhenTheClaimRan.withLock { $0 = writer.unwritten().uncommitted } }
         release.signal()
-        await store.run { writer.drainAll() }
+        await store.run { await writer.drainAll() }
 
         XCTAssertEqual(uncommittedWhenTheClaimRan.withLock { $0 }, 90, "one transaction of 10 hits, then the queued work")
         let stored = try await database.read { try $0.hits.count() }

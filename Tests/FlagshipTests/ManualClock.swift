@@ -14,6 +14,10 @@ final class ManualClock: SDKClock, @unchecked Sendable {
     /// Each wait: the wall time it was armed until, and when it ends on the monotonic clock.
     private var sleepers: [UInt64: (deadline: Date, ends: TimeInterval, continuation: CheckedContinuation<Void, any Error>)] = [:]
     private var nextId: UInt64 = 0
+    /// A wait ends when the clock is within this of its end: a deadline computed on one clock
+    /// (the wall's, a `Date` near 10⁹ s) and measured on the other carries rounding of a tenth of
+    /// a microsecond, which must not keep it from ending at the advance that reaches it.
+    private static let tolerance: TimeInterval = 0.000_001
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_763_700_000)) {
         current = start
@@ -45,7 +49,7 @@ final class ManualClock: SDKClock, @unchecked Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let due = lock.withLock { () -> Bool in
-                    if deadline <= current || Task.isCancelled { return true }
+                    if deadline.timeIntervalSince(current) <= Self.tolerance || Task.isCancelled { return true }
                     sleepers[id] = (deadline, monotonic + deadline.timeIntervalSince(current), continuation)
                     return false
                 }
@@ -62,7 +66,7 @@ final class ManualClock: SDKClock, @unchecked Sendable {
         let due = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
             current += interval
             monotonic += interval
-            let due = sleepers.filter { $0.value.ends <= monotonic }
+            let due = sleepers.filter { $0.value.ends <= monotonic + Self.tolerance }
             for id in due.keys { sleepers[id] = nil }
             return due.values.sorted { $0.ends < $1.ends }.map(\.continuation)
         }

@@ -11,7 +11,7 @@ final class SQLiteHitQueueTests: XCTestCase {
     /// Hits written claimed are not evicted while in flight; once the writer ends their claims
     /// (the sender stopped taking them), they count toward the cap again: eviction takes the
     /// oldest, and the count the writer reads for backpressure is the table's after it.
-    func testEndingClaimsEvictsBeyondTheCapAndKeepsTheKnownCountTrue() throws {
+    func testEndingClaimsEvictsBeyondTheCapAndKeepsTheKnownCountTrue() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
@@ -23,18 +23,19 @@ final class SQLiteHitQueueTests: XCTestCase {
                             envId: "env", createdAt: now + Int64(number))
         }
 
-        let evictedBySave = try queue.save(hits.map { CachedHit($0, document: $0.cacheDocumentText, claimedUntil: now + 60_000) })
+        let evictedBySave = try await queue.save(hits.map { CachedHit($0, document: $0.cacheDocumentText, claimedUntil: now + 60_000) })
 
         XCTAssertEqual(evictedBySave, 0, "rows in flight are never evicted")
         XCTAssertEqual(queue.lastKnownCount, 5)
 
-        try queue.releaseClaims(hits.prefix(2).map(\.id))
+        try await queue.releaseClaims(hits.prefix(2).map(\.id))
 
-        XCTAssertEqual(try queue.count(), 3)
+        let count = try await queue.count()
+        XCTAssertEqual(count, 3)
         XCTAssertEqual(queue.lastKnownCount, 3, "the count after the eviction, not the one before")
         XCTAssertEqual(queue.takeEvicted(), 2)
         XCTAssertEqual(queue.takeEvicted(), 0, "told once")
-        let left = try database.read { try $0.hits.page(after: nil, limit: 10) }.map(\.id)
+        let left = try await database.read { try $0.hits.page(after: nil, limit: 10) }.map(\.id)
         XCTAssertEqual(left, hits.suffix(3).map(\.id), "the two oldest, whose claims ended, were evicted")
     }
 }

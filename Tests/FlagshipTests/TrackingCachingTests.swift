@@ -131,6 +131,10 @@ final class TrackingCachingTests: TrackingTestCase {
         let custom = MemoryHitCache()
         server.stop()
         start(trackingBuilder().withCacheManager(FSCacheManager(nil, custom)))
+        // While the start's lookupHits runs, calls queue behind it without being awaited: a hit is
+        // in the cache once committed from its end on.
+        let queue = try XCTUnwrap(flagship.currentRuntime?.tracking.hitQueue as? DelegateHitQueue)
+        try await waitUntil("the start's lookup answered") { custom.count("lookupHits") == 1 && !queue.lookupRunning }
         let visitor = makeVisitor()
         try await visitor.sendHit(click(1))
 

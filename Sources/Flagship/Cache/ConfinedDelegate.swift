@@ -6,7 +6,7 @@ import Dispatch
 /// `public class`), so the SDK never calls one delegate from two threads at once: every call goes
 /// through this queue, in order. That confinement is what lets the SDK's `Sendable` types hold it.
 final class ConfinedDelegate<Delegate>: @unchecked Sendable {
-    // `@unchecked`: `delegate` is only used on `queue`, a serial queue (see `async` and `sync`).
+    // `@unchecked`: `delegate` is only used on `queue`, a serial queue (see `async`, `run` and `onQueue`).
     private let delegate: Delegate
     let queue: DispatchQueue
 
@@ -26,12 +26,6 @@ final class ConfinedDelegate<Delegate>: @unchecked Sendable {
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: body(self.delegate)) }
         }
-    }
-
-    /// Runs `body` with the delegate on the queue and waits for it. Never from the queue itself.
-    func sync<T>(_ body: (Delegate) throws -> T) rethrows -> T {
-        dispatchPrecondition(condition: .notOnQueue(queue))
-        return try queue.sync { try body(delegate) }
     }
 
     /// Runs `body` with the delegate, from a block already running on the queue.

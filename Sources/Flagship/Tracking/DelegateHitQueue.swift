@@ -75,6 +75,12 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
+    /// Whether the start's `lookupHits` still runs on the delegate's queue: calls made meanwhile
+    /// are queued behind it, not awaited. For tests that need a hit in the cache once committed.
+    var lookupRunning: Bool {
+        lookupOverran.withLock { $0 }
+    }
+
     /// Takes in what the delegate holds from earlier runs (its `lookupHits`, already read and
     /// checked by the caller within the lookup timeout).
     func load(_ documents: [String: HitCacheDocument]) {
@@ -86,10 +92,10 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
-    func save(_ cached: [CachedHit]) throws -> Int {
+    func save(_ cached: [CachedHit]) async throws -> Int {
         let hits = cached.map(\.hit)
         guard !hits.isEmpty else { return 0 }
-        call { delegate in
+        await call { delegate in
             delegate.cacheHits(hits: Dictionary(hits.map { ($0.id, $0.cacheDocument.dictionary) }, uniquingKeysWith: { _, last in last }))
         }
         let evicted = state.withLock { state -> [String] in
@@ -103,7 +109,7 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(evicted)
             return evicted
         }
-        if !evicted.isEmpty { call { $0.flushHits(hitIds: evicted) } }
+        if !evicted.isEmpty { await call { $0.flushHits(hitIds: evicted) } }
         return evicted.count
     }
 
@@ -113,7 +119,7 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
-    /// The delegate's `flushHits` is awaited on its queue (`awaitedCall`).
+    /// The delegate's `flushHits` is awaited on its queue (`call`).
     func settle(_ settlement: HitSettlement) async throws {
         let gone = Set(settlement.delivered + settlement.rejected)
         state.withLock { state in
@@ -123,39 +129,30 @@ final class DelegateHitQueue: HitQueue {
             state.claimed.subtract(settlement.released)
         }
         guard !gone.isEmpty else { return }
-        await awaitedCall { $0.flushHits(hitIds: gone.sorted()) }
+        await call { $0.flushHits(hitIds: gone.sorted()) }
     }
 
-    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
-        try remove { $0.createdAt < boundary }
+    func deleteExpired(createdBefore boundary: Int64) async throws -> Int {
+        await remove { $0.createdAt < boundary }
     }
 
-    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
-        try remove { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
+    func purge(visitorId: String, keeping: Set<String>) async throws -> Int {
+        await remove { $0.visitorId == visitorId && !$0.isConsentHit && !keeping.contains($0.id) }
     }
 
-    func count() throws -> Int {
+    func count() async throws -> Int {
         state.withLock { $0.waiting.count }
     }
 
-    func releaseClaims(_ ids: [String]?) throws {
+    func releaseClaims(_ ids: [String]?) async throws {
         state.withLock { state in
             if let ids { state.claimed.subtract(ids) } else { state.claimed.removeAll() }
         }
     }
 
-    /// Calls the delegate on its queue and waits, or, while an overrun lookup still runs there,
-    /// queues the call behind it without waiting.
-    private func call(_ body: @escaping @Sendable (any FSHitCacheDelegate) -> Void) {
-        if lookupOverran.withLock({ $0 }) {
-            delegate.async(body)
-        } else {
-            delegate.sync(body)
-        }
-    }
-
-    /// As `call`, for the sender's task: the call is awaited, no thread waiting for it.
-    private func awaitedCall(_ body: @escaping @Sendable (any FSHitCacheDelegate) -> Void) async {
+    /// Calls the delegate on its queue and awaits the call (no thread waits for it), or, while an
+    /// overrun lookup still runs there, queues the call behind it without waiting.
+    private func call(_ body: @escaping @Sendable (any FSHitCacheDelegate) -> Void) async {
         if lookupOverran.withLock({ $0 }) {
             delegate.async(body)
         } else {
@@ -163,14 +160,14 @@ final class DelegateHitQueue: HitQueue {
         }
     }
 
-    private func remove(where matches: (OutgoingHit) -> Bool) throws -> Int {
+    private func remove(where matches: (OutgoingHit) -> Bool) async -> Int {
         let removed = state.withLock { state -> [String] in
             let removed = state.waiting.filter(matches).map(\.id)
             state.waiting.removeAll(where: matches)
             state.claimed.subtract(removed)
             return removed
         }
-        if !removed.isEmpty { call { $0.flushHits(hitIds: removed) } }
+        if !removed.isEmpty { await call { $0.flushHits(hitIds: removed) } }
         return removed.count
     }
 }

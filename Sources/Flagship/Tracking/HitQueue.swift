@@ -8,16 +8,16 @@ import Logging
 /// in transactions so that processes sharing the file never send a hit twice), and
 /// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics).
 ///
-/// Two sides. The writer's calls (`save`, expiry, erasure, the count at close) block on I/O: the
-/// tracking manager makes them from its store queue, never from a task. The sender's calls
-/// (`claim`, `settle`) are awaited from its task: a queue does their I/O off Swift's cooperative
-/// pool and off the SDK's background thread (SQLite on its database's own queue, PostgreSQL
-/// awaited on its connection pool, a custom cache on the queue that confines it), so a claim's
-/// round trip holds no thread, and a group commit never waits behind one.
+/// Two sides, both awaited. The writer's calls (`save`, expiry, erasure, `count`, ending claims)
+/// are made by the tracking manager's writer, one job at a time on its store thread
+/// (`TrackingStore`): SQLite's run there, blocking that thread only; PostgreSQL's are awaited on
+/// its connection pool and a custom cache's on the queue that confines it, no thread waiting. The
+/// sender's calls (`claim`, `settle`) are awaited from its task: SQLite's run on its database's
+/// own queue, so a claim's round trip holds no thread, and a group commit never waits behind one.
 package protocol HitQueue: Sendable {
     /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
     /// evicted to stay within the cap.
-    func save(_ hits: [CachedHit]) throws -> Int
+    func save(_ hits: [CachedHit]) async throws -> Int
     /// Up to `limit` hits for `endpoint`, oldest first, claimed by this instance so that no other
     /// sender takes them while they are in flight. The sender's; the caller's cancellation is
     /// ignored (a claim is short, and what it claimed is settled or released).
@@ -26,16 +26,16 @@ package protocol HitQueue: Sendable {
     /// becomes of the caller's task (what was delivered must leave the store).
     func settle(_ settlement: HitSettlement) async throws
     /// Deletes the hits created before `boundary` (unix ms); returns how many.
-    func deleteExpired(createdBefore boundary: Int64) throws -> Int
+    func deleteExpired(createdBefore boundary: Int64) async throws -> Int
     /// Consent withdrawn: deletes the visitor's hits except consent hits; returns how many.
     /// Deletes a visitor's hits but its consent hits and the hits in `keeping` (accepted after the
     /// withdrawal); returns how many went.
-    func purge(visitorId: String, keeping: Set<String>) throws -> Int
+    func purge(visitorId: String, keeping: Set<String>) async throws -> Int
     /// How many hits wait.
-    func count() throws -> Int
+    func count() async throws -> Int
     /// Ends this instance's claims on `ids` (`nil`: every one, at close), so that a claim (the
     /// next start's, another process's) sends those hits. The writer's.
-    func releaseClaims(_ ids: [String]?) throws
+    func releaseClaims(_ ids: [String]?) async throws
     /// Reads what earlier runs left, where the queue needs to. A custom cache's `lookupHits` is
     /// not waited for: when it answers within its timeout, `found` is called (once, on the
     /// cache's queue) with a function that takes its hits in and returns how many; the caller

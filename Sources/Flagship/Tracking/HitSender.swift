@@ -128,7 +128,7 @@ final class HitSender: Sendable {
                 state.flushRequested = true
                 return false
             }
-            if let retryAt = state.retryAtUptime, clock.uptime() < retryAt { return false }
+            if !gateOpen(state.retryAtUptime) { return false }
             state.becomesBusy()
             state.flushRequested = false
             return true
@@ -156,11 +156,15 @@ final class HitSender: Sendable {
     ///
     /// The gate's time is kept on the monotonic clock and made a wall-clock deadline only here,
     /// as the wait is armed (the clock's waits last what they were armed for): a step of the
-    /// system clock between the failure and this loop taking it up is not waited for too.
+    /// system clock between the failure and this loop taking it up is not waited for too. A wait
+    /// that ends before the gate opens on the monotonic clock (two clocks' rounding) waits out the
+    /// rest: `requestFlush` would find the gate still closed, and nothing would wake it again.
     func runWakes() async {
         for await opensAt in wakes {
             do {
-                try await clock.sleep(until: clock.now().addingTimeInterval(max(0, opensAt - clock.uptime())))
+                while !gateOpen(opensAt) {
+                    try await clock.sleep(until: clock.now().addingTimeInterval(opensAt - clock.uptime()))
+                }
             } catch {
                 return
             }
@@ -173,8 +177,7 @@ final class HitSender: Sendable {
             let started = clock.now()
             await flushRound(until: state.withLock { $0.finalDeadline })
             let again = state.withLock { state -> Bool in
-                let gateOpen = state.retryAtUptime.map { clock.uptime() >= $0 } ?? true
-                if state.flushRequested && gateOpen && !state.closed {
+                if state.flushRequested && gateOpen(state.retryAtUptime) && !state.closed {
                     state.flushRequested = false
                     return true
                 }
@@ -285,6 +288,14 @@ final class HitSender: Sendable {
     /// Whether a round runs now.
     var isRunning: Bool {
         state.withLock { $0.running }
+    }
+
+    /// Whether the backoff gate that opens at `opensAt` on the monotonic clock is open (`nil`: no
+    /// backoff). Within a microsecond counts as open: a wait armed for it ends there whatever the
+    /// rounding of the clocks that measured it, and the wake's round is not refused.
+    private func gateOpen(_ opensAt: TimeInterval?) -> Bool {
+        guard let opensAt else { return true }
+        return clock.uptime() >= opensAt - 0.000_001
     }
 
     /// No signal comes any more: the loop ends after its round.

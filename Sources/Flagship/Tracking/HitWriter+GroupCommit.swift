@@ -2,9 +2,9 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// The group commit, on the store queue: hits and visitor documents written in one transaction.
+/// The group commit, a job of the store thread: hits and visitor documents written in one transaction.
 extension HitWriter {
-    // MARK: Group commit (on the store queue)
+    // MARK: Group commit (a job of the store thread)
 
     /// Group commit: writes what gathered in the ingress (`ingressLimit` hits at most) and the
     /// visitor documents waiting, in one transaction, until both stay empty.
@@ -18,15 +18,15 @@ extension HitWriter {
     /// what a store runs out of first under load.
     ///
     /// `yielding` (a group commit set going by an accepted hit): after each transaction, the rest
-    /// is queued again behind what the store queue took meanwhile, the sender's claims and
-    /// settlements first. A flow of hits that never stops would otherwise keep the sender from the
-    /// store, and the hits from the network, for as long as it lasts. Whatever must see every
+    /// is asked again as a job behind those asked for meanwhile (an interval's work, an erasure, a
+    /// barrier), which a flow of hits that never stops would otherwise hold for as long as it
+    /// lasts. Whatever must see every
     /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`,
     /// which is not spaced.
     ///
     /// `atMost`: hits to write before returning (a barrier's: those accepted before it), so that a
     /// flow that never stops does not hold the store queue either.
-    func drain(yielding: Bool = false, atMost limit: Int = .max) {
+    func drain(yielding: Bool = false, atMost limit: Int = .max) async {
         // Documents whose write failed wait for the next interval, not for the next loop.
         var documentsFailed = false
         var left = limit
@@ -38,7 +38,7 @@ extension HitWriter {
                 commitEnded(wrote: false)
                 return
             }
-            let written = commit(batch, documents: documents)
+            let written = await commit(batch, documents: documents)
             if !documents.isEmpty { documentsFailed = written.documentsFailed }
             // Ended before the callers hear of it: one that sends its next hit at once finds the
             // writer idle, and is not held for the spacing.
@@ -90,7 +90,7 @@ extension HitWriter {
     /// One group commit's transaction: `batch` and `documents` written together, and what follows
     /// from it (committed hits handed to the sender, evictions counted, the memory written when
     /// the cache recovers, or the hits kept in memory when it refused them).
-    func commit(_ batch: [Accepted], documents: [PendingDocument]) -> (outcome: Result<Void, FlagshipError>, documentsFailed: Bool) {
+    func commit(_ batch: [Accepted], documents: [PendingDocument]) async -> (outcome: Result<Void, FlagshipError>, documentsFailed: Bool) {
         // Hits committed claimed go to the sender in memory: it sends them without a claim.
         var cached = batch.map(\.hit)
         let reserved = committedHits?.reserve(cached.count) == true ? cached.count : 0
@@ -99,7 +99,7 @@ extension HitWriter {
             for index in cached.indices { cached[index].claimedUntil = claimedUntil }
         }
         let started = ContinuousClock.now
-        let written = keeper.save(cached, visitors: documents.map(\.record))
+        let written = await keeper.save(cached, visitors: documents.map(\.record))
         let took = ContinuousClock.now - started
         if !documents.isEmpty { settle(documents, error: written.documents) }
         guard !batch.isEmpty else { return (.success(()), written.documents != nil) }
@@ -108,7 +108,7 @@ extension HitWriter {
             let evicted = try written.hits.get()
             if let committedHits, let claimedUntil, !committedHits.add(hits, claimedUntil: claimedUntil, reserved: reserved) {
                 // The sender stopped taking them meanwhile: their claims end, a claim sends them.
-                try? store.hits.releaseClaims(hits.map(\.id))
+                try? await store.hits.releaseClaims(hits.map(\.id))
             }
             reportBacklog()
             if let instrumentation = settings.instrumentation {
@@ -117,7 +117,7 @@ extension HitWriter {
             }
             countEvicted(evicted + store.hits.takeEvicted())
             // What waited in memory for the cache goes in now, not at the next interval.
-            if cacheWritable() { writeUnwritten() }
+            if cacheWritable() { await writeUnwritten() }
             return (inMemoryOnly.map { .failure(.hitNotCached($0)) } ?? .success(()), written.documents != nil)
         } catch {
             if reserved > 0 { committedHits?.cancel(reserved: reserved) }
@@ -163,10 +163,10 @@ extension HitWriter {
         backpressure.update(backlog: (store.hits.lastKnownCount ?? 0) + ingress)
     }
 
-    /// Writes every hit accepted so far, and the visitor documents waiting, now (on the store
-    /// queue): what a barrier needs. Hits accepted meanwhile are left to their group commit.
-    func drainAll() {
-        drain(atMost: state.withLock { $0.ingress.count })
+    /// Writes every hit accepted so far, and the visitor documents waiting, now (a job of the
+    /// store thread): what a barrier needs. Hits accepted meanwhile are left to their group commit.
+    func drainAll() async {
+        await drain(atMost: state.withLock { $0.ingress.count })
     }
 
     /// The outcome of writing visitor documents: committed ones leave the pending set, failed
@@ -194,28 +194,32 @@ extension HitWriter {
     }
 }
 
-/// The group commits' loops: a child task of the tracking manager's `run`, on the store queue.
+/// The group commits' loops: a child task of the tracking manager's `run`, on the store thread.
 extension HitWriter {
     /// Runs the spaced group commits (a flow's, `commitSpacing` after the one before, and the
     /// documents', after their coalescing window), each once its wait on the monotonic clock is
     /// over, until `finishCommits()` or cancellation, which also end a wait under way. The loops
-    /// run on the store queue itself (its task executor): a commit runs there behind the claims
-    /// and settlements queued during its wait, with no hop to another thread. A commit for a
-    /// writer found idle is queued on the store queue at once instead (`scheduleDrain(after:
+    /// wait on the store thread (its task executor); each commit is a job of the store
+    /// (`TrackingStore.run`), so that it never runs in the middle of another job that awaits. A
+    /// commit for a writer found idle is asked of the store at once instead (`scheduleDrain(after:
     /// 0)`): through the loop, one caller's awaited hit waited for one more wake-up of the loop
     /// before its commit (the Tracking suite's latency benchmark shows it). A close writes what
     /// was accepted itself (`drainAll()`), so a commit asked for and not run when this ends is
     /// not missed.
     func runCommits() async {
-        let (executor, stopped) = (store.executor, commitsStopped)
+        let (executor, stopped, store) = (store.executor, commitsStopped, store)
         await withDiscardingTaskGroup { group in
             group.addTask(executorPreference: executor) { [self] in
-                await Self.commitLoop(hitCommits.stream, stopped: stopped) { [self] in drainAsQueued() }
+                await Self.commitLoop(hitCommits.stream, stopped: stopped) { [self] in
+                    await store.run { [self] in await drainAsQueued() }
+                }
             }
             group.addTask(executorPreference: executor) { [self] in
                 await Self.commitLoop(documentCommits.stream, stopped: stopped) { [self] in
-                    state.withLock { $0.documentDrainQueued = false }
-                    drain(yielding: true)
+                    await store.run { [self] in
+                        state.withLock { $0.documentDrainQueued = false }
+                        await drain(yielding: true)
+                    }
                 }
             }
         }
@@ -230,13 +234,12 @@ extension HitWriter {
     }
 
     private static func commitLoop(_ requests: AsyncStream<TimeInterval>, stopped: OneShot<Void>,
-                                   _ commit: @Sendable () -> Void) async {
+                                   _ commit: @Sendable () async -> Void) async {
         for await delay in requests {
-            // The wait ends at its deadline (resumed on the store queue behind what it took
-            // meanwhile, the sender's claims first: a flow of hits that never stops does not keep
-            // the sender from the store), or at once when the loop is stopped or cancelled.
+            // The wait ends at its deadline (the commit then queued behind the jobs asked for
+            // meanwhile), or at once when the loop is stopped or cancelled.
             if await stopped.value(until: .now() + delay) != nil || Task.isCancelled { return }
-            commit()
+            await commit()
         }
     }
 }

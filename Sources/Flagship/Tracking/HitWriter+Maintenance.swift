@@ -2,38 +2,38 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// Work of the store queue besides the group commit: each interval's, and consent withdrawals' erasures.
+/// Jobs of the store thread besides the group commit: each interval's, and consent withdrawals' erasures.
 extension HitWriter {
-    // MARK: Each interval, at start and at close (on the store queue)
+    // MARK: Each interval, at start and at close (jobs of the store thread)
 
     /// Each interval: the periodic pool written, visitor documents a failed write put back tried
     /// again, expired hits deleted.
     func tick() async {
         await store.run { [self] in
-            writeUnwritten()
-            if state.withLock({ !$0.erasuresWaiting.isEmpty }) { retryErasures() }
-            if visitorDocuments?.pending.isEmpty == false { drain(yielding: true) }
-            _ = deleteExpired()
+            await writeUnwritten()
+            if state.withLock({ !$0.erasuresWaiting.isEmpty }) { await retryErasures() }
+            if visitorDocuments?.pending.isEmpty == false { await drain(yielding: true) }
+            _ = await deleteExpired()
             collectEvictions()
-            reportWaiting()
+            await reportWaiting()
         }
     }
 
-    /// At close, on the store queue: the pool written, and a last try for visitor documents.
-    func writeBeforeClosing() {
-        writeUnwritten()
-        if visitorDocuments?.pending.isEmpty == false { drainAll() }
+    /// At close, a job of the store thread: the pool written, and a last try for visitor documents.
+    func writeBeforeClosing() async {
+        await writeUnwritten()
+        if visitorDocuments?.pending.isEmpty == false { await drainAll() }
     }
 
-    /// Deletes the hits past their lifetime, logging how many; returns how many (on the store queue).
+    /// Deletes the hits past their lifetime, logging how many; returns how many (a job of the store thread).
     /// Their age is measured on `agingTime`: after the system clock is set hours ahead, hits are
     /// not deleted as if those hours had passed (logged once a step).
-    func deleteExpired() -> Int {
+    func deleteExpired() async -> Int {
         noteClockStep()
         let boundary = agingTime.now(clock).unixMilliseconds - Int64((settings.hitLifetime * 1000).rounded())
         var expired = 0
         do {
-            expired = try store.hits.deleteExpired(createdBefore: boundary)
+            expired = try await store.hits.deleteExpired(createdBefore: boundary)
             if state.withLock({ $0.set(.expiryFailing, false) }) {
                 logger.info("Expired hits can be deleted again")
             }
@@ -73,11 +73,11 @@ extension HitWriter {
         }
     }
 
-    /// Tells the instrumentation how many hits wait, in the cache and in memory (on the store queue).
-    func reportWaiting() {
+    /// Tells the instrumentation how many hits wait, in the cache and in memory (a job of the store thread).
+    func reportWaiting() async {
         guard let instrumentation = settings.instrumentation else { return }
         // A cache that cannot be counted now is not reported as empty: the gauges keep their last values.
-        guard let inStore = try? store.hits.count() else { return }
+        guard let inStore = try? await store.hits.count() else { return }
         let inMemory = state.withLock { $0.ingress.count + $0.writing + $0.unwritten.count }
         instrumentation.waiting(inStore: inStore, inMemory: inMemory)
     }
@@ -93,10 +93,10 @@ extension HitWriter {
         // also write hits accepted after this call (consent given again at once): those are spared.
         store.async { [self] in
             // Every hit accepted before the withdrawal is in the cache first, so that it goes too.
-            drainAll()
+            await drainAll()
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
-                let deleted = try erase(visitorId: visitorId, keeping: spared)
+                let deleted = try await erase(visitorId: visitorId, keeping: spared)
                 if deleted > 0 {
                     logger.info("Consent withdrawn: deleted \(deleted) unsent hit(s) of the visitor", metadata: logger.visitorMetadata(visitorId))
                 }
@@ -138,14 +138,14 @@ extension HitWriter {
         }
     }
 
-    /// Each interval, on the store queue: the erasures that could not run, tried again (oldest
-    /// first). One that still fails waits for the next interval, logged at debug level.
-    func retryErasures() {
+    /// Each interval, a job of the store thread: the erasures that could not run, tried again
+    /// (oldest first). One that still fails waits for the next interval, logged at debug level.
+    func retryErasures() async {
         let waiting = state.withLock { state in state.erasuresWaiting.sorted { $0.value < $1.value }.map(\.key) }
         for visitorId in waiting {
             let spared = state.withLock { $0.purging[visitorId]?.acceptedSince ?? [] }
             do {
-                let deleted = try erase(visitorId: visitorId, keeping: spared)
+                let deleted = try await erase(visitorId: visitorId, keeping: spared)
                 let waited = state.withLock { state -> TimeInterval in
                     let since = state.erasuresWaiting.removeValue(forKey: visitorId) ?? clock.uptime()
                     if state.purging[visitorId]?.pending == 0 { state.purging[visitorId] = nil }
@@ -167,9 +167,9 @@ extension HitWriter {
 
     /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
     /// default visitor cache or a shared store, its document: one transaction where both are
-    /// tables of one store. Runs on the store queue, so after any group commit that took the
+    /// tables of one store. A job of the store thread, so after any group commit that took the
     /// visitor's last document.
-    func erase(visitorId: String, keeping: Set<String>) throws -> Int {
-        try keeper.erase(visitorId: visitorId, keeping: keeping)
+    func erase(visitorId: String, keeping: Set<String>) async throws -> Int {
+        try await keeper.erase(visitorId: visitorId, keeping: keeping)
     }
 }

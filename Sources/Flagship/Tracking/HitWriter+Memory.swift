@@ -74,8 +74,8 @@ extension HitWriter {
         return true
     }
 
-    /// The pool (and what the cache refused before) written to the cache, on the store queue.
-    func writeUnwritten() {
+    /// The pool (and what the cache refused before) written to the cache, a job of the store thread.
+    func writeUnwritten() async {
         // Taken (as in flight) while being written: a sender that took them from memory meanwhile
         // would send hits that are then also in the cache, unclaimed, and sent a second time.
         let pending = state.withLock { state in
@@ -87,7 +87,7 @@ extension HitWriter {
         let written = Set(pending.map(\.id))
         do {
             let started = ContinuousClock.now
-            let evicted = try store.hits.save(pending.map(CachedHit.init))
+            let evicted = try await store.hits.save(pending.map(CachedHit.init))
             if let instrumentation = settings.instrumentation {
                 instrumentation.committed(rows: pending.count, duration: ContinuousClock.now - started)
                 reportCommitted(pending, to: instrumentation)
@@ -126,8 +126,8 @@ extension HitWriter {
         forget(drop)
     }
 
-    /// Writes what waits in memory now (a periodic batch that failed to send), on the store queue.
+    /// Writes what waits in memory now (a periodic batch that failed to send), as a job of the store thread.
     func writePool() async {
-        await store.run { [self] in writeUnwritten() }
+        await store.run { [self] in await writeUnwritten() }
     }
 }

@@ -146,7 +146,7 @@ final class HitWriter: Sendable {
         case .pooled(let overflow):
             durable?(.success(()))
             // A pool that outgrows memory is written before the interval.
-            if overflow { store.async { [self] in writeUnwritten() } }
+            if overflow { store.async { [self] in await writeUnwritten() } }
             ready(hit.isActivate ? 0 : 1, hit.isActivate)
         case .none:
             break
@@ -189,16 +189,16 @@ final class HitWriter: Sendable {
     /// `delay` seconds.
     func scheduleDrain(after delay: TimeInterval) {
         guard delay > 0 else {
-            store.async { [self] in drainAsQueued() }
+            store.async { [self] in await drainAsQueued() }
             return
         }
         hitCommits.continuation.yield(delay)
     }
 
     /// The group commit a `scheduleDrain` queued: what gathered since is its batch.
-    func drainAsQueued() {
+    func drainAsQueued() async {
         state.withLock { $0.commit.dequeued() }
-        drain(yielding: true)
+        await drain(yielding: true)
     }
 
     /// No hit is taken any more; what was accepted is still written.

@@ -89,7 +89,9 @@ final class SQLiteHitQueue: HitQueue {
         return name.isEmpty ? "localhost" : name
     }()
 
-    func save(_ hits: [CachedHit]) throws -> Int {
+    /// The writer's calls run on the thread of whoever awaits them: the tracking manager's store
+    /// thread (`TrackingStore`), where SQLite may block.
+    func save(_ hits: [CachedHit]) async throws -> Int {
         try save(hits, alongside: nil)
     }
 
@@ -262,13 +264,16 @@ final class SQLiteHitQueue: HitQueue {
         }
     }
 
-    func deleteExpired(createdBefore boundary: Int64) throws -> Int {
-        guard store.opening.readOnly == nil else { return 0 }
-        let deleted = try store.write { try $0.hits.deleteHits(createdBefore: boundary) }
-        return deleted
+    func deleteExpired(createdBefore boundary: Int64) async throws -> Int {
+        try deleteExpired(before: boundary)
     }
 
-    func purge(visitorId: String, keeping: Set<String>) throws -> Int {
+    private func deleteExpired(before boundary: Int64) throws -> Int {
+        guard store.opening.readOnly == nil else { return 0 }
+        return try store.write { try $0.hits.deleteHits(createdBefore: boundary) }
+    }
+
+    func purge(visitorId: String, keeping: Set<String>) async throws -> Int {
         try purge(visitorId: visitorId, keeping: keeping, alongside: nil)
     }
 
@@ -283,11 +288,19 @@ final class SQLiteHitQueue: HitQueue {
         return deleted
     }
 
-    func count() throws -> Int {
+    func count() async throws -> Int {
+        try countNow()
+    }
+
+    private func countNow() throws -> Int {
         try store.read { try $0.hits.count() }
     }
 
-    func releaseClaims(_ ids: [String]?) throws {
+    func releaseClaims(_ ids: [String]?) async throws {
+        try releaseClaimsNow(ids)
+    }
+
+    private func releaseClaimsNow(_ ids: [String]?) throws {
         guard store.opening.readOnly == nil else { return }
         let (owner, capacity, now) = (owner, capacity, now())
         let (evicted, count) = try store.write { db in

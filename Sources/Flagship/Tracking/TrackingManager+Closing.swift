@@ -45,9 +45,9 @@ extension TrackingManager {
     /// else is tried.
     private func writeAndSendTheLast(until deadline: Date, started: Bool) async -> Bool {
         let sendsUntil = deadline.addingTimeInterval(-min(1, settings.closeDeadline / 5))
-        // The store queue is serial: what was accepted before is written first.
+        // The store's jobs run one at a time: what was accepted before is written first.
         let storeAnswered = await store.run(until: deadline, clock: clock) { [writer] in
-            writer.drainAll()
+            await writer.drainAll()
             return true
         } != nil
         // The last round looks in the table as an interval's round does: rows this instance did
@@ -63,18 +63,18 @@ extension TrackingManager {
         return storeAnswered
     }
 
-    /// On the store queue, before `deadline`: the pool written, the claims released, and the
+    /// A job of the store, before `deadline`: the pool written, the claims released, and the
     /// hits that wait counted, as (waiting for the next start, lost with this process); `nil`
     /// when the store did not answer in time.
     private func countWhatWaits(until deadline: Date) async -> (waiting: Int, stranded: Int)? {
         await store.run(until: deadline, clock: clock) { [writer, logger, queue = store.hits] () -> (Int, Int) in
-            writer.writeBeforeClosing()
+            await writer.writeBeforeClosing()
             do {
-                try queue.releaseClaims(nil)
+                try await queue.releaseClaims(nil)
             } catch {
                 logger.error("Claims on cached hits could not be released (\(error)): they lapse by themselves")
             }
-            let count = (try? queue.count()) ?? 0
+            let count = (try? await queue.count()) ?? 0
             // Rows of an in-memory cache, or of a file no longer at the store path, end with this
             // process: they are lost, never waiting.
             return queue.waitingHitsSurvive ? (count, 0) : (0, count)

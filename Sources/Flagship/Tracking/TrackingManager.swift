@@ -195,12 +195,12 @@ package final class TrackingManager: HitTracking {
         guard first else { return }
         store.async { [store, writer, sender, lifecycle, clock, logger] in
             store.hits.loadCached(now: clock.now().unixMilliseconds) { takeIn in
-                // A custom cache's hits, once it answers: taken in on the store queue, in order.
+                // A custom cache's hits, once it answers: taken in by a job of the store, in order.
                 store.async {
                     let loaded = takeIn()
                     guard loaded > 0 else { return }
                     // Hits accepted since the start are not expired: what expires now was loaded.
-                    let replayed = max(0, loaded - writer.deleteExpired())
+                    let replayed = max(0, loaded - (await writer.deleteExpired()))
                     guard replayed > 0 else { return }
                     lifecycle.withLock {
                         $0.cachedAtStart += replayed
@@ -210,8 +210,8 @@ package final class TrackingManager: HitTracking {
                     sender.requestFlush()
                 }
             }
-            let expired = writer.deleteExpired()
-            let waiting = (try? store.hits.count()) ?? 0
+            let expired = await writer.deleteExpired()
+            let waiting = (try? await store.hits.count()) ?? 0
             lifecycle.withLock {
                 $0.cachedAtStart = waiting
                 $0.waiting = waiting
@@ -328,19 +328,19 @@ package final class TrackingManager: HitTracking {
     /// Returns once what was accepted is written, the start's replay ran, and no send is under
     /// way or due (sending stopped by the backoff counts as done).
     func waitUntilIdle() async {
-        await store.run { [writer] in writer.drainAll() }
+        await store.run { [writer] in await writer.drainAll() }
         await sender.waitForIdle()
     }
 
     /// Returns once everything accepted before the call is written.
     func waitForWrites() async {
-        await store.run { [writer] in writer.drainAll() }
+        await store.run { [writer] in await writer.drainAll() }
     }
 
     /// The counts so far; `waiting` counted now, or, once closed, as `close()` left it.
     func statistics() async -> TrackingStatistics {
         if !lifecycle.withLock({ $0.closeFinished }) {
-            let waiting = await store.run { [queue = store.hits] in (try? queue.count()) ?? 0 }
+            let waiting = await store.run { [queue = store.hits] in (try? await queue.count()) ?? 0 }
             let inMemory = writer.unwritten().inMemory
             lifecycle.withLock { $0.waiting = waiting + inMemory }
         }

@@ -2,45 +2,80 @@ import Dispatch
 import FlagshipStore
 import Foundation
 
-/// The one serial queue on which the writer's side of the hit queue (and the default visitor
-/// cache's documents) is written: the group commits, expiry, consent erasure and the count at
-/// close, in the order they were asked for. Those calls block on I/O, so none runs on a thread of
-/// Swift's cooperative pool. The sender's claims and settlements are not made here: it awaits
-/// them (`HitQueue.claim`, `settle`), and a group commit, which callers of `try await sendHit`
-/// wait for, never queues behind a claim.
+/// Where the writer's side of the hit queue (and the default visitor cache's documents) is
+/// written: the group commits, expiry, consent erasure and the count at close, as jobs that run
+/// one at a time, each to its end, in the order they were asked for.
+///
+/// A job is `async`: it awaits the queue's writer calls, which for PostgreSQL wait on its
+/// connection pool and for a custom cache on the queue that confines it, no thread waiting. One
+/// job never runs in the middle of another, though it awaits: an erasure or a barrier queued
+/// while a group commit awaits its write runs after that commit, as it must. The jobs run on the
+/// store thread (`io.flagship.tracking.store`, a serial dispatch queue as their task executor),
+/// where SQLite's calls block that thread only, never one of Swift's cooperative pool. The
+/// sender's claims and settlements are not made here: it awaits them (`HitQueue.claim`,
+/// `settle`), and a group commit, which callers of `try await sendHit` wait for, never queues
+/// behind a claim.
+///
+/// A job asked for while none runs sets a task going on the store thread that runs the jobs
+/// queued, then ends; the jobs asked for are as many as the writer's own state allows (one group
+/// commit queued at a time, one job per interval, per consent withdrawal, per barrier).
 final class TrackingStore: Sendable {
+    typealias Job = @Sendable () async -> Void
+
+    private struct Jobs {
+        var waiting: [Job] = []
+        /// A task runs the waiting jobs: a job asked for now is run by it.
+        var running = false
+    }
+
     let hits: any HitQueue
-    private let queue: DispatchQueue
-    /// The store queue as a task executor: the writer's group commits run there, as a loop
-    /// (`HitWriter.runCommits`) that is a child task of the tracking manager's `run`.
+    /// The store thread as a task executor: the jobs run there, and so do the writer's group
+    /// commit loops (`HitWriter.runCommits`), child tasks of the tracking manager's `run`.
     let executor: SerialQueueExecutor
+    private let jobs = Locked(Jobs())
 
     init(hits: any HitQueue) {
         self.hits = hits
-        queue = DispatchQueue(label: "io.flagship.tracking.store")
-        executor = SerialQueueExecutor(queue)
+        executor = SerialQueueExecutor(DispatchQueue(label: "io.flagship.tracking.store"))
     }
 
-    /// Sets `work` going after everything queued before it; returns at once.
-    func async(_ work: @escaping @Sendable () -> Void) {
-        queue.async(execute: work)
+    /// Sets `work` going once every job asked for before it has ended; returns at once.
+    func async(_ work: @escaping Job) {
+        let start = jobs.withLock { jobs -> Bool in
+            jobs.waiting.append(work)
+            defer { jobs.running = true }
+            return !jobs.running
+        }
+        guard start else { return }
+        Task(executorPreference: executor) { [self] in await runJobs() }
     }
 
-    /// Runs `work` after everything queued before it, and waits for it.
-    func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+    /// Runs the jobs asked for, one after the other, each to its end, until none waits.
+    private func runJobs() async {
+        while let job = jobs.withLock({ jobs -> Job? in
+            guard !jobs.waiting.isEmpty else {
+                jobs.running = false
+                return nil
+            }
+            return jobs.waiting.removeFirst()
+        }) {
+            await job()
         }
     }
 
-    func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await queuedCall(on: queue, work)
+    /// Runs `work` once every job asked for before it has ended, and awaits it.
+    func run<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            async { continuation.resume(returning: await work()) }
+        }
     }
 
-    /// Runs `work` after everything queued before it, waiting until `deadline` on `clock` at most:
-    /// `nil` when the deadline came first (the work still runs, once the queue reaches it).
-    func run<T: Sendable>(until deadline: Date, clock: any SDKClock, _ work: @escaping @Sendable () -> T) async -> T? {
-        await queuedCall(on: queue, until: deadline, clock: clock, work)
+    /// As `run`, awaited until `deadline` on `clock` at most: `nil` when the deadline came first
+    /// (the work still runs, in its turn).
+    func run<T: Sendable>(until deadline: Date, clock: any SDKClock, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await firstOf(deadline: deadline, clock: clock) { finish in
+            async { finish(await work()) }
+        }
     }
 }
 

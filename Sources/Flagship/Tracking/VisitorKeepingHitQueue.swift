@@ -23,18 +23,18 @@ package struct HitsAndVisitorsSaved: Sendable {
 
 /// A hit queue that keeps the visitor cache's documents too: written by the tracking manager's
 /// group commits beside the hits, read by visitor lookups, and erased with the visitor's hits
-/// when consent is withdrawn. Its own calls are the writer's side of a `HitQueue`: made from
-/// dispatch queues only (but `lookUpVisitor`).
+/// when consent is withdrawn. Its own calls are the writer's side of a `HitQueue` (awaited by the
+/// writer, one job at a time), but `visitor(id:)`, which blocks, and `lookUpVisitor`.
 package protocol VisitorKeepingHitQueue: HitQueue {
     /// Writes hits and the visitors' newest documents.
-    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) -> HitsAndVisitorsSaved
+    func save(_ hits: [CachedHit], visitors: [VisitorRecord]) async -> HitsAndVisitorsSaved
     /// The visitor's stored document, if any (blocking: for `build()`, from a dispatch queue).
     func visitor(id: String) throws -> VisitorRecord?
     /// As `visitor(id:)`, for `buildAsync()`: lookups of many visitors run at once.
     func lookUpVisitor(id: String) async throws -> VisitorRecord?
     /// Consent withdrawn: the visitor's document and its hits but its consent hits and `keeping`
     /// (accepted after the withdrawal). Returns how many hits went.
-    func erase(visitorId: String, keeping: Set<String>) throws -> Int
+    func erase(visitorId: String, keeping: Set<String>) async throws -> Int
 }
 
 /// Makes the queue of an SDK whose hits and visitors live in a store shared by a fleet (the
@@ -75,13 +75,13 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         self.store = store
     }
 
-    package func save(_ hits: [CachedHit], visitors records: [VisitorRecord]) -> HitsAndVisitorsSaved {
+    package func save(_ hits: [CachedHit], visitors records: [VisitorRecord]) async -> HitsAndVisitorsSaved {
         let queue = self.hits
         guard !records.isEmpty else {
-            return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documents: nil)
+            return HitsAndVisitorsSaved(hits: await Self.saved(hits, in: queue), documents: nil)
         }
         guard let store else {
-            return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) },
+            return HitsAndVisitorsSaved(hits: await Self.saved(hits, in: queue),
                                         documents: FSCacheError(code: .inMemory, path: nil, description: "no local store to keep visitor documents in"))
         }
         let writeDocuments: (Connection) throws -> Void = { try $0.visitors.save(records) }
@@ -97,7 +97,17 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         } catch {
             documentsError = error
         }
-        return HitsAndVisitorsSaved(hits: hits.isEmpty ? .success(0) : Result { try queue.save(hits) }, documents: documentsError)
+        return HitsAndVisitorsSaved(hits: await Self.saved(hits, in: queue), documents: documentsError)
+    }
+
+    /// `queue.save(hits)`'s outcome (nothing asked of the queue for no hits).
+    private static func saved(_ hits: [CachedHit], in queue: any HitQueue) async -> Result<Int, any Error> {
+        guard !hits.isEmpty else { return .success(0) }
+        do {
+            return .success(try await queue.save(hits))
+        } catch {
+            return .failure(error)
+        }
     }
 
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
@@ -112,16 +122,20 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     }
 
     /// One transaction when both are tables of the store; then the traces on disk are erased.
-    package func erase(visitorId: String, keeping: Set<String>) throws -> Int {
+    package func erase(visitorId: String, keeping: Set<String>) async throws -> Int {
         guard let store, store.opening.readOnly == nil else {
-            return try hits.purge(visitorId: visitorId, keeping: keeping)
+            return try await hits.purge(visitorId: visitorId, keeping: keeping)
         }
         if let table = hits as? SQLiteHitQueue, table.isTable(of: store) {
             return try table.purge(visitorId: visitorId, keeping: keeping) { try $0.visitors.delete(visitorId: visitorId) }
         }
-        try store.write { try $0.visitors.delete(visitorId: visitorId) }
-        try store.database.eraseWALHistory()
-        return try hits.purge(visitorId: visitorId, keeping: keeping)
+        // Written here, on the writer's thread, as the group commits are.
+        func deleteDocument() throws {
+            try store.write { try $0.visitors.delete(visitorId: visitorId) }
+            try store.database.eraseWALHistory()
+        }
+        try deleteDocument()
+        return try await hits.purge(visitorId: visitorId, keeping: keeping)
     }
 
     /// Documents kept here, newest first, each with the decisions recorded with it: for a shared
@@ -150,15 +164,19 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     }
 
     // The hit queue's own calls go to `hits`.
-    package func save(_ hits: [CachedHit]) throws -> Int { try self.hits.save(hits) }
+    package func save(_ hits: [CachedHit]) async throws -> Int { try await self.hits.save(hits) }
     package func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
         try await hits.claim(endpoint, limit: limit, now: now)
     }
     package func settle(_ settlement: HitSettlement) async throws { try await hits.settle(settlement) }
-    package func deleteExpired(createdBefore boundary: Int64) throws -> Int { try hits.deleteExpired(createdBefore: boundary) }
-    package func purge(visitorId: String, keeping: Set<String>) throws -> Int { try hits.purge(visitorId: visitorId, keeping: keeping) }
-    package func count() throws -> Int { try hits.count() }
-    package func releaseClaims(_ ids: [String]?) throws { try hits.releaseClaims(ids) }
+    package func deleteExpired(createdBefore boundary: Int64) async throws -> Int {
+        try await hits.deleteExpired(createdBefore: boundary)
+    }
+    package func purge(visitorId: String, keeping: Set<String>) async throws -> Int {
+        try await hits.purge(visitorId: visitorId, keeping: keeping)
+    }
+    package func count() async throws -> Int { try await hits.count() }
+    package func releaseClaims(_ ids: [String]?) async throws { try await hits.releaseClaims(ids) }
     package func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
         hits.loadCached(now: now, found: found)
     }
