@@ -1,0 +1,94 @@
+import Dispatch
+import FlagshipStore
+import Foundation
+import Logging
+import XCTest
+
+@testable import Flagship
+
+/// The tracking store's jobs: one at a time, each to its end though it awaits, in the order they
+/// were asked for, on the store's own thread.
+final class TrackingStoreJobsTests: XCTestCase {
+    private var directory: TemporaryDirectory!
+    private var database: FlagshipDatabase!
+    private var store: TrackingStore!
+
+    override func setUpWithError() throws {
+        directory = try TemporaryDirectory()
+        database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
+        store = TrackingStore(hits: SQLiteHitQueue(store: database, capacity: 100, leaseDuration: 60, logger: Logger(label: "test")))
+    }
+
+    override func tearDown() {
+        database.close()
+        directory.remove()
+    }
+
+    /// A job that awaits (a PostgreSQL write, a custom cache's call) is not interleaved with the
+    /// jobs asked for after it: an erasure queued during a group commit's write runs after it.
+    func testAJobThatAwaitsIsNotInterleavedWithTheNextOnes() async throws {
+        let order = Locked<[String]>([])
+        let release = OneShot<Void>()
+        store.async {
+            order.withLock { $0.append("commit starts") }
+            _ = await release.value()
+            order.withLock { $0.append("commit ends") }
+        }
+        store.async { order.withLock { $0.append("erasure") } }
+        let barrier = Task { [store] in await store!.run { order.withLock { $0.append("barrier") } } }
+
+        try await waitUntil { order.withLock { $0 } == ["commit starts"] }
+        // Time for the jobs behind it to run, were they allowed to while it awaits.
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(order.withLock { $0 }, ["commit starts"], "nothing ran while the first job awaited")
+
+        _ = release.fulfil(())
+        await barrier.value
+        XCTAssertEqual(order.withLock { $0 }, ["commit starts", "commit ends", "erasure", "barrier"])
+    }
+
+    /// The jobs run on the store's thread, before and after an await, never on a thread of the
+    /// cooperative pool: SQLite's writer calls block there.
+    func testJobsRunOnTheStoresThreadBeforeAndAfterAnAwait() async throws {
+        let queue = store.executor.queue
+        let onTheStoreThread = await store.run { () -> [Bool] in
+            var seen = [Self.isOn(queue)]
+            await Task.yield()
+            try? await Task.sleep(for: .milliseconds(1))
+            seen.append(Self.isOn(queue))
+            return seen
+        }
+        XCTAssertEqual(onTheStoreThread, [true, true])
+    }
+
+    /// A bounded wait gives up at its deadline; the job still runs in its turn.
+    func testABoundedRunGivesUpAtItsDeadlineAndTheJobStillRuns() async throws {
+        let release = OneShot<Void>()
+        store.async { _ = await release.value() }
+        let ran = Locked(false)
+        let answer = await store.run(until: Date().addingTimeInterval(0.05), clock: SystemClock()) { () -> Bool in
+            ran.withLock { $0 = true }
+            return true
+        }
+        XCTAssertNil(answer, "the job ahead holds it past the deadline")
+        XCTAssertFalse(ran.withLock { $0 })
+        _ = release.fulfil(())
+        await store.run {}
+        XCTAssertTrue(ran.withLock { $0 }, "run once its turn came")
+    }
+
+    private static func isOn(_ queue: DispatchQueue) -> Bool {
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        defer { queue.setSpecific(key: key, value: nil) }
+        return DispatchQueue.getSpecific(key: key) == true
+    }
+
+    private func waitUntil(timeout: TimeInterval = 5, _ condition: @escaping @Sendable () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { return XCTFail("condition not met within \(timeout) s") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
