@@ -77,6 +77,20 @@ final class TrackingStoreJobsTests: XCTestCase {
         XCTAssertTrue(ran.withLock { $0 }, "run once its turn came")
     }
 
+    /// The task that runs the jobs holds their stream, not the store: a store let go ends, and
+    /// its task with it, rather than living as long as the process.
+    func testAStoreLetGoIsFreedOnceItsJobsRan() async throws {
+        weak var released: TrackingStore?
+        do {
+            let local = TrackingStore(hits: store.hits)
+            released = local
+            await local.run {}
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while released != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        XCTAssertNil(released, "the store outlived its last reference")
+    }
+
     private static func isOn(_ queue: DispatchQueue) -> Bool {
         let key = DispatchSpecificKey<Bool>()
         queue.setSpecific(key: key, value: true)

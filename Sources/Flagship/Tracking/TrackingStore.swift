@@ -17,11 +17,10 @@ import Foundation
 /// behind a claim.
 ///
 /// One task runs the jobs, from the store's creation to its end: it waits on the jobs' stream
-/// on the store thread, and a job asked for wakes it there (one thread handoff, as a dispatch
-/// block's; a task made per job cost a second one: measured, 20 µs more for a lone awaited
-/// hit). The jobs asked for are as many as the writer's own state allows (one group commit
-/// queued at a time, one job per interval, per consent withdrawal, per barrier). The store's end
-/// finishes the stream, and the task with it.
+/// on the store thread, and a job asked for wakes it there, as a dispatch block would be; no task
+/// is made per job. The jobs asked for are as many as the writer's own state allows (one group
+/// commit queued at a time, one job per interval, per consent withdrawal, per barrier). The
+/// store's end finishes the stream, and the task with it.
 final class TrackingStore: Sendable {
     typealias Job = @Sendable () async -> Void
 
