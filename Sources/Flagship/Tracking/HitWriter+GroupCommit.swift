@@ -20,12 +20,11 @@ extension HitWriter {
     /// `yielding` (a group commit set going by an accepted hit): after each transaction, the rest
     /// is asked again as a job behind those asked for meanwhile (an interval's work, an erasure, a
     /// barrier), which a flow of hits that never stops would otherwise hold for as long as it
-    /// lasts. Whatever must see every
-    /// hit accepted before it written (a barrier, a consent erasure, `close()`) calls `drainAll()`,
-    /// which is not spaced.
+    /// lasts. Whatever must see every hit accepted before it written (a barrier, a consent
+    /// erasure, `close()`) calls `drainAll()`, which is not spaced.
     ///
     /// `atMost`: hits to write before returning (a barrier's: those accepted before it), so that a
-    /// flow that never stops does not hold the store queue either.
+    /// flow that never stops does not hold the store's jobs either.
     func drain(yielding: Bool = false, atMost limit: Int = .max) async {
         // Documents whose write failed wait for the next interval, not for the next loop.
         var documentsFailed = false
