@@ -195,6 +195,10 @@ final class SDKFetchTests: SDKTestCase {
         start()
         let visitor = visitor()
         try await visitor.fetchFlags()
+        // The consent hit of the visitor's creation, accepted before the panic, is delivered
+        // first: only what the visitor does in panic is counted below.
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
         server.decision = .panic
         try await visitor.fetchFlags()
         server.clearReceived()
