@@ -38,11 +38,19 @@ package final class DeferredCheck: @unchecked Sendable {
     private let running = DispatchGroup()
     private let state = Locked(State())
     private let ended: @Sendable (Outcome) -> Void
+    /// Tests only: called once, on the check's thread, while its statement runs.
+    private let whileChecking: OnceWhileChecking?
 
-    init(path: String, ended: @escaping @Sendable (Outcome) -> Void) {
+    /// - Parameter whileChecking: tests only: called once while the check's statement runs (from
+    ///   SQLite's progress handler), so that a test can close the check at that moment.
+    init(path: String, whileChecking: (@Sendable () -> Void)? = nil, ended: @escaping @Sendable (Outcome) -> Void) {
         self.path = path
+        self.whileChecking = whileChecking.map(OnceWhileChecking.init)
         self.ended = ended
     }
+
+    /// Whether `close()` has been called (and the check under way, if any, interrupted).
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Sets the check going; returns at once.
     func start() {
@@ -77,6 +85,13 @@ package final class DeferredCheck: @unchecked Sendable {
             return state.withLock({ $0.closed }) ? .interrupted : Self.outcome(ofFailure: message)
         }
         defer { sqlite3_finalize(statement) }
+        if let whileChecking {
+            let context = Unmanaged.passUnretained(whileChecking).toOpaque()
+            sqlite3_progress_handler(handle, 100, { context in
+                Unmanaged<OnceWhileChecking>.fromOpaque(context!).takeUnretainedValue().call()
+                return 0
+            }, context)
+        }
         var findings: [String] = []
         while true {
             let step = sqlite3_step(statement)
@@ -107,5 +122,21 @@ package final class DeferredCheck: @unchecked Sendable {
             if let handle = state.handle { sqlite3_interrupt(handle) }
         }
         running.wait()
+    }
+}
+
+/// A test's hook, called the first time SQLite's progress handler runs (`DeferredCheck`).
+private final class OnceWhileChecking: Sendable {
+    private let hook: @Sendable () -> Void
+    private let called = Locked(false)
+
+    init(_ hook: @escaping @Sendable () -> Void) { self.hook = hook }
+
+    func call() {
+        let first = called.withLock { called -> Bool in
+            defer { called = true }
+            return !called
+        }
+        if first { hook() }
     }
 }

@@ -113,21 +113,31 @@ final class DeferredCheckTests: StoreTestCase {
     }
 
     func testCloseInterruptsTheFullCheckAndLeavesItDue() throws {
-        // About 96 MB: a full check takes long enough for close to come first. (At 24 MB, in the
-        // page cache, the check once ended in 24 ms, before a loaded machine's close came.)
         let store = try FlagshipDatabase.open(at: url(), now: { fixedNow })
-        let document = String(repeating: "x", count: 3_000)
         try store.write { connection in
-            for index in 0..<32_000 {
+            for index in 0..<500 {
                 try connection.execute("INSERT INTO sdk_state (key, value, updated_at) VALUES (?, ?, 0)",
-                                       [.text("filler.\(index)"), .text(document)])
+                                       [.text("filler.\(index)"), .text(String(repeating: "x", count: 3_000))])
             }
         }
         store.close()
+        // The check is held inside its statement until close() has come: then it must stop.
+        let checking = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
         let seen = Locked<[DeferredCheck.Outcome]>([])
-        let check = DeferredCheck(path: url().path) { outcome in seen.withLock { $0.append(outcome) } }
+        let check = DeferredCheck(path: url().path, whileChecking: { checking.signal(); proceed.wait() }) { outcome in
+            seen.withLock { $0.append(outcome) }
+        }
         check.start()
-        check.close()
+        XCTAssertEqual(checking.wait(timeout: .now() + 30), .success, "the check's statement runs")
+        let closed = expectation(description: "close() returned")
+        DispatchQueue.global().async {
+            check.close()
+            closed.fulfill()
+        }
+        while !check.isClosed { usleep(1_000) }
+        proceed.signal()
+        wait(for: [closed], timeout: 30)
         XCTAssertEqual(seen.withLock { $0 }, [.interrupted], "told once, interrupted")
         check.close()
     }

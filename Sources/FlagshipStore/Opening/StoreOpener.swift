@@ -106,11 +106,14 @@ enum StoreOpener {
         let judged = StoreFiles.FileIdentity(path: url.path)
         let walSetAside = ours ? nil : try StoreFiles.setAsideForeignWAL(of: url, now: now())
         if !ours { try refuseIfNotOurs(url, migrator: migrator) }
+        // The mark as it was before this open: the full check this open defers may mark the file
+        // itself while the open ends, and what it finds is for the next start to act on.
+        let marked = StoreFiles.damageMarked(at: url)
         do {
             let store = try openAndMigrate(path: url.path, options: options, migrator: migrator, now: now, walSetAside: walSetAside)
-            // Checked once open, so that the full check (due, as the session kept its row) names
+            // Acted on once open, so that the full check (due, as the session kept its row) names
             // the damaged page where it can.
-            if let damage = StoreFiles.damageMarked(at: url) {
+            if let damage = marked {
                 store.abandon()
                 throw damage
             }
