@@ -88,11 +88,15 @@ extension BucketingPoller {
         let (store, shared, logger) = (store, shared, logger)
         let version = versionToKeep(of: file, document: record.document, origin: .download)
         await runStoreWork {
-            // Compiled on the store's queue, off Swift's pool: the next start decides from it
-            // without the JSON.
-            _ = try? await store?.queued { store in
-                Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
-                                  failure: "The new bucketing file could not be stored")
+            // Stored with its compiled form, from which the next start decides without the JSON:
+            // compiled on Swift's global executor, written on the store's queue.
+            if let store {
+                var compiled = record
+                compiled.compiled = await Self.compile(file, digests: campaigns.digests)
+                _ = try? await store.queued { [compiled] store in
+                    Self.storeLocally(compiled, version: version, in: store, logger: logger,
+                                      failure: "The new bucketing file could not be stored")
+                }
             }
             do {
                 try await shared?.save(record)

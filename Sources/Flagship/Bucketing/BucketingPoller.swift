@@ -156,8 +156,9 @@ final class BucketingPoller: Sendable {
         guard let store, store.opening.readOnly == nil else { return }
         let (envId, logger) = (envId, logger)
         queueStoreWork {
+            let compiled = await Self.compile(file, digests: digests)
             _ = try? await store.queued { store in
-                StoredBucketingFile.writeCompiled(file, digests: digests, envId: envId, downloadedAt: downloadedAt, to: store, logger: logger)
+                StoredBucketingFile.writeCompiled(compiled, envId: envId, downloadedAt: downloadedAt, to: store, logger: logger)
             }
         }
     }
@@ -207,8 +208,10 @@ final class BucketingPoller: Sendable {
         let version = versionToKeep(of: file, document: record.document, origin: .fleet)
         guard let store else { return }
         let logger = logger
-        _ = try? await store.queued { store in
-            Self.storeLocally(record, compiling: file, digests: campaigns.digests, version: version, in: store, logger: logger,
+        var compiled = record
+        compiled.compiled = await Self.compile(file, digests: campaigns.digests)
+        _ = try? await store.queued { [compiled] store in
+            Self.storeLocally(compiled, version: version, in: store, logger: logger,
                               failure: "The shared bucketing file could not be stored locally")
         }
     }
@@ -220,6 +223,15 @@ final class BucketingPoller: Sendable {
         try await withTaskExecutorPreference(globalConcurrentExecutor) {
             let parsed = try BucketingFile.parse(json: json, maximumBytes: maximumBytes)
             return (parsed, try BucketingFile(parsed: parsed))
+        }
+    }
+
+    /// A file's compiled form (`CompiledBucketingFile`), encoded on Swift's global executor, as
+    /// `parse` parses: CPU work, kept off the store's queue, where the group commits wait behind
+    /// whatever runs, and off the SDK's background thread.
+    static func compile(_ file: BucketingFile, digests: [String: String]) async -> [UInt8] {
+        await withTaskExecutorPreference(globalConcurrentExecutor) {
+            CompiledBucketingFile.encode(file, digests: digests)
         }
     }
 
@@ -250,14 +262,11 @@ final class BucketingPoller: Sendable {
     /// Stores `record` in the local store with `file` compiled beside its JSON (the next start
     /// decides from it without parsing), and keeps `version`; a failure is logged as `failure`,
     /// and the file is used until the process ends. Blocking: on the store's own queue.
-    static func storeLocally(_ record: BucketingRecord, compiling file: BucketingFile, digests: [String: String],
-                             version: (file: BucketingFileVersion, keeping: Int)?, in store: FlagshipDatabase?,
-                             logger: Logger, failure: String) {
-        var compiled = record
-        if store != nil { compiled.compiled = CompiledBucketingFile.encode(file, digests: digests) }
+    static func storeLocally(_ record: BucketingRecord, version: (file: BucketingFileVersion, keeping: Int)?,
+                             in store: FlagshipDatabase, logger: Logger, failure: String) {
         do {
-            try store?.write { db in
-                try db.bucketing.save(compiled)
+            try store.write { db in
+                try db.bucketing.save(record)
                 if let version { try db.bucketingFiles.use(version.file, keeping: version.keeping) }
             }
         } catch {

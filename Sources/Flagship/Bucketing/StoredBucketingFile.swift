@@ -97,9 +97,8 @@ struct StoredBucketingFile {
 
     /// Writes the compiled form of a stored file read from its JSON, for the next start, if the
     /// file is still the download of `downloadedAt`. Synchronous: on the store's own queue.
-    static func writeCompiled(_ file: BucketingFile, digests: [String: String], envId: String, downloadedAt: Int64,
+    static func writeCompiled(_ compiled: [UInt8], envId: String, downloadedAt: Int64,
                               to store: FlagshipDatabase, logger: Logger) {
-        let compiled = CompiledBucketingFile.encode(file, digests: digests)
         do {
             try store.write { try $0.bucketing.saveCompiled(compiled, envId: envId, downloadedAt: downloadedAt) }
         } catch {
