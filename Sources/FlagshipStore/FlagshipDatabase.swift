@@ -172,6 +172,10 @@ package final class FlagshipDatabase: Sendable {
         try await database.queued { try work(self) }
     }
 
+    /// The store's own queue as a task executor: for a task whose work blocks on this store, run
+    /// in order with its async calls and never on a thread of Swift's cooperative pool.
+    package var executor: SerialQueueExecutor { database.executor }
+
     /// Sets `work` going on the store's own queue, after the calls queued before it, and returns
     /// at once: for a wait bounded by a deadline (`firstOf`), which stops waiting, not the work.
     package func setGoing(_ work: @escaping @Sendable (FlagshipDatabase) -> Void) {

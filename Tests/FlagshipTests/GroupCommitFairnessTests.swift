@@ -16,7 +16,8 @@ final class GroupCommitFairnessTests: XCTestCase {
         let database = try FlagshipDatabase.open(at: directory.appendingPathComponent("flagship.sqlite"))
         defer { database.close() }
         let logger = Logger(label: "test")
-        let store = TrackingStore(hits: SQLiteHitQueue(store: database, capacity: 100_000, leaseDuration: 60, logger: logger))
+        let store = TrackingStore(hits: SQLiteHitQueue(store: database, capacity: 100_000, leaseDuration: 60, logger: logger),
+                                  executor: database.executor)
         var settings = TrackingManager.Settings()
         settings.ingressLimit = 10
         let writer = HitWriter(settings: settings, store: store, clock: SystemClock(), logger: logger,

@@ -107,7 +107,7 @@ final class TrackingLifecycleTests: TrackingTestCase {
         let queue = DelegateHitQueue(delegate: ConfinedDelegate(EmptyHitCache(), label: "test.hits"), capacity: 100,
                                      lookupTimeout: 1, logger: Logger(label: "test"))
         return TrackingManager(queue: queue, events: events, settings: TrackingManager.Settings(), clock: clock,
-                               logger: Logger(label: "test"))
+                               logger: Logger(label: "test"), executor: nil)
     }
 
     /// Waits for `task` to end, failing after 5 s of wall time (its own waits are on the test's clock).

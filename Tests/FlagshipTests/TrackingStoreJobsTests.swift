@@ -7,7 +7,8 @@ import XCTest
 @testable import Flagship
 
 /// The tracking store's jobs: one at a time, each to its end though it awaits, in the order they
-/// were asked for, on the store's own thread.
+/// were asked for, on the queue of the SQLite store they write, or on Swift's global executor
+/// when there is none.
 final class TrackingStoreJobsTests: XCTestCase {
     private var directory: TemporaryDirectory!
     private var database: FlagshipDatabase!
@@ -16,7 +17,8 @@ final class TrackingStoreJobsTests: XCTestCase {
     override func setUpWithError() throws {
         directory = try TemporaryDirectory()
         database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
-        store = TrackingStore(hits: SQLiteHitQueue(store: database, capacity: 100, leaseDuration: 60, logger: Logger(label: "test")))
+        store = TrackingStore(hits: SQLiteHitQueue(store: database, capacity: 100, leaseDuration: 60, logger: Logger(label: "test")),
+                              executor: database.executor)
     }
 
     override func tearDown() {
@@ -47,18 +49,36 @@ final class TrackingStoreJobsTests: XCTestCase {
         XCTAssertEqual(order.withLock { $0 }, ["commit starts", "commit ends", "erasure", "barrier"])
     }
 
-    /// The jobs run on the store's thread, before and after an await, never on a thread of the
-    /// cooperative pool: SQLite's writer calls block there.
-    func testJobsRunOnTheStoresThreadBeforeAndAfterAnAwait() async throws {
-        let queue = store.executor.queue
-        let onTheStoreThread = await store.run { () -> [Bool] in
+    /// The jobs run on the SQLite store's queue, before and after an await, never on a thread of
+    /// the cooperative pool: SQLite's writer calls block there. So does the store's own async work.
+    func testJobsRunOnTheStoresQueueBeforeAndAfterAnAwait() async throws {
+        let queue = try XCTUnwrap(store.executor).queue
+        let onTheStoreQueue = await store.run { () -> [Bool] in
             var seen = [Self.isOn(queue)]
             await Task.yield()
             try? await Task.sleep(for: .milliseconds(1))
             seen.append(Self.isOn(queue))
             return seen
         }
-        XCTAssertEqual(onTheStoreThread, [true, true])
+        XCTAssertEqual(onTheStoreQueue, [true, true])
+        let storeWork = try await database.write(cancellable: false) { _ in Self.isOn(queue) }
+        XCTAssertTrue(storeWork, "the store's async calls share the queue: one thread for its writes")
+    }
+
+    /// With no SQLite store to write, the jobs run in order all the same, on the global executor.
+    func testWithoutASQLiteStoreTheJobsStillRunInOrder() async throws {
+        let memory = TrackingStore(hits: DelegateHitQueue(delegate: ConfinedDelegate(NoHitCache(), label: "test.hits"),
+                                                          capacity: 10, lookupTimeout: 1, logger: Logger(label: "test")),
+                                   executor: nil)
+        let order = Locked<[Int]>([])
+        for number in 0..<20 {
+            memory.async {
+                if number % 3 == 0 { await Task.yield() }
+                order.withLock { $0.append(number) }
+            }
+        }
+        await memory.run {}
+        XCTAssertEqual(order.withLock { $0 }, Array(0..<20))
     }
 
     /// A bounded wait gives up at its deadline; the job still runs in its turn.
@@ -82,7 +102,7 @@ final class TrackingStoreJobsTests: XCTestCase {
     func testAStoreLetGoIsFreedOnceItsJobsRan() async throws {
         weak var released: TrackingStore?
         do {
-            let local = TrackingStore(hits: store.hits)
+            let local = TrackingStore(hits: store.hits, executor: database.executor)
             released = local
             await local.run {}
         }

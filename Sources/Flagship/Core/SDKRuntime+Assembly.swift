@@ -142,7 +142,7 @@ extension SDKRuntime {
     /// The tracking manager, with its events client and the settings the configuration gives.
     static func tracking(envId: String, apiKey: String, config: FlagshipConfig, queue hitQueue: any HitQueue,
                          transport: any HTTPTransport, visitorDocuments: (PendingVisitorDocuments, FlagshipDatabase)?,
-                         logger: Logger) -> TrackingManager {
+                         executor: SerialQueueExecutor?, logger: Logger) -> TrackingManager {
         let eventsTimeout = max(config.timeout / 1000, 5)
         let events = EventsClient(envId: envId, apiKey: apiKey, decisionBaseURL: config.decisionBaseURL,
                                   eventsBaseURL: config.eventsBaseURL, timeout: eventsTimeout, transport: transport,
@@ -155,12 +155,12 @@ extension SDKRuntime {
         return TrackingManager(
             queue: hitQueue,
             events: events, settings: settings, clock: config.clock, logger: logger,
-            visitorDocuments: visitorDocuments)
+            visitorDocuments: visitorDocuments, executor: executor)
     }
 }
 
 /// The hit cache when not even an in-memory database could be had: hits wait in memory only.
-private struct NoHitCache: FSHitCacheDelegate, Sendable {
+struct NoHitCache: FSHitCacheDelegate, Sendable {
     func cacheHits(hits: [String: [String: Any]]) {}
     func lookupHits() -> [String: [String: Any]] { [:] }
     func flushHits(hitIds: [String]) {}

@@ -70,8 +70,11 @@ final class SDKRuntime: Sendable {
         statusCell = SDKStatusCell(logger: logger, callbacks: Flagship.callbacks, onChange: config.onSdkStatusChanged)
         (bucketing, decider) = Self.decider(envId: envId, apiKey: apiKey, config: config, store: store, transport: transport,
                                             statusCell: statusCell, flagWatch: flagWatch, logger: logger)
+        // The writer's jobs run on the queue of the SQLite store they write: the hits' (an
+        // explicitly given default hit cache's), else the instance's (visitor documents, a fleet's spill).
         tracking = Self.tracking(envId: envId, apiKey: apiKey, config: config, queue: hitQueue, transport: transport,
-                                 visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } }, logger: logger)
+                                 visitorDocuments: caches.flatMap { caches in caches.pending.map { ($0, caches.store) } },
+                                 executor: (hitQueue as? SQLiteHitQueue)?.store.executor ?? store?.executor, logger: logger)
     }
 
     /// Makes the instance ready: in API mode at once; in bucketing mode from the stored file when

@@ -9,11 +9,11 @@ import Logging
 /// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics).
 ///
 /// Two sides, both awaited. The writer's calls (`save`, expiry, erasure, `count`, ending claims)
-/// are made by the tracking manager's writer, one job at a time on its store thread
-/// (`TrackingStore`): SQLite's run there, blocking that thread only; PostgreSQL's are awaited on
+/// are made by the tracking manager's writer, one job at a time (`TrackingStore`): SQLite's on
+/// the store's own queue, blocking that thread only; PostgreSQL's are awaited on
 /// its connection pool and a custom cache's on the queue that confines it, no thread waiting. The
-/// sender's calls (`claim`, `settle`) are awaited from its task: SQLite's run on its database's
-/// own queue, so a claim's round trip holds no thread, and a group commit never waits behind one.
+/// sender's calls (`claim`, `settle`) are awaited from its task: SQLite's on the same queue, each
+/// one transaction in turn with the writer's jobs, so a claim's round trip holds no thread.
 package protocol HitQueue: Sendable {
     /// Writes accepted hits, all or none (one transaction). Returns how many of the oldest were
     /// evicted to stay within the cap.

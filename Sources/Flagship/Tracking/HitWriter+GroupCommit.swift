@@ -2,9 +2,9 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// The group commit, a job of the store thread: hits and visitor documents written in one transaction.
+/// The group commit, a job of the tracking store: hits and visitor documents written in one transaction.
 extension HitWriter {
-    // MARK: Group commit (a job of the store thread)
+    // MARK: Group commit (a job of the tracking store)
 
     /// Group commit: writes what gathered in the ingress (`ingressLimit` hits at most) and the
     /// visitor documents waiting, in one transaction, until both stay empty.
@@ -163,7 +163,7 @@ extension HitWriter {
     }
 
     /// Writes every hit accepted so far, and the visitor documents waiting, now (a job of the
-    /// store thread): what a barrier needs. Hits accepted meanwhile are left to their group commit.
+    /// tracking store): what a barrier needs. Hits accepted meanwhile are left to their group commit.
     func drainAll() async {
         await drain(atMost: state.withLock { $0.ingress.count })
     }
@@ -193,13 +193,14 @@ extension HitWriter {
     }
 }
 
-/// The group commits' loops: a child task of the tracking manager's `run`, on the store thread.
+/// The group commits' loops: a child task of the tracking manager's `run`, on the tracking store's executor.
 extension HitWriter {
     /// Runs the spaced group commits (a flow's, `commitSpacing` after the one before, and the
     /// documents', after their coalescing window), each once its wait on the monotonic clock is
     /// over, until `finishCommits()` or cancellation, which also end a wait under way. The loops
-    /// wait on the store thread (its task executor); each commit is a job of the store
-    /// (`TrackingStore.run`), so that it never runs in the middle of another job that awaits. A
+    /// wait on the tracking store's executor (the SQLite store's queue, when there is one); each
+    /// commit is a job of the store (`TrackingStore.run`), so that it never runs in the middle of
+    /// another job that awaits. A
     /// commit for a writer found idle is asked of the store at once instead (`scheduleDrain(after:
     /// 0)`): through the loop, one caller's awaited hit waited for one more wake-up of the loop
     /// before its commit (the Tracking suite's latency benchmark shows it). A close writes what

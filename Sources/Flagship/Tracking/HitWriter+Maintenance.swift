@@ -2,9 +2,9 @@ import FlagshipStore
 import Foundation
 import Logging
 
-/// Jobs of the store thread besides the group commit: each interval's, and consent withdrawals' erasures.
+/// Jobs of the tracking store besides the group commit: each interval's, and consent withdrawals' erasures.
 extension HitWriter {
-    // MARK: Each interval, at start and at close (jobs of the store thread)
+    // MARK: Each interval, at start and at close (jobs of the tracking store)
 
     /// Each interval: the periodic pool written, visitor documents a failed write put back tried
     /// again, expired hits deleted.
@@ -19,13 +19,13 @@ extension HitWriter {
         }
     }
 
-    /// At close, a job of the store thread: the pool written, and a last try for visitor documents.
+    /// At close, a job of the tracking store: the pool written, and a last try for visitor documents.
     func writeBeforeClosing() async {
         await writeUnwritten()
         if visitorDocuments?.pending.isEmpty == false { await drainAll() }
     }
 
-    /// Deletes the hits past their lifetime, logging how many; returns how many (a job of the store thread).
+    /// Deletes the hits past their lifetime, logging how many; returns how many (a job of the tracking store).
     /// Their age is measured on `agingTime`: after the system clock is set hours ahead, hits are
     /// not deleted as if those hours had passed (logged once a step).
     func deleteExpired() async -> Int {
@@ -73,7 +73,7 @@ extension HitWriter {
         }
     }
 
-    /// Tells the instrumentation how many hits wait, in the cache and in memory (a job of the store thread).
+    /// Tells the instrumentation how many hits wait, in the cache and in memory (a job of the tracking store).
     func reportWaiting() async {
         guard let instrumentation = settings.instrumentation else { return }
         // A cache that cannot be counted now is not reported as empty: the gauges keep their last values.
@@ -138,7 +138,7 @@ extension HitWriter {
         }
     }
 
-    /// Each interval, a job of the store thread: the erasures that could not run, tried again
+    /// Each interval, a job of the tracking store: the erasures that could not run, tried again
     /// (oldest first). One that still fails waits for the next interval, logged at debug level.
     func retryErasures() async {
         let waiting = state.withLock { state in state.erasuresWaiting.sorted { $0.value < $1.value }.map(\.key) }
@@ -167,7 +167,7 @@ extension HitWriter {
 
     /// Consent withdrawn: the visitor's hits (but `keeping` and its consent hits) and, with the
     /// default visitor cache or a shared store, its document: one transaction where both are
-    /// tables of one store. A job of the store thread, so after any group commit that took the
+    /// tables of one store. A job of the tracking store, so after any group commit that took the
     /// visitor's last document.
     func erase(visitorId: String, keeping: Set<String>) async throws -> Int {
         try await keeper.erase(visitorId: visitorId, keeping: keeping)

@@ -74,7 +74,7 @@ extension HitWriter {
         return true
     }
 
-    /// The pool (and what the cache refused before) written to the cache, a job of the store thread.
+    /// The pool (and what the cache refused before) written to the cache, a job of the tracking store.
     func writeUnwritten() async {
         // Taken (as in flight) while being written: a sender that took them from memory meanwhile
         // would send hits that are then also in the cache, unclaimed, and sent a second time.
@@ -126,7 +126,7 @@ extension HitWriter {
         forget(drop)
     }
 
-    /// Writes what waits in memory now (a periodic batch that failed to send), as a job of the store thread.
+    /// Writes what waits in memory now (a periodic batch that failed to send), as a job of the tracking store.
     func writePool() async {
         await store.run { [self] in await writeUnwritten() }
     }

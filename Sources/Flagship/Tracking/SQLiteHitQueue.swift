@@ -10,7 +10,7 @@ import Logging
 final class SQLiteHitQueue: HitQueue {
     /// Who holds a claim, as `flagship hits` and `hits_readable.sending_by` show it.
     let owner: String
-    private let store: FlagshipDatabase
+    let store: FlagshipDatabase
     private let capacity: Int
     private let leaseMilliseconds: Int64
     private let logger: Logger

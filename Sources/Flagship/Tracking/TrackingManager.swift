@@ -138,8 +138,8 @@ package final class TrackingManager: HitTracking {
     let runStopContinuation: AsyncStream<Bool>.Continuation
 
     init(queue: any HitQueue, events: EventsClient, settings: Settings, clock: any SDKClock, logger: Logger,
-         visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil) {
-        let store = TrackingStore(hits: queue)
+         visitorDocuments: (pending: PendingVisitorDocuments, store: FlagshipDatabase)? = nil, executor: SerialQueueExecutor?) {
+        let store = TrackingStore(hits: queue, executor: executor)
         let callbacks = DeliveryCallbacks(limit: settings.pendingActivateCallbacksLimit)
         // The writer tells the sender of hits ready to send; the sender holds the writer, so the
         // writer holds the sender weakly.

@@ -1,4 +1,3 @@
-import Dispatch
 import FlagshipStore
 import Foundation
 
@@ -9,30 +8,37 @@ import Foundation
 /// A job is `async`: it awaits the queue's writer calls, which for PostgreSQL wait on its
 /// connection pool and for a custom cache on the queue that confines it, no thread waiting. One
 /// job never runs in the middle of another, though it awaits: an erasure or a barrier queued
-/// while a group commit awaits its write runs after that commit, as it must. The jobs run on the
-/// store thread (`io.flagship.tracking.store`, a serial dispatch queue as their task executor),
-/// where SQLite's calls block that thread only, never one of Swift's cooperative pool. The
-/// sender's claims and settlements are not made here: it awaits them (`HitQueue.claim`,
-/// `settle`), and a group commit, which callers of `try await sendHit` wait for, never queues
-/// behind a claim.
+/// while a group commit awaits its write runs after that commit, as it must.
 ///
-/// One task runs the jobs, from the store's creation to its end: it waits on the jobs' stream
-/// on the store thread, and a job asked for wakes it there, as a dispatch block would be; no task
-/// is made per job. The jobs asked for are as many as the writer's own state allows (one group
-/// commit queued at a time, one job per interval, per consent withdrawal, per barrier). The
-/// store's end finishes the stream, and the task with it.
+/// Where the jobs run: on the queue of the SQLite store they write (`FlagshipDatabase.executor`,
+/// `io.flagship.store.database`), as their task executor, when there is one: SQLite's calls then
+/// block that store's own thread, never one of Swift's cooperative pool, in order with the
+/// store's other async calls (the sender's claims and settlements, retention's batches), which
+/// a write would wait for anyway on the store's one write connection. With no SQLite store to
+/// write (PostgreSQL without its local spill, a custom hit cache, memory), the jobs only await,
+/// and run on Swift's global executor. The sender's claims and settlements are not jobs: it awaits
+/// them (`HitQueue.claim`, `settle`), each one transaction on the same queue, so a group commit
+/// (which callers of `try await sendHit` wait for) waits for the transactions queued before it,
+/// as it waited for the write lock they held when it ran on a thread of its own.
+///
+/// One task runs the jobs, from the store's creation to its end: it waits on the jobs' stream,
+/// and a job asked for wakes it, as a dispatch block would be; no task is made per job. The jobs
+/// asked for are as many as the writer's own state allows (one group commit queued at a time,
+/// one job per interval, per consent withdrawal, per barrier). The store's end finishes the
+/// stream, and the task with it.
 final class TrackingStore: Sendable {
     typealias Job = @Sendable () async -> Void
 
     let hits: any HitQueue
-    /// The store thread as a task executor: the jobs run there, and so do the writer's group
-    /// commit loops (`HitWriter.runCommits`), child tasks of the tracking manager's `run`.
-    let executor: SerialQueueExecutor
+    /// The SQLite store's queue the jobs run on (`nil`: Swift's global executor), and so do the
+    /// writer's group commit loops (`HitWriter.runCommits`), child tasks of the tracking manager's `run`.
+    let executor: SerialQueueExecutor?
     private let jobs: AsyncStream<Job>.Continuation
 
-    init(hits: any HitQueue) {
+    /// - Parameter executor: the queue of the SQLite store the jobs write, if any.
+    init(hits: any HitQueue, executor: SerialQueueExecutor?) {
         self.hits = hits
-        executor = SerialQueueExecutor(DispatchQueue(label: "io.flagship.tracking.store"))
+        self.executor = executor
         let (stream, jobs) = AsyncStream.makeStream(of: Job.self)
         self.jobs = jobs
         // Holds the stream, not the store: the store's end finishes it.

@@ -36,8 +36,12 @@ package final class Database: @unchecked Sendable {
     /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
     /// it up; under its own lock, so that a damaged read on the reader can stop it too.
     private let checkpointer = Locked<BackgroundCheckpointer?>(nil)
-    /// Where the async forms of `read` and `write` run (`Database+Async.swift`).
-    let queue = DispatchQueue(label: "io.flagship.store.database")
+    /// The store's own serial queue as a task executor: where the async forms of `read` and
+    /// `write` run (`Database+Async.swift`), and the tasks that block on this store (the SDK's
+    /// writer, its group commits).
+    package let executor = SerialQueueExecutor(DispatchQueue(label: "io.flagship.store.database"))
+    /// The store's own serial queue (`executor`'s).
+    var queue: DispatchQueue { executor.queue }
     /// What a cancelled async call's statements are interrupted through.
     let interrupter = StatementInterrupter()
 

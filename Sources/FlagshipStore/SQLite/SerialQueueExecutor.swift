@@ -1,11 +1,11 @@
 import Dispatch
 
 /// A serial dispatch queue as a task executor: a task that prefers it runs its jobs on that
-/// queue, in order with the closures queued there, so that a loop that blocks on I/O (the
-/// writer's group commits, on the store queue) is a child task like any other and still never
-/// holds a thread of Swift's cooperative pool.
+/// queue, in order with the closures queued there, so that a loop that blocks on I/O (the SDK's
+/// group commits, on the store's queue) is a child task like any other and still never holds a
+/// thread of Swift's cooperative pool.
 package final class SerialQueueExecutor: TaskExecutor {
-    let queue: DispatchQueue
+    package let queue: DispatchQueue
 
     package init(_ queue: DispatchQueue) {
         self.queue = queue
