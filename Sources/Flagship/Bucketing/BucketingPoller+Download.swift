@@ -69,6 +69,10 @@ extension BucketingPoller {
         let lastModified = response.headers["last-modified"]
         let downloadedAt = clock.now().unixMilliseconds
         let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
+        guard !state.withLock({ $0.closed }) else { return }
+        // The status first: a fetch that finds the file finds the SDK initialized (one that
+        // finds no file yet waits for the end of this attempt).
+        onFile(file)
         let changed = state.withLock { state -> (Bool, BucketingFileCampaigns?) in
             guard !state.closed else { return (false, nil) }
             defer { state.campaigns = campaigns }
@@ -81,7 +85,6 @@ extension BucketingPoller {
         guard changed.0 else { return }
         tellChange(from: changed.1, to: campaigns)
         logger.info("New bucketing file: \(file.campaignCount) campaign(s)\(file.panic ? ", panic" : "")")
-        onFile(file)
         guard store != nil || shared != nil else { return }
         let record = BucketingRecord(envId: envId, document: String(decoding: response.body, as: UTF8.self),
                                      lastModified: lastModified, downloadedAt: downloadedAt)
