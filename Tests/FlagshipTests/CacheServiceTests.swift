@@ -86,6 +86,24 @@ final class CacheServiceTests: XCTestCase {
         XCTAssertEqual(next, .found(VisitorCacheDocument(visitorId: "v1")))
     }
 
+    /// The synchronous `build()`'s lookup blocks its caller for the timeout at most, as the
+    /// async one waits, and then finds what the cache answers in time.
+    func testTheSynchronousLookupOfASlowCustomCacheEndsAtItsTimeoutToo() throws {
+        let slow = GatedVisitorCache(answer: VisitorCacheDocument(visitorId: "v1").jsonData())
+        let caches = service(FSCacheManager(slow, nil, visitorLookupTimeOut: 0.05))
+
+        let started = Date()
+        XCTAssertEqual(caches.lookupVisitorBlocking("v1"), .timedOut)
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.05)
+        XCTAssertLessThan(elapsed, 1.0, "abandoned on time, not when the cache answers")
+
+        slow.gate.signal()
+        slow.answered.wait()
+        slow.gate.signal()
+        XCTAssertEqual(caches.lookupVisitorBlocking("v1"), .found(VisitorCacheDocument(visitorId: "v1")))
+    }
+
     func testTimeoutsThatCannotWorkFallBackToTheDefault() {
         let manager = FSCacheManager(visitorLookupTimeOut: -1, hitCacheLookupTimeout: .nan)
         XCTAssertEqual(manager.visitorLookupTimeOut, 0.2)

@@ -100,15 +100,9 @@ final class CacheService: Sendable {
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
         let lookup = self.lookup(visitorId)
-        let answer = Locked<Data??>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        visitorQueue.async {
-            let found = lookup()
-            answer.withLock { $0 = .some(found) }
-            answered.signal()
-        }
-        let inTime = answered.wait(timeout: .now() + lookupBound) == .success
-        return interpret(inTime ? answer.withLock { $0 } : nil, visitorId: visitorId, ticket: ticket)
+        let answer = OneShot<Data?>()
+        visitorQueue.async { answer.fulfil(lookup()) }
+        return interpret(answer.value(blockingUntil: .now() + lookupBound), visitorId: visitorId, ticket: ticket)
     }
 
     /// A shared store's lookup, awaited for the lookup timeout at most: not on the cache's serial

@@ -111,8 +111,8 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Blocks the calling thread until the value comes, or until `deadline` at most: `nil` then.
-    /// For the reference's synchronous calls only (`FSVisitorBuilder.build()`), whose callers
-    /// chose to wait; never called from a task.
+    /// For the reference's synchronous calls only (`FSVisitorBuilder.build()`'s lookup, the
+    /// synchronous `close()`), whose callers chose to wait.
     package func value(blockingUntil deadline: DispatchTime) -> Value? {
         condition.lock()
         defer { condition.unlock() }

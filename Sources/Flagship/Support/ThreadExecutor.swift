@@ -67,15 +67,12 @@ package final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     static func runBlocking<T: Sendable>(name: String, _ operation: @escaping @Sendable () async -> T) -> T {
         let executor = ThreadExecutor(name: name)
         defer { executor.shutdown() }
-        let result = Locked<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: executor) {
-            let value = await operation()
-            result.withLock { $0 = value }
-            done.signal()
+        let result = OneShot<T>()
+        Task(executorPreference: executor) { result.fulfil(await operation()) }
+        // No deadline: the operation bounds its own waits (a close, its deadline).
+        guard let value = result.value(blockingUntil: .distantFuture) else {
+            preconditionFailure("a wait with no deadline ended without its value")
         }
-        done.wait()
-        // The task stored its value before signalling.
-        return result.withLock { $0 }!
+        return value
     }
 }
