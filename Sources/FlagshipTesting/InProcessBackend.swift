@@ -22,8 +22,8 @@ final class InProcessBackend: HTTPTransport {
         var failedRequests = 0
         /// Requests handled so far, answered or failed.
         var requests = 0
-        /// Tasks waiting for the next request (`waitForRequest`).
-        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        /// Fulfilled by the next request handled, then replaced: what `waitForRequest` awaits.
+        var nextRequest = OneShot<Void>()
     }
 
     let envId: String
@@ -58,36 +58,15 @@ final class InProcessBackend: HTTPTransport {
         }
     }
 
-    /// Returns once more than `count` requests were handled, or at `deadline`; `true` in the first case.
+    /// Returns once more than `count` requests were handled, or at `deadline`; `true` in the first
+    /// case. The caller's cancellation ends the wait too (then: whether they were, by then).
     func waitForRequest(after count: Int, until deadline: ContinuousClock.Instant) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { [self] in
-                await waitForRequest(after: count)
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-    }
-
-    private func waitForRequest(after count: Int) async {
-        let id = UUID()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    guard state.requests <= count, !Task.isCancelled else { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        let remaining = ContinuousClock.now.duration(to: deadline).components
+        let until = DispatchTime.now() + max(0, Double(remaining.seconds) + Double(remaining.attoseconds) / 1e18)
+        while true {
+            let (done, next) = state.withLock { ($0.requests > count, $0.nextRequest) }
+            if done { return true }
+            guard await next.value(until: until) != nil else { return state.withLock { $0.requests > count } }
         }
     }
 
@@ -111,12 +90,12 @@ final class InProcessBackend: HTTPTransport {
     func shutdown() {}
 
     private func handled() {
-        let waiters = state.withLock { state in
+        let next = state.withLock { state -> OneShot<Void> in
             state.requests += 1
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            defer { state.nextRequest = OneShot() }
+            return state.nextRequest
         }
-        for waiter in waiters { waiter.resume() }
+        next.fulfil(())
     }
 
     private func answer(_ request: FSHTTPRequest) -> FSHTTPResponse {
