@@ -9,7 +9,9 @@ import Foundation
 /// comes holds no more waiters than are waiting now.
 ///
 /// The one waiter list of the SDK's one-off events: a start's outcome (`FlagshipService`), the
-/// end of the bucketing poller's first attempt, a state value the store inserts.
+/// end of the bucketing poller's first attempt, the end of an overload (`Backpressure`), the
+/// sender's idle moment, the synchronous calls' answers (`build()`'s lookup, `close()`), and
+/// FlagshipTesting's next request. A value that comes again is a new `OneShot` each time.
 package final class OneShot<Value: Sendable>: @unchecked Sendable {
     // `@unchecked`: `value`, `waiters` and `nextWaiter` are read and written under `condition` only.
     private let condition = NSCondition()
