@@ -44,6 +44,10 @@ final class GroupCommitSpacingTests: TrackingTestCase {
         start(spacing: 0.5, commits: commits)
         let visitor = makeVisitor()
         try await waitForCommittedRows(1, in: commits)  // the consent hit, alone
+        // Its delivery settled first: a settlement is a write on the store's queue, and one that
+        // met the lock below would hold the click's commit behind it, not under way.
+        _ = try await server.waitForHits(count: 1)
+        await flagship.waitUntilTrackingIsIdle()
         // Another connection holds the write lock: the commit of the first click waits for it,
         // and the next nineteen arrive while it is under way.
         let holder = try Database(path: StoreLocation.databaseFile(envId: Self.envId, in: directory.url).path)
