@@ -259,8 +259,8 @@ final class BucketingPoller: Sendable {
     }
 
     /// The row that keeps `file` by version for provenance, used now; `nil` when provenance is off.
-    /// Stores `record` in the local store with `file` compiled beside its JSON (the next start
-    /// decides from it without parsing), and keeps `version`; a failure is logged as `failure`,
+    /// Stores `record` in the local store, its compiled form (`compile`) beside its JSON (the next
+    /// start decides from it without parsing), and keeps `version`; a failure is logged as `failure`,
     /// and the file is used until the process ends. Blocking: on the store's own queue.
     static func storeLocally(_ record: BucketingRecord, version: (file: BucketingFileVersion, keeping: Int)?,
                              in store: FlagshipDatabase, logger: Logger, failure: String) {
