@@ -196,6 +196,16 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
             try await PostgresHitStore(connection: connection, envId: envId, logger: logger).releaseClaims(owner: owner, ids: ids)
         }
     }
+
+    /// Nothing to read at start: the fleet's claims find what earlier runs left, and a dead
+    /// instance's claims lapse with their lease (no host can tell another host's process died).
+    func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {}
+
+    /// What PostgreSQL committed is the fleet's, whatever becomes of this process.
+    var durability: HitDurability { .durable }
+
+    /// Other instances write and claim the same rows: every claim looks.
+    var ownTable: OwnHitTable? { nil }
 }
 
 /// Gives the SDK its queue of hits and visitors, and its bucketing file, on the store.

@@ -356,12 +356,12 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// What PostgreSQL takes survives; what the spill takes survives as the local store does.
-    var notDurable: FSCacheError? {
-        primaryIsUp ? nil : spill.notDurable
+    var durability: HitDurability {
+        let spilled = spill.durability
+        return HitDurability(notDurable: primaryIsUp ? nil : spilled.notDurable, waitingHitsSurvive: spilled.waitingHitsSurvive)
     }
 
-    var waitingHitsSurvive: Bool {
-        spill.waitingHitsSurvive
-    }
+    /// PostgreSQL is shared by the fleet, and the spill's rows go to it: every claim looks.
+    var ownTable: OwnHitTable? { nil }
 }
 #endif

@@ -160,8 +160,7 @@ final class Backpressure: Sendable {
             logger.warning("Hits arrive faster than they are delivered (\(settings.highWater) wait while the events endpoint answers): `try await sendHit` waits for room (\(settings.maxWait.millisecondsText) at most, then throws), hits nobody awaits are shed and counted, until \(settings.lowWater) or fewer wait; said again when it ends")
         }
         if let ended = change.ended {
-            let seconds = Double(ended.lasted.components.seconds) + Double(ended.lasted.components.attoseconds) / 1e18
-            logger.warning("Backpressure ended after \(String(format: "%.1f", seconds)) s: \(ended.shed) hit(s) nobody awaited were shed meanwhile")
+            logger.warning("Backpressure ended after \(String(format: "%.1f", ended.lasted.inSeconds)) s: \(ended.shed) hit(s) nobody awaited were shed meanwhile")
         }
         change.released?.fulfil(())
     }

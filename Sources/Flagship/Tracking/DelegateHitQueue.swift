@@ -43,12 +43,7 @@ final class DelegateHitQueue: HitQueue {
         let (logger, lookupTimeout) = (logger, lookupTimeout)
         // Whichever comes first, the answer or the timeout, decides; the other finds it decided.
         let decided = Locked(false)
-        let decide: @Sendable () -> Bool = {
-            decided.withLock { taken in
-                defer { taken = true }
-                return !taken
-            }
-        }
+        let decide: @Sendable () -> Bool = { decided.setFirst() }
         let overran = lookupOverran
         overran.withLock { $0 = true }
         let timer = DeadlineTimer.shared.schedule(at: .now() + lookupTimeout) {
@@ -149,6 +144,12 @@ final class DelegateHitQueue: HitQueue {
             if let ids { state.claimed.subtract(ids) } else { state.claimed.removeAll() }
         }
     }
+
+    /// The app keeps its hits where it chooses: the SDK takes its word for it.
+    var durability: HitDurability { .durable }
+
+    /// Claims are in this memory, and a claim walks no index: every claim looks.
+    var ownTable: OwnHitTable? { nil }
 
     /// Calls the delegate on its queue and awaits the call (no thread waits for it), or, while an
     /// overrun lookup still runs there, queues the call behind it without waiting.

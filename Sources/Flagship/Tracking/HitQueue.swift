@@ -4,9 +4,13 @@ import Logging
 
 /// Where accepted hits wait until they are delivered: the durable side of the tracking manager.
 ///
-/// Two kinds: ``SQLiteHitQueue`` over the default cache's `hits` table (typed, paged, claimed
-/// in transactions so that processes sharing the file never send a hit twice), and
-/// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics).
+/// The one port of the hits' stores, each member required (none has a default a store could
+/// inherit wrongly): ``SQLiteHitQueue`` over the default cache's `hits` table (typed, paged,
+/// claimed in transactions so that processes sharing the file never send a hit twice),
+/// ``DelegateHitQueue`` over a custom `FSHitCacheDelegate` (reference semantics), and the
+/// `FlagshipPostgres` product's queues over a store a fleet shares. What only a table this
+/// instance writes allows (hits saved claimed, claims skipped, a backlog known without counting)
+/// is not a flag of the port but a value, `ownTable`, that the others do not have.
 ///
 /// Two sides, both awaited. The writer's calls (`save`, expiry, erasure, `count`, ending claims)
 /// are made by the tracking manager's writer, one job at a time (`TrackingStore`): SQLite's on
@@ -27,8 +31,7 @@ package protocol HitQueue: Sendable {
     func settle(_ settlement: HitSettlement) async throws
     /// Deletes the hits created before `boundary` (unix ms); returns how many.
     func deleteExpired(createdBefore boundary: Int64) async throws -> Int
-    /// Consent withdrawn: deletes the visitor's hits except consent hits; returns how many.
-    /// Deletes a visitor's hits but its consent hits and the hits in `keeping` (accepted after the
+    /// Consent withdrawn: deletes a visitor's hits but its consent hits and the hits in `keeping` (accepted after the
     /// withdrawal); returns how many went.
     func purge(visitorId: String, keeping: Set<String>) async throws -> Int
     /// How many hits wait.
@@ -36,48 +39,37 @@ package protocol HitQueue: Sendable {
     /// Ends this instance's claims on `ids` (`nil`: every one, at close), so that a claim (the
     /// next start's, another process's) sends those hits. The writer's.
     func releaseClaims(_ ids: [String]?) async throws
-    /// Reads what earlier runs left, where the queue needs to. A custom cache's `lookupHits` is
-    /// not waited for: when it answers within its timeout, `found` is called (once, on the
-    /// cache's queue) with a function that takes its hits in and returns how many; the caller
-    /// runs that in its own order (the store queue), after what it queued before.
+    /// Reads what earlier runs left, where the queue needs to (nothing, where a claim finds it).
+    /// A custom cache's `lookupHits` is not waited for: when it answers within its timeout,
+    /// `found` is called (once, on the cache's queue) with a function that takes its hits in and
+    /// returns how many; the caller runs that in its own order (the store queue), after what it
+    /// queued before.
     func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void)
-    /// Why a saved hit would not be in a file the next start finds, if it would not: the store
-    /// fell back to memory, its file can only be read, or was deleted or replaced under the SDK.
-    var notDurable: FSCacheError? { get }
-    /// Whether the hits waiting in the queue are in a file the next start finds (also when this
-    /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
-    var waitingHitsSurvive: Bool { get }
-    /// Whether hits saved with `CachedHit.claimedUntil` are written already claimed by this
-    /// instance: the writer then hands them to the sender in memory, which sends them without
-    /// claiming them (the store stays the record: a crash leaves them to the next start).
-    var claimsWhenSaving: Bool { get }
-    /// How long a claim holds (ms): hits saved claimed are claimed until their commit's time plus this.
-    var claimMilliseconds: Int64 { get }
-    /// Whether a claim for `endpoint` may find a row: `false` once a claim found fewer rows than
-    /// it asked for and nothing claimable was written or released since, so the sender skips
-    /// the claim's walk over rows in flight.
-    func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool
-    /// Claims may have lapsed (held in memory too long, or time passed): the next claims look.
-    func claimsMayHaveLapsed()
-    /// How many hits waited when this instance last wrote or settled some (`nil`: not known
-    /// without asking the store), for backpressure.
-    var lastKnownCount: Int? { get }
-    /// Rows evicted since last asked outside a save (claims that ended put rows past the cap,
-    /// which eviction skips while they are in flight); asking resets it.
-    func takeEvicted() -> Int
+    /// Whether a saved hit is in a file the next start finds, and the hits waiting too.
+    var durability: HitDurability { get }
+    /// The table this instance writes, when the queue is one (`nil`: a store shared by a fleet, an
+    /// app's custom cache, a file only read): what the writer and the sender may know of it
+    /// between its transactions.
+    var ownTable: OwnHitTable? { get }
 }
 
-extension HitQueue {
-    package var claimsWhenSaving: Bool { false }
-    package var claimMilliseconds: Int64 { 60_000 }
-    package func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool { true }
-    package func claimsMayHaveLapsed() {}
-    package var lastKnownCount: Int? { nil }
-    package func takeEvicted() -> Int { 0 }
-    package func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {}
-    /// A custom cache keeps hits where it chooses: the SDK takes its word for it.
-    package var notDurable: FSCacheError? { nil }
-    package var waitingHitsSurvive: Bool { true }
+/// Where a queue keeps hits, for what a restart finds.
+package struct HitDurability: Sendable {
+    /// Why a saved hit would not be in a file the next start finds, if it would not: the store
+    /// fell back to memory, its file can only be read, or was deleted or replaced under the SDK.
+    package var notDurable: FSCacheError?
+    /// Whether the hits waiting in the queue are in a file the next start finds (also when this
+    /// process can only read it): not in memory, nor in a file deleted or replaced under the SDK.
+    package var waitingHitsSurvive: Bool
+
+    package init(notDurable: FSCacheError?, waitingHitsSurvive: Bool) {
+        self.notDurable = notDurable
+        self.waitingHitsSurvive = waitingHitsSurvive
+    }
+
+    /// Saved and waiting hits are where the next start finds them; for a store the SDK does not
+    /// own (PostgreSQL, a custom cache), its word is taken for it.
+    package static let durable = HitDurability(notDurable: nil, waitingHitsSurvive: true)
 }
 
 /// A hit with its cache document as JSON text: the wire text wrapped, not encoded again. Made on
@@ -85,7 +77,7 @@ extension HitQueue {
 package struct CachedHit: Sendable {
     package let hit: OutgoingHit
     package let document: String
-    /// Written claimed by this instance until then (unix ms), where the queue `claimsWhenSaving`:
+    /// Written claimed by this instance until then (unix ms), where the queue has an `ownTable`:
     /// the hit is handed to the sender in memory once committed.
     package var claimedUntil: Int64?
 
@@ -113,7 +105,7 @@ package struct HitSettlement: Sendable, Equatable {
     /// When the failed ones may be tried again (unix ms), for `flagship hits` to show.
     package var nextAttemptAt: Int64?
     /// Claimed when written and never sent (the sender gave them back, its sends failing): the
-    /// claim ends, no attempt counted. Only queues that `claimsWhenSaving` get any.
+    /// claim ends, no attempt counted. Only queues with an `ownTable` get any.
     package var released: [String] = []
 
     package var isEmpty: Bool { delivered.isEmpty && rejected.isEmpty && failed.isEmpty && released.isEmpty }

@@ -42,7 +42,7 @@ extension HitSender {
         // page's send.
         let previous = pending
         pending = nil
-        let claims = store.hits.mayHaveClaimable(endpoint)
+        let claims = store.ownTable?.mayHaveClaimable(endpoint) ?? true
         let besideSend = !claims && committedHits != nil ? previous : nil
         let claimed = besideSend == nil ? await claim(endpoint, claims: claims, recording: previous) : []
         async let recording: Void = recordSettlement(besideSend)
@@ -126,11 +126,11 @@ extension HitSender {
     private func assemble(_ endpoint: HitEndpoint, claimed: [OutgoingHit]) -> Page {
         let limit = settings.pageSize
         var page = Page(endpoint: endpoint, claimed: claimed)
-        if let committedHits, claimed.count < limit {
-            let holdsUntil = clock.now().unixMilliseconds + store.hits.claimMilliseconds / 2
+        if let committedHits, let table = store.ownTable, claimed.count < limit {
+            let holdsUntil = clock.now().unixMilliseconds + table.leaseMilliseconds / 2
             let taken = committedHits.take(endpoint, limit: limit - claimed.count, holdsUntil: holdsUntil)
             page.handed = taken.hits
-            if taken.lapsed > 0 { store.hits.claimsMayHaveLapsed() }
+            if taken.lapsed > 0 { table.claimsMayHaveLapsed() }
         }
         page.fromMemory = writer.borrow(endpoint, limit: limit - claimed.count - page.handed.count)
         page.batch = page.claimed + page.handed + page.fromMemory

@@ -93,7 +93,7 @@ extension HitWriter {
         // Hits committed claimed go to the sender in memory: it sends them without a claim.
         var cached = batch.map(\.hit)
         let reserved = committedHits?.reserve(cached.count) == true ? cached.count : 0
-        let claimedUntil = reserved > 0 ? clock.now().unixMilliseconds + store.hits.claimMilliseconds : nil
+        let claimedUntil = reserved > 0 ? store.ownTable.map { clock.now().unixMilliseconds + $0.leaseMilliseconds } : nil
         if let claimedUntil {
             for index in cached.indices { cached[index].claimedUntil = claimedUntil }
         }
@@ -114,7 +114,7 @@ extension HitWriter {
                 instrumentation.committed(rows: hits.count, duration: took)
                 reportCommitted(hits, to: instrumentation)
             }
-            countEvicted(evicted + store.hits.takeEvicted())
+            countEvicted(evicted + (store.ownTable?.takeEvicted() ?? 0))
             // What waited in memory for the cache goes in now, not at the next interval.
             if cacheWritable() { await writeUnwritten() }
             return (inMemoryOnly.map { .failure(.hitNotCached($0)) } ?? .success(()), written.documents != nil)
@@ -146,12 +146,12 @@ extension HitWriter {
 
     /// Evictions made when claims ended (the sender's failed sends, close), counted now.
     func collectEvictions() {
-        countEvicted(store.hits.takeEvicted())
+        countEvicted(store.ownTable?.takeEvicted() ?? 0)
     }
 
     /// Claims may have lapsed with time: the sender's next claims look for them.
     func claimsMayHaveLapsed() {
-        store.hits.claimsMayHaveLapsed()
+        store.ownTable?.claimsMayHaveLapsed()
     }
 
     /// Tells the backpressure how many hits wait: in the store (as of its last write or
@@ -159,7 +159,7 @@ extension HitWriter {
     func reportBacklog() {
         guard let backpressure else { return }
         let ingress = state.withLock { $0.ingress.count }
-        backpressure.update(backlog: (store.hits.lastKnownCount ?? 0) + ingress)
+        backpressure.update(backlog: (store.ownTable?.lastKnownCount ?? 0) + ingress)
     }
 
     /// Writes every hit accepted so far, and the visitor documents waiting, now (a job of the

@@ -91,7 +91,7 @@ final class HitWriter: Sendable {
         self.visitorDocuments = visitorDocuments
         keeper = store.hits as? any VisitorKeepingHitQueue ?? LocalHitsAndVisitors(hits: store.hits, store: visitorDocuments?.store)
         self.ready = ready
-        inMemoryOnly = store.hits.notDurable
+        inMemoryOnly = store.hits.durability.notDurable
     }
 
     // MARK: Accepting

@@ -15,21 +15,7 @@ final class SQLiteHitQueue: HitQueue {
     private let leaseMilliseconds: Int64
     private let logger: Logger
     /// What the store is known to hold, kept inside its write transactions (so in step with them).
-    private let known = Locked(Known())
-
-    private struct Known {
-        /// Whether a claim for the endpoint may find a row nobody holds (activates, hits).
-        var claimableActivates = true
-        var claimableHits = true
-        /// Rows in the table after this instance's last write or settlement.
-        var count: Int?
-        /// Rows evicted when claims ended (not by a save), not yet told to the writer.
-        var evictedUntold = 0
-
-        mutating func setClaimable(_ endpoint: HitEndpoint, _ value: Bool) {
-            if endpoint == .activate { claimableActivates = value } else { claimableHits = value }
-        }
-    }
+    private let table: OwnHitTable
 
     /// The SDK's clock, in unix ms: what eviction compares claims with.
     private let now: @Sendable () -> Int64
@@ -39,29 +25,36 @@ final class SQLiteHitQueue: HitQueue {
         self.store = store
         self.capacity = capacity
         leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
+        table = OwnHitTable(leaseMilliseconds: leaseMilliseconds)
         self.logger = logger
         self.now = now
         owner = ClaimOwner(host: Self.hostName, pid: ProcessInfo.processInfo.processIdentifier,
                            instance: String(UUID().uuidString.prefix(8).lowercased())).description
     }
 
-    var notDurable: FSCacheError? {
+    var durability: HitDurability {
         let path = store.database.path
         if store.isInMemory {
-            return FSCacheError(code: .inMemory, path: nil, description: "the hit cache runs in memory: its hits would not survive a restart")
+            return HitDurability(notDurable: FSCacheError(code: .inMemory, path: nil, description: "the hit cache runs in memory: its hits would not survive a restart"),
+                                 waitingHitsSurvive: false)
         }
+        // SQLite would commit into a deleted file and call it durable; no restart would find it.
+        let inPlace = store.fileIsInPlace
         if let reason = store.opening.readOnly {
-            return FSCacheError(code: .readOnly, path: path, description: "\(path): the database file is read, not written: \(reason)")
+            return HitDurability(notDurable: FSCacheError(code: .readOnly, path: path, description: "\(path): the database file is read, not written: \(reason)"),
+                                 waitingHitsSurvive: inPlace)
         }
-        // SQLite would commit into the deleted file and call it durable; no restart would find it.
-        guard store.fileIsInPlace else {
-            return FSCacheError(code: .fileReplaced, path: path, description: "\(path): the database file was deleted or replaced while open")
+        guard inPlace else {
+            return HitDurability(notDurable: FSCacheError(code: .fileReplaced, path: path, description: "\(path): the database file was deleted or replaced while open"),
+                                 waitingHitsSurvive: false)
         }
-        return nil
+        return .durable
     }
 
-    var waitingHitsSurvive: Bool {
-        !store.isInMemory && store.fileIsInPlace
+    /// Hits written claimed are handed to the sender in memory: no claim, no walk of the index.
+    /// A file only read has none: it is written by no one here.
+    var ownTable: OwnHitTable? {
+        store.opening.readOnly == nil ? table : nil
     }
 
     /// At start: the claims of a process of this host that no longer runs (killed mid-send) are
@@ -73,7 +66,7 @@ final class SQLiteHitQueue: HitQueue {
             for (owner, rows) in owners {
                 guard let claim = ClaimOwner(owner), claim.host == Self.hostName, !claim.processIsRunning else { continue }
                 try store.write { try $0.hits.releaseClaims(owner: owner) }
-                claimsMayHaveLapsed()
+                table.claimsMayHaveLapsed()
                 logger.info("Released \(rows) hit(s) claimed by \(owner), a process that no longer runs")
             }
         } catch {
@@ -95,26 +88,6 @@ final class SQLiteHitQueue: HitQueue {
         try save(hits, alongside: nil)
     }
 
-    /// Hits written claimed are handed to the sender in memory: no claim, no walk of the index.
-    var claimsWhenSaving: Bool { store.opening.readOnly == nil }
-
-    func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool {
-        known.withLock { endpoint == .activate ? $0.claimableActivates : $0.claimableHits }
-    }
-
-    func claimsMayHaveLapsed() {
-        known.withLock {
-            $0.claimableActivates = true
-            $0.claimableHits = true
-        }
-    }
-
-    var lastKnownCount: Int? {
-        known.withLock { $0.count }
-    }
-
-    var claimMilliseconds: Int64 { leaseMilliseconds }
-
     /// Whether this queue is the `hits` table of `other`: then work on `other` can share its
     /// transactions (`save(_:alongside:)`, `purge(visitorId:keeping:alongside:)`).
     func isTable(of other: FlagshipDatabase) -> Bool {
@@ -125,7 +98,7 @@ final class SQLiteHitQueue: HitQueue {
     /// same transaction: all of it is committed, or none.
     func save(_ hits: [CachedHit], alongside: ((Connection) throws -> Void)?) throws -> Int {
         guard !hits.isEmpty || alongside != nil else { return 0 }
-        if let notDurable { throw notDurable }
+        if let notDurable = durability.notDurable { throw notDurable }
         // A damaged file may take a row it can no longer give back (a claim reads the damaged
         // index), and the next start moves it aside: hits wait in memory and are sent from there.
         guard !store.database.hasMetDamage else {
@@ -150,11 +123,7 @@ final class SQLiteHitQueue: HitQueue {
             let outcome = try store.write { db in
                 try alongside?(db)
                 let outcome = try db.hits.insert(records, capacity: capacity, now: now)
-                known.withLock { known in
-                    if unclaimed.activates { known.claimableActivates = true }
-                    if unclaimed.hits { known.claimableHits = true }
-                    known.count = outcome.total
-                }
+                table.wrote(unclaimedActivates: unclaimed.activates, unclaimedHits: unclaimed.hits, count: outcome.total)
                 return outcome
             }
             return outcome.evicted
@@ -166,14 +135,14 @@ final class SQLiteHitQueue: HitQueue {
     /// Writes `hit` through `handle`, an app's own connection to this file inside the app's
     /// transaction (`FSVisitor.sendHit(_:inTransactionOn:)`): the row commits or rolls back with
     /// the app's rows, unclaimed. The sender finds it at its next batch interval, when claims
-    /// look in the table again (`claimsMayHaveLapsed`), or at the next start.
+    /// look in the table again (`OwnHitTable.claimsMayHaveLapsed`), or at the next start.
     ///
     /// Admission (`TrackingManager.admitInTransaction`): with `evictAtCap` (an outage) the cap
     /// holds as for any write, the oldest rows past it evicted in the same transaction (returned);
     /// with `refuseFrom`, a table already holding that many rows in the app's view refuses the
     /// hit, nothing written (`.refused`).
     func write(_ hit: OutgoingHit, inTransactionOn handle: OpaquePointer, evictAtCap: Bool, refuseFrom: Int?) throws(TransactionalWrite) -> Int {
-        if let notDurable { throw .failed(notDurable) }
+        if let notDurable = durability.notDurable { throw .failed(notDurable) }
         let record = HitRecord(hit)
         let (capacity, now) = (capacity, now())
         let outcome: Int?
@@ -204,12 +173,12 @@ final class SQLiteHitQueue: HitQueue {
         // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
         guard store.opening.readOnly == nil else { return [] }
         let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
-        let (owner, known) = (owner, known)
+        let (owner, table) = (owner, table)
         let records = try await store.write(cancellable: false) { db in
             let records = try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
             // Nothing more to claim until a row is written or released unclaimed (in this same
             // lock's order), or a claim lapses.
-            if records.count < limit { known.withLock { $0.setClaimable(endpoint, false) } }
+            if records.count < limit { table.claimedAll(endpoint) }
             return records
         }
         var hits: [OutgoingHit] = []
@@ -237,7 +206,7 @@ final class SQLiteHitQueue: HitQueue {
     /// On the database's own queue, as `claim`.
     func settle(_ settlement: HitSettlement) async throws {
         guard !settlement.isEmpty else { return }
-        let (owner, known, capacity, now) = (owner, known, capacity, now)
+        let (owner, table, capacity, now) = (owner, table, capacity, now)
         try await store.write(cancellable: false) { db in
             try db.hits.delete(ids: settlement.delivered + settlement.rejected)
             try db.hits.recordFailedAttempt(ids: settlement.failed, nextAttemptAt: settlement.nextAttemptAt)
@@ -245,22 +214,7 @@ final class SQLiteHitQueue: HitQueue {
             // Rows out of flight again count toward the cap, which eviction skipped them for.
             let evicted = settlement.failed.isEmpty && settlement.released.isEmpty
                 ? 0 : try db.hits.evictOldest(beyond: capacity, now: now())
-            let count = try db.hits.count()
-            known.withLock { known in
-                if !settlement.failed.isEmpty || !settlement.released.isEmpty {
-                    known.claimableActivates = true
-                    known.claimableHits = true
-                }
-                known.count = count
-                known.evictedUntold += evicted
-            }
-        }
-    }
-
-    func takeEvicted() -> Int {
-        known.withLock { known in
-            defer { known.evictedUntold = 0 }
-            return known.evictedUntold
+            table.claimsEnded(reopened: !settlement.failed.isEmpty || !settlement.released.isEmpty, evicted: evicted, count: try db.hits.count())
         }
     }
 
@@ -303,17 +257,13 @@ final class SQLiteHitQueue: HitQueue {
     private func releaseClaimsNow(_ ids: [String]?) throws {
         guard store.opening.readOnly == nil else { return }
         let (owner, capacity, now) = (owner, capacity, now())
-        let (evicted, count) = try store.write { db in
+        let table = table
+        try store.write { db in
             try db.hits.releaseClaims(owner: owner, ids: ids)
             // Rows out of flight count toward the cap again: eviction may take some, and the
             // count backpressure reads is the table's after it.
-            return (try db.hits.evictOldest(beyond: capacity, now: now), try db.hits.count())
+            table.claimsEnded(reopened: true, evicted: try db.hits.evictOldest(beyond: capacity, now: now), count: try db.hits.count())
         }
-        known.withLock { known in
-            known.evictedUntold += evicted
-            known.count = count
-        }
-        claimsMayHaveLapsed()
     }
 }
 

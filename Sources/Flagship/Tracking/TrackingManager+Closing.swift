@@ -77,7 +77,7 @@ extension TrackingManager {
             let count = (try? await queue.count()) ?? 0
             // Rows of an in-memory cache, or of a file no longer at the store path, end with this
             // process: they are lost, never waiting.
-            return queue.waitingHitsSurvive ? (count, 0) : (0, count)
+            return queue.durability.waitingHitsSurvive ? (count, 0) : (0, count)
         }
     }
 

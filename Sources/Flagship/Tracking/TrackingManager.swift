@@ -146,7 +146,7 @@ package final class TrackingManager: HitTracking {
         let readyHits = Locked<HitSender?>(nil)
         let backpressure = Backpressure(settings: .init(capacity: settings.capacity, maxWait: settings.backpressureWait),
                                         logger: logger, instrumentation: settings.instrumentation)
-        let committedHits = queue.claimsWhenSaving && settings.sends && settings.strategy == .CONTINUOUS_CACHING
+        let committedHits = store.ownTable != nil && settings.sends && settings.strategy == .CONTINUOUS_CACHING
             ? CommittedHits(limit: settings.handOverLimit) : nil
         let writer = HitWriter(settings: settings, store: store, clock: clock, logger: logger, callbacks: callbacks,
                                visitorDocuments: visitorDocuments, committedHits: committedHits,

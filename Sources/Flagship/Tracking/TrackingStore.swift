@@ -30,6 +30,8 @@ final class TrackingStore: Sendable {
     typealias Job = @Sendable () async -> Void
 
     let hits: any HitQueue
+    /// The table the queue is, if this instance writes it (`HitQueue.ownTable`), asked once.
+    let ownTable: OwnHitTable?
     /// The SQLite store's queue the jobs run on (`nil`: Swift's global executor), and so do the
     /// writer's group commit loops (`HitWriter.runCommits`), child tasks of the tracking manager's `run`.
     let executor: SerialQueueExecutor?
@@ -38,6 +40,7 @@ final class TrackingStore: Sendable {
     /// - Parameter executor: the queue of the SQLite store the jobs write, if any.
     init(hits: any HitQueue, executor: SerialQueueExecutor?) {
         self.hits = hits
+        ownTable = hits.ownTable
         self.executor = executor
         let (stream, jobs) = AsyncStream.makeStream(of: Job.self)
         self.jobs = jobs

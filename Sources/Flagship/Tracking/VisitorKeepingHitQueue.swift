@@ -180,12 +180,6 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
     package func loadCached(now: Int64, found: @escaping @Sendable (_ takeIn: @escaping @Sendable () -> Int) -> Void) {
         hits.loadCached(now: now, found: found)
     }
-    package var notDurable: FSCacheError? { hits.notDurable }
-    package var waitingHitsSurvive: Bool { hits.waitingHitsSurvive }
-    package var claimsWhenSaving: Bool { hits.claimsWhenSaving }
-    package var claimMilliseconds: Int64 { hits.claimMilliseconds }
-    package func mayHaveClaimable(_ endpoint: HitEndpoint) -> Bool { hits.mayHaveClaimable(endpoint) }
-    package func claimsMayHaveLapsed() { hits.claimsMayHaveLapsed() }
-    package var lastKnownCount: Int? { hits.lastKnownCount }
-    package func takeEvicted() -> Int { hits.takeEvicted() }
+    package var durability: HitDurability { hits.durability }
+    package var ownTable: OwnHitTable? { hits.ownTable }
 }
