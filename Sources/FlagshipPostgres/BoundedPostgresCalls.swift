@@ -32,7 +32,7 @@ extension BoundedPostgresCalls {
         _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
     ) throws(FSCacheError) -> T {
         let (task, outcome) = started(work)
-        guard let result = outcome.value(blockingUntil: .now() + FlagshipPostgresStore.seconds(store.callTimeout)) else {
+        guard let result = outcome.value(blockingUntil: .now() + store.callTimeout.inSeconds) else {
             task.cancel()
             throw unanswered(what)
         }
@@ -50,7 +50,7 @@ extension BoundedPostgresCalls {
     ) async throws(FSCacheError) -> T {
         let (task, outcome) = started(work)
         let clock = SystemClock()
-        let deadline = clock.now().addingTimeInterval(FlagshipPostgresStore.seconds(store.callTimeout))
+        let deadline = clock.now().addingTimeInterval(store.callTimeout.inSeconds)
         guard let result = await outcome.value(until: deadline, clock: clock, cancellable: false) else {
             task.cancel()
             throw unanswered(what)

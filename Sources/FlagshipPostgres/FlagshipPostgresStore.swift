@@ -293,7 +293,7 @@ public final class FlagshipPostgresStore: Sendable {
         // server that is away may not answer its cancellation at once. The attempt left behind
         // ends by itself (the connect timeout).
         let clock = SystemClock()
-        let result = await firstOf(deadline: clock.now().addingTimeInterval(Self.seconds(timeout)), clock: clock) {
+        let result = await firstOf(deadline: clock.now().addingTimeInterval(timeout.inSeconds), clock: clock) {
             (finish: @escaping @Sendable (Result<PostgresMigrator.Outcome, any Error>) -> Void) in
             Task {
                 do { finish(.success(try await migrate())) } catch { finish(.failure(error)) }
@@ -313,10 +313,6 @@ public final class FlagshipPostgresStore: Sendable {
             logger.info("PostgreSQL store at schema version \(outcome.toVersion) (was \(outcome.fromVersion))", metadata: ["location": "\(location)"])
         }
         return outcome.toVersion
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Ends the client the store made (not an app's). Safe to call twice.

@@ -266,10 +266,10 @@ package struct PostgresInspection: Sendable {
         var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
                                                              password: location.password, database: location.database,
                                                              tls: try location.security.connectionTLS())
-        configuration.options.connectTimeout = .milliseconds(Int64(FlagshipPostgresStore.seconds(timeout) * 1000))
+        configuration.options.connectTimeout = .milliseconds(Int64(timeout.inSeconds * 1000))
         let settings = configuration
         let clock = SystemClock()
-        let deadline = clock.now().addingTimeInterval(FlagshipPostgresStore.seconds(timeout))
+        let deadline = clock.now().addingTimeInterval(timeout.inSeconds)
         let result = await firstOf(deadline: deadline, clock: clock) {
             (finish: @escaping @Sendable (Result<PostgresConnection, any Error>) -> Void) in
             Task {

@@ -104,8 +104,7 @@ package final class DeferredCheck: @unchecked Sendable {
             return Self.outcome(ofFailure: String(cString: sqlite3_errmsg(handle)))
         }
         guard findings == ["ok"] else { return .damaged(findings.prefix(3).joined(separator: "; ")) }
-        let elapsed = ContinuousClock.now - started
-        return .passed(seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return .passed(seconds: (ContinuousClock.now - started).inSeconds)
     }
 
     /// An error that stopped the check: SQLite's "malformed" and kin are damage, others a failure.
@@ -133,10 +132,6 @@ private final class OnceWhileChecking: Sendable {
     init(_ hook: @escaping @Sendable () -> Void) { self.hook = hook }
 
     func call() {
-        let first = called.withLock { called -> Bool in
-            defer { called = true }
-            return !called
-        }
-        if first { hook() }
+        if called.setFirst() { hook() }
     }
 }

@@ -23,7 +23,7 @@ package final class FlagshipDatabase: Sendable {
     let deferredOutcome = Locked<(outcome: DeferredCheck.Outcome?, handlers: [@Sendable (DeferredCheck.Outcome) -> Void])>((nil, []))
     /// This store's entry in `openHere`, taken out at the first `close()`.
     private let registered: StoreFiles.FileIdentity?
-    private let unregistered = OnceFlag()
+    private let unregistered = Locked(false)
     /// Visitors looked up and not yet recorded as seen: noted by the visitor cache's lookups,
     /// written by `recordSightings` and by each batch of `pruneVisitors`.
     package let sightings = VisitorSightings()
@@ -249,7 +249,7 @@ package final class FlagshipDatabase: Sendable {
         }
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close()
-        if let registered, unregistered.claim() { StoreFiles.openHere.remove(registered) }
+        if let registered, unregistered.setFirst() { StoreFiles.openHere.remove(registered) }
         if let scratch { try? FileManager.default.removeItem(at: scratch) }
     }
 
@@ -259,7 +259,7 @@ package final class FlagshipDatabase: Sendable {
         deferredCheck?.close()
         if let sessionKey { StoreSessions.forget(sessionKey) }
         database.close(checkpoint: false)
-        if let registered, unregistered.claim() { StoreFiles.openHere.remove(registered) }
+        if let registered, unregistered.setFirst() { StoreFiles.openHere.remove(registered) }
     }
 
     /// A store dropped without `close()` (a default cache handed to a custom manager, say) ends
@@ -290,20 +290,5 @@ extension FlagshipDatabase {
             _ = try? database.eraseWALHistory()
         }
         return switched
-    }
-}
-
-/// A flag that can be claimed once, from any thread.
-private final class OnceFlag: @unchecked Sendable {
-    // `@unchecked`: `claimed` is only touched under `lock`.
-    private let lock = NSLock()
-    private var claimed = false
-
-    /// `true` the first time only.
-    func claim() -> Bool {
-        lock.withLock {
-            defer { claimed = true }
-            return !claimed
-        }
     }
 }

@@ -172,11 +172,7 @@ public final class FlagshipTestEnvironment: Sendable {
     /// Closes the SDK (sending what it can within its deadline) and removes the store's
     /// directory. Safe to call twice.
     public func close() async {
-        let first = closed.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
+        guard closed.setFirst() else { return }
         await flagship.close()
         try? FileManager.default.removeItem(at: storeDirectory)
     }

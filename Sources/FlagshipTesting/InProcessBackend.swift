@@ -61,8 +61,7 @@ final class InProcessBackend: HTTPTransport {
     /// Returns once more than `count` requests were handled, or at `deadline`; `true` in the first
     /// case. The caller's cancellation ends the wait too (then: whether they were, by then).
     func waitForRequest(after count: Int, until deadline: ContinuousClock.Instant) async -> Bool {
-        let remaining = ContinuousClock.now.duration(to: deadline).components
-        let until = DispatchTime.now() + max(0, Double(remaining.seconds) + Double(remaining.attoseconds) / 1e18)
+        let until = DispatchTime.now() + max(0, ContinuousClock.now.duration(to: deadline).inSeconds)
         while true {
             let (done, next) = state.withLock { ($0.requests > count, $0.nextRequest) }
             if done { return true }

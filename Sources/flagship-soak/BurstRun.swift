@@ -54,7 +54,7 @@ enum BurstRun {
                 }
             }
         }
-        let seconds = (clock.now - start).seconds
+        let seconds = (clock.now - start).inSeconds
         let received = session.server.totals
         await SoakSession.closeEvenIfCancelled(session)
         let load = counters.snapshot

@@ -12,8 +12,8 @@ final class LatencyLog: Sendable {
 
     func record(fetchFlags: Duration, sendHit: Duration) {
         current.withLock { interval in
-            interval.fetchFlags.append(fetchFlags.milliseconds)
-            interval.sendHit.append(sendHit.milliseconds)
+            interval.fetchFlags.append(fetchFlags.inMilliseconds)
+            interval.sendHit.append(sendHit.inMilliseconds)
         }
     }
 
@@ -24,15 +24,6 @@ final class LatencyLog: Sendable {
             return interval
         }
     }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    var milliseconds: Double { seconds * 1_000 }
 }
 
 /// The median and 99th percentile of an interval's latencies, in milliseconds.

@@ -69,11 +69,11 @@ enum OpenLoop {
         var picker = VisitorPicker(newShare: plan.newVisitorShare, poolSize: plan.returningPool, seed: plan.seed)
         // Visitor k is due at start + k / rate; the loop wakes for the next one due and starts
         // every one due by then (several per wake at high rates, where timers are coarser).
-        let total = Int(plan.rate * plan.duration.seconds)
+        let total = Int(plan.rate * plan.duration.inSeconds)
         var offered = 0
         // An interrupt (Ctrl-C) cancels the run: it ends early, and is still closed and summed up.
         while offered < total, clock.now < end, !Task.isCancelled {
-            let due = min(total, Int((clock.now - start).seconds * plan.rate) + 1)
+            let due = min(total, Int((clock.now - start).inSeconds * plan.rate) + 1)
             while offered < due {
                 offered += 1
                 let index = picker.next()
@@ -101,7 +101,7 @@ enum OpenLoop {
             group.addTask {
                 let decided = Locked(false)
                 let decide: @Sendable () -> Void = {
-                    if decided.withLock({ done in defer { done = true }; return !done }) { overlaps.decided(index) }
+                    if decided.setFirst() { overlaps.decided(index) }
                 }
                 do {
                     try await journey.run(visitor: index, decided: decide)

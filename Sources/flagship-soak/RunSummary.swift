@@ -61,7 +61,7 @@ struct RunSummary: Sendable {
         let samples = run.samples
         let last = samples.last
         // The time the run lasted: its duration, or less when it was interrupted.
-        let seconds = max(samples.last?.elapsed ?? run.plan.duration.seconds, 1e-9)
+        let seconds = max(samples.last?.elapsed ?? run.plan.duration.inSeconds, 1e-9)
         offeredRate = Double(run.load.offered) / seconds
         achievedRate = Double(run.load.completed) / seconds
         notStarted = run.load.notStarted

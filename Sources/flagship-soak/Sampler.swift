@@ -37,7 +37,7 @@ struct Sampler: Sendable {
         let statistics = await session.flagship.trackingStatistics()
         let received = session.server.totals
         let (storeBytes, visitorRows, memory) = await session.inspect()
-        let seconds = elapsed.seconds
+        let seconds = elapsed.inSeconds
         var sample = Sample(
             elapsed: seconds, offered: load.offered, completed: load.completed, offeredRate: 0, achievedRate: 0, notStarted: load.notStarted, failedVisitors: load.failed,
             inFlight: load.inFlight, accepted: statistics.map(Self.accepted) ?? 0, acceptedRate: 0,

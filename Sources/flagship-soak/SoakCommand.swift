@@ -188,6 +188,6 @@ struct SoakCommand: AsyncParsableCommand, Sendable {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        SoakChart.trimmed(duration.seconds)
+        SoakChart.trimmed(duration.inSeconds)
     }
 }

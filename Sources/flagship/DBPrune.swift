@@ -60,10 +60,10 @@ struct DBPrune: AsyncParsableCommand {
         let sizeBefore = fileSize()
         let started = ContinuousClock.now
         let prune = try await store.pruneVisitors(notSeenSince: retention.boundary, keepingAtMost: maxVisitors)
-        let took = (ContinuousClock.now - started).components
+        let took = ContinuousClock.now - started
         // Closed (the last connection checkpoints the WAL): the pages given back leave the file now.
         store.close()
-        let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
+        let milliseconds = Int(took.inMilliseconds)
         Output.line("deleted \(Self.describe(expired: prune.expired, evicted: prune.evicted, retention: retention, maxVisitors: maxVisitors))"
                     + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms"
                     + (prune.transactions > 0 ? "; the longest held the write lock \(prune.longestHoldText)" : ""))

@@ -108,7 +108,7 @@ enum PostgresURL {
             throw CommandFailure("--db: \(error)")
         }
         if warnsOfPassword, URLComponents(string: text)?.password != nil,
-           !warnedOfPassword.withLock({ warned in defer { warned = true }; return warned }) {
+           warnedOfPassword.setFirst() {
             Output.warn("--db holds a password: any user of this machine can read it in `ps`. "
                 + "Leave it out of the URL and set PGPASSWORD instead")
         }

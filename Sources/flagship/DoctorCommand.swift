@@ -188,9 +188,7 @@ struct DoctorCommand: AsyncParsableCommand {
 
     /// `12 ms`: the time since `started`.
     private static func milliseconds(since started: ContinuousClock.Instant) -> String {
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        return "\(Int(milliseconds.rounded())) ms"
+        "\(Int((ContinuousClock.now - started).inMilliseconds.rounded())) ms"
     }
 
     static func describe(age seconds: Double) -> String {

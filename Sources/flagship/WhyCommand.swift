@@ -154,7 +154,7 @@ struct WhyCommand: AsyncParsableCommand {
                 "agreementRate": summary.replayed == 0 ? NSNull() : Double(summary.agree) / Double(summary.replayed) as Any,
                 "notReplayable": Dictionary(uniqueKeysWithValues: summary.notReplayable.map { ($0.key.rawValue, $0.value) }),
                 "unreadableRows": summary.unreadable.map { ["rowId": $0.rowId, "reason": $0.reason] as [String: Any] },
-                "seconds": Self.seconds(elapsed),
+                "seconds": elapsed.inSeconds,
                 "disagreements": summary.disagreements.map { decision, outcome in
                     Row(decision: decision, flagKeys: Self.flagKeys(decision), outcome: outcome, explanation: nil).json
                 },
@@ -165,7 +165,7 @@ struct WhyCommand: AsyncParsableCommand {
                       + "campaign \(decision.campaignId ?? "?")  recorded \(decision.variationGroupId)/\(decision.variationId)  "
                       + "\(Self.text(outcome))  file \(ExplanationOutput.shortVersion(decision.fileVersion))")
             }
-            print(Self.text(summary, seconds: Self.seconds(elapsed)))
+            print(Self.text(summary, seconds: elapsed.inSeconds))
         }
         Self.warnSkipped(summary.unreadable)
         if let tampered = summary.notReplayable[.tampered], tampered > 0 {
@@ -225,10 +225,6 @@ struct WhyCommand: AsyncParsableCommand {
             return ["outcome": "disagrees", "todayVariationGroupId": group ?? NSNull(), "todayVariationId": variation ?? NSNull()]
         case .notReplayable(let reason): return ["outcome": "not replayable", "why": reason.rawValue]
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

@@ -91,7 +91,7 @@ public final class FSDefaultCacheVisitor: FSVisitorCacheDelegate, Sendable {
             document: text, updatedAt: now().unixMilliseconds)
         try database.write { try $0.visitors.save(record) }
         // Still written: later lookups in this process read the open file. But no restart will.
-        if !database.fileIsInPlace, fileGoneLogged.withLock({ logged in defer { logged = true }; return !logged }) {
+        if !database.fileIsInPlace, fileGoneLogged.setFirst() {
             logger.error("Visitors cached from now on go to a database file that no longer exists (\(database.database.path) was deleted or moved while open): they will not survive a restart, which creates a new file")
         }
     }

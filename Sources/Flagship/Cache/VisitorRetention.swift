@@ -163,8 +163,7 @@ final class VisitorRetention: Sendable {
             state.counts.pagesReturned += prune.pagesReturned
         }
         if prune.visitors > 0 {
-            let took = (ContinuousClock.now - started).components
-            let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
+            let milliseconds = Int((ContinuousClock.now - started).inMilliseconds)
             let hold = prune.longestHold > .zero ? "; the longest held the write lock \(prune.longestHoldText)" : ""
             logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)")
         }

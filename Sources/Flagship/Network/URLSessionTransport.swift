@@ -88,11 +88,7 @@ package final class URLSessionTransport: HTTPTransport {
     }
 
     package func shutdown() {
-        let first = state.withLock { shutDown in
-            defer { shutDown = true }
-            return !shutDown
-        }
-        if first { session.invalidateAndCancel() }
+        if state.setFirst() { session.invalidateAndCancel() }
     }
 
     private func start(_ request: FSHTTPRequest, exchange: Exchange,

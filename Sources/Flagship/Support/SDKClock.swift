@@ -94,8 +94,7 @@ package struct SystemClock: SDKClock {
     package func now() -> Date { read() }
 
     package func uptime() -> TimeInterval {
-        let elapsed = ContinuousClock.now - Self.origin
-        return TimeInterval(elapsed.components.seconds) + TimeInterval(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - Self.origin).inSeconds
     }
 
     /// The monotonic clock's origin for `uptime()`: the first read in this process.

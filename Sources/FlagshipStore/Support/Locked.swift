@@ -26,3 +26,15 @@ package final class Locked<Value> {
 
 // `@unchecked`: every access to `value` goes through `withLock`.
 extension Locked: @unchecked Sendable where Value: Sendable {}
+
+extension Locked where Value == Bool {
+    /// Sets the flag; `true` for the one caller that found it unset (whoever comes first of a
+    /// timeout and an answer, a second `close()`, a message said once).
+    @inlinable
+    package func setFirst() -> Bool {
+        withLock { isSet in
+            defer { isSet = true }
+            return !isSet
+        }
+    }
+}
