@@ -6,12 +6,11 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// What the SDK's calls into PostgreSQL have in common: each is bounded by the store's
-/// `callTimeout`, and either awaited (`awaited`: both sides of the hit queue, the writer's and the
-/// sender's, `buildAsync()`'s lookups, the bucketing file's reads and writes) or, for the lookup
-/// of the synchronous `build()` alone, made from the visitor cache's dispatch queue (never a
-/// thread of Swift's cooperative pool) that waits there for its answer (`call`), as `build()`'s
-/// caller waits by contract. Each first makes sure the store is prepared (its
+/// What the SDK's calls into PostgreSQL have in common: each is awaited, no thread waiting for
+/// it, and bounded by the store's `callTimeout` (`awaited`: both sides of the hit queue, the
+/// writer's and the sender's, the bucketing file's reads and writes); a visitor's lookup, for
+/// `buildAsync()` and `build()` alike, is bounded by the SDK's lookup timeout instead, which
+/// abandons it. Each first makes sure the store is prepared (its
 /// schema migrated, the database found to be ours): a store PostgreSQL was away for at start is
 /// prepared by the first call that reaches it; one `prepare()` refused is never written to.
 protocol BoundedPostgresCalls {
@@ -21,27 +20,12 @@ protocol BoundedPostgresCalls {
 }
 
 extension BoundedPostgresCalls {
-    /// Runs `work` on a connection of the pool and waits for it on this (dispatch) thread, for
-    /// `callTimeout` at most. Past it the work is cancelled and left to end by itself: a call
-    /// that waits for a lost connection may not answer its cancellation at once, and nothing
-    /// here waits for it (its late outcome is dropped; a late insert makes a hit wait in both
-    /// stores, sent twice at worst, never lost). The synchronous `build()`'s lookup only: it
-    /// blocks the visitor cache's serial dispatch queue, never a thread of the cooperative pool.
-    @discardableResult
-    func call<T: Sendable>(
-        _ what: String, _ work: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> T
-    ) throws(FSCacheError) -> T {
-        let (task, outcome) = started(work)
-        guard let result = outcome.value(blockingUntil: .now() + store.callTimeout.inSeconds) else {
-            task.cancel()
-            throw unanswered(what)
-        }
-        return try Self.value(of: result, doing: what)
-    }
-
-    /// As `call`, awaited: the caller's task suspends (no thread waits) until the answer or
-    /// `callTimeout`, whichever comes first; past it the work is cancelled and left to end by
-    /// itself, as `call`'s. The caller's cancellation does not end the wait (what it records,
+    /// Runs `work` on a connection of the pool, awaited: the caller's task suspends (no thread
+    /// waits) until the answer or `callTimeout`, whichever comes first. Past it the work is
+    /// cancelled and left to end by itself: a call that waits for a lost connection may not
+    /// answer its cancellation at once, and nothing here waits for it (its late outcome is
+    /// dropped; a late insert makes a hit wait in both stores, sent twice at worst, never lost).
+    /// The caller's cancellation does not end the wait (what it records,
     /// the sender's settlements, must be recorded whatever becomes of it), the timeout does.
     /// The sender's calls (claims and settlements) and the bucketing file's are made this way.
     @discardableResult

@@ -72,15 +72,6 @@ struct PostgresHitQueue: VisitorKeepingHitQueue, BoundedPostgresCalls {
         }
     }
 
-    func visitor(id visitorId: String) throws -> VisitorRecord? {
-        let seenAt = now()
-        return try call("reading a visitor") { [self] connection, envId, logger in
-            let offset = try await offset(on: connection, logger: logger)
-            return try await PostgresVisitorStore(connection: connection, envId: envId, logger: logger)
-                .visitor(id: visitorId, seenAt: seenAt.shifted(by: offset))?.shiftingTimes(by: -offset)
-        }
-    }
-
     /// Not bounded here: the SDK abandons a lookup at its own timeout.
     func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
         let (store, envId, logger, seenAt) = (store, envId, logger, now())

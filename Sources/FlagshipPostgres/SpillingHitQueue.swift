@@ -92,17 +92,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// `work` on PostgreSQL when it is up, else (or when it fails) `fallback`.
-    func either<T>(_ work: () throws -> T, else fallback: () throws -> T) throws -> T {
-        guard primaryIsUp else { return try fallback() }
-        do {
-            return try work()
-        } catch {
-            primaryFailed(error)
-            return try fallback()
-        }
-    }
-
-    /// As `either`, awaited.
     func either<T>(_ work: () async throws -> T, else fallback: () async throws -> T) async throws -> T {
         guard primaryIsUp else { return try await fallback() }
         do {
@@ -233,11 +222,6 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
     }
 
     /// The newer of PostgreSQL's document and one the local file kept meanwhile.
-    func visitor(id visitorId: String) throws -> VisitorRecord? {
-        let local = readsLocally ? try spill.visitor(id: visitorId) : nil
-        return Self.newer(local, try either({ try primary.visitor(id: visitorId) }, else: { nil }))
-    }
-
     func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
         let local = readsLocally ? try await spill.lookUpVisitor(id: visitorId) : nil
         guard primaryIsUp else { return local }

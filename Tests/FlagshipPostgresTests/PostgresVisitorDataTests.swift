@@ -92,5 +92,52 @@ final class PostgresVisitorDataTests: PostgresTestCase {
         XCTAssertTrue(data.hits.contains { $0.document.contains("from-instance-0") }, "\(data.hits.map(\.document))")
         XCTAssertEqual(Set(data.hits.map(\.id)).count, data.hits.count, "each hit once")
     }
+
+    /// The synchronous `build()` reads the shared store as `buildAsync()` does: a visitor another
+    /// instance fetched is built from its document, flags readable before any fetch. Its lookup
+    /// is awaited by a task on the visitor cache's queue while the caller waits: called from a
+    /// task (this test's, a thread of Swift's pool, the only one under
+    /// `FLAGSHIP_ONE_COOPERATIVE_THREAD`), it needs no other thread of the pool to answer.
+    func testTheSynchronousBuildReadsTheSharedStoreToo() async throws {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        let server = try startedFleetServer()
+        defer { server.stop() }
+        let stores = (0..<2).map { _ in store(postgres, database: database) }
+        for store in stores { try await store.prepare() }
+        let instances = stores.enumerated().map { number, store in
+            let flagship = Flagship()
+            flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+                .withDecisionBaseURL(server.decisionBaseURL)
+                .withEventsBaseURL(server.eventsBaseURL)
+                .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
+                .withLogLevel(.WARNING)
+                .withPostgresStore(store)
+                .build())
+            return flagship
+        }
+        let first = await instances[0].newVisitor(visitorId: "alice", hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["plan": "pro"]).buildAsync()
+        try await first.fetchFlags()
+        let fetched = first.getFlags().keys().sorted()
+        await instances[0].flushCaches()
+
+        let again = Self.buildSynchronously("alice", on: instances[1])
+        let built = again.getFlags().keys().sorted()
+        let nobody = Self.buildSynchronously("nobody", on: instances[1])
+        for flagship in instances { await flagship.close() }
+        for store in stores { await store.close() }
+
+        XCTAssertFalse(fetched.isEmpty, "the fleet server's campaigns gave alice flags")
+        XCTAssertEqual(again.requiredFetchReason, .FETCHED_FROM_CACHE, "built from instance 0's document")
+        XCTAssertEqual(built, fetched)
+        XCTAssertNotEqual(nobody.requiredFetchReason, .FETCHED_FROM_CACHE, "a visitor nobody wrote is new")
+    }
+
+    /// `build()`, on the caller's thread (a synchronous function, called from a task here).
+    private static func buildSynchronously(_ visitorId: String, on flagship: Flagship) -> FSVisitor {
+        flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ["plan": "pro"]).build()
+    }
 }
 #endif

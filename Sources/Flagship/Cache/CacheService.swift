@@ -99,10 +99,22 @@ final class CacheService: Sendable {
         if let waiting = pending?.document(for: visitorId) { return .found(waiting) }
         if let document = hot?.document(for: visitorId) { return .found(document) }
         let ticket = hot?.ticket()
-        let lookup = self.lookup(visitorId)
         let answer = OneShot<Data?>()
-        visitorQueue.async { answer.fulfil(lookup()) }
-        return interpret(answer.value(blockingUntil: .now() + lookupBound), visitorId: visitorId, ticket: ticket)
+        var lookingUp: Task<Void, Never>?
+        if let shared {
+            // Awaited by a task on the cache's queue, not on Swift's pool, whose one thread the
+            // caller may be holding: the store's own awaits hold no thread meanwhile.
+            let logger = logger
+            lookingUp = Task(executorPreference: visitorCache.executor) {
+                answer.fulfil(await Self.document(of: visitorId, in: shared, logger: logger))
+            }
+        } else {
+            let lookup = self.lookup(visitorId)
+            visitorQueue.async { answer.fulfil(lookup()) }
+        }
+        let found = answer.value(blockingUntil: .now() + lookupBound)
+        if found == nil { lookingUp?.cancel() }
+        return interpret(found, visitorId: visitorId, ticket: ticket)
     }
 
     /// A shared store's lookup, awaited for the lookup timeout at most: not on the cache's serial
@@ -112,30 +124,25 @@ final class CacheService: Sendable {
         let clock = SystemClock()
         return await firstOf(deadline: clock.now().addingTimeInterval(visitorLookupTimeout), clock: clock) {
             (finish: @escaping @Sendable (Data?) -> Void) in
-            Task {
-                do {
-                    finish(try await shared.lookUpVisitor(id: visitorId).map { Data($0.document.utf8) })
-                } catch {
-                    logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
-                    finish(nil)
-                }
-            }
+            Task { finish(await Self.document(of: visitorId, in: shared, logger: logger)) }
         }
     }
 
-    /// The lookup itself, to run on the cache's queue: the shared store's, else the cache's.
-    /// A shared store that fails (both it and its local spill) is logged, and knows no visitor.
-    private func lookup(_ visitorId: String) -> @Sendable () -> Data? {
-        let (cache, logger) = (visitorCache, logger)
-        guard let shared else { return { cache.onQueue { $0.lookupVisitor(visitorId: visitorId) } } }
-        return {
-            do {
-                return try shared.visitor(id: visitorId).map { Data($0.document.utf8) }
-            } catch {
-                logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
-                return nil
-            }
+    /// The visitor's document in a shared store. A store that fails (both it and its local
+    /// spill) is logged, and knows no visitor.
+    private static func document(of visitorId: String, in shared: any VisitorKeepingHitQueue, logger: Logger) async -> Data? {
+        do {
+            return try await shared.lookUpVisitor(id: visitorId).map { Data($0.document.utf8) }
+        } catch {
+            logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
+            return nil
         }
+    }
+
+    /// The cache's lookup, to run on its queue.
+    private func lookup(_ visitorId: String) -> @Sendable () -> Data? {
+        let cache = visitorCache
+        return { cache.onQueue { $0.lookupVisitor(visitorId: visitorId) } }
     }
 
     /// `nil`: no answer in time; `.some(nil)`: the cache knows no such visitor. With `ticket` (a

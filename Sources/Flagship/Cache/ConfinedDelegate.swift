@@ -1,4 +1,5 @@
 import Dispatch
+import FlagshipStore
 
 /// An app's cache delegate, called only on one serial queue.
 ///
@@ -9,10 +10,14 @@ final class ConfinedDelegate<Delegate>: @unchecked Sendable {
     // `@unchecked`: `delegate` is only used on `queue`, a serial queue (see `async`, `run` and `onQueue`).
     private let delegate: Delegate
     let queue: DispatchQueue
+    /// The queue as a task executor: for awaited work that starts and ends there (the
+    /// synchronous `build()`'s lookup in a shared store), never on a thread of Swift's pool.
+    let executor: SerialQueueExecutor
 
     init(_ delegate: Delegate, label: String) {
         self.delegate = delegate
         queue = DispatchQueue(label: label)
+        executor = SerialQueueExecutor(queue)
     }
 
     /// Runs `body` with the delegate on the queue, after every call queued before it.

@@ -24,13 +24,12 @@ package struct HitsAndVisitorsSaved: Sendable {
 /// A hit queue that keeps the visitor cache's documents too: written by the tracking manager's
 /// group commits beside the hits, read by visitor lookups, and erased with the visitor's hits
 /// when consent is withdrawn. Its own calls are the writer's side of a `HitQueue` (awaited by the
-/// writer, one job at a time), but `visitor(id:)`, which blocks, and `lookUpVisitor`.
+/// writer, one job at a time), but `lookUpVisitor`, which lookups of many visitors make at once.
 package protocol VisitorKeepingHitQueue: HitQueue {
     /// Writes hits and the visitors' newest documents.
     func save(_ hits: [CachedHit], visitors: [VisitorRecord]) async -> HitsAndVisitorsSaved
-    /// The visitor's stored document, if any (blocking: for `build()`, from a dispatch queue).
-    func visitor(id: String) throws -> VisitorRecord?
-    /// As `visitor(id:)`, for `buildAsync()`: lookups of many visitors run at once.
+    /// The visitor's stored document, if any: for `buildAsync()`, and for `build()` from a task
+    /// on the visitor cache's queue that the synchronous caller waits for.
     func lookUpVisitor(id: String) async throws -> VisitorRecord?
     /// Consent withdrawn: the visitor's document and its hits but its consent hits and `keeping`
     /// (accepted after the withdrawal). Returns how many hits went.
@@ -110,6 +109,7 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         }
     }
 
+    /// The visitor's stored document, read on the caller's thread (blocking it).
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
         try store?.read { try $0.visitors.visitor(id: visitorId) }
     }
