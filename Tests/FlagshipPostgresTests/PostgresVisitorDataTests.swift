@@ -57,24 +57,10 @@ final class PostgresVisitorDataTests: PostgresTestCase {
 
     /// An instance of the fleet answers from the shared store: what another instance wrote is in it.
     func testAnInstanceAnswersFromTheSharedStoreWhatAnyInstanceWrote() async throws {
-        let postgres = try postgres()
-        let database = try postgres.createDatabase()
         let server = try startedFleetServer()
         defer { server.stop() }
         server.injectFault(.status(503), on: .events)
-        let stores = (0..<2).map { _ in store(postgres, database: database) }
-        for store in stores { try await store.prepare() }
-        let instances = stores.enumerated().map { number, store in
-            let flagship = Flagship()
-            flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
-                .withDecisionBaseURL(server.decisionBaseURL)
-                .withEventsBaseURL(server.eventsBaseURL)
-                .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
-                .withLogLevel(.WARNING)
-                .withPostgresStore(store)
-                .build())
-            return flagship
-        }
+        let (stores, instances) = try await twoInstances(of: server)
         let visitor = await instances[0].newVisitor(visitorId: "alice", hasConsented: true, instanceType: .NEW_INSTANCE)
             .withContext(context: ["plan": "pro"]).buildAsync()
         try await visitor.fetchFlags()
@@ -99,23 +85,9 @@ final class PostgresVisitorDataTests: PostgresTestCase {
     /// task (this test's, a thread of Swift's pool, the only one under
     /// `FLAGSHIP_ONE_COOPERATIVE_THREAD`), it needs no other thread of the pool to answer.
     func testTheSynchronousBuildReadsTheSharedStoreToo() async throws {
-        let postgres = try postgres()
-        let database = try postgres.createDatabase()
         let server = try startedFleetServer()
         defer { server.stop() }
-        let stores = (0..<2).map { _ in store(postgres, database: database) }
-        for store in stores { try await store.prepare() }
-        let instances = stores.enumerated().map { number, store in
-            let flagship = Flagship()
-            flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
-                .withDecisionBaseURL(server.decisionBaseURL)
-                .withEventsBaseURL(server.eventsBaseURL)
-                .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
-                .withLogLevel(.WARNING)
-                .withPostgresStore(store)
-                .build())
-            return flagship
-        }
+        let (stores, instances) = try await twoInstances(of: server)
         let first = await instances[0].newVisitor(visitorId: "alice", hasConsented: true, instanceType: .NEW_INSTANCE)
             .withContext(context: ["plan": "pro"]).buildAsync()
         try await first.fetchFlags()
@@ -132,6 +104,26 @@ final class PostgresVisitorDataTests: PostgresTestCase {
         XCTAssertEqual(again.requiredFetchReason, .FETCHED_FROM_CACHE, "built from instance 0's document")
         XCTAssertEqual(built, fetched)
         XCTAssertNotEqual(nobody.requiredFetchReason, .FETCHED_FROM_CACHE, "a visitor nobody wrote is new")
+    }
+
+    /// Two instances of `server`'s environment, each with a store of its own on one database.
+    private func twoInstances(of server: LocalFlagshipServer) async throws -> ([FlagshipPostgresStore], [Flagship]) {
+        let postgres = try postgres()
+        let database = try postgres.createDatabase()
+        let stores = (0..<2).map { _ in store(postgres, database: database) }
+        for store in stores { try await store.prepare() }
+        let instances = stores.enumerated().map { number, store in
+            let flagship = Flagship()
+            flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
+                .withDecisionBaseURL(server.decisionBaseURL)
+                .withEventsBaseURL(server.eventsBaseURL)
+                .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
+                .withLogLevel(.WARNING)
+                .withPostgresStore(store)
+                .build())
+            return flagship
+        }
+        return (stores, instances)
     }
 
     /// `build()`, on the caller's thread (a synchronous function, called from a task here).
