@@ -113,7 +113,7 @@ final class TopLevelMainTests: XCTestCase {
             "-I", modules.path, "-I", repository.appendingPathComponent("Sources/CSQLite").path,
             "-I", repository.appendingPathComponent("Sources/CFlagshipURLHostCheck/include").path,
             "-module-cache-path", directory.appendingPathComponent("module-cache").path,
-        ] + objects + ["-lsqlite3", "-o", executable.path])
+        ] + objects + ["-lsqlite3", "-o", executable.path] + (ThreadSanitizer.isOn ? ["-sanitize=thread"] : []))
         guard status == 0 else { throw NotCompiled(output: output) }
         let warnings = output.split(separator: "\n").filter { $0.contains("warning:") }
         if !warnings.isEmpty { print("main.swift compiled with:\n" + warnings.joined(separator: "\n")) }
