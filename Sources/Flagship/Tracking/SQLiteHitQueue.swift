@@ -12,7 +12,6 @@ final class SQLiteHitQueue: HitQueue {
     let owner: String
     let store: FlagshipDatabase
     private let capacity: Int
-    private let leaseMilliseconds: Int64
     private let logger: Logger
     /// What the store is known to hold, kept inside its write transactions (so in step with them).
     private let table: OwnHitTable
@@ -24,8 +23,7 @@ final class SQLiteHitQueue: HitQueue {
          now: @escaping @Sendable () -> Int64 = { Date().unixMilliseconds }) {
         self.store = store
         self.capacity = capacity
-        leaseMilliseconds = Int64((leaseDuration * 1000).rounded())
-        table = OwnHitTable(leaseMilliseconds: leaseMilliseconds)
+        table = OwnHitTable(leaseMilliseconds: Int64((leaseDuration * 1000).rounded()))
         self.logger = logger
         self.now = now
         owner = ClaimOwner(host: Self.hostName, pid: ProcessInfo.processInfo.processIdentifier,
@@ -172,7 +170,7 @@ final class SQLiteHitQueue: HitQueue {
     func claim(_ endpoint: HitEndpoint, limit: Int, now: Int64) async throws -> [OutgoingHit] {
         // Hits of a file that can only be read could be sent but never deleted: they wait for a writer.
         guard store.opening.readOnly == nil else { return [] }
-        let (until, overflow) = now.addingReportingOverflow(leaseMilliseconds)
+        let (until, overflow) = now.addingReportingOverflow(table.leaseMilliseconds)
         let (owner, table) = (owner, table)
         let records = try await store.write(cancellable: false) { db in
             let records = try db.hits.claim(endpoint, owner: owner, now: now, leaseUntil: overflow ? .max : until, limit: limit)
