@@ -64,7 +64,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         let schedule = state.withLock { state -> Bool? in
             // The writer's own file is gone from its path, this one cannot run, or it is far
             // behind: the writer checkpoints, as SQLite's automatic checkpoint would.
-            guard moved == 0, !state.stopped, !state.closed, pages < threshold * 4 else {
+            guard moved == 0, !state.stopped, !state.closed, pages < threshold * Self.writerCheckpointThresholds else {
                 state.askedAt = 0
                 return nil
             }
@@ -83,7 +83,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             // A checkpoint under way here holds SQLite's checkpoint lock, which would make the
             // writer's fail at once: it ends first (a checkpoint never waits for a lock). Between
             // its own transactions, the writer's checkpoint then copies the whole WAL, so that the
-            // next transaction starts it over: the WAL stays within four thresholds, as when
+            // next transaction starts it over: the WAL stays within eight thresholds, as when
             // writes come faster than a second connection can copy them.
             drains.wait()
             sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
@@ -129,12 +129,35 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         }
     }
 
-    /// Whether the WAL has grown past twice the threshold with a checkpoint still queued or
-    /// under way: past four times, a commit checkpoints the whole WAL itself. A writer that can
-    /// wait (background work in batches) lets the checkpoint finish first.
-    var isFallingBehind: Bool {
-        state.withLock { ($0.pending || $0.running) && $0.walPages >= threshold * 2 }
+    /// The WAL's size, in thresholds, past which the commit that takes it there checkpoints the
+    /// whole WAL itself (see `committed`).
+    static let writerCheckpointThresholds: Int32 = 8
+
+    /// Whether a write of `pages` more WAL frames, made now, could take the WAL to where its
+    /// commit checkpoints it itself (`writerCheckpointThresholds`) while a checkpoint is still
+    /// queued or under way. A writer that can wait (background work in batches) lets that
+    /// checkpoint finish first; while its next batch fits below that point, it goes on, and the
+    /// checkpoint copies the frames meanwhile.
+    func wouldFallBehind(writing pages: Int32) -> Bool {
+        state.withLock { state in
+            Self.fallsBehind(walPages: state.walPages, writing: pages, checkpointing: state.pending || state.running,
+                             threshold: threshold)
+        }
     }
+
+    /// The rule of `wouldFallBehind`: a checkpoint queued or under way, and the WAL's `walPages`
+    /// and the `writing` frames to come reaching `writerCheckpointThresholds` thresholds.
+    static func fallsBehind(walPages: Int32, writing: Int32, checkpointing: Bool, threshold: Int32) -> Bool {
+        checkpointing && Int64(walPages) + Int64(max(0, writing)) >= Int64(threshold) * Int64(writerCheckpointThresholds)
+    }
+
+    /// The WAL's size after the last commit, in pages.
+    var walPages: Int32 {
+        state.withLock { $0.walPages }
+    }
+
+    /// The threshold in pages: a checkpoint is asked for each time the WAL grows by as much.
+    var pagesPerCheckpoint: Int32 { threshold }
 
     private func open() -> OpaquePointer? {
         var handle: OpaquePointer?

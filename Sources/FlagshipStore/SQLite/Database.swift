@@ -185,12 +185,20 @@ package final class Database: @unchecked Sendable {
         holderLock.withLock { waitsForConnection }
     }
 
-    /// Whether the background checkpointer (`checkpointInBackground`) is falling behind the
-    /// commits: a checkpoint queued or under way, and the WAL past twice its threshold. Background
-    /// work in batches waits for it before its next batch, so that no commit ever checkpoints the
-    /// whole WAL itself. `false` without a checkpointer.
-    package var checkpointFallingBehind: Bool {
-        checkpointer.withLock { $0 }?.isFallingBehind ?? false
+    /// Whether a write of about `pages` WAL frames, committed now, could leave the background
+    /// checkpointer (`checkpointInBackground`) behind: a checkpoint queued or under way, and the
+    /// WAL and those frames reaching eight thresholds, where the commit checkpoints the whole WAL
+    /// itself. Background work in batches waits while this holds before its next batch, so that
+    /// no commit of it ever checkpoints, and goes on while its batch fits: the batches and the
+    /// checkpoints overlap. `false` without a checkpointer.
+    package func checkpointWouldFallBehind(writing pages: Int) -> Bool {
+        checkpointer.withLock { $0 }?.wouldFallBehind(writing: Int32(clamping: pages)) ?? false
+    }
+
+    /// The WAL's size after the last commit, in pages, and the pages it grows by between two
+    /// checkpoints asked for; `nil` without a background checkpointer.
+    package var walProgress: (pages: Int, pagesPerCheckpoint: Int)? {
+        checkpointer.withLock { $0 }.map { (Int($0.walPages), Int($0.pagesPerCheckpoint)) }
     }
 
     /// Whether the last write found the file locked (read and written under `lock`).
