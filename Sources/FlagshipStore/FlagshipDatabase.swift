@@ -179,7 +179,7 @@ package final class FlagshipDatabase: Sendable {
     /// Sets `work` going on the store's own queue, after the calls queued before it, and returns
     /// at once: for a wait bounded by a deadline (`firstOf`), which stops waiting, not the work.
     package func setGoing(_ work: @escaping @Sendable (FlagshipDatabase) -> Void) {
-        database.queue.async { work(self) }
+        database.executor.async { work(self) }
     }
 
     /// `Database.read` from async code, cancellable or not.

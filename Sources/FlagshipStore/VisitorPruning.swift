@@ -19,8 +19,9 @@ package struct VisitorPrune: Sendable, Equatable {
     /// The longest a batch held the write lock: what a group commit arriving during the prune
     /// waited at most.
     package var longestHold: Duration = .zero
-    /// Batches after which the prune rested as long as others wanted the write lock (a thread of
-    /// this process waited for it, or another process had the file open), not the short rest of a
+    /// Batches after which the prune rested as long as others wanted the write lock (work of this
+    /// process waited behind the batch, on the store's queue or for the connection, or another
+    /// process had the file open), not the short rest of a
     /// store nobody else writes (`FlagshipDatabase.Pacing`).
     package var batchesYielded = 0
 
@@ -151,7 +152,8 @@ extension FlagshipDatabase {
     struct PacedBatch: Sendable {
         /// How long it held the connection.
         var held: Duration
-        /// Whether another thread of this process waited for the connection meanwhile.
+        /// Whether other work of this process waited for the connection, or for the store's queue,
+        /// meanwhile.
         var othersWaited: Bool
         /// Whether another process has the file open, when it was looked at before this batch.
         var otherProcess: Bool?
@@ -166,12 +168,16 @@ extension FlagshipDatabase {
             let otherProcess = lookAtOtherProcesses
                 ? (try? store.database.withConnection { try StoreSessions.otherProcessOpen($0) }) ?? true : nil
             let waitsBefore = store.database.connectionWaits
+            let submittedBefore = store.database.executor.submitted
             let walBefore = store.database.walProgress?.pages ?? 0
             let started = ContinuousClock.now
             let value = try body(store)
             let walAfter = store.database.walProgress?.pages ?? 0
             // A WAL that started over during the batch holds the batch's frames alone.
-            let batch = PacedBatch(held: ContinuousClock.now - started, othersWaited: store.database.connectionWaits != waitsBefore,
+            // Others waited for the connection (a thread's write), or for the queue this batch
+            // holds (a group commit, the sender's claim, queued there behind it).
+            let othersWaited = store.database.connectionWaits != waitsBefore || store.database.executor.submitted != submittedBefore
+            let batch = PacedBatch(held: ContinuousClock.now - started, othersWaited: othersWaited,
                                    otherProcess: otherProcess, walFrames: walAfter >= walBefore ? walAfter - walBefore : walAfter)
             return (value, batch)
         }
@@ -189,8 +195,9 @@ extension FlagshipDatabase {
     /// a minute): without rests, each prune held the awaited `sendHit` for 2 – 3 s (its p99); with
     /// 15 ms and as long as the batch, for 0.1 – 0.4 s.
     ///
-    /// Others want it when a thread of this process waited for the connection during the batch
-    /// (a group commit, a visitor's write), or when another process has the file open (a live
+    /// Others want it when work of this process waited during the batch, for the connection (a
+    /// thread's write) or behind the batch on the store's queue (a group commit, the sender's
+    /// claim or settlement: `SerialQueueExecutor.submitted`), or when another process has the file open (a live
     /// session in `sdk_state`, looked at once a second): its writes wait on the file's lock, out
     /// of sight. Otherwise the work rests `idleRest`, then waits only while a batch as large as
     /// the last (one checkpoint's worth at least) could leave the background checkpointer behind

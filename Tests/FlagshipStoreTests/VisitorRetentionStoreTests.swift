@@ -290,20 +290,10 @@ final class VisitorRetentionStoreTests: StoreTestCase {
     /// A write that waited for the connection during a batch makes the prune rest four times that
     /// batch's length after it; the batches nobody waited for rest 1 ms.
     func testAPruneRestsForOthersAfterTheBatchDuringWhichAWriteWaitedAndOnlyThen() async throws {
-        let store = try openStore()
-        try await store.write { db in
-            try db.visitors.save((0..<1_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
-        }
-        let deletes = Locked(0)
         let written = DispatchSemaphore(value: 0)
-        try store.database.traceStatements { sql in
-            guard sql.hasPrefix("DELETE FROM main.visitors") else { return }
-            // The first row of the third batch (batches of 100): a write arrives, and waits for
-            // the connection the batch holds.
-            guard deletes.withLock({ count -> Int in
-                count += 1
-                return count
-            }) == 201 else { return }
+        // The first row of the third batch (batches of 100): a write arrives, and waits for the
+        // connection the batch holds.
+        let (prune, store) = try await pruneOfAThousand(arrivingAtDeletion: 201) { store in
             let before = store.database.connectionWaits
             Thread {
                 try? store.write { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
@@ -311,15 +301,56 @@ final class VisitorRetentionStoreTests: StoreTestCase {
             }.start()
             while store.database.connectionWaits == before { usleep(100) }
         }
+        written.wait()
+        XCTAssertEqual(prune.batchesYielded, 1, "the third batch only")
+        XCTAssertEqual(try visitorIds(store), ["new"], "the write went between two batches")
+    }
 
+    /// The SDK's group commits and the sender's claims run on the store's own queue, the one the
+    /// prune's batches hold: one queued there during a batch waits behind it, never for the
+    /// connection, and makes the prune rest after that batch as a thread's write does.
+    func testAPruneRestsAfterTheBatchDuringWhichWorkWasQueuedBehindItOnTheStoresQueue() async throws {
+        let write = Locked<Task<Void, any Error>?>(nil)
+        // The first row of the fourth batch: a write is queued behind it.
+        let (prune, store) = try await pruneOfAThousand(arrivingAtDeletion: 301) { store in
+            let (submitted, waits) = (store.database.executor.submitted, store.database.connectionWaits)
+            write.withLock { write in
+                write = Task.detached {
+                    try await store.write(cancellable: false) { db in try db.visitors.save(.sample("new", updatedAt: fixedNowMilliseconds)) }
+                }
+            }
+            while store.database.executor.submitted == submitted { usleep(100) }
+            XCTAssertEqual(store.database.connectionWaits, waits, "it waits on the queue, not for the connection")
+        }
+        try await XCTUnwrap(write.withLock { $0 }, "the write was made").value
+        XCTAssertEqual(prune.batchesYielded, 1, "the fourth batch only")
+        XCTAssertEqual(try visitorIds(store), ["new"], "the write went between two batches")
+    }
+
+    /// Prunes a store of 1,000 visitors due, in batches of 100, where `arrive` runs inside a batch,
+    /// on its thread, before the `deletion`th visitor's row is deleted (it makes a write of the
+    /// visitor "new" arrive); checks that all were deleted, each batch full but the last.
+    private func pruneOfAThousand(
+        arrivingAtDeletion deletion: Int, _ arrive: @escaping @Sendable (FlagshipDatabase) -> Void
+    ) async throws -> (VisitorPrune, FlagshipDatabase) {
+        let store = try openStore()
+        try await store.write { db in
+            try db.visitors.save((0..<1_000).map { VisitorRecord.sample("old-\($0)", updatedAt: fixedNowMilliseconds - 40 * Self.day) })
+        }
+        let deletes = Locked(0)
+        try store.database.traceStatements { sql in
+            guard sql.hasPrefix("DELETE FROM main.visitors") else { return }
+            let count = deletes.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            if count == deletion { arrive(store) }
+        }
         let prune = try await store.pruneVisitors(notSeenSince: thirtyDaysBefore(), keepingAtMost: nil, batchSize: 100)
         try store.database.traceStatements(nil)
-        written.wait()
-
         XCTAssertEqual(prune.expired, 1_000)
         XCTAssertEqual(prune.transactions, 11, "ten full batches and the one that found none")
-        XCTAssertEqual(prune.batchesYielded, 1, "the third batch only")
-        XCTAssertEqual(try visitorIds(store), ["new"])
+        return (prune, store)
     }
 
     /// The count of accesses that waited: one that finds the connection free is not counted, one

@@ -41,7 +41,7 @@ extension Database {
     /// from a task, off Swift's cooperative pool.
     package func queued<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+            executor.async { continuation.resume(with: Result { try work() }) }
         }
     }
 
@@ -50,7 +50,7 @@ extension Database {
         let interrupter = interrupter
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                queue.async {
+                executor.async {
                     continuation.resume(with: Result {
                         do {
                             return try work(call)

@@ -6,13 +6,27 @@ import Dispatch
 /// thread of Swift's cooperative pool.
 package final class SerialQueueExecutor: TaskExecutor {
     package let queue: DispatchQueue
+    private let submissions = Locked(0)
 
     package init(_ queue: DispatchQueue) {
         self.queue = queue
     }
 
+    /// Closures and jobs submitted to the queue so far. Background work in batches (a prune)
+    /// reads it at the start and the end of a batch that runs on the queue: a change means work
+    /// of others (a group commit, the sender's claim) waited behind the batch.
+    package var submitted: Int {
+        submissions.withLock { $0 }
+    }
+
+    /// Runs `block` on the queue, after what was submitted before it, counted in `submitted`.
+    package func async(_ block: @escaping @Sendable () -> Void) {
+        submissions.withLock { $0 += 1 }
+        queue.async(execute: block)
+    }
+
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        queue.async { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
+        async { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }
