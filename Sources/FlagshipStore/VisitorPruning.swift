@@ -21,8 +21,8 @@ package struct VisitorPrune: Sendable, Equatable {
     package var longestHold: Duration = .zero
     /// Batches after which the prune rested as long as others wanted the write lock (work of this
     /// process waited behind the batch, on the store's queue or for the connection, or another
-    /// process had the file open), not the short rest of a
-    /// store nobody else writes (`FlagshipDatabase.Pacing`).
+    /// process had the file open), not the short rest of a store nobody else writes
+    /// (`FlagshipDatabase.Pacing`).
     package var batchesYielded = 0
 
     package var visitors: Int { expired + evicted }
@@ -172,13 +172,14 @@ extension FlagshipDatabase {
             let walBefore = store.database.walProgress?.pages ?? 0
             let started = ContinuousClock.now
             let value = try body(store)
-            let walAfter = store.database.walProgress?.pages ?? 0
-            // A WAL that started over during the batch holds the batch's frames alone.
+            let held = ContinuousClock.now - started
             // Others waited for the connection (a thread's write), or for the queue this batch
             // holds (a group commit, the sender's claim, queued there behind it).
             let othersWaited = store.database.connectionWaits != waitsBefore || store.database.executor.submitted != submittedBefore
-            let batch = PacedBatch(held: ContinuousClock.now - started, othersWaited: othersWaited,
-                                   otherProcess: otherProcess, walFrames: walAfter >= walBefore ? walAfter - walBefore : walAfter)
+            // A WAL that started over during the batch holds the batch's frames alone.
+            let walAfter = store.database.walProgress?.pages ?? 0
+            let batch = PacedBatch(held: held, othersWaited: othersWaited, otherProcess: otherProcess,
+                                   walFrames: walAfter >= walBefore ? walAfter - walBefore : walAfter)
             return (value, batch)
         }
         pacing.note(batch)
@@ -197,9 +198,9 @@ extension FlagshipDatabase {
     ///
     /// Others want it when work of this process waited during the batch, for the connection (a
     /// thread's write) or behind the batch on the store's queue (a group commit, the sender's
-    /// claim or settlement: `SerialQueueExecutor.submitted`), or when another process has the file open (a live
-    /// session in `sdk_state`, looked at once a second): its writes wait on the file's lock, out
-    /// of sight. Otherwise the work rests `idleRest`, then waits only while a batch as large as
+    /// claim or settlement: `SerialQueueExecutor.submitted`), or when another process has the
+    /// file open (a live session in `sdk_state`, looked at once a second): its writes wait on the
+    /// file's lock, out of sight. Otherwise the work rests `idleRest`, then waits only while a batch as large as
     /// the last (one checkpoint's worth at least) could leave the background checkpointer behind
     /// (`Database.checkpointWouldFallBehind`): a store nobody else writes is pruned at the pace of
     /// its checkpoints (`flagship db prune`, or an SDK between two flows of visitors), the batches
