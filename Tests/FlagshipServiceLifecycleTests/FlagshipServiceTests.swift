@@ -204,7 +204,7 @@ final class FlagshipServiceTests: XCTestCase {
         let output = try String(contentsOf: stdoutURL, encoding: .utf8)
         let errors = try String(contentsOf: stderrURL, encoding: .utf8)
         return ProbeRun(status: process.terminationStatus, output: output + errors, acknowledged: Self.acknowledged(in: output),
-                        secondsAfterSIGTERM: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                        secondsAfterSIGTERM: elapsed.inSeconds)
     }
 
     /// The numbers of the hits left in the store after the probe exited (read without writing).

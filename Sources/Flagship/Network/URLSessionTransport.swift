@@ -28,7 +28,8 @@ package final class URLSessionTransport: HTTPTransport {
     let maxResponseBytes: Int
     private let session: URLSession
     private let exchanges: ExchangeTable
-    private let state = Locked(false)  // shut down
+    /// Whether `shutdown()` invalidated the session: no task is created on it after that.
+    private let isShutDown = Locked(false)
 
     package init(maxResponseBytes: Int = URLSessionTransport.defaultMaxResponseBytes) {
         self.maxResponseBytes = maxResponseBytes
@@ -47,7 +48,7 @@ package final class URLSessionTransport: HTTPTransport {
 
     deinit {
         // The session keeps its delegate until invalidated: without this, both would leak.
-        if !state.withLock({ $0 }) { session.finishTasksAndInvalidate() }
+        if !isShutDown.withLock({ $0 }) { session.finishTasksAndInvalidate() }
     }
 
     /// Sends `request`, following redirects within its origin; its timeout bounds them all.
@@ -88,7 +89,7 @@ package final class URLSessionTransport: HTTPTransport {
     }
 
     package func shutdown() {
-        if state.setFirst() { session.invalidateAndCancel() }
+        if isShutDown.setFirst() { session.invalidateAndCancel() }
     }
 
     private func start(_ request: FSHTTPRequest, exchange: Exchange,
@@ -96,7 +97,7 @@ package final class URLSessionTransport: HTTPTransport {
         guard exchange.attach(continuation) else { return }  // cancelled before it started
         // Holding the lock while creating the task keeps `shutdown()` from invalidating the
         // session in between (creating a task on an invalidated session is a crash).
-        let task: URLSessionDataTask? = state.withLock { shutDown in
+        let task: URLSessionDataTask? = isShutDown.withLock { shutDown in
             shutDown ? nil : session.dataTask(with: Self.urlRequest(request))
         }
         guard let task else {

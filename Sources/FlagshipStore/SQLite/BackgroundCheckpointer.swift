@@ -42,7 +42,8 @@ final class BackgroundCheckpointer: @unchecked Sendable {
 
     private let path: String
     private let synchronous: DatabaseOptions.Synchronous
-    private let threshold: Int32
+    /// The threshold in pages: a checkpoint is asked for each time the WAL grows by as much.
+    let threshold: Int32
     /// The block that runs the checkpoints, while it is set going or runs: what the writer's own
     /// checkpoint and `close()` wait for.
     private let drains = DispatchGroup()
@@ -155,9 +156,6 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     var walPages: Int32 {
         state.withLock { $0.walPages }
     }
-
-    /// The threshold in pages: a checkpoint is asked for each time the WAL grows by as much.
-    var pagesPerCheckpoint: Int32 { threshold }
 
     private func open() -> OpaquePointer? {
         var handle: OpaquePointer?

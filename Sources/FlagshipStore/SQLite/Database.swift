@@ -198,7 +198,7 @@ package final class Database: @unchecked Sendable {
     /// The WAL's size after the last commit, in pages, and the pages it grows by between two
     /// checkpoints asked for; `nil` without a background checkpointer.
     package var walProgress: (pages: Int, pagesPerCheckpoint: Int)? {
-        checkpointer.withLock { $0 }.map { (Int($0.walPages), Int($0.pagesPerCheckpoint)) }
+        checkpointer.withLock { $0 }.map { (Int($0.walPages), Int($0.threshold)) }
     }
 
     /// Whether the last write found the file locked (read and written under `lock`).
