@@ -52,6 +52,30 @@ final class DecisionProvenanceTests: TrackingTestCase {
                        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// Lengths on each side of the padding's edges (55/56 bytes: one block or two; 64: a whole
+    /// block and a padding one), read in place (`Data`, an array) and copied (a collection with no
+    /// contiguous storage). Each digest is Python's `hashlib.sha256` of bytes `i % 251`.
+    func testSHA256AtThePaddingsEdgesWhetherItsBytesAreContiguousOrNot() {
+        let expected = [
+            55: "463eb28e72f82e0a96c0a4cc53690c571281131f672aa229e0d45ae59b598b59",
+            56: "da2ae4d6b36748f2a318f23e7ab1dfdf45acdc9d049bd80e59de82a60895f562",
+            63: "29af2686fd53374a36b0846694cc342177e428d1647515f078784d69cdb9e488",
+            64: "fdeab9acf3710362bd2658cdc9a29e8f9c757fcf9811603a8c447cd1d9151108",
+            65: "4bfd2c8b6f1eec7a2afeb48b934ee4b2694182027e6d0fc075074f2fabb31781",
+            119: "da18797ed7c3a777f0847f429724a2d8cd5138e6ed2895c3fa1a6d39d18f7ec6",
+            120: "f52b23db1fbb6ded89ef42a23ce0c8922c45f25c50b568a93bf1c075420bbb7c",
+            128: "471fb943aa23c511f6f72f8d1652d9c880cfa392ad80503120547703e56a2be5",
+            1000: "4e4c294b331f7a2099a379bec34b9f9fc03dc46ab465d998f4d683da53487e6d",
+        ]
+        for (length, digest) in expected {
+            let bytes = (0..<length).map { UInt8($0 % 251) }
+            XCTAssertEqual(SHA256.hex(of: bytes), digest, "\(length) bytes, an array")
+            XCTAssertEqual(SHA256.hex(of: Data(bytes)), digest, "\(length) bytes, Data")
+            XCTAssertEqual(SHA256.hex(of: Data(bytes)[1...].prefix(length)), SHA256.hex(of: Array(bytes[1...])), "\(length) bytes, a slice")
+            XCTAssertEqual(SHA256.hex(of: bytes.lazy.map { $0 }), digest, "\(length) bytes, not contiguous")
+        }
+    }
+
     func testAFetchRecordsEachNewAssignmentWithTheFileVersionTimeAndContext() async throws {
         try server.setBucketingFile(Self.half)
         start(bucketing())

@@ -1,32 +1,37 @@
 /// SHA-256 (FIPS 180-4), for the version of a bucketing file: the digest of its bytes as
 /// received. The `Flagship` product depends on CSQLite and swift-log only, so it has its own.
 package enum SHA256 {
-    /// The digest of `bytes`, as 64 lowercase hex digits.
+    /// The digest of `bytes`, as 64 lowercase hex digits. Read in place where the bytes are
+    /// contiguous (`Data`, arrays, a native string's UTF-8), copied once where they are not.
     package static func hex<Bytes: Collection<UInt8>>(of bytes: Bytes) -> String {
+        if let digest = bytes.withContiguousStorageIfAvailable({ digest(of: UnsafeRawBufferPointer($0)) }) {
+            return digest
+        }
+        return Array(bytes).withUnsafeBytes { digest(of: $0) }
+    }
+
+    private static func digest(of bytes: UnsafeRawBufferPointer) -> String {
         var state = initial
-        var block = [UInt8]()
-        block.reserveCapacity(64)
         var schedule = [UInt32](repeating: 0, count: 64)
-        for byte in bytes {
-            block.append(byte)
-            if block.count == 64 {
-                compress(&state, block, &schedule)
-                block.removeAll(keepingCapacity: true)
+        let whole = bytes.count - bytes.count % 64
+        for offset in stride(from: 0, to: whole, by: 64) {
+            compress(&state, UnsafeRawBufferPointer(rebasing: bytes[offset ..< offset + 64]), &schedule)
+        }
+        // Padding: a 1 bit, zeros up to 56 bytes mod 64, then the length in bits, big-endian;
+        // one block after the last whole one, or two when fewer than 9 bytes are left in it.
+        var tail = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[whole...]))
+        tail.append(0x80)
+        let blocks = tail.count > 56 ? 2 : 1
+        tail.append(contentsOf: repeatElement(0, count: blocks * 64 - 8 - tail.count))
+        let bitLength = UInt64(bytes.count) &* 8
+        for shift in stride(from: 56, through: 0, by: -8) {
+            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
+        tail.withUnsafeBytes { tail in
+            for offset in stride(from: 0, to: tail.count, by: 64) {
+                compress(&state, UnsafeRawBufferPointer(rebasing: tail[offset ..< offset + 64]), &schedule)
             }
         }
-        // Padding: a 1 bit, zeros up to 56 bytes mod 64, then the length in bits, big-endian.
-        let bitLength = UInt64(bytes.count) &* 8
-        block.append(0x80)
-        if block.count > 56 {
-            block.append(contentsOf: repeatElement(0, count: 64 - block.count))
-            compress(&state, block, &schedule)
-            block.removeAll(keepingCapacity: true)
-        }
-        block.append(contentsOf: repeatElement(0, count: 56 - block.count))
-        for shift in stride(from: 56, through: 0, by: -8) {
-            block.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
-        }
-        compress(&state, block, &schedule)
         var text = ""
         text.reserveCapacity(64)
         for word in state {
@@ -65,33 +70,36 @@ package enum SHA256 {
     }
 
     /// One 64-byte block into the state.
-    private static func compress(_ state: inout [UInt32], _ block: [UInt8], _ w: inout [UInt32]) {
-        for index in 0..<16 {
-            let base = index * 4
-            w[index] = UInt32(block[base]) << 24 | UInt32(block[base + 1]) << 16 | UInt32(block[base + 2]) << 8 | UInt32(block[base + 3])
+    private static func compress(_ state: inout [UInt32], _ block: UnsafeRawBufferPointer, _ schedule: inout [UInt32]) {
+        schedule.withUnsafeMutableBufferPointer { w in
+            for index in 0..<16 {
+                w[index] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+            }
+            for index in 16..<64 {
+                let s0 = rotateRight(w[index - 15], 7) ^ rotateRight(w[index - 15], 18) ^ (w[index - 15] >> 3)
+                let s1 = rotateRight(w[index - 2], 17) ^ rotateRight(w[index - 2], 19) ^ (w[index - 2] >> 10)
+                w[index] = w[index - 16] &+ s0 &+ w[index - 7] &+ s1
+            }
+            roundConstants.withUnsafeBufferPointer { k in
+                var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
+                for index in 0..<64 {
+                    let s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
+                    let choice = (e & f) ^ (~e & g)
+                    let t1 = h &+ s1 &+ choice &+ k[index] &+ w[index]
+                    let s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
+                    let majority = (a & b) ^ (a & c) ^ (b & c)
+                    let t2 = s0 &+ majority
+                    (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+                }
+                state[0] &+= a
+                state[1] &+= b
+                state[2] &+= c
+                state[3] &+= d
+                state[4] &+= e
+                state[5] &+= f
+                state[6] &+= g
+                state[7] &+= h
+            }
         }
-        for index in 16..<64 {
-            let s0 = rotateRight(w[index - 15], 7) ^ rotateRight(w[index - 15], 18) ^ (w[index - 15] >> 3)
-            let s1 = rotateRight(w[index - 2], 17) ^ rotateRight(w[index - 2], 19) ^ (w[index - 2] >> 10)
-            w[index] = w[index - 16] &+ s0 &+ w[index - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for index in 0..<64 {
-            let s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
-            let choice = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ choice &+ roundConstants[index] &+ w[index]
-            let s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ majority
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        state[0] &+= a
-        state[1] &+= b
-        state[2] &+= c
-        state[3] &+= d
-        state[4] &+= e
-        state[5] &+= f
-        state[6] &+= g
-        state[7] &+= h
     }
 }
