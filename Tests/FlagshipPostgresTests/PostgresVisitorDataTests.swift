@@ -119,6 +119,9 @@ final class PostgresVisitorDataTests: PostgresTestCase {
                 .withEventsBaseURL(server.eventsBaseURL)
                 .withCacheDirectory(directory.appendingPathComponent("instance-\(number)"))
                 .withLogLevel(.WARNING)
+                // What these tests read is the shared store, not the lookup's bound: a loaded
+                // machine (CI's one-thread run) took PostgreSQL past the default 200 ms.
+                .withCacheManager(FSCacheManager(visitorLookupTimeOut: 30))
                 .withPostgresStore(store)
                 .build())
             return flagship
