@@ -44,7 +44,7 @@ package enum SHA256 {
 
     /// The digest of a string's UTF-8 bytes.
     package static func hex(of text: String) -> String {
-        hex(of: Array(text.utf8))
+        hex(of: text.utf8)
     }
 
     private static let hexDigits = Array("0123456789abcdef")
