@@ -73,7 +73,10 @@ final class SpillingHitQueue: VisitorKeepingHitQueue {
         state.withLock { $0.primaryDownUntil } <= now()
     }
 
+    /// A call that failed because its caller gave up (its task was cancelled: a visitor lookup
+    /// past its deadline) says nothing about PostgreSQL, and does not count.
     func primaryFailed(_ error: any Error) {
+        guard !Task.isCancelled else { return }
         let until = now() + retryAfter
         state.withLock { $0.primaryDownUntil = until }
         outage.failed(

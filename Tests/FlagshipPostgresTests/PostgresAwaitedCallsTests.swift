@@ -113,5 +113,63 @@ final class PostgresAwaitedCallsTests: PostgresTestCase {
         XCTAssertEqual(read?.document, record.document)
         XCTAssertEqual(read?.downloadedAt, 1_000)
     }
+
+    /// A caller that gives up (a visitor lookup past its deadline is cancelled) is not an outage:
+    /// the spill neither says PostgreSQL cannot be used nor stops trying it for its retry delay,
+    /// whether it was cancelled before it reached PostgreSQL or while it waited for a connection
+    /// (postgres-nio's `requestCancelled`). The next
+    /// hit is committed to PostgreSQL.
+    func testACancelledCallerIsNotAPostgreSQLOutage() async throws {
+        let server = try postgres()
+        let database = try await migratedDatabase(server)
+        let store = impatientStore(server, database: database)
+        try await store.prepare()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-cancelled-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let local = try FlagshipDatabase.open(at: directory.appendingPathComponent("flagship.sqlite"))
+        defer { local.close() }
+        let warnings = WarningLog()
+        let now: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+        let spilling = SpillingHitQueue(primary: queue(store, owner: "instance"),
+                                        spill: LocalHitsAndVisitors(hits: SQLiteHitQueue(store: local, capacity: 100, leaseDuration: 60, logger: logger),
+                                                                    store: local),
+                                        retryAfter: 60, logger: warnings.logger, now: now)
+
+        // Cancelled before it reaches PostgreSQL.
+        let early = Task { try await spilling.lookUpVisitor(id: "visitor") }
+        early.cancel()
+        _ = try? await early.value
+        // Cancelled while it waits for a connection of the pool (8): another session locks the
+        // visitors table, and 8 lookups wait for it, one on each connection.
+        let locker = try await connect(server, database: database)
+        try await locker.query("BEGIN", logger: logger)
+        try await locker.query("LOCK TABLE flagship.visitors IN ACCESS EXCLUSIVE MODE", logger: logger)
+        let holding = (0..<8).map { _ in Task { try await spilling.lookUpVisitor(id: "visitor") } }
+        try await Task.sleep(for: .milliseconds(200))
+        let waiting = Task { try await spilling.lookUpVisitor(id: "visitor") }
+        try await Task.sleep(for: .milliseconds(100))
+        waiting.cancel()
+        _ = try? await waiting.value
+        try await locker.query("ROLLBACK", logger: logger)
+        try await locker.close()
+        for lookup in holding {
+            let found = try await lookup.value
+            XCTAssertNil(found, "the 8 lookups that waited for the lock were answered")
+        }
+
+        XCTAssertTrue(spilling.primaryIsUp, "PostgreSQL is still tried")
+        XCTAssertEqual(warnings.lines.filter { $0.contains("cannot be used") }, [])
+        let hit = CachedHit(OutgoingHit(id: "visitor:000001", type: "EVENT", createdAt: now(), fields: [
+            "t": .string("EVENT"), "vid": .string("visitor"), "ds": .string("APP"), "cid": .string("env"),
+            "ec": .string("Action Tracking"), "ea": .string("after"),
+        ]))
+        _ = try await spilling.save([hit])
+        XCTAssertEqual(try server.psql(database, "SELECT count(*) FROM flagship.hits WHERE visitor_id = 'visitor'"), "1",
+                       "the hit is committed to PostgreSQL, not to the local spill")
+        let spilled = try await local.read { try $0.hits.count() }
+        XCTAssertEqual(spilled, 0)
+        await store.close()
+    }
 }
 #endif
