@@ -121,7 +121,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(v1.flags["ratio"], .double(1.0), "a double stays a double")
         XCTAssertEqual(v1.flags["size"], .int(3))
         XCTAssertEqual(v1.flags["nested"], .object(["a": .array([.int(1), .null])]))
-        XCTAssertEqual(campaigns.flagKeys["c1"], ["color", "size", "ratio", "nested", "later"])
+        XCTAssertEqual(campaigns.flagKeys(ofCampaigns: ["c1"]), ["color", "size", "ratio", "nested", "later"])
         XCTAssertEqual(campaigns.digests, BucketingFileCampaigns(parsed: try BucketingFile.parse(json: data), file: json).digests)
     }
 

@@ -90,9 +90,7 @@ extension FSBucketingFileChange {
         let removed = old.digests.keys.filter { new.digests[$0] == nil }.sorted()
         let changed = new.digests.keys.filter { id in old.digests[id].map { $0 != new.digests[id] } ?? false }.sorted()
         guard !added.isEmpty || !removed.isEmpty || !changed.isEmpty || panic != old.panic else { return nil }
-        var keys = Set<String>()
-        for id in added + changed { keys.formUnion(new.flagKeys[id] ?? []) }
-        for id in removed + changed { keys.formUnion(old.flagKeys[id] ?? []) }
+        let keys = new.flagKeys(ofCampaigns: Set(added + changed)).union(old.flagKeys(ofCampaigns: Set(removed + changed)))
         return FSBucketingFileChange(campaignsAdded: added, campaignsRemoved: removed, campaignsChanged: changed,
                                      flagKeys: keys.sorted(), panic: panic)
     }
@@ -102,8 +100,10 @@ extension FSBucketingFileChange {
 /// keys each gives: what a change is computed from, without keeping the file's tree.
 struct BucketingFileCampaigns: Sendable {
     let digests: [String: String]
-    let flagKeys: [String: Set<String>]
     let panic: Bool
+    /// The file the digests are of (the one in use, kept anyway): the flag keys of the campaigns
+    /// a change names are read from it then, not at each start for every campaign.
+    private let file: BucketingFile
 
     /// From the file's tree: each campaign with a string id, the later of two with the same id.
     init(parsed: ParsedBucketingFile, file: BucketingFile) {
@@ -116,20 +116,26 @@ struct BucketingFileCampaigns: Sendable {
         self.init(digests: digests, file: file)
     }
 
-    /// From digests kept (the store's compiled form); the flag keys from `file`, without reading
-    /// any flag's value.
+    /// From digests kept (the store's compiled form).
     init(digests: [String: String], file: BucketingFile) {
-        var keys: [String: Set<String>] = [:]
-        for campaign in file.campaigns {
+        self.digests = digests
+        self.file = file
+        panic = file.panic
+    }
+
+    /// The keys the variations (with an id) of the campaigns `ids` give, without reading any
+    /// flag's value: of every campaign with one of those ids.
+    func flagKeys(ofCampaigns ids: Set<String>) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        var keys = Set<String>()
+        for campaign in file.campaigns where ids.contains(campaign.id) {
             for group in campaign.variationGroups {
                 for variation in group.variations where variation.id != nil {
-                    keys[campaign.id, default: []].formUnion(variation.flagKeys)
+                    keys.formUnion(variation.flagKeys)
                 }
             }
         }
-        self.digests = digests
-        flagKeys = keys
-        panic = file.panic
+        return keys
     }
 }
 

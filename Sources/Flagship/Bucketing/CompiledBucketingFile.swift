@@ -265,11 +265,7 @@ package enum CompiledBucketingFile {
             for _ in 0..<(try input.count()) {
                 let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
                                                  value: try input.bool() ? try input.value() : nil)
-                var json: [String: FSJSONValue] = [:]
-                json["key"] = rule.key.map(FSJSONValue.string)
-                json["operator"] = rule.operatorName.map(FSJSONValue.string)
-                json["value"] = rule.value
-                groupRules.append(TargetingRule(reading: .object(json), at: "", with: &reader))
+                groupRules.append(TargetingRule(key: rule.key, operatorName: rule.operatorName, value: rule.value, at: "", with: &reader))
                 groupWritten.append(rule)
             }
             rules.append(groupRules)
@@ -300,8 +296,10 @@ package enum CompiledBucketingFile {
         if try input.bool() {
             let at = input.offset
             let start = try input.varint(), end = try input.varint()
-            let keys = try input.strings()
-            guard let place = flags.place(start: start, end: end, keys: keys) else {
+            // The keys are read when a change names the campaign (`BucketingFileCampaigns`).
+            let keysAt = input.offset
+            try input.skipStrings()
+            guard let place = flags.place(start: start, end: end, keysAt: keysAt) else {
                 throw BinaryJSON.Malformed(reason: "flags out of their section", offset: at)
             }
             return BucketingFile.Variation(id: variationId, allocation: allocation,
@@ -333,43 +331,64 @@ extension BinaryJSON.Reader {
     }
 }
 
-/// The flags section of a compiled blob: each variation's flags, read when first needed.
+/// The flags section of a compiled blob: each variation's flags, read when first needed, then
+/// kept (under one of a few locks, so that variations need no lock of their own: a start on a
+/// large file makes hundreds of thousands of them).
 final class CompiledFlags: Sendable {
     private let bytes: [UInt8]
     private let section: Range<Int>
+    /// The flags read so far, by where they start, in `stripes` parts by that offset.
+    private let read: [Locked<[Int: [String: FSJSONValue]]>]
+    private static let stripes = 16
 
-    /// Where one variation's flags are, and their keys.
+    /// Where one variation's flags are, and where the list of their keys is.
     struct Place: Sendable {
         let range: Range<Int>
-        let keys: [String]
+        let keysAt: Int
     }
 
     init(_ bytes: [UInt8], section: Range<Int>) {
         self.bytes = bytes
         self.section = section
+        read = (0..<Self.stripes).map { _ in Locked([:]) }
     }
 
     /// The place of flags from `start` to `end`; `nil` when it is not inside the flags section.
-    func place(start: UInt64, end: UInt64, keys: [String]) -> Place? {
-        guard start >= UInt64(section.lowerBound), start <= end, end <= UInt64(section.upperBound) else { return nil }
-        return Place(range: Int(start)..<Int(end), keys: keys)
+    func place(start: UInt64, end: UInt64, keysAt: Int) -> Place? {
+        guard start >= UInt64(section.lowerBound), start <= end, end <= UInt64(section.upperBound),
+              keysAt >= section.upperBound, keysAt < bytes.count else { return nil }
+        return Place(range: Int(start)..<Int(end), keysAt: keysAt)
     }
 
     /// The flags at `range`. The blob's checksum passed when it was read, so these bytes are the
     /// ones written; a value that still cannot be read gives no flags.
     func flags(at range: Range<Int>) -> [String: FSJSONValue] {
+        let stripe = read[range.lowerBound % Self.stripes]
+        if let kept = stripe.withLock({ $0[range.lowerBound] }) { return kept }
         let value = bytes.withUnsafeBytes { raw in try? BinaryJSON.decode(UnsafeRawBufferPointer(rebasing: raw[range])) }
-        return value?.objectValue ?? [:]
+        let flags = value?.objectValue ?? [:]
+        return stripe.withLock { read in
+            if let kept = read[range.lowerBound] { return kept }
+            read[range.lowerBound] = flags
+            return flags
+        }
+    }
+
+    /// The list of keys at `offset`, as written (empty if it cannot be read, as for `flags`).
+    func keys(at offset: Int) -> [String] {
+        bytes.withUnsafeBytes { raw in
+            var reader = BinaryJSON.Reader(raw, at: offset)
+            return (try? reader.strings()) ?? []
+        }
     }
 }
 
 /// A variation of a compiled file: what a visitor assigned to it gets, its flags read from the
-/// blob at the first assignment, then kept.
-final class LazyAssignment: Sendable {
+/// blob at the first assignment (then kept by the blob's `CompiledFlags`).
+struct LazyAssignment: Sendable {
     private let base: BucketedCampaign
     private let source: CompiledFlags
     private let place: CompiledFlags.Place
-    private let made = Locked<BucketedCampaign?>(nil)
 
     init(_ base: BucketedCampaign, flags source: CompiledFlags, at place: CompiledFlags.Place) {
         self.base = base
@@ -378,14 +397,10 @@ final class LazyAssignment: Sendable {
     }
 
     var assignment: BucketedCampaign {
-        made.withLock { made in
-            if let made { return made }
-            var assignment = base
-            assignment.flags = source.flags(at: place.range)
-            made = assignment
-            return assignment
-        }
+        var assignment = base
+        assignment.flags = source.flags(at: place.range)
+        return assignment
     }
 
-    var flagKeys: [String] { place.keys }
+    var flagKeys: [String] { source.keys(at: place.keysAt) }
 }

@@ -217,7 +217,15 @@ extension TargetingRule {
             self = .never
             return
         }
-        guard let key = json["key"]?.stringValue else {
+        self.init(key: json["key"]?.stringValue, operatorName: json["operator"]?.stringValue, value: json["value"],
+                  at: location, with: &reader)
+    }
+
+    /// A rule from its three members as a rule object holds them (`nil`: absent, or for `key`
+    /// and `operator` not a string): what the JSON's reading and the store's compiled form both
+    /// make, so that both give the same rule, context slots and warnings.
+    init(key: String?, operatorName: String?, value: FSJSONValue?, at location: String, with reader: inout BucketingFileReader) {
+        guard let key else {
             reader.warn("\(location) has no \"key\"; it never matches")
             self = .never
             return
@@ -226,7 +234,7 @@ extension TargetingRule {
             self = .always
             return
         }
-        guard let name = json["operator"]?.stringValue else {
+        guard let name = operatorName else {
             reader.warn("\(location) (key \"\(key)\") has no \"operator\"; it never matches")
             self = .never
             return
@@ -237,7 +245,6 @@ extension TargetingRule {
             return
         }
         let subject = reader.subject(forKey: key)
-        let value = json["value"]
         switch op {
         case .exists, .notExists:
             // A `false` value inverts the rule, as the Decision API does; any other is ignored.

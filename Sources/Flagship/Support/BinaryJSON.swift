@@ -153,6 +153,13 @@ enum BinaryJSON {
             return Int(value)
         }
 
+        /// Passes over a list of strings (a count, then each one's length and bytes) unread.
+        mutating func skipStrings() throws(Malformed) {
+            for _ in 0..<(try count()) {
+                offset += try count()
+            }
+        }
+
         mutating func fixed() throws(Malformed) -> UInt64 {
             guard bytes.count - offset >= 8 else { throw Malformed(reason: "the end of the bytes", offset: offset) }
             var value: UInt64 = 0
