@@ -26,8 +26,8 @@ final class BoundParameterTests: StoreTestCase {
     override func tearDownWithError() throws {
         if let store {
             XCTAssertEqual(try store.database.schemaObjectNames(), [
-                "bucketing", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits", "hits_readable",
-                "hits_total", "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence",
+                "bucketing", "bucketing_file_uses", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits",
+                "hits_readable", "hits_total", "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence",
                 "visitor_documents", "visitors", "visitors_readable", "visitors_total",
             ], "every table and view is still there")
         }

@@ -1,7 +1,8 @@
+import CSQLite
 import Foundation
 import XCTest
 
-import FlagshipStore
+@testable import FlagshipStore
 
 final class BucketingAndStateRecordStoreTests: StoreTestCase {
     private var store: FlagshipDatabase!
@@ -47,6 +48,22 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         XCTAssertEqual(stored.lastModified, "Thu, 21 Nov 2024 06:00:00 GMT")
         XCTAssertEqual(stored.downloadedAt, 5)
         XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-2") })
+
+        // A document over many overflow pages: its size from the row's header too.
+        let large = #"{"campaigns":[],"notes":[""# + Array(repeating: "é€𝄞", count: 200_000).joined(separator: #"",""#) + #""]}"#
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-3", document: large, lastModified: nil, downloadedAt: 7)) }
+        let largeStored = try XCTUnwrap(try store.read { try $0.bucketing.compiledFile(envId: "env-3") })
+        XCTAssertEqual(largeStored.documentBytes, large.utf8.count)
+        XCTAssertNil(largeStored.compiled)
+        // A compiled form over many overflow pages, read whole; an empty one is empty.
+        let blob = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        try store.write { try $0.bucketing.saveCompiled(blob, envId: "env-3", downloadedAt: 7) }
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-3") }?.compiled, blob)
+        try store.write { try $0.bucketing.saveCompiled([], envId: "env-3", downloadedAt: 7) }
+        XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-3") }?.compiled, [])
+        // A value that is not a blob (written by hand) is no compiled form.
+        try store.write { try $0.execute("UPDATE bucketing SET compiled = 'text' WHERE env_id = 'env-3'") }
+        XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-3") }?.compiled)
     }
 
     func testADocumentEditedByHandLosesItsCompiledForm() throws {
@@ -103,6 +120,39 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         XCTAssertFalse(try store.write { try $0.bucketingFiles.markUsed(version: String(repeating: "b", count: 64), envId: "env-1", at: 9, keeping: 5) },
                        "not kept: it is written with its document")
         XCTAssertFalse(try store.write { try $0.bucketingFiles.markUsed(version: kept.version, envId: "env-2", at: 9, keeping: 5) })
+        XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }.map(\.lastUsedAt), [9])
+    }
+
+    /// A start marks the version it decides on as used: a few pages, whatever the document's
+    /// size (its last use is a row of its own; as a column beside the document, SQLite read and
+    /// built the whole row, megabytes, to change it).
+    func testMarkingAVersionUsedReadsNoneOfItsDocument() throws {
+        let document = #"{"campaigns":[],"notes":""# + String(repeating: "x", count: 4_000_000) + #""}"#
+        let kept = BucketingFileVersion(version: String(repeating: "c", count: 64), envId: "env-1", document: document,
+                                        origin: .download, firstUsedAt: 1, lastUsedAt: 1)
+        try store.write { _ = try $0.bucketingFiles.use(kept, keeping: 5) }
+
+        /// The pages the connection read (from its cache or the file) while `body` ran.
+        func pagesRead(_ body: (Connection) throws -> Void) throws -> Int32 {
+            try store.write { connection in
+                func touched() -> Int32 {
+                    var hits: Int32 = 0, misses: Int32 = 0, highest: Int32 = 0
+                    sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_HIT, &hits, &highest, 0)
+                    sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_MISS, &misses, &highest, 0)
+                    return hits + misses
+                }
+                let before = touched()
+                try body(connection)
+                return touched() - before
+            }
+        }
+        let marking = try pagesRead { XCTAssertTrue(try $0.bucketingFiles.markUsed(version: kept.version, envId: "env-1", at: 9, keeping: 5)) }
+        let usingAgain = try pagesRead { _ = try $0.bucketingFiles.use(kept, keeping: 5) }
+        let reading = try pagesRead { _ = try $0.bucketingFiles.versions() }
+
+        XCTAssertLessThan(marking, 50, "the document is about 1,000 pages")
+        XCTAssertLessThan(usingAgain, 50, "kept already: not written again")
+        XCTAssertGreaterThan(reading, 900, "the measure sees a read of the document")
         XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }.map(\.lastUsedAt), [9])
     }
 

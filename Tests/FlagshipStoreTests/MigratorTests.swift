@@ -36,8 +36,8 @@ final class MigratorTests: StoreTestCase {
         let store = try openStore()
 
         XCTAssertEqual(try store.database.schemaObjectNames(), [
-            "bucketing", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits", "hits_readable", "hits_total",
-            "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence", "visitor_documents",
+            "bucketing", "bucketing_file_uses", "bucketing_files", "decision_rows", "decisions", "decisions_readable", "hits",
+            "hits_readable", "hits_total", "schema_migrations", "sdk_state", "shared_contexts", "shared_variations", "sqlite_sequence", "visitor_documents",
             "visitors", "visitors_readable", "visitors_total",
         ])
     }
@@ -80,6 +80,7 @@ final class MigratorTests: StoreTestCase {
             "6 reported_facts fnv1a64:c0e2b49e736c12ec",
             "7 visitor_count fnv1a64:74ea879e8f11bece",
             "8 compiled_bucketing fnv1a64:280788e07a093549",
+            "9 bucketing_file_uses fnv1a64:5f541107f461a50e",
         ])
     }
 
@@ -215,6 +216,8 @@ final class MigratorTests: StoreTestCase {
         7: seeds7,
         // Version 8 keeps the bucketing file compiled beside its JSON (NULL until the SDK writes it).
         8: seeds8,
+        // Version 9 keeps a file version's last use apart from its document.
+        9: seeds9,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each
@@ -319,6 +322,34 @@ final class MigratorTests: StoreTestCase {
         ))
         seed.bucketing.append(file)
         seed.compiled[file.envId] = compiled
+        return seed
+    }()
+
+    private static let seeds9: SchemaSeed = {
+        var seed = seeds8
+        // Version 3's row of a kept version, as version 9 writes it: its last use apart.
+        let withLastUse = "INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at, last_used_at)"
+        seed.statements = seed.statements.flatMap { statement -> [(sql: String, arguments: [SQLiteValue])] in
+            guard statement.sql.hasPrefix(withLastUse) else { return [statement] }
+            let arguments = statement.arguments
+            return [("INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at) VALUES (?, ?, ?, ?, ?)",
+                     Array(arguments[0..<5])),
+                    ("INSERT INTO bucketing_file_uses (version, last_used_at) VALUES (?, ?)", [arguments[0], arguments[5]])]
+        }
+        // A version written at version 9: its last use in a row of its own, later than the one of
+        // version 3, so listed first.
+        let version = BucketingFileVersion(version: String(repeating: "cd", count: 32), envId: "env-1",
+                                           document: #"{"campaigns":[],"panic":true}"#, origin: .store,
+                                           firstUsedAt: 1_732_170_060_000, lastUsedAt: 1_732_170_090_000)
+        seed.statements.append((
+            "INSERT INTO bucketing_files (version, env_id, document, origin, first_used_at) VALUES (?, ?, ?, ?, ?)",
+            [.text(version.version), .text(version.envId), .text(version.document), .text(version.origin.rawValue),
+             .integer(version.firstUsedAt)]
+        ))
+        seed.statements.append((
+            "INSERT INTO bucketing_file_uses (version, last_used_at) VALUES (?, ?)", [.text(version.version), .integer(version.lastUsedAt)]
+        ))
+        seed.fileVersions.insert(version, at: 0)
         return seed
     }()
 

@@ -25,7 +25,9 @@ package struct BucketingFileVersion: Sendable, Equatable {
     }
 }
 
-/// The `bucketing_files` table (`db.bucketingFiles`), in the caller's transaction.
+/// The `bucketing_files` table and the last use of each version (`bucketing_file_uses`, apart so
+/// that marking a version used does not rewrite its document), as `db.bucketingFiles`, in the
+/// caller's transaction.
 package struct BucketingFileVersionStore {
     let connection: Connection
 
@@ -36,13 +38,13 @@ package struct BucketingFileVersionStore {
     package func use(_ file: BucketingFileVersion, keeping: Int) throws(StoreError) -> Int {
         try connection.execute(
             """
-            INSERT INTO main.bucketing_files (version, env_id, document, origin, first_used_at, last_used_at)
-            VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (version) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)
+            INSERT INTO main.bucketing_files (version, env_id, document, origin, first_used_at)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (version) DO NOTHING
             """,
-            [.text(file.version), .text(file.envId), .text(file.document), .text(file.origin.rawValue),
-             .integer(file.firstUsedAt), .integer(file.lastUsedAt)]
+            [.text(file.version), .text(file.envId), .text(file.document), .text(file.origin.rawValue), .integer(file.firstUsedAt)]
         )
+        try markUsed(version: file.version, at: file.lastUsedAt)
         return try keepNewest(keeping, envId: file.envId)
     }
 
@@ -50,25 +52,45 @@ package struct BucketingFileVersionStore {
     /// start that read the file's compiled form has none), then keeps the newest `keeping` as
     /// `use` does. `false` when the version is not kept: `use` it, with its document.
     package func markUsed(version: String, envId: String, at lastUsedAt: Int64, keeping: Int) throws(StoreError) -> Bool {
-        let updated = try connection.execute(
-            "UPDATE main.bucketing_files SET last_used_at = max(last_used_at, ?2) WHERE version = ?1 AND env_id = ?3",
-            [.text(version), .integer(lastUsedAt), .text(envId)]
-        )
-        guard updated > 0 else { return false }
+        let kept = try connection.scalar(
+            "SELECT 1 FROM main.bucketing_files WHERE version = ? AND env_id = ?", [.text(version), .text(envId)]
+        ) != nil
+        guard kept else { return false }
+        try markUsed(version: version, at: lastUsedAt)
         try keepNewest(keeping, envId: envId)
         return true
     }
 
-    /// Deletes the environment's versions beyond the newest `keeping` by last use.
-    @discardableResult
-    private func keepNewest(_ keeping: Int, envId: String) throws(StoreError) -> Int {
+    /// The version's last use: `at`, unless it was used later.
+    private func markUsed(version: String, at lastUsedAt: Int64) throws(StoreError) {
         try connection.execute(
             """
+            INSERT INTO main.bucketing_file_uses (version, last_used_at) VALUES (?, ?)
+            ON CONFLICT (version) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)
+            """,
+            [.text(version), .integer(lastUsedAt)]
+        )
+    }
+
+    /// Deletes the environment's versions beyond the newest `keeping` by last use, and their
+    /// uses (the foreign key's cascade does too, where the connection enforces foreign keys: an
+    /// app's own connection may not).
+    @discardableResult
+    private func keepNewest(_ keeping: Int, envId: String) throws(StoreError) -> Int {
+        let deleted = try connection.execute(
+            """
             DELETE FROM main.bucketing_files WHERE env_id = ?1 AND version NOT IN (
-                SELECT version FROM main.bucketing_files WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
+                SELECT version FROM main.bucketing_files LEFT JOIN main.bucketing_file_uses USING (version)
+                WHERE env_id = ?1 ORDER BY last_used_at DESC, version LIMIT ?2)
             """,
             [.text(envId), SQLiteValue(max(1, keeping))]
         )
+        if deleted > 0 {
+            try connection.execute(
+                "DELETE FROM main.bucketing_file_uses WHERE version NOT IN (SELECT version FROM main.bucketing_files)"
+            )
+        }
+        return deleted
     }
 
     /// The file kept under exactly that version (a replay's lookup: evidence matches whole or not at all).
@@ -102,8 +124,11 @@ package struct BucketingFileVersionStore {
         return try connection.query("\(Self.selectColumns) ORDER BY last_used_at DESC, version").map(Self.record)
     }
 
-    private static let selectColumns =
-        "SELECT version, env_id, document, origin, first_used_at, last_used_at FROM main.bucketing_files"
+    /// A version without a use (one written by hand) reads as last used when first used.
+    private static let selectColumns = """
+        SELECT version, env_id, document, origin, first_used_at, coalesce(last_used_at, first_used_at) AS last_used_at
+        FROM main.bucketing_files LEFT JOIN main.bucketing_file_uses USING (version)
+        """
 
     private static func record(_ row: Row) throws -> BucketingFileVersion {
         let originText = try row.text(3)

@@ -47,19 +47,22 @@ package struct BucketingRecordStore {
         )
     }
 
-    /// The stored file's compiled form and what a start needs beside it, without the JSON.
+    /// The stored file's compiled form and what a start needs beside it, without the JSON (its
+    /// size read from its row's header). The form is read straight into the array returned.
     package func compiledFile(envId: String) throws -> CompiledBucketingRecord? {
-        try connection.query(
+        let row = try connection.query(
             """
-            SELECT compiled, length(CAST(document AS BLOB)), last_modified, downloaded_at
+            SELECT rowid, typeof(compiled) = 'blob', last_modified, downloaded_at
             FROM main.bucketing WHERE env_id = ?
             """,
             [.text(envId)]
-        ).first.map { row in
-            let compiled: [UInt8]? = if case .blob(let bytes) = row[0] { bytes } else { nil }
-            return CompiledBucketingRecord(compiled: compiled, documentBytes: try row.int(1),
-                                           lastModified: try row.optionalText(2), downloadedAt: try row.int64(3))
-        }
+        ).first
+        guard let row else { return nil }
+        let rowid = try row.int64(0)
+        let compiled = try row.bool(1) ? try connection.bytes(of: "compiled", in: "bucketing", rowid: rowid) : nil
+        return CompiledBucketingRecord(compiled: compiled,
+                                       documentBytes: try connection.byteCount(of: "document", in: "bucketing", rowid: rowid),
+                                       lastModified: try row.optionalText(2), downloadedAt: try row.int64(3))
     }
 
     /// Writes the compiled form of the stored file, if the file is still the one of `downloadedAt`

@@ -57,6 +57,42 @@ package final class Connection {
         try query(sql, arguments).first?[0]
     }
 
+    /// The size in bytes of a text or blob value, from its row's header, without reading the
+    /// value (`length(CAST(x AS BLOB))` reads all of it, through every overflow page).
+    package func byteCount(of column: String, in table: String, rowid: Int64, schema: String = "main") throws(StoreError) -> Int {
+        try withBlob(column, in: table, rowid: rowid, schema: schema) { blob in Int(sqlite3_blob_bytes(blob)) }
+    }
+
+    /// A text or blob value's bytes, read once into the array returned (a column read makes
+    /// SQLite copy a value over its overflow pages into a buffer of its own first: for a value of
+    /// megabytes, twice the memory at the peak).
+    package func bytes(of column: String, in table: String, rowid: Int64, schema: String = "main") throws(StoreError) -> [UInt8] {
+        try withBlob(column, in: table, rowid: rowid, schema: schema) { (blob) throws(StoreError) in
+            let count = Int(sqlite3_blob_bytes(blob))
+            var code = SQLITE_OK
+            let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                code = count == 0 ? SQLITE_OK : sqlite3_blob_read(blob, buffer.baseAddress, Int32(count), 0)
+                initialized = code == SQLITE_OK ? count : 0
+            }
+            guard code == SQLITE_OK else {
+                throw .sqlite(SQLiteError(code: code, handle: handle, sql: "sqlite3_blob_read(\(schema).\(table).\(column), \(rowid))"))
+            }
+            return bytes
+        }
+    }
+
+    /// `body` with the value of `column` in row `rowid` opened read-only for incremental I/O.
+    private func withBlob<T>(_ column: String, in table: String, rowid: Int64, schema: String,
+                             _ body: (OpaquePointer?) throws(StoreError) -> T) throws(StoreError) -> T {
+        var blob: OpaquePointer?
+        let code = sqlite3_blob_open(handle, schema, table, column, rowid, 0, &blob)
+        defer { sqlite3_blob_close(blob) }
+        guard code == SQLITE_OK else {
+            throw .sqlite(SQLiteError(code: code, handle: handle, sql: "sqlite3_blob_open(\(schema).\(table).\(column), \(rowid))"))
+        }
+        return try body(blob)
+    }
+
     /// Runs a script of several statements with no parameters (a migration), without caching them.
     package func executeScript(_ sql: String) throws(StoreError) {
         var remaining = Array(sql.utf8CString)
