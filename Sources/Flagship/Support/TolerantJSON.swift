@@ -47,22 +47,33 @@ package struct TolerantJSON {
     package let unusable: [Unusable]
 
     package init(_ data: Data) throws(SyntaxError) {
-        var reader = Reader(bytes: [UInt8](data))
-        reader.skipWhitespace()
-        let value = try reader.value(depth: 0)
-        reader.skipWhitespace()
-        guard reader.index == reader.bytes.count else { throw SyntaxError(offset: reader.index) }
-        self.value = value
-        self.unusable = reader.unusable
+        // Read in place: a bucketing file can be tens of megabytes.
+        let read: Result<(FSJSONValue, [Unusable]), SyntaxError> = data.withUnsafeBytes { raw in
+            var reader = Reader(bytes: raw.bindMemory(to: UInt8.self))
+            do throws(SyntaxError) {
+                reader.skipWhitespace()
+                let value = try reader.value(depth: 0)
+                reader.skipWhitespace()
+                guard reader.index == reader.bytes.count else { throw SyntaxError(offset: reader.index) }
+                return .success((value, reader.unusable))
+            } catch {
+                return .failure(error)
+            }
+        }
+        (value, unusable) = try read.get()
     }
 
+    /// Reads `bytes`, which outlive it (the caller's `withUnsafeBytes`).
     private struct Reader {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
         var path: [Step] = []
         var unusable: [Unusable] = []
+        /// The members of the objects being read, innermost last: an object is made once its
+        /// members are known, at its size, instead of growing (and rehashing) as they come.
+        var members: [(key: String, value: FSJSONValue)] = []
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         mutating func skipWhitespace() {
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
@@ -110,9 +121,10 @@ package struct TolerantJSON {
 
         private mutating func object(depth: Int) throws(SyntaxError) -> FSJSONValue {
             try expect(UInt8(ascii: "{"))
-            var object: [String: FSJSONValue] = [:]
             skipWhitespace()
-            if current == UInt8(ascii: "}") { index += 1; return .object(object) }
+            if current == UInt8(ascii: "}") { index += 1; return .object([:]) }
+            let first = members.count
+            defer { members.removeSubrange(first...) }
             while true {
                 skipWhitespace()
                 guard current == UInt8(ascii: "\"") else { throw SyntaxError(offset: index) }
@@ -122,11 +134,15 @@ package struct TolerantJSON {
                 try expect(UInt8(ascii: ":"))
                 skipWhitespace()
                 path.append(.key(key))
-                object[key] = try value(depth: depth + 1)
+                let member = try value(depth: depth + 1)
+                members.append((key, member))
                 path.removeLast()
                 skipWhitespace()
                 if current == UInt8(ascii: ",") { index += 1; continue }
                 try expect(UInt8(ascii: "}"))
+                // Of a repeated key, the last value wins.
+                var object = [String: FSJSONValue](minimumCapacity: members.count - first)
+                for member in members[first...] { object[member.key] = member.value }
                 return .object(object)
             }
         }
