@@ -194,6 +194,22 @@ final class BucketingModeTests: TrackingTestCase {
         }, "\(log.messages(at: .warning))")
         XCTAssertEqual(try storedCompiledForm(), compiled)
 
+        // Of an older format (written by the SDK before an upgrade): read from the JSON and
+        // compiled again, said at info level, not as damage.
+        var older = compiled
+        older[4] = CompiledBucketingFile.format - 1
+        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(older)]) } }
+        func unusableLines() -> Int { log.messages(at: .warning).filter { $0.contains("compiled form is unusable") }.count }
+        let warningsBefore = unusableLines()
+        restart = try await restartOnTheStoredFile("dora", context: [:])
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "dora"))
+        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+        XCTAssertEqual(unusableLines(), warningsBefore, "\(log.messages(at: .warning))")
+        XCTAssertTrue(log.messages(at: .info).contains {
+            $0.contains("compiled by an older SDK (compiled in format \(CompiledBucketingFile.format - 1), this SDK reads format \(CompiledBucketingFile.format))")
+        }, "\(log.messages(at: .info))")
+        XCTAssertEqual(try storedCompiledForm(), compiled)
+
         // Stale: a document edited by hand is what decides, never the form of the file before it.
         let edited = Self.bucketingFile(vipValue: "express")
         try withStore { store in

@@ -179,6 +179,30 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertNil(FSBucketingFileChange.between(old: stored, new: try roundTrip(old).campaigns, panic: false), "the same file")
     }
 
+    /// The blob's checksum sees every single flipped bit, a cut, a word moved and a run of zeros
+    /// of any length at any place, on bytes of every length up to a few blocks past a whole one.
+    func testTheChecksumSeesEveryFlippedBitACutAndWordsSwapped() {
+        let bytes = (0..<1_000).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) }
+        func checksum(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes { WordChecksum.of($0) } }
+        let whole = checksum(bytes)
+        for index in bytes.indices {
+            for bit in 0..<8 {
+                var flipped = bytes
+                flipped[index] ^= 1 << bit
+                XCTAssertNotEqual(checksum(flipped), whole, "byte \(index), bit \(bit)")
+            }
+        }
+        var seen = Set<UInt64>()
+        for length in 0...bytes.count {
+            XCTAssertTrue(seen.insert(checksum(Array(bytes.prefix(length)))).inserted, "the first \(length) bytes")
+        }
+        var swapped = bytes
+        swapped[0..<8] = bytes[8..<16]
+        swapped[8..<16] = bytes[0..<8]
+        XCTAssertNotEqual(checksum(swapped), whole, "two words swapped")
+        XCTAssertNotEqual(checksum([UInt8](repeating: 0, count: 64)), checksum([UInt8](repeating: 0, count: 65)), "zeros of two lengths")
+    }
+
     func testADamagedCutOrForeignBlobIsRefusedWhole() throws {
         let data = BucketingJSON.file(BucketingJSON.campaign("c1", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"a": 1}"#))))
         let blob = try roundTrip(data).blob
@@ -199,7 +223,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(reason(Array(blob.dropLast(3))), "its checksum does not match: damaged or cut")
         var otherFormat = blob
         otherFormat[4] = 9
-        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 2")
+        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 3")
         XCTAssertEqual(reason(Array(data)), "not a compiled bucketing file")
         XCTAssertEqual(reason([]), "not a compiled bucketing file")
     }

@@ -20,16 +20,17 @@ struct ParsedBucketingFile: Sendable {
 /// - the version (the sha256 of the JSON's bytes, not computed again) and a digest of each
 ///   campaign for the change events.
 ///
-/// Layout: `FSBK`, the format (1 byte), the FNV-1a checksum of every byte after it (8 bytes),
+/// Layout: `FSBK`, the format (1 byte), the checksum of every byte after it (8 bytes, `WordChecksum`),
 /// where the file starts (8 bytes), the flags of every variation (each a `BinaryJSON` object),
 /// then the file: version, panic, account settings, warnings, digests, then each campaign with its
 /// groups (targeting rules as written) and variations (with where their flags are). Strings are
 /// a varint length and UTF-8; an optional value is a byte 0 (absent) or 1 and the value.
 ///
 /// A blob of another format, damaged or cut is refused whole (`Unusable`): the caller reads the
-/// JSON instead and writes the blob again.
+/// JSON instead and writes the blob again. Format 3 has a checksum read 8 bytes at a time (format
+/// 2's, FNV-1a one byte at a time, was 7 % of a start on 30,000 campaigns).
 package enum CompiledBucketingFile {
-    static let format: UInt8 = 2
+    static let format: UInt8 = 3
     static let magic: [UInt8] = Array("FSBK".utf8)
     /// Magic, format, checksum, where the file starts.
     package static let headerSize = 4 + 1 + 8 + 8
@@ -37,6 +38,8 @@ package enum CompiledBucketingFile {
 
     package struct Unusable: Error, Equatable, CustomStringConvertible {
         let reason: String
+        /// Written by an older SDK in a format of its own: expected once after an upgrade.
+        var olderFormat = false
         package var description: String { reason }
     }
 
@@ -151,7 +154,7 @@ package enum CompiledBucketingFile {
 
     /// The checksum of every byte after the checksum itself.
     private static func checksum(of bytes: [UInt8]) -> UInt64 {
-        bytes.withUnsafeBytes { FNV1a.hash(UnsafeRawBufferPointer(rebasing: $0[fileStartOffset...])) }
+        bytes.withUnsafeBytes { WordChecksum.of(UnsafeRawBufferPointer(rebasing: $0[fileStartOffset...])) }
     }
 
     private static func appendOptional(_ text: String?, to bytes: inout [UInt8]) {
@@ -172,7 +175,7 @@ package enum CompiledBucketingFile {
             throw Unusable(reason: "not a compiled bucketing file")
         }
         guard bytes[4] == format else {
-            throw Unusable(reason: "compiled in format \(bytes[4]), this SDK reads format \(format)")
+            throw Unusable(reason: "compiled in format \(bytes[4]), this SDK reads format \(format)", olderFormat: bytes[4] < format)
         }
         guard checksum(of: bytes) == BinaryJSON.fixed(in: bytes, at: checksumOffset) else {
             throw Unusable(reason: "its checksum does not match: damaged or cut")

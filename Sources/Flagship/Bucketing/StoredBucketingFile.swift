@@ -39,6 +39,8 @@ struct StoredBucketingFile {
                 let (file, campaigns) = try CompiledBucketingFile.decode(compiled)
                 return StoredBucketingFile(file: file, campaigns: campaigns, lastModified: stored.lastModified,
                                            downloadedAt: stored.downloadedAt, recompile: nil)
+            } catch where error.olderFormat {
+                logger.info("The stored bucketing file was compiled by an older SDK (\(error)): its JSON is read instead, and compiled again")
             } catch {
                 logger.warning("The stored bucketing file's compiled form is unusable (\(error)): its JSON is read instead, and compiled again")
             }

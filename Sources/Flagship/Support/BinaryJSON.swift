@@ -197,12 +197,32 @@ enum BinaryJSON {
 
 /// FNV-1a, 64 bits: the checksum of a compiled blob (a damaged or cut one is told from a good
 /// one at once; not a defence against anyone who can write the file).
-enum FNV1a {
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+/// A checksum that finds damage to a compiled bucketing file (a flipped bit, a cut, a page of
+/// another file), not an attacker: four lanes of 8-byte words, each multiplied by FNV's prime and
+/// rotated (so a change in a word's high bits reaches the low bits of what follows), then the
+/// bytes past the last whole word and the length. Four independent lanes keep the multiplier busy:
+/// about a tenth of the time of FNV-1a one byte at a time.
+enum WordChecksum {
+    private static let prime: UInt64 = 0x0000_0100_0000_01b3
+
+    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var lanes: (UInt64, UInt64, UInt64, UInt64) = (0xcbf2_9ce4_8422_2325, 0x9e37_79b9_7f4a_7c15, 0xc2b2_ae3d_27d4_eb4f, 0x1656_67b1_9e37_79f9)
+        func mix(_ lane: UInt64, _ word: UInt64) -> UInt64 {
+            let product = (lane ^ word) &* prime
+            return product << 29 | product >> 35
         }
-        return hash
+        let blocks = bytes.count / 32
+        for block in 0..<blocks {
+            let at = block * 32
+            lanes.0 = mix(lanes.0, UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)))
+            lanes.1 = mix(lanes.1, UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
+            lanes.2 = mix(lanes.2, UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at + 16, as: UInt64.self)))
+            lanes.3 = mix(lanes.3, UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at + 24, as: UInt64.self)))
+        }
+        var hash = mix(mix(mix(lanes.0, lanes.1), lanes.2), lanes.3)
+        for index in (blocks * 32)..<bytes.count {
+            hash = mix(hash, UInt64(bytes[index]))
+        }
+        return mix(hash, UInt64(bytes.count))
     }
 }
