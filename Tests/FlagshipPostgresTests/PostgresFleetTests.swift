@@ -24,7 +24,8 @@ final class PostgresFleetTests: PostgresTestCase {
     }
 
     /// Instance `number` on `store`; its lines go to `logger` when given (the default's at WARNING).
-    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer, logger: Logger? = nil) -> Flagship {
+    private func instance(_ number: Int, store: FlagshipPostgresStore, server: LocalFlagshipServer, logger: Logger? = nil,
+                          clock: (@Sendable () -> Date)? = nil) -> Flagship {
         let flagship = Flagship()
         var config = FSConfigBuilder()
             .withDecisionBaseURL(server.decisionBaseURL)
@@ -33,6 +34,7 @@ final class PostgresFleetTests: PostgresTestCase {
             .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
             .withPostgresStore(store)
         config = logger.map { config.withLogger($0) } ?? config.withLogLevel(.WARNING)
+        config = clock.map { config.withClock($0) } ?? config
         flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: config.build())
         return flagship
     }
@@ -411,14 +413,7 @@ final class PostgresFleetTests: PostgresTestCase {
             XCTAssertEqual(error.code, .unreachable)
         }
         let offset = Locked(0.0)
-        let flagship = Flagship()
-        flagship.start(envId: "fleet_env", apiKey: "fleet_key", config: FSConfigBuilder()
-            .withDecisionBaseURL(server.decisionBaseURL).withEventsBaseURL(server.eventsBaseURL)
-            .withCacheDirectory(directory.appendingPathComponent("instance-0"))
-            .withTrackingManagerConfig(FSTrackingManagerConfig(poolMaxSize: 5, batchIntervalTimer: 0.05))
-            .withLogLevel(.WARNING)
-            .withClock { Date().addingTimeInterval(offset.withLock { $0 }) }
-            .withPostgresStore(store).build())
+        let flagship = instance(0, store: store, server: server, clock: { Date().addingTimeInterval(offset.withLock { $0 }) })
         let visitor = await flagship.newVisitor(visitorId: "visitor-0", hasConsented: true, instanceType: .NEW_INSTANCE).buildAsync()
         try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "while-away"))
 
