@@ -88,13 +88,22 @@ extension FuzzEntry {
     }
 
     /// Whatever a damaged or hostile compiled blob holds, it is refused or read whole: then its
-    /// decisions are deterministic, every assigned variation's flags can be read, and compiling
-    /// it again gives a blob that decides the same.
+    /// decisions are deterministic, made in the blob as on the structures read from it, every
+    /// campaign can be read, every assigned variation's flags too, and compiling it again gives a
+    /// blob that decides the same.
     static func compiledBucketing(_ input: Data) throws(Violation) -> Outcome {
         guard let file = try? CompiledBucketingFile.file(from: CompiledBucketingFile.withChecksum(Array(input))) else { return .refused }
-        let decision = file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:])
-        try check(decision == file.decide(visitorId: "visitor-1", context: ["plan": .string("pro"), "age": .int(30)], history: [:]),
+        let context: [String: FSJSONValue] = ["plan": .string("pro"), "age": .int(30)]
+        let decision = file.decide(visitorId: "visitor-1", context: context, history: [:])
+        try check(decision == file.decide(visitorId: "visitor-1", context: context, history: [:]),
                   "two decisions for the same visitor differ")
+        try check(file.campaigns.count == file.campaignCount, "a blob read whole whose campaigns cannot all be read")
+        try check(decision == file.decideFromCampaigns(visitorId: "visitor-1", context: context, history: [:]),
+                  "decided in the blob otherwise than on its structures")
+        let remembered = file.campaigns.first?.variationGroups.first.map { [$0.id: $0.variations.last?.id ?? "gone"] } ?? [:]
+        try check(file.decide(visitorId: "visitor-2", context: context, history: remembered)
+                    == file.decideFromCampaigns(visitorId: "visitor-2", context: context, history: remembered),
+                  "decided in the blob otherwise than on its structures, with a history")
         try check(decision.campaigns.count <= file.campaignCount, "more campaigns assigned than the file has")
         _ = decision.flags
         let again = try recompiled(file)

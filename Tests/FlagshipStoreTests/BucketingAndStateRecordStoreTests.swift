@@ -123,6 +123,42 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.bucketingFiles.versions() }.map(\.lastUsedAt), [9])
     }
 
+    /// The pages the connection read (from its cache or the file) while `body` ran.
+    private func pagesRead(_ body: (Connection) throws -> Void) throws -> Int32 {
+        try store.write { connection in
+            func touched() -> Int32 {
+                var hits: Int32 = 0, misses: Int32 = 0, highest: Int32 = 0
+                sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_HIT, &hits, &highest, 0)
+                sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_MISS, &misses, &highest, 0)
+                return hits + misses
+            }
+            let before = touched()
+            try body(connection)
+            return touched() - before
+        }
+    }
+
+    /// A start reads the stored file's compiled form and its times without following the JSON's
+    /// chain of pages (the row's small columns and `compiled` come before `document`, schema 10;
+    /// before, reaching them followed all of the document's pages).
+    func testAStartsReadOfTheCompiledFormReadsNoneOfTheDocument() throws {
+        let document = #"{"campaigns":[],"notes":""# + String(repeating: "x", count: 4_000_000) + #""}"#
+        try store.write {
+            try $0.bucketing.save(BucketingRecord(envId: "env-1", document: document, lastModified: "Mon", downloadedAt: 5, compiled: [7, 8, 9]))
+        }
+
+        var stored: CompiledBucketingRecord?
+        let start = try pagesRead { stored = try $0.bucketing.compiledFile(envId: "env-1") }
+        let json = try pagesRead { _ = try $0.bucketing.file(envId: "env-1") }
+
+        XCTAssertEqual(stored?.compiled, [7, 8, 9])
+        XCTAssertEqual(stored?.documentBytes, document.utf8.count)
+        XCTAssertEqual(stored?.lastModified, "Mon")
+        XCTAssertEqual(stored?.downloadedAt, 5)
+        XCTAssertLessThan(start, 20, "the document is about 1,000 pages")
+        XCTAssertGreaterThan(json, 900, "the measure sees a read of the document")
+    }
+
     /// A start marks the version it decides on as used: a few pages, whatever the document's
     /// size (its last use is a row of its own; as a column beside the document, SQLite read and
     /// built the whole row, megabytes, to change it).
@@ -132,20 +168,6 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
                                         origin: .download, firstUsedAt: 1, lastUsedAt: 1)
         try store.write { _ = try $0.bucketingFiles.use(kept, keeping: 5) }
 
-        /// The pages the connection read (from its cache or the file) while `body` ran.
-        func pagesRead(_ body: (Connection) throws -> Void) throws -> Int32 {
-            try store.write { connection in
-                func touched() -> Int32 {
-                    var hits: Int32 = 0, misses: Int32 = 0, highest: Int32 = 0
-                    sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_HIT, &hits, &highest, 0)
-                    sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_MISS, &misses, &highest, 0)
-                    return hits + misses
-                }
-                let before = touched()
-                try body(connection)
-                return touched() - before
-            }
-        }
         let marking = try pagesRead { XCTAssertTrue(try $0.bucketingFiles.markUsed(version: kept.version, envId: "env-1", at: 9, keeping: 5)) }
         let usingAgain = try pagesRead { _ = try $0.bucketingFiles.use(kept, keeping: 5) }
         let reading = try pagesRead { _ = try $0.bucketingFiles.versions() }

@@ -81,6 +81,7 @@ final class MigratorTests: StoreTestCase {
             "7 visitor_count fnv1a64:74ea879e8f11bece",
             "8 compiled_bucketing fnv1a64:280788e07a093549",
             "9 bucketing_file_uses fnv1a64:5f541107f461a50e",
+            "10 bucketing_small_columns_first fnv1a64:0a531f175c05b072",
         ])
     }
 
@@ -218,6 +219,8 @@ final class MigratorTests: StoreTestCase {
         8: seeds8,
         // Version 9 keeps a file version's last use apart from its document.
         9: seeds9,
+        // Version 10 orders the bucketing row's columns: its rows read back as version 9 wrote them.
+        10: seeds9,
     ]
 
     /// The decisions version 3 carries forward from the visitors' assignment histories: each

@@ -38,6 +38,10 @@ enum BucketingJSON {
 
     /// Targeting groups (OR'ed) of rules (AND'ed).
     static func targeting(_ groups: [String]...) -> String {
+        targeting(groups)
+    }
+
+    static func targeting(_ groups: [[String]]) -> String {
         let groupTexts = groups.map { #"{"targetings": [\#($0.joined(separator: ", "))]}"# }
         return #"{"targetingGroups": [\#(groupTexts.joined(separator: ", "))]}"#
     }

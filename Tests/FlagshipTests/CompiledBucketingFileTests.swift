@@ -223,7 +223,7 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(reason(Array(blob.dropLast(3))), "its checksum does not match: damaged or cut")
         var otherFormat = blob
         otherFormat[4] = 9
-        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format 3")
+        XCTAssertEqual(reason(otherFormat), "compiled in format 9, this SDK reads format \(CompiledBucketingFile.format)")
         XCTAssertEqual(reason(Array(data)), "not a compiled bucketing file")
         XCTAssertEqual(reason([]), "not a compiled bucketing file")
     }

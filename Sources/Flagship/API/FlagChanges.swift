@@ -99,7 +99,16 @@ extension FSBucketingFileChange {
 /// A bucketing file's campaigns by id, each as the digest of its JSON (keys sorted), and the flag
 /// keys each gives: what a change is computed from, without keeping the file's tree.
 struct BucketingFileCampaigns: Sendable {
-    let digests: [String: String]
+    /// Each campaign id's digest: from the file's tree, or read from the store's compiled form
+    /// when first compared.
+    var digests: [String: String] {
+        switch kept {
+        case .some(let digests): digests
+        case nil: file.compiled?.digests ?? [:]
+        }
+    }
+    /// `nil`: the compiled form's (`file.compiled`).
+    private let kept: [String: String]?
     let panic: Bool
     /// The file the digests are of (the one in use, kept anyway): the flag keys of the campaigns
     /// a change names are read from it then, not at each start for every campaign.
@@ -116,9 +125,15 @@ struct BucketingFileCampaigns: Sendable {
         self.init(digests: digests, file: file)
     }
 
-    /// From digests kept (the store's compiled form).
     init(digests: [String: String], file: BucketingFile) {
-        self.digests = digests
+        kept = digests
+        self.file = file
+        panic = file.panic
+    }
+
+    /// From the store's compiled form of `file`, its digests read when first compared.
+    init(file: BucketingFile) {
+        kept = nil
         self.file = file
         panic = file.panic
     }

@@ -65,6 +65,15 @@ extension BucketingFile {
     ///   - history: variation group id → variation id, the visitor's assignments so far.
     package func decide(visitorId: String, context: [String: FSJSONValue], history: [String: String]) -> BucketingDecision {
         guard !panic else { return BucketingDecision(panic: true, campaigns: []) }
+        if let compiled, let assigned = compiled.decide(visitorId: visitorId, context: context, history: history) {
+            return BucketingDecision(panic: false, campaigns: assigned)
+        }
+        return decideFromCampaigns(visitorId: visitorId, context: context, history: history)
+    }
+
+    /// `decide` on the engine's structures (`campaigns`), which a file read from the JSON holds.
+    package func decideFromCampaigns(visitorId: String, context: [String: FSJSONValue], history: [String: String]) -> BucketingDecision {
+        guard !panic else { return BucketingDecision(panic: true, campaigns: []) }
         let visitor = PreparedContext(visitorId: visitorId, context: context, keys: contextKeys,
                                       readsVisitorId: readsVisitorId)
         var assigned: [BucketedCampaign] = []

@@ -22,15 +22,50 @@ package struct BucketingFile: Sendable {
     package let accountSettings: AccountSettings
     /// What was wrong inside the file and how it was read, one sentence each, for the caller to log.
     package let warnings: [String]
-    package let campaigns: [Campaign]
     let contextKeys: ContextKeys
     /// Whether some rule reads the visitor id (`fs_users`).
     let readsVisitorId: Bool
     /// The sha256 of the bytes the file was read from (64 hex digits): the version decisions
     /// record, under which the store keeps the file.
     package private(set) var version = ""
+    private let source: Source
 
-    package var campaignCount: Int { campaigns.count }
+    /// Where the campaigns are: read from the JSON into the engine's structures, or in the
+    /// store's compiled form, decided there and read into those structures when first needed.
+    private enum Source: Sendable {
+        case read([Campaign])
+        case compiled(CompiledCampaigns)
+    }
+
+    package var campaigns: [Campaign] {
+        switch source {
+        case .read(let campaigns): campaigns
+        case .compiled(let compiled): compiled.campaigns
+        }
+    }
+
+    package var campaignCount: Int {
+        switch source {
+        case .read(let campaigns): campaigns.count
+        case .compiled(let compiled): compiled.count
+        }
+    }
+
+    /// The campaigns in the store's compiled form, if the file was read from it.
+    var compiled: CompiledCampaigns? {
+        if case .compiled(let compiled) = source { return compiled }
+        return nil
+    }
+
+    init(panic: Bool, accountSettings: AccountSettings, warnings: [String], campaigns: [Campaign],
+         contextKeys: ContextKeys, readsVisitorId: Bool) {
+        self.panic = panic
+        self.accountSettings = accountSettings
+        self.warnings = warnings
+        self.contextKeys = contextKeys
+        self.readsVisitorId = readsVisitorId
+        source = .read(campaigns)
+    }
 
     // Classes, not structs: a decision walks them by reference. As structs, each step of the walk
     // copied one, retaining each of its strings and arrays: a fifth of a decision's time.
@@ -185,13 +220,16 @@ extension BucketingFile {
         return ParsedBucketingFile(root: root, parseWarnings: warnings, version: SHA256.hex(of: data))
     }
 
-    /// A file read back from the store's compiled form (`CompiledBucketingFile`): its campaigns,
-    /// the warnings its JSON gave, and the context keys `reader` met reading its rules again.
-    init(compiled campaigns: [Campaign], panic: Bool, accountSettings: AccountSettings, warnings: [String],
-         reader: BucketingFileReader, version: String) {
-        self.init(panic: panic, accountSettings: accountSettings, warnings: warnings, campaigns: campaigns,
-                  contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
+    /// A file read back from the store's compiled form (`CompiledBucketingFile`): its campaigns
+    /// where they lie, and the warnings its JSON gave.
+    init(compiled campaigns: CompiledCampaigns, panic: Bool, warnings: [String], version: String, accountSettings: AccountSettings) {
+        self.panic = panic
+        self.accountSettings = accountSettings
+        self.warnings = warnings
+        contextKeys = campaigns.keys
+        readsVisitorId = campaigns.readsVisitorId
         self.version = version
+        source = .compiled(campaigns)
     }
 
     /// Reads the campaigns from the file's parsed JSON.

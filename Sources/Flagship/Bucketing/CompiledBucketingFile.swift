@@ -11,26 +11,32 @@ struct ParsedBucketingFile: Sendable {
 }
 
 /// The form of a bucketing file the store keeps beside its JSON (`bucketing.compiled`), made
-/// once when the file arrives, so that a start decides without parsing the JSON again:
-/// - the engine's own structures as the JSON was read into them (campaigns, groups, each rule as
-///   written, allocations, names, the warnings), in a binary layout read straight back into them:
-///   no text to tokenize, no tree of JSON values in between, lengths up front;
+/// once when the file arrives, so that a start decides at once, whatever the file's size, without
+/// parsing the JSON again or building the engine's structures:
+/// - each variation group's rules as the engine holds them (`CompiledTargeting`), which a decision
+///   evaluates where they lie in the blob (`CompiledCampaigns`): a start builds no campaign, and
+///   a decision makes only the campaigns it assigns;
 /// - each variation's flags apart, read only when a visitor is first assigned to it (most of a
 ///   large file's bytes are flag values, and most variations are not needed by a given process);
-/// - the version (the sha256 of the JSON's bytes, not computed again) and a digest of each
-///   campaign for the change events.
+/// - each rule as written, for an explanation; the version (the sha256 of the JSON's bytes, not
+///   computed again) and a digest of each campaign for the change events: read when first needed.
 ///
 /// Layout: `FSBK`, the format (1 byte), the checksum of every byte after it (8 bytes, `WordChecksum`),
 /// where the file starts (8 bytes), the flags of every variation (each a `BinaryJSON` object),
-/// then the file: version, panic, account settings, warnings, digests, then each campaign with its
-/// groups (targeting rules as written) and variations (with where their flags are). Strings are
-/// a varint length and UTF-8; an optional value is a byte 0 (absent) or 1 and the value.
+/// then the file: version, panic, account settings, warnings, the context keys the rules read and
+/// whether one reads the visitor id, the digests (a block), then each campaign (a block): its id,
+/// names, slug and type, then its groups, each with its id and name, its rules as written (a
+/// block), its rules compiled (a block), and its variations (a block: allocation, then what a
+/// visitor assigned to it gets and where its flags are). Strings are a varint length and UTF-8; an
+/// optional value is a byte 0 (absent) or 1 and the value; a block is its length, then its bytes.
 ///
-/// A blob of another format, damaged or cut is refused whole (`Unusable`): the caller reads the
-/// JSON instead and writes the blob again. Format 3 has a checksum read 8 bytes at a time (format
-/// 2's, FNV-1a one byte at a time, was 7 % of a start on 30,000 campaigns).
+/// A blob of another format, damaged or cut is refused whole (`Unusable`), its every block
+/// checked at the start that reads it, without building anything: the caller reads the JSON
+/// instead and writes the blob again. Format 3 had a checksum read 8 bytes at a time (format 2's,
+/// FNV-1a one byte at a time, was 7 % of a start on 30,000 campaigns); format 4 laid the campaigns
+/// out to be decided in place (the engine's structures were most of that start).
 package enum CompiledBucketingFile {
-    static let format: UInt8 = 3
+    static let format: UInt8 = 4
     static let magic: [UInt8] = Array("FSBK".utf8)
     /// Magic, format, checksum, where the file starts.
     package static let headerSize = 4 + 1 + 8 + 8
@@ -52,13 +58,21 @@ package enum CompiledBucketingFile {
         BinaryJSON.appendString(file.version, to: &bytes)
         for flag in [file.panic, file.accountSettings.enabledXPC, file.accountSettings.enabled1V1T] { bytes.append(flag ? 1 : 0) }
         appendStrings(file.warnings, to: &bytes)
-        BinaryJSON.appendVarint(UInt64(digests.count), to: &bytes)
+        appendStrings(file.contextKeys.names, to: &bytes)
+        bytes.append(file.readsVisitorId ? 1 : 0)
+        var digestBlock: [UInt8] = []
+        BinaryJSON.appendVarint(UInt64(digests.count), to: &digestBlock)
         for id in digests.keys.sorted() {
-            BinaryJSON.appendString(id, to: &bytes)
-            BinaryJSON.appendString(digests[id]!, to: &bytes)
+            BinaryJSON.appendString(id, to: &digestBlock)
+            BinaryJSON.appendString(digests[id]!, to: &digestBlock)
         }
+        CompiledTargeting.appendBlock(digestBlock, to: &bytes)
         BinaryJSON.appendVarint(UInt64(file.campaigns.count), to: &bytes)
-        for campaign in file.campaigns { appendCampaign(campaign, places: places, to: &bytes) }
+        for campaign in file.campaigns {
+            var campaignBlock: [UInt8] = []
+            appendCampaign(campaign, places: places, to: &campaignBlock)
+            CompiledTargeting.appendBlock(campaignBlock, to: &bytes)
+        }
         BinaryJSON.writeFixed(UInt64(fileStart), into: &bytes, at: fileStartOffset)
         return withChecksum(bytes)
     }
@@ -94,9 +108,14 @@ package enum CompiledBucketingFile {
         for group in campaign.variationGroups {
             BinaryJSON.appendString(group.id, to: &bytes)
             BinaryJSON.appendString(group.variations.lazy.compactMap(\.assignment).first?.variationGroupName ?? "", to: &bytes)
-            appendRules(group.targeting.written, to: &bytes)
-            BinaryJSON.appendVarint(UInt64(group.variations.count), to: &bytes)
-            for variation in group.variations { appendVariation(variation, places: places, to: &bytes) }
+            var written: [UInt8] = []
+            appendRules(group.targeting.written, to: &written)
+            CompiledTargeting.appendBlock(written, to: &bytes)
+            CompiledTargeting.append(group.targeting, to: &bytes)
+            var variations: [UInt8] = []
+            BinaryJSON.appendVarint(UInt64(group.variations.count), to: &variations)
+            for variation in group.variations { appendVariation(variation, places: places, to: &variations) }
+            CompiledTargeting.appendBlock(variations, to: &bytes)
         }
     }
 
@@ -168,8 +187,8 @@ package enum CompiledBucketingFile {
         for text in texts { BinaryJSON.appendString(text, to: &bytes) }
     }
 
-    /// The engine's file and the change events' campaigns from a compiled blob; the flags of a
-    /// variation are read from `bytes` when first needed.
+    /// The engine's file and the change events' campaigns from a compiled blob, each block
+    /// checked first: its campaigns are decided where they lie (`CompiledCampaigns`).
     static func decode(_ bytes: [UInt8]) throws(Unusable) -> (file: BucketingFile, campaigns: BucketingFileCampaigns) {
         guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic else {
             throw Unusable(reason: "not a compiled bucketing file")
@@ -185,151 +204,115 @@ package enum CompiledBucketingFile {
             throw Unusable(reason: "its file is out of its bytes")
         }
         let flags = CompiledFlags(bytes, section: headerSize..<Int(fileStart))
-        let read: Result<Read, BinaryJSON.Malformed> = bytes.withUnsafeBytes { raw in
+        let read: Result<BucketingFile, BinaryJSON.Malformed> = bytes.withUnsafeBytes { raw in
             var reader = BinaryJSON.Reader(raw, at: Int(fileStart))
             do throws(BinaryJSON.Malformed) {
-                let read = try readFile(&reader, flags: flags)
-                guard reader.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the file", offset: reader.offset) }
-                return .success(read)
+                return .success(try readFile(&reader, flags: flags))
             } catch {
                 return .failure(error)
             }
         }
         switch read {
-        case .success(let read): return (read.file, read.campaigns)
+        case .success(let file): return (file, BucketingFileCampaigns(file: file))
         case .failure(let error): throw Unusable(reason: "it cannot be read: \(error)")
         }
     }
 
-    private struct Read {
-        let file: BucketingFile
-        let campaigns: BucketingFileCampaigns
-    }
-
-    /// The file after the flags section: its version, panic, settings, warnings, digests and campaigns.
-    private static func readFile(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) -> Read {
+    /// The file after the flags section: its version, panic, settings, warnings, context keys,
+    /// then its digests and campaigns, checked and left where they lie.
+    private static func readFile(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) -> BucketingFile {
         let version = try input.string()
         let panic = try input.bool(), enabledXPC = try input.bool(), enabled1V1T = try input.bool()
         let warnings = try input.strings()
-        var digests: [String: String] = [:]
-        for _ in 0..<(try input.count()) {
-            let id = try input.string()
-            digests[id] = try input.string()
+        let keysAt = input.offset
+        guard let keys = ContextKeys(names: try input.strings()) else {
+            throw BinaryJSON.Malformed(reason: "a context key named twice", offset: keysAt)
         }
-        // The rules are read again as the JSON's were, in the same order: the same context slots.
-        // Their warnings are the ones kept.
-        var reader = BucketingFileReader()
-        var campaigns: [BucketingFile.Campaign] = []
-        for _ in 0..<(try input.count()) {
-            campaigns.append(try readCampaign(&input, flags: flags, with: &reader))
-        }
-        let file = BucketingFile(compiled: campaigns, panic: panic,
-                                 accountSettings: AccountSettings(enabledXPC: enabledXPC, enabled1V1T: enabled1V1T),
-                                 warnings: warnings, reader: reader, version: version)
-        return Read(file: file, campaigns: BucketingFileCampaigns(digests: digests, file: file))
+        let readsVisitorId = try input.bool()
+        let digestsAt = input.offset
+        try checkDigests(&input)
+        let count = try input.count()
+        let campaignsAt = input.offset
+        for _ in 0..<count { try checkCampaign(&input, keyCount: keys.count, flags: flags) }
+        guard input.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the file", offset: input.offset) }
+        let campaigns = CompiledCampaigns(flags: flags, keys: keys, readsVisitorId: readsVisitorId, count: count,
+                                          at: campaignsAt, digestsAt: digestsAt)
+        return BucketingFile(compiled: campaigns, panic: panic, warnings: warnings, version: version,
+                             accountSettings: AccountSettings(enabledXPC: enabledXPC, enabled1V1T: enabled1V1T))
     }
 
-    /// A campaign: its id, names, slug and type, then its groups.
-    private static func readCampaign(_ input: inout BinaryJSON.Reader, flags: CompiledFlags,
-                                     with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> BucketingFile.Campaign {
-        let id = try input.string()
-        let base = BucketedCampaign(campaignId: id, campaignName: try input.string(), slug: try input.optionalString(),
-                                    type: try input.string(), variationGroupId: "", variationId: "")
-        var groups: [BucketingFile.VariationGroup] = []
+    // MARK: Checking at a start
+
+    /// Each campaign id and its digest.
+    private static func checkDigests(_ input: inout BinaryJSON.Reader) throws(BinaryJSON.Malformed) {
+        let end = try input.blockEnd()
         for _ in 0..<(try input.count()) {
-            groups.append(try readGroup(&input, of: base, flags: flags, with: &reader))
+            _ = try input.utf8()
+            _ = try input.utf8()
         }
-        return BucketingFile.Campaign(id: id, variationGroups: groups)
+        try input.expect(end: end)
     }
 
-    /// A variation group of the campaign `base` names: its id and name, its targeting, then its variations.
-    private static func readGroup(_ input: inout BinaryJSON.Reader, of base: BucketedCampaign, flags: CompiledFlags,
-                                  with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> BucketingFile.VariationGroup {
-        var group = base
-        group.variationGroupId = try input.string()
-        group.variationGroupName = try input.string()
-        let targeting = try readTargeting(&input, with: &reader)
-        var variations: [BucketingFile.Variation] = []
+    /// A campaign as a decision and a reading need it, building nothing: every string UTF-8,
+    /// every block ending where it says, each group's compiled rules the shape of its written ones,
+    /// every allocation a number of 0 or more, every variation's flags inside the flags section.
+    private static func checkCampaign(_ input: inout BinaryJSON.Reader, keyCount: Int, flags: CompiledFlags) throws(BinaryJSON.Malformed) {
+        let end = try input.blockEnd()
+        _ = try input.utf8()
+        _ = try input.utf8()
+        if try input.bool() { _ = try input.utf8() }
+        _ = try input.utf8()
         for _ in 0..<(try input.count()) {
-            variations.append(try readVariation(&input, in: group, flags: flags))
-        }
-        var hashPrefix = MurmurHash3.State()
-        hashPrefix.append(utf8Of: group.variationGroupId)
-        return BucketingFile.VariationGroup(id: group.variationGroupId, targeting: targeting,
-                                            hashPrefix: hashPrefix, variations: variations)
-    }
-
-    /// A group's targeting: each rule as written, and read again into the engine's rule with `reader`.
-    private static func readTargeting(_ input: inout BinaryJSON.Reader,
-                                      with reader: inout BucketingFileReader) throws(BinaryJSON.Malformed) -> Targeting {
-        var rules: [[TargetingRule]] = [], written: [[Targeting.WrittenRule]] = []
-        for _ in 0..<(try input.count()) {
-            var groupRules: [TargetingRule] = [], groupWritten: [Targeting.WrittenRule] = []
-            for _ in 0..<(try input.count()) {
-                let rule = Targeting.WrittenRule(key: try input.optionalString(), operatorName: try input.optionalString(),
-                                                 value: try input.bool() ? try input.value() : nil)
-                groupRules.append(TargetingRule(key: rule.key, operatorName: rule.operatorName, value: rule.value, at: "", with: &reader))
-                groupWritten.append(rule)
+            _ = try input.utf8()
+            _ = try input.utf8()
+            let at = input.offset
+            let written = try checkWritten(&input)
+            guard try CompiledTargeting.check(&input, keyCount: keyCount) == written else {
+                throw BinaryJSON.Malformed(reason: "rules compiled otherwise than written", offset: at)
             }
-            rules.append(groupRules)
-            written.append(groupWritten)
+            let variationsEnd = try input.blockEnd()
+            for _ in 0..<(try input.count()) { try checkVariation(&input, flags: flags) }
+            try input.expect(end: variationsEnd)
         }
-        return Targeting(groups: rules, written: written)
+        try input.expect(end: end)
     }
 
-    /// A variation of `group`: its allocation, then what a visitor assigned to it gets, its flags
-    /// left in the blob until first needed.
-    private static func readVariation(_ input: inout BinaryJSON.Reader, in group: BucketedCampaign,
-                                      flags: CompiledFlags) throws(BinaryJSON.Malformed) -> BucketingFile.Variation {
+    /// The rules as written: their number in each group.
+    private static func checkWritten(_ input: inout BinaryJSON.Reader) throws(BinaryJSON.Malformed) -> [Int] {
+        let end = try input.blockEnd()
+        var shape: [Int] = []
+        for _ in 0..<(try input.count()) {
+            let count = try input.count()
+            for _ in 0..<count {
+                if try input.bool() { _ = try input.utf8() }
+                if try input.bool() { _ = try input.utf8() }
+                if try input.bool() { try input.skipValue() }
+            }
+            shape.append(count)
+        }
+        try input.expect(end: end)
+        return shape
+    }
+
+    private static func checkVariation(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) {
         let at = input.offset
         let allocation = Double(bitPattern: try input.fixed())
         // As the JSON's reading leaves it: a number of 0 or more.
         guard allocation.isFinite, allocation >= 0 else {
             throw BinaryJSON.Malformed(reason: "an allocation that is not a number of 0 or more", offset: at)
         }
-        guard try input.bool() else {
-            return BucketingFile.Variation(id: nil, allocation: allocation, assignment: nil)
+        guard try input.bool() else { return }
+        _ = try input.utf8()
+        _ = try input.utf8()
+        _ = try input.bool()
+        if try input.bool() { _ = try input.utf8() }
+        guard try input.bool() else { return }
+        let placeAt = input.offset
+        let start = try input.varint(), end = try input.varint()
+        let keysAt = input.offset
+        for _ in 0..<(try input.count()) { _ = try input.utf8() }
+        guard flags.place(start: start, end: end, keysAt: keysAt) != nil else {
+            throw BinaryJSON.Malformed(reason: "flags out of their section", offset: placeAt)
         }
-        var assignment = group
-        let variationId = try input.string()
-        assignment.variationId = variationId
-        assignment.variationName = try input.string()
-        assignment.isReference = try input.bool()
-        assignment.modificationsType = try input.optionalString()
-        if try input.bool() {
-            let at = input.offset
-            let start = try input.varint(), end = try input.varint()
-            // The keys are read when a change names the campaign (`BucketingFileCampaigns`).
-            let keysAt = input.offset
-            try input.skipStrings()
-            guard let place = flags.place(start: start, end: end, keysAt: keysAt) else {
-                throw BinaryJSON.Malformed(reason: "flags out of their section", offset: at)
-            }
-            return BucketingFile.Variation(id: variationId, allocation: allocation,
-                                           lazy: LazyAssignment(assignment, flags: flags, at: place))
-        } else {
-            return BucketingFile.Variation(id: variationId, allocation: allocation, assignment: assignment)
-        }
-    }
-}
-
-extension BinaryJSON.Reader {
-    mutating func bool() throws(BinaryJSON.Malformed) -> Bool {
-        let at = offset
-        switch try byte() {
-        case 0: return false
-        case 1: return true
-        default: throw BinaryJSON.Malformed(reason: "a flag that is neither 0 nor 1", offset: at)
-        }
-    }
-
-    mutating func optionalString() throws(BinaryJSON.Malformed) -> String? {
-        try bool() ? try string() : nil
-    }
-
-    mutating func strings() throws(BinaryJSON.Malformed) -> [String] {
-        var texts: [String] = []
-        for _ in 0..<(try count()) { texts.append(try string()) }
-        return texts
     }
 }

@@ -4,7 +4,8 @@ import FlagshipStore
 /// kept (under one of a few locks, so that variations need no lock of their own: a start on a
 /// large file makes hundreds of thousands of them).
 final class CompiledFlags: Sendable {
-    private let bytes: [UInt8]
+    /// The whole blob.
+    let bytes: [UInt8]
     private let section: Range<Int>
     /// The flags read so far, by where they start, in `stripes` parts by that offset.
     private let read: [Locked<[Int: [String: FSJSONValue]]>]

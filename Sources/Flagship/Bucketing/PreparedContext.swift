@@ -6,6 +6,16 @@ struct ContextKeys: Sendable {
 
     var count: Int { names.count }
 
+    init() {}
+
+    /// The keys `names` gives their slots in order; `nil` when one is named twice.
+    init?(names: [String]) {
+        for name in names {
+            guard slots.updateValue(self.names.count, forKey: name) == nil else { return nil }
+            self.names.append(name)
+        }
+    }
+
     func slot(of key: String) -> Int? {
         slots[key]
     }

@@ -112,10 +112,10 @@ enum TargetingRule: Sendable {
             guard case .list(let elements) = operand else {
                 return Self.compare(value, op, operand)
             }
-            switch op {
-            case .equals, .contains: return elements.contains { Self.compare(value, op, $0) }
-            case .notEquals, .notContains: return elements.allSatisfy { Self.compare(value, op, $0) }
-            default: return false
+            switch op.listMatch {
+            case .any?: return elements.contains { Self.compare(value, op, $0) }
+            case .every?: return elements.allSatisfy { Self.compare(value, op, $0) }
+            case nil: return false
             }
         }
     }
@@ -124,36 +124,64 @@ enum TargetingRule: Sendable {
     private static func compare(_ value: PreparedValue, _ op: TargetingOperator, _ operand: TargetingOperand) -> Bool {
         switch (value, operand) {
         case (.text(let text), .text(let target)):
-            return UTF8Bytes.with(text) { text in
-                UTF8Bytes.with(target) { target in
-                    switch op {
-                    case .contains: return UTF8Bytes.contains(text, target)
-                    case .notContains: return !UTF8Bytes.contains(text, target)
-                    case .startsWith: return UTF8Bytes.hasPrefix(text, target)
-                    case .endsWith: return UTF8Bytes.hasSuffix(text, target)
-                    case .equals: return UTF8Bytes.equal(text, target)
-                    case .notEquals: return !UTF8Bytes.equal(text, target)
-                    default: return op.accepts(order: UTF8Bytes.compare(text, target))
-                    }
-                }
-            }
+            return UTF8Bytes.with(text) { text in UTF8Bytes.with(target) { op.compares(text: text, with: $0) } }
         case (.text(let text), .version(let target, let targetText)):
-            return UTF8Bytes.with(text) { text in
-                guard let version = SemanticVersion(text) else { return false }
-                return UTF8Bytes.with(targetText) { targetText in
-                    op.accepts(order: SemanticVersion.compare(version, in: text, target, in: targetText))
-                }
-            }
+            return UTF8Bytes.with(text) { text in UTF8Bytes.with(targetText) { op.compares(version: text, with: target, in: $0) } }
         case (.number(let number), .number(let target)):
-            return op.accepts(order: number < target ? -1 : (number == target ? 0 : 1))
+            return op.compares(number: number, with: target)
         case (.bool(let bool), .bool(let target)):
-            switch op {
-            case .equals: return bool == target
-            case .notEquals: return bool != target
-            default: return false
-            }
+            return op.compares(bool: bool, with: target)
         default:
             return false
+        }
+    }
+}
+
+/// How a rule's operator reads each kind of operand: what the rules read from the file and the
+/// rules the store's compiled form evaluates in place (`CompiledTargeting`) both call, so that
+/// both decide alike.
+extension TargetingOperator {
+    /// How a list operand's elements combine: any one of them for `EQUALS` and `CONTAINS`, every
+    /// one for their negations; `nil` (the rule is false) for the other operators.
+    enum ListMatch { case any, every }
+
+    var listMatch: ListMatch? {
+        switch self {
+        case .equals, .contains: return .any
+        case .notEquals, .notContains: return .every
+        default: return nil
+        }
+    }
+
+    /// A visitor's text (lower-cased) against a rule's text (lower-cased).
+    func compares(text: UnsafeBufferPointer<UInt8>, with target: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch self {
+        case .contains: return UTF8Bytes.contains(text, target)
+        case .notContains: return !UTF8Bytes.contains(text, target)
+        case .startsWith: return UTF8Bytes.hasPrefix(text, target)
+        case .endsWith: return UTF8Bytes.hasSuffix(text, target)
+        case .equals: return UTF8Bytes.equal(text, target)
+        case .notEquals: return !UTF8Bytes.equal(text, target)
+        default: return accepts(order: UTF8Bytes.compare(text, target))
+        }
+    }
+
+    /// A visitor's text against a rule's version `target`, read from `targetText`: false when the
+    /// text is no version.
+    func compares(version text: UnsafeBufferPointer<UInt8>, with target: SemanticVersion, in targetText: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let version = SemanticVersion(text) else { return false }
+        return accepts(order: SemanticVersion.compare(version, in: text, target, in: targetText))
+    }
+
+    func compares(number: Double, with target: Double) -> Bool {
+        accepts(order: number < target ? -1 : (number == target ? 0 : 1))
+    }
+
+    func compares(bool: Bool, with target: Bool) -> Bool {
+        switch self {
+        case .equals: return bool == target
+        case .notEquals: return bool != target
+        default: return false
         }
     }
 }

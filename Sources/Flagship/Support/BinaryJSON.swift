@@ -126,12 +126,14 @@ enum BinaryJSON {
             }
         }
 
+        @inline(__always)
         mutating func byte() throws(Malformed) -> UInt8 {
             guard offset < bytes.count else { throw Malformed(reason: "the end of the bytes", offset: offset) }
             defer { offset += 1 }
             return bytes[offset]
         }
 
+        @inline(__always)
         mutating func varint() throws(Malformed) -> UInt64 {
             var value: UInt64 = 0
             var shift: UInt64 = 0
@@ -146,6 +148,7 @@ enum BinaryJSON {
         }
 
         /// A count or a length: never more than the bytes left (each element takes one at least).
+        @inline(__always)
         mutating func count() throws(Malformed) -> Int {
             let at = offset
             let value = try varint()
@@ -160,6 +163,57 @@ enum BinaryJSON {
             }
         }
 
+        /// Where the block whose length is at the reader ends (the reader is left at its start).
+        @inline(__always)
+        mutating func blockEnd() throws(Malformed) -> Int {
+            let length = try count()
+            return offset + length
+        }
+
+        /// Moves to `target`, inside the bytes.
+        @inline(__always)
+        mutating func seek(to target: Int) throws(Malformed) {
+            guard target >= 0, target <= bytes.count else { throw Malformed(reason: "a place out of the bytes", offset: offset) }
+            offset = target
+        }
+
+        /// Checks that a block read whole ended where its length said.
+        func expect(end: Int) throws(Malformed) {
+            guard offset == end else { throw Malformed(reason: "a block that does not end where its length says", offset: offset) }
+        }
+
+        /// A string's bytes where they lie, checked to be UTF-8.
+        @inline(__always)
+        mutating func utf8() throws(Malformed) -> UnsafeBufferPointer<UInt8> {
+            let at = offset
+            let length = try count()
+            let raw = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+            let utf8 = raw.assumingMemoryBound(to: UInt8.self)
+            guard Self.isASCII(raw) || String(validating: utf8, as: UTF8.self) != nil else {
+                throw Malformed(reason: "a string that is not UTF-8", offset: at)
+            }
+            offset += length
+            return utf8
+        }
+
+        /// Whether every byte is below 0x80, read 8 bytes at a time (ids, keys and most names:
+        /// UTF-8 as they are, without the general check).
+        @inline(__always)
+        static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            var seen: UInt64 = 0
+            var index = 0
+            while index + 8 <= bytes.count {
+                seen |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+            while index < bytes.count {
+                seen |= UInt64(bytes[index])
+                index += 1
+            }
+            return seen & 0x8080_8080_8080_8080 == 0
+        }
+
+        @inline(__always)
         mutating func fixed() throws(Malformed) -> UInt64 {
             guard bytes.count - offset >= 8 else { throw Malformed(reason: "the end of the bytes", offset: offset) }
             var value: UInt64 = 0
@@ -169,20 +223,34 @@ enum BinaryJSON {
         }
 
         mutating func string() throws(Malformed) -> String {
-            let at = offset
-            let length = try count()
-            let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]).assumingMemoryBound(to: UInt8.self)
-            let text: String
             // ASCII (ids, keys, most names) is UTF-8 as it is: decoded without the generic check.
-            if utf8.allSatisfy({ $0 < 0x80 }) {
-                text = String(decoding: utf8, as: UTF8.self)
-            } else if let valid = String(validating: utf8, as: UTF8.self) {
-                text = valid
-            } else {
-                throw Malformed(reason: "a string that is not UTF-8", offset: at)
-            }
+            String(decoding: try utf8(), as: UTF8.self)
+        }
+
+        /// Passes over a string unread.
+        @inline(__always)
+        mutating func skipString() throws(Malformed) {
+            let length = try count()
             offset += length
-            return text
+        }
+
+        /// Passes over a value, checking it as `value` reads it, building nothing.
+        mutating func skipValue(depth: Int = 0) throws(Malformed) {
+            guard depth < BinaryJSON.maximumDepth else { throw Malformed(reason: "nesting deeper than \(BinaryJSON.maximumDepth)", offset: offset) }
+            let at = offset
+            guard let tag = Tag(rawValue: try byte()) else { throw Malformed(reason: "an unknown tag", offset: at) }
+            switch tag {
+            case .null, .false, .true: return
+            case .int, .double: _ = try fixed()
+            case .string: _ = try utf8()
+            case .array:
+                for _ in 0..<(try count()) { try skipValue(depth: depth + 1) }
+            case .object:
+                for _ in 0..<(try count()) {
+                    _ = try utf8()
+                    try skipValue(depth: depth + 1)
+                }
+            }
         }
     }
 
@@ -195,8 +263,6 @@ enum BinaryJSON {
     }
 }
 
-/// FNV-1a, 64 bits: the checksum of a compiled blob (a damaged or cut one is told from a good
-/// one at once; not a defence against anyone who can write the file).
 /// A checksum that finds damage to a compiled bucketing file (a flipped bit, a cut, a page of
 /// another file), not an attacker: four lanes of 8-byte words, each multiplied by FNV's prime and
 /// rotated (so a change in a word's high bits reaches the low bits of what follows), then the

@@ -1,0 +1,278 @@
+/// A variation group's targeting in the store's compiled form (`CompiledBucketingFile`): the rules
+/// as the engine holds them (`TargetingRule`: subjects as context slots, operators as codes,
+/// strings lower-cased, numbers as doubles), laid out so that a decision evaluates them where they
+/// lie in the blob, building nothing, and skips what it does not need by lengths.
+///
+/// Layout: the block's length, the number of rule groups, then each group (its length, the number
+/// of its rules, each rule with its length first). A rule is a kind byte, then for a presence rule
+/// its subject and whether it asks for presence, for a comparison its subject, its operator's code
+/// and its operand. A subject is 0 for the visitor id, else its context slot plus 1. An operand is
+/// a tag byte and its value: text or a version (a string), a number (8 bytes), a boolean (a byte),
+/// a list (a count, then elements that are not lists), or unusable.
+///
+/// One reader (`RuleView`, `OperandView`) serves the three uses: evaluating in place, checking a
+/// blob at a start, and reading rules back into the engine's (an explanation, the change events).
+enum CompiledTargeting {
+    private enum Kind: UInt8 { case always, never, presence, comparison }
+    private enum OperandTag: UInt8 { case text, version, number, bool, list, unusable }
+
+    private static let operators = TargetingOperator.allCases
+
+    // MARK: Writing
+
+    static func append(_ targeting: Targeting, to bytes: inout [UInt8]) {
+        var block: [UInt8] = []
+        BinaryJSON.appendVarint(UInt64(targeting.groups.count), to: &block)
+        for rules in targeting.groups {
+            var group: [UInt8] = []
+            BinaryJSON.appendVarint(UInt64(rules.count), to: &group)
+            for rule in rules {
+                var ruleBytes: [UInt8] = []
+                append(rule, to: &ruleBytes)
+                appendBlock(ruleBytes, to: &group)
+            }
+            appendBlock(group, to: &block)
+        }
+        appendBlock(block, to: &bytes)
+    }
+
+    /// `block` after its length.
+    static func appendBlock(_ block: [UInt8], to bytes: inout [UInt8]) {
+        BinaryJSON.appendVarint(UInt64(block.count), to: &bytes)
+        bytes += block
+    }
+
+    private static func append(_ rule: TargetingRule, to bytes: inout [UInt8]) {
+        switch rule {
+        case .always:
+            bytes.append(Kind.always.rawValue)
+        case .never:
+            bytes.append(Kind.never.rawValue)
+        case .presence(let subject, let present):
+            bytes.append(Kind.presence.rawValue)
+            append(subject, to: &bytes)
+            bytes.append(present ? 1 : 0)
+        case .comparison(let subject, let op, let operand):
+            bytes.append(Kind.comparison.rawValue)
+            append(subject, to: &bytes)
+            bytes.append(UInt8(operators.firstIndex(of: op)!))
+            append(operand, to: &bytes)
+        }
+    }
+
+    private static func append(_ subject: TargetingSubject, to bytes: inout [UInt8]) {
+        switch subject {
+        case .visitorId: BinaryJSON.appendVarint(0, to: &bytes)
+        case .context(let slot): BinaryJSON.appendVarint(UInt64(slot) + 1, to: &bytes)
+        }
+    }
+
+    private static func append(_ operand: TargetingOperand, to bytes: inout [UInt8]) {
+        switch operand {
+        case .text(let text):
+            bytes.append(OperandTag.text.rawValue)
+            BinaryJSON.appendString(text, to: &bytes)
+        case .version(_, let text):
+            bytes.append(OperandTag.version.rawValue)
+            BinaryJSON.appendString(text, to: &bytes)
+        case .number(let number):
+            bytes.append(OperandTag.number.rawValue)
+            BinaryJSON.appendFixed(number.bitPattern, to: &bytes)
+        case .bool(let bool):
+            bytes.append(OperandTag.bool.rawValue)
+            bytes.append(bool ? 1 : 0)
+        case .list(let elements):
+            bytes.append(OperandTag.list.rawValue)
+            BinaryJSON.appendVarint(UInt64(elements.count), to: &bytes)
+            for element in elements { append(element, to: &bytes) }
+        case .unusable:
+            bytes.append(OperandTag.unusable.rawValue)
+        }
+    }
+
+    // MARK: Reading
+
+    /// A rule as it lies in the blob; a comparison's operand is read next (`operand`).
+    private enum RuleView {
+        case always, never
+        case presence(TargetingSubject, present: Bool)
+        case comparison(TargetingSubject, TargetingOperator)
+    }
+
+    /// An operand as it lies in the blob: text points into it. A list gives its count; its
+    /// elements follow, none of them a list.
+    private enum OperandView {
+        case text(UnsafeBufferPointer<UInt8>)
+        case version(SemanticVersion, UnsafeBufferPointer<UInt8>)
+        case number(Double)
+        case bool(Bool)
+        case list(count: Int)
+        case unusable
+    }
+
+    private static func rule(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> RuleView {
+        let at = input.offset
+        switch Kind(rawValue: try input.byte()) {
+        case .always?: return .always
+        case .never?: return .never
+        case .presence?: return .presence(try subject(&input, keyCount: keyCount), present: try input.bool())
+        case .comparison?:
+            let subject = try subject(&input, keyCount: keyCount)
+            let code = Int(try input.byte())
+            guard code < operators.count else { throw BinaryJSON.Malformed(reason: "an unknown operator code", offset: at) }
+            return .comparison(subject, operators[code])
+        case nil: throw BinaryJSON.Malformed(reason: "an unknown kind of rule", offset: at)
+        }
+    }
+
+    private static func subject(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> TargetingSubject {
+        let at = input.offset
+        let code = try input.varint()
+        guard code > 0 else { return .visitorId }
+        guard code <= UInt64(keyCount) else { throw BinaryJSON.Malformed(reason: "a context slot past the file's keys", offset: at) }
+        return .context(slot: Int(code - 1))
+    }
+
+    private static func operand(_ input: inout BinaryJSON.Reader, inList: Bool = false) throws(BinaryJSON.Malformed) -> OperandView {
+        let at = input.offset
+        switch OperandTag(rawValue: try input.byte()) {
+        case .text?: return .text(try input.utf8())
+        case .version?:
+            let text = try input.utf8()
+            guard let version = SemanticVersion(text) else { throw BinaryJSON.Malformed(reason: "a version operand that is no version", offset: at) }
+            return .version(version, text)
+        case .number?: return .number(Double(bitPattern: try input.fixed()))
+        case .bool?: return .bool(try input.bool())
+        case .list? where !inList: return .list(count: try input.count())
+        case .unusable?: return .unusable
+        case .list?, nil: throw BinaryJSON.Malformed(reason: "an unknown operand", offset: at)
+        }
+    }
+
+    // MARK: Evaluating in place
+
+    /// Whether `visitor` matches the targeting block at the reader, which is left after the block.
+    static func matches(_ input: inout BinaryJSON.Reader, _ visitor: PreparedContext, keyCount: Int) throws(BinaryJSON.Malformed) -> Bool {
+        let end = try input.blockEnd()
+        var matched = false
+        groups: for _ in 0..<(try input.count()) {
+            let groupEnd = try input.blockEnd()
+            for _ in 0..<(try input.count()) {
+                let ruleEnd = try input.blockEnd()
+                guard try isSatisfied(&input, visitor, keyCount: keyCount) else {
+                    try input.seek(to: groupEnd)
+                    continue groups
+                }
+                try input.seek(to: ruleEnd)
+            }
+            matched = true
+            break
+        }
+        try input.seek(to: end)
+        return matched
+    }
+
+    private static func isSatisfied(_ input: inout BinaryJSON.Reader, _ visitor: PreparedContext, keyCount: Int) throws(BinaryJSON.Malformed) -> Bool {
+        switch try rule(&input, keyCount: keyCount) {
+        case .always: return true
+        case .never: return false
+        case .presence(let subject, let present): return visitor[subject].isPresent == present
+        case .comparison(let subject, let op):
+            let value = visitor[subject]
+            guard value.isPresent else { return false }
+            let first = try operand(&input)
+            guard case .list(let count) = first else { return compare(value, op, first) }
+            guard let match = op.listMatch else { return false }
+            for _ in 0..<count {
+                let element = compare(value, op, try operand(&input, inList: true))
+                if match == .any, element { return true }
+                if match == .every, !element { return false }
+            }
+            return match == .every
+        }
+    }
+
+    /// As `TargetingRule.compare`, on an operand in the blob.
+    private static func compare(_ value: PreparedValue, _ op: TargetingOperator, _ operand: OperandView) -> Bool {
+        switch (value, operand) {
+        case (.text(let text), .text(let target)):
+            return UTF8Bytes.with(text) { op.compares(text: $0, with: target) }
+        case (.text(let text), .version(let target, let targetText)):
+            return UTF8Bytes.with(text) { op.compares(version: $0, with: target, in: targetText) }
+        case (.number(let number), .number(let target)):
+            return op.compares(number: number, with: target)
+        case (.bool(let bool), .bool(let target)):
+            return op.compares(bool: bool, with: target)
+        default:
+            return false
+        }
+    }
+
+    // MARK: Checking and reading back
+
+    /// Checks the targeting block at the reader, every length, rule and operand, building
+    /// nothing, and passes over it. Gives the number of rules of each group (which must be that
+    /// of the rules as written).
+    static func check(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> [Int] {
+        var shape: [Int] = []
+        let end = try input.blockEnd()
+        for _ in 0..<(try input.count()) {
+            let groupEnd = try input.blockEnd()
+            let count = try input.count()
+            for _ in 0..<count {
+                let ruleEnd = try input.blockEnd()
+                if case .comparison = try rule(&input, keyCount: keyCount), case .list(let elements) = try operand(&input) {
+                    for _ in 0..<elements { _ = try operand(&input, inList: true) }
+                }
+                try input.expect(end: ruleEnd)
+            }
+            try input.expect(end: groupEnd)
+            shape.append(count)
+        }
+        try input.expect(end: end)
+        return shape
+    }
+
+    /// The engine's rules from the targeting block at the reader (checked at the start).
+    static func rules(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> [[TargetingRule]] {
+        var groups: [[TargetingRule]] = []
+        let end = try input.blockEnd()
+        for _ in 0..<(try input.count()) {
+            let groupEnd = try input.blockEnd()
+            var rules: [TargetingRule] = []
+            for _ in 0..<(try input.count()) {
+                let ruleEnd = try input.blockEnd()
+                rules.append(try engineRule(&input, keyCount: keyCount))
+                try input.seek(to: ruleEnd)
+            }
+            try input.seek(to: groupEnd)
+            groups.append(rules)
+        }
+        try input.seek(to: end)
+        return groups
+    }
+
+    private static func engineRule(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> TargetingRule {
+        switch try rule(&input, keyCount: keyCount) {
+        case .always: return .always
+        case .never: return .never
+        case .presence(let subject, let present): return .presence(subject, present: present)
+        case .comparison(let subject, let op):
+            let first = try operand(&input)
+            guard case .list(let count) = first else { return .comparison(subject, op, targetingOperand(first)) }
+            var elements: [TargetingOperand] = []
+            for _ in 0..<count { elements.append(targetingOperand(try operand(&input, inList: true))) }
+            return .comparison(subject, op, .list(elements))
+        }
+    }
+
+    private static func targetingOperand(_ view: OperandView) -> TargetingOperand {
+        switch view {
+        case .text(let text): return .text(String(decoding: text, as: UTF8.self))
+        case .version(let version, let text): return .version(version, text: String(decoding: text, as: UTF8.self))
+        case .number(let number): return .number(number)
+        case .bool(let bool): return .bool(bool)
+        case .list, .unusable: return .unusable
+        }
+    }
+}

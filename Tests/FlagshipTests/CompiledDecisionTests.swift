@@ -1,0 +1,170 @@
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// A file read from the store's compiled form is decided where it lies in the blob
+/// (`CompiledCampaigns`), not on the engine's structures: these tests hold the two to the same
+/// answers, on generated files with every kind of rule and fault, and on blobs changed byte by byte.
+final class CompiledDecisionTests: XCTestCase {
+    /// A small deterministic generator (SplitMix64): the same files at every run.
+    private struct Generator {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+
+        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+        mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
+    }
+
+    private static let keys = ["plan", "age", "version", "vip", "fs_users", "fs_all_users", "Plan", "missing"]
+    private static let operators = TargetingOperator.allCases.map(\.rawValue) + ["NO_SUCH_OPERATOR"]
+    private static let values = [
+        #""gold""#, #""GOLD""#, #""gol""#, #""old""#, #""visitor-3""#, "30", "30.5", "-1", "true", "false", "null",
+        #""1.2.3""#, #""v2.0.0-beta.1""#, #""1.2.3.4""#, #"["gold", "silver"]"#, #"[30, "30"]"#, #"[["gold"]]"#,
+        #"{"a": 1}"#, "[]", #""""#,
+    ]
+
+    private func rule(_ random: inout Generator) -> String {
+        switch random.below(12) {
+        case 0: return #"{"operator": "EQUALS", "value": "gold"}"#
+        case 1: return #"{"key": "plan", "value": "gold"}"#
+        case 2: return #"{"key": "plan", "operator": "EQUALS"}"#
+        default:
+            return BucketingJSON.rule(random.pick(Self.keys), random.pick(Self.operators), random.pick(Self.values))
+        }
+    }
+
+    private func group(_ random: inout Generator, _ campaign: Int, _ number: Int) -> String {
+        let targeting = random.below(8) == 0 ? "null" : BucketingJSON.targeting(
+            (0..<random.below(3) + 1).map { _ in (0..<random.below(3)).map { _ in rule(&random) } })
+        let variations = (0..<random.below(4) + 1).map { variation -> String in
+            // Some without an id, some with their group's first id again.
+            let id = random.below(10) == 0 ? "" : (random.below(10) == 0 ? "v\(campaign)-\(number)-0" : "v\(campaign)-\(number)-\(variation)")
+            let allocation = random.pick([0, 10, 25, 33, 50, 100])
+            let flags = random.below(6) == 0 ? #""not an object""# : #"{"k\#(variation)": \#(random.pick(Self.values))}"#
+            return #"{"id": "\#(id)", "allocation": \#(allocation), "modifications": {"type": "FLAG", "value": \#(flags)}}"#
+        }
+        return #"{"id": "g\#(campaign)-\#(number)", "targeting": \#(targeting), "variations": [\#(variations.joined(separator: ", "))]}"#
+    }
+
+    private func file(_ random: inout Generator) -> Data {
+        let campaigns = (0..<random.below(10) + 1).map { number in
+            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#((0..<random.below(3) + 1).map { group(&random, number, $0) }.joined(separator: ", "))]}"#
+        }
+        return BucketingJSON.file(campaigns)
+    }
+
+    private func context(_ random: inout Generator) -> [String: FSJSONValue] {
+        let values: [FSJSONValue] = [.string("gold"), .string("Gold Plan"), .string("1.2.3"), .string("2.0.0"), .int(30),
+                                     .double(30.5), .bool(true), .bool(false), .null, .array([.string("gold")])]
+        var context: [String: FSJSONValue] = [:]
+        for key in ["plan", "age", "version", "vip", "Plan"] where random.below(2) == 0 {
+            context[key] = random.pick(values)
+        }
+        return context
+    }
+
+    private func compiled(_ data: Data) throws -> (json: BucketingFile, compiled: BucketingFile) {
+        let parsed = try BucketingFile.parse(json: data)
+        let json = try BucketingFile(parsed: parsed)
+        let blob = CompiledBucketingFile.encode(json, digests: BucketingFileCampaigns(parsed: parsed, file: json).digests)
+        return (json, try CompiledBucketingFile.decode(blob).file)
+    }
+
+    func testGeneratedFilesDecideInTheBlobAsTheirJSONDoes() throws {
+        var random = Generator(state: 48)
+        var assigned = 0
+        for fileNumber in 0..<60 {
+            let (json, compiled) = try compiled(file(&random))
+            XCTAssertNotNil(compiled.compiled, "read from the compiled form")
+            for visitor in 0..<40 {
+                let visitorId = "visitor-\(visitor)"
+                let context = context(&random)
+                // A history naming a variation of the group, one that is gone, or none.
+                let history = random.below(3) == 0 ? ["g0-0": "v0-0-\(random.below(3))", "g1-0": "gone"] : [:]
+                let expected = json.decide(visitorId: visitorId, context: context, history: history)
+                let got = compiled.decide(visitorId: visitorId, context: context, history: history)
+                XCTAssertEqual(got, expected, "file \(fileNumber), \(visitorId), \(context), \(history)")
+                XCTAssertEqual(compiled.decideFromCampaigns(visitorId: visitorId, context: context, history: history), expected)
+                assigned += expected.campaigns.count
+                if visitor < 3 {
+                    XCTAssertEqual(compiled.explain(visitorId: visitorId, context: context, history: history),
+                                   json.explain(visitorId: visitorId, context: context, history: history), "file \(fileNumber)")
+                }
+            }
+            XCTAssertEqual(compiled.campaigns.count, json.campaigns.count)
+        }
+        // The files are not all empty of assignments: the comparison saw campaigns given.
+        XCTAssertGreaterThan(assigned, 1_000)
+    }
+
+    /// Whatever a byte of the file's part of a blob is changed to (its checksum written again, as
+    /// a blob written wrong would have it), the blob is refused at its start, or read whole and
+    /// decided alike in place and on the structures read from it: never a campaign lost between the two.
+    func testABlobChangedAnywhereIsRefusedOrDecidedAlikeBothWays() throws {
+        let data = BucketingJSON.file(
+            BucketingJSON.campaign("c1", BucketingJSON.group("g1", targeting: BucketingJSON.targeting(
+                [BucketingJSON.rule("plan", "CONTAINS", #"["go", "si"]"#), BucketingJSON.rule("age", "GREATER_THAN", "20")],
+                [BucketingJSON.rule("version", "SEMVER_LOWER_THAN", #""2.0.0""#)]),
+                BucketingJSON.variation("v1", 50, flags: #"{"a": 1}"#), BucketingJSON.variation("v2", 50))),
+            BucketingJSON.campaign("c2", BucketingJSON.group("g2", targeting: BucketingJSON.targeting(
+                [BucketingJSON.rule("fs_users", "EQUALS", #""visitor-1""#)], [BucketingJSON.rule("vip", "EXISTS", "true")]),
+                BucketingJSON.variation("v3", 100, flags: #"{"b": true}"#))))
+        let parsed = try BucketingFile.parse(json: data)
+        let blob = CompiledBucketingFile.encode(try BucketingFile(parsed: parsed))
+        let fileStart = Int(BinaryJSON.fixed(in: blob, at: 13))
+        let contexts: [[String: FSJSONValue]] = [[:], ["plan": .string("gold"), "age": .int(30)], ["version": .string("1.0.0")], ["vip": .null]]
+        var refused = 0, read = 0
+        for index in fileStart..<blob.count {
+            for replacement in Set<UInt8>([0, 1, 2, 0x7F, 0x80, 0xFF, blob[index] ^ 1, blob[index] &+ 1]) where replacement != blob[index] {
+                var changed = blob
+                changed[index] = replacement
+                guard let file = try? CompiledBucketingFile.decode(CompiledBucketingFile.withChecksum(changed)).file else {
+                    refused += 1
+                    continue
+                }
+                read += 1
+                XCTAssertEqual(file.campaigns.count, file.campaignCount, "byte \(index) = \(replacement): campaigns lost reading them")
+                for visitor in 0..<6 {
+                    for context in contexts {
+                        let visitorId = "visitor-\(visitor)"
+                        XCTAssertEqual(file.decide(visitorId: visitorId, context: context, history: ["g1": "v2"]),
+                                       file.decideFromCampaigns(visitorId: visitorId, context: context, history: ["g1": "v2"]),
+                                       "byte \(index) = \(replacement)")
+                        XCTAssertEqual(file.decide(visitorId: visitorId, context: context, history: [:]),
+                                       file.decideFromCampaigns(visitorId: visitorId, context: context, history: [:]),
+                                       "byte \(index) = \(replacement)")
+                    }
+                }
+            }
+        }
+        // Both outcomes happened: most changes break a length or a code, some only a value.
+        XCTAssertGreaterThan(refused, 100)
+        XCTAssertGreaterThan(read, 100)
+    }
+
+    /// A start reads no campaign into the engine's structures: they are read at the first need
+    /// (here an explanation), once, and kept.
+    func testAStartBuildsNoCampaignTheFirstExplanationReadsThemOnce() throws {
+        var random = Generator(state: 7)
+        let (json, compiled) = try compiled(file(&random))
+        let source = try XCTUnwrap(compiled.compiled)
+        XCTAssertFalse(source.hasReadCampaigns)
+        _ = compiled.decide(visitorId: "v", context: ["plan": .string("gold")], history: [:])
+        XCTAssertFalse(source.hasReadCampaigns, "a decision reads the blob in place")
+
+        let explanation = compiled.explain(visitorId: "v", context: ["plan": .string("gold")], history: [:])
+
+        XCTAssertTrue(source.hasReadCampaigns)
+        XCTAssertEqual(explanation, json.explain(visitorId: "v", context: ["plan": .string("gold")], history: [:]))
+        XCTAssertTrue(compiled.campaigns.first === compiled.campaigns.first, "read once, then kept")
+    }
+}
