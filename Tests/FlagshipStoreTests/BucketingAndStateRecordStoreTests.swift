@@ -55,8 +55,9 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         let largeStored = try XCTUnwrap(try store.read { try $0.bucketing.compiledFile(envId: "env-3") })
         XCTAssertEqual(largeStored.documentBytes, large.utf8.count)
         XCTAssertNil(largeStored.compiled)
-        // A compiled form over many overflow pages, read whole; an empty one is empty.
-        let blob = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        // A compiled form over many overflow pages (and whole huge pages of the buffer it is read
+        // into), read whole; an empty one is empty.
+        let blob = (0..<5_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
         try store.write { try $0.bucketing.saveCompiled(blob, envId: "env-3", downloadedAt: 7) }
         XCTAssertEqual(try store.read { try $0.bucketing.compiledFile(envId: "env-3") }?.compiled, blob)
         try store.write { try $0.bucketing.saveCompiled([], envId: "env-3", downloadedAt: 7) }

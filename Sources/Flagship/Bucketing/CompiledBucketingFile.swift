@@ -233,7 +233,8 @@ package enum CompiledBucketingFile {
         try checkDigests(&input)
         let count = try input.count()
         let campaignsAt = input.offset
-        for _ in 0..<count { try checkCampaign(&input, keyCount: keys.count, flags: flags) }
+        var shapes = Shapes()
+        for _ in 0..<count { try checkCampaign(&input, keyCount: keys.count, flags: flags, shapes: &shapes) }
         guard input.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the file", offset: input.offset) }
         let campaigns = CompiledCampaigns(flags: flags, keys: keys, readsVisitorId: readsVisitorId, count: count,
                                           at: campaignsAt, digestsAt: digestsAt)
@@ -256,7 +257,14 @@ package enum CompiledBucketingFile {
     /// A campaign as a decision and a reading need it, building nothing: every string UTF-8,
     /// every block ending where it says, each group's compiled rules the shape of its written ones,
     /// every allocation a number of 0 or more, every variation's flags inside the flags section.
-    private static func checkCampaign(_ input: inout BinaryJSON.Reader, keyCount: Int, flags: CompiledFlags) throws(BinaryJSON.Malformed) {
+    /// The number of rules of each group of a variation group's targeting, as written and as
+    /// compiled: two lists made once for the whole check.
+    private struct Shapes {
+        var written: [Int] = [], compiled: [Int] = []
+    }
+
+    private static func checkCampaign(_ input: inout BinaryJSON.Reader, keyCount: Int, flags: CompiledFlags,
+                                      shapes: inout Shapes) throws(BinaryJSON.Malformed) {
         let end = try input.blockEnd()
         _ = try input.utf8()
         _ = try input.utf8()
@@ -266,8 +274,9 @@ package enum CompiledBucketingFile {
             _ = try input.utf8()
             _ = try input.utf8()
             let at = input.offset
-            let written = try checkWritten(&input)
-            guard try CompiledTargeting.check(&input, keyCount: keyCount) == written else {
+            try checkWritten(&input, shape: &shapes.written)
+            try CompiledTargeting.check(&input, keyCount: keyCount, shape: &shapes.compiled)
+            guard shapes.compiled == shapes.written else {
                 throw BinaryJSON.Malformed(reason: "rules compiled otherwise than written", offset: at)
             }
             let variationsEnd = try input.blockEnd()
@@ -277,10 +286,10 @@ package enum CompiledBucketingFile {
         try input.expect(end: end)
     }
 
-    /// The rules as written: their number in each group.
-    private static func checkWritten(_ input: inout BinaryJSON.Reader) throws(BinaryJSON.Malformed) -> [Int] {
+    /// The rules as written, their number in each group into `shape`.
+    private static func checkWritten(_ input: inout BinaryJSON.Reader, shape: inout [Int]) throws(BinaryJSON.Malformed) {
         let end = try input.blockEnd()
-        var shape: [Int] = []
+        shape.removeAll(keepingCapacity: true)
         for _ in 0..<(try input.count()) {
             let count = try input.count()
             for _ in 0..<count {
@@ -291,7 +300,6 @@ package enum CompiledBucketingFile {
             shape.append(count)
         }
         try input.expect(end: end)
-        return shape
     }
 
     private static func checkVariation(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) {

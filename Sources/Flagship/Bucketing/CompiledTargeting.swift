@@ -211,10 +211,10 @@ enum CompiledTargeting {
     // MARK: Checking and reading back
 
     /// Checks the targeting block at the reader, every length, rule and operand, building
-    /// nothing, and passes over it. Gives the number of rules of each group (which must be that
-    /// of the rules as written).
-    static func check(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> [Int] {
-        var shape: [Int] = []
+    /// nothing, and passes over it. Gives the number of rules of each group in `shape` (which
+    /// must be that of the rules as written).
+    static func check(_ input: inout BinaryJSON.Reader, keyCount: Int, shape: inout [Int]) throws(BinaryJSON.Malformed) {
+        shape.removeAll(keepingCapacity: true)
         let end = try input.blockEnd()
         for _ in 0..<(try input.count()) {
             let groupEnd = try input.blockEnd()
@@ -230,7 +230,6 @@ enum CompiledTargeting {
             shape.append(count)
         }
         try input.expect(end: end)
-        return shape
     }
 
     /// The engine's rules from the targeting block at the reader (checked at the start).

@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A SQLite connection, handed out by `Database` for the length of one closure.
 ///
@@ -71,6 +74,7 @@ package final class Connection {
             let count = Int(sqlite3_blob_bytes(blob))
             var code = SQLITE_OK
             let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                Self.adviseHugePages(buffer)
                 code = count == 0 ? SQLITE_OK : sqlite3_blob_read(blob, buffer.baseAddress, Int32(count), 0)
                 initialized = code == SQLITE_OK ? count : 0
             }
@@ -79,6 +83,19 @@ package final class Connection {
             }
             return bytes
         }
+    }
+
+    /// Asks the kernel for huge pages (2 MiB) under the untouched memory a long value is read
+    /// into: 15 page faults for 30 MB instead of 7,300, which were most of the time a start took
+    /// to read the compiled bucketing file. Only the whole 2 MiB blocks inside the buffer are
+    /// advised; where transparent huge pages are off, nothing changes.
+    private static func adviseHugePages(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        let hugePage = 2 << 20
+        guard buffer.count >= 2 * hugePage, let base = buffer.baseAddress else { return }
+        let start = (Int(bitPattern: base) + hugePage - 1) & ~(hugePage - 1)
+        let end = (Int(bitPattern: base) + buffer.count) & ~(hugePage - 1)
+        guard end > start, let address = UnsafeMutableRawPointer(bitPattern: start) else { return }
+        _ = madvise(address, end - start, MADV_HUGEPAGE)
     }
 
     /// `body` with the value of `column` in row `rowid` opened read-only for incremental I/O.
