@@ -39,6 +39,21 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The same file read back from the store's compiled form, as a start reads it: decided where
+    // it lies in the blob (`CompiledCampaigns`), beside the structures above.
+    let compiled: BucketingFile
+    do {
+        compiled = try CompiledBucketingFile.file(from: CompiledBucketingFile.encode(fixture.file))
+    } catch {
+        fatalError("The compiled form of the generated file does not read back: \(error)")
+    }
+    precondition(compiled.decide(visitorId: fixture.visitorId, context: fixture.context, history: [:]) == decision, "decided alike")
+    Benchmark("decide in the compiled form: 100 campaigns x 3 rules, 50 assigned") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(compiled.decide(visitorId: fixture.visitorId, context: fixture.context, history: [:]))
+        }
+    }
+
     Benchmark("baseline: 300 context lookups (one per rule)") { benchmark in
         for _ in benchmark.scaledIterations {
             for key in fixture.ruleKeys {
@@ -114,6 +129,45 @@ let benchmarks: @Sendable () -> Void = {
         large.value = fixture
     } teardown: {
         large.value = nil
+    }
+
+    let stored = Box<(fixture: DecisionFixture, blob: [UInt8], compiled: BucketingFile)>()
+    let prepare: () throws -> Void = {
+        guard stored.value == nil else { return }
+        let fixture = try DecisionFixture(campaigns: 10_000)
+        let blob = CompiledBucketingFile.encode(fixture.file)
+        stored.value = (fixture, blob, try CompiledBucketingFile.file(from: blob))
+    }
+    let largeConfiguration = Benchmark.Configuration(metrics: [.wallClock, .mallocCountTotal], timeUnits: .milliseconds,
+                                                     warmupIterations: 1, maxDuration: .seconds(10), maxIterations: 50)
+    Benchmark("start from the compiled form and decide: the 10,000-campaign file", configuration: largeConfiguration) { benchmark in
+        guard let stored = stored.value else { return }
+        for _ in benchmark.scaledIterations {
+            do {
+                let file = try CompiledBucketingFile.file(from: stored.blob)
+                blackHole(file.decide(visitorId: stored.fixture.visitorId, context: stored.fixture.context, history: [:]))
+            } catch {
+                benchmark.error("\(error)")
+            }
+        }
+    } setup: {
+        try prepare()
+    }
+    Benchmark("decide in the compiled form: the 10,000-campaign file", configuration: largeConfiguration) { benchmark in
+        guard let stored = stored.value else { return }
+        for _ in benchmark.scaledIterations {
+            blackHole(stored.compiled.decide(visitorId: stored.fixture.visitorId, context: stored.fixture.context, history: [:]))
+        }
+    } setup: {
+        try prepare()
+    }
+    Benchmark("decide on the structures: the 10,000-campaign file", configuration: largeConfiguration) { benchmark in
+        guard let stored = stored.value else { return }
+        for _ in benchmark.scaledIterations {
+            blackHole(stored.fixture.file.decide(visitorId: stored.fixture.visitorId, context: stored.fixture.context, history: [:]))
+        }
+    } setup: {
+        try prepare()
     }
 }
 

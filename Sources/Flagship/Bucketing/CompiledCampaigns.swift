@@ -18,6 +18,10 @@ final class CompiledCampaigns: Sendable {
     private let campaignsAt: Int, digestsAt: Int
     private let read = Locked<[BucketingFile.Campaign]?>(nil)
     private let readDigests = Locked<[String: String]?>(nil)
+    /// What a decision made at a variation's first visitor, by where the variation is: its
+    /// assignment (with its flags) and its group's id, so that a decision after makes nothing.
+    private let assignments = StripedCache<Assignment>()
+    private let groupIds = StripedCache<String>()
 
     init(flags: CompiledFlags, keys: ContextKeys, readsVisitorId: Bool, count: Int, at campaignsAt: Int, digestsAt: Int) {
         self.flags = flags
@@ -30,6 +34,16 @@ final class CompiledCampaigns: Sendable {
 
     private var bytes: [UInt8] { flags.bytes }
 
+    /// A variation's assignment as its first visitor read it, kept by reference (a campaign is a
+    /// large value, copied once more into each decision).
+    private final class Assignment: Sendable {
+        let read: Result<BucketedCampaign?, BinaryJSON.Malformed>
+
+        init(_ read: Result<BucketedCampaign?, BinaryJSON.Malformed>) {
+            self.read = read
+        }
+    }
+
     // MARK: Deciding in place
 
     /// What `BucketingFile.decide` gives (outside panic), decided in the blob; `nil` if the blob
@@ -39,6 +53,7 @@ final class CompiledCampaigns: Sendable {
         return bytes.withUnsafeBytes { raw -> [BucketedCampaign]? in
             var input = BinaryJSON.Reader(raw, at: campaignsAt)
             var assigned: [BucketedCampaign] = []
+            assigned.reserveCapacity(count)
             do throws(BinaryJSON.Malformed) {
                 for _ in 0..<count {
                     let end = try input.blockEnd()
@@ -64,7 +79,7 @@ final class CompiledCampaigns: Sendable {
         try input.skipString()
         for _ in 0..<(try input.count()) {
             let groupAt = input.offset
-            let groupId = try input.utf8()
+            let groupId = try input.checkedUTF8()
             try input.skipString()
             try input.seek(to: try input.blockEnd())
             let matched = try CompiledTargeting.matches(&input, visitor, keyCount: keys.count)
@@ -73,24 +88,33 @@ final class CompiledCampaigns: Sendable {
                 try input.seek(to: variationsEnd)
                 continue
             }
-            guard let variationAt = try variation(&input, groupId: groupId, visitorId: visitorId, history: history) else { return nil }
-            var campaign = BinaryJSON.Reader(input.bytes, at: campaignAt)
-            return try assignment(&campaign, groupAt: groupAt, variationAt: variationAt)
+            guard let variationAt = try variation(&input, groupId: groupId, at: groupAt, visitorId: visitorId, history: history) else {
+                return nil
+            }
+            let raw = input.bytes
+            return try assignments.value(at: variationAt) {
+                var campaign = BinaryJSON.Reader(raw, at: campaignAt)
+                do throws(BinaryJSON.Malformed) {
+                    return Assignment(.success(try assignment(&campaign, groupAt: groupAt, variationAt: variationAt)))
+                } catch {
+                    return Assignment(.failure(error))
+                }
+            }.read.get()
         }
         return nil
     }
 
     /// Where the group's variation for the visitor is (as `VariationGroup.variation`): the one the
     /// history remembers, else the one the hash of the group id and visitor id falls in.
-    private func variation(_ input: inout BinaryJSON.Reader, groupId: UnsafeBufferPointer<UInt8>, visitorId: String,
+    private func variation(_ input: inout BinaryJSON.Reader, groupId: UnsafeBufferPointer<UInt8>, at groupAt: Int, visitorId: String,
                            history: [String: String]) throws(BinaryJSON.Malformed) -> Int? {
         let count = try input.count()
-        if !history.isEmpty, let remembered = history[String(decoding: groupId, as: UTF8.self)] {
+        if !history.isEmpty, let remembered = history[groupIds.value(at: groupAt) { String(decoding: groupId, as: UTF8.self) }] {
             for _ in 0..<count {
                 let at = input.offset
                 _ = try input.fixed()
                 guard try input.bool() else { continue }
-                if remembered.utf8.elementsEqual(try input.utf8()) { return at }
+                if remembered.utf8.elementsEqual(try input.checkedUTF8()) { return at }
                 try skipAssignment(&input)
             }
             return nil

@@ -1,15 +1,36 @@
 import FlagshipStore
 
-/// The flags section of a compiled blob: each variation's flags, read when first needed, then
-/// kept (under one of a few locks, so that variations need no lock of their own: a start on a
-/// large file makes hundreds of thousands of them).
+/// Values made from a compiled blob at first need, kept by where in the blob they were read, in
+/// `stripes` parts each under its own lock: threads deciding at once rarely wait on each other,
+/// and no value needs a lock of its own (a start on a large file would make hundreds of
+/// thousands of them).
+final class StripedCache<Value: Sendable>: Sendable {
+    private let stripes: [Locked<[Int: Value]>]
+
+    init(stripes: Int = 16) {
+        self.stripes = (0..<stripes).map { _ in Locked([:]) }
+    }
+
+    /// The value kept for `offset`, else `make()`'s, kept (the first one made, if two threads
+    /// made one at once).
+    func value(at offset: Int, _ make: () -> Value) -> Value {
+        let stripe = stripes[offset % stripes.count]
+        if let kept = stripe.withLock({ $0[offset] }) { return kept }
+        let made = make()
+        return stripe.withLock { kept in
+            if let value = kept[offset] { return value }
+            kept[offset] = made
+            return made
+        }
+    }
+}
+
+/// The flags section of a compiled blob: each variation's flags, read when first needed, then kept.
 final class CompiledFlags: Sendable {
     /// The whole blob.
     let bytes: [UInt8]
     private let section: Range<Int>
-    /// The flags read so far, by where they start, in `stripes` parts by that offset.
-    private let read: [Locked<[Int: [String: FSJSONValue]]>]
-    private static let stripes = 16
+    private let read = StripedCache<[String: FSJSONValue]>()
 
     /// Where one variation's flags are, and where the list of their keys is.
     struct Place: Sendable {
@@ -20,7 +41,6 @@ final class CompiledFlags: Sendable {
     init(_ bytes: [UInt8], section: Range<Int>) {
         self.bytes = bytes
         self.section = section
-        read = (0..<Self.stripes).map { _ in Locked([:]) }
     }
 
     /// The place of flags from `start` to `end`; `nil` when it is not inside the flags section.
@@ -33,14 +53,9 @@ final class CompiledFlags: Sendable {
     /// The flags at `range`. The blob's checksum passed when it was read, so these bytes are the
     /// ones written; a value that still cannot be read gives no flags.
     func flags(at range: Range<Int>) -> [String: FSJSONValue] {
-        let stripe = read[range.lowerBound % Self.stripes]
-        if let kept = stripe.withLock({ $0[range.lowerBound] }) { return kept }
-        let value = bytes.withUnsafeBytes { raw in try? BinaryJSON.decode(UnsafeRawBufferPointer(rebasing: raw[range])) }
-        let flags = value?.objectValue ?? [:]
-        return stripe.withLock { read in
-            if let kept = read[range.lowerBound] { return kept }
-            read[range.lowerBound] = flags
-            return flags
+        read.value(at: range.lowerBound) {
+            let value = bytes.withUnsafeBytes { raw in try? BinaryJSON.decode(UnsafeRawBufferPointer(rebasing: raw[range])) }
+            return value?.objectValue ?? [:]
         }
     }
 

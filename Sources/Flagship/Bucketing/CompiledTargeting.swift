@@ -16,8 +16,6 @@ enum CompiledTargeting {
     private enum Kind: UInt8 { case always, never, presence, comparison }
     private enum OperandTag: UInt8 { case text, version, number, bool, list, unusable }
 
-    private static let operators = TargetingOperator.allCases
-
     // MARK: Writing
 
     static func append(_ targeting: Targeting, to bytes: inout [UInt8]) {
@@ -55,7 +53,7 @@ enum CompiledTargeting {
         case .comparison(let subject, let op, let operand):
             bytes.append(Kind.comparison.rawValue)
             append(subject, to: &bytes)
-            bytes.append(UInt8(operators.firstIndex(of: op)!))
+            bytes.append(op.code)
             append(operand, to: &bytes)
         }
     }
@@ -118,9 +116,10 @@ enum CompiledTargeting {
         case .presence?: return .presence(try subject(&input, keyCount: keyCount), present: try input.bool())
         case .comparison?:
             let subject = try subject(&input, keyCount: keyCount)
-            let code = Int(try input.byte())
-            guard code < operators.count else { throw BinaryJSON.Malformed(reason: "an unknown operator code", offset: at) }
-            return .comparison(subject, operators[code])
+            guard let op = TargetingOperator(code: try input.byte()) else {
+                throw BinaryJSON.Malformed(reason: "an unknown operator code", offset: at)
+            }
+            return .comparison(subject, op)
         case nil: throw BinaryJSON.Malformed(reason: "an unknown kind of rule", offset: at)
         }
     }
@@ -133,12 +132,13 @@ enum CompiledTargeting {
         return .context(slot: Int(code - 1))
     }
 
-    private static func operand(_ input: inout BinaryJSON.Reader, inList: Bool = false) throws(BinaryJSON.Malformed) -> OperandView {
+    /// `checked`: the blob's strings were checked when it was read (a decision), so they are not again.
+    private static func operand(_ input: inout BinaryJSON.Reader, inList: Bool = false, checked: Bool = false) throws(BinaryJSON.Malformed) -> OperandView {
         let at = input.offset
         switch OperandTag(rawValue: try input.byte()) {
-        case .text?: return .text(try input.utf8())
+        case .text?: return .text(checked ? try input.checkedUTF8() : try input.utf8())
         case .version?:
-            let text = try input.utf8()
+            let text = checked ? try input.checkedUTF8() : try input.utf8()
             guard let version = SemanticVersion(text) else { throw BinaryJSON.Malformed(reason: "a version operand that is no version", offset: at) }
             return .version(version, text)
         case .number?: return .number(Double(bitPattern: try input.fixed()))
@@ -180,11 +180,11 @@ enum CompiledTargeting {
         case .comparison(let subject, let op):
             let value = visitor[subject]
             guard value.isPresent else { return false }
-            let first = try operand(&input)
+            let first = try operand(&input, checked: true)
             guard case .list(let count) = first else { return compare(value, op, first) }
             guard let match = op.listMatch else { return false }
             for _ in 0..<count {
-                let element = compare(value, op, try operand(&input, inList: true))
+                let element = compare(value, op, try operand(&input, inList: true, checked: true))
                 if match == .any, element { return true }
                 if match == .every, !element { return false }
             }
@@ -272,6 +272,56 @@ enum CompiledTargeting {
         case .number(let number): return .number(number)
         case .bool(let bool): return .bool(bool)
         case .list, .unusable: return .unusable
+        }
+    }
+}
+
+extension TargetingOperator {
+    /// The operator's code in the compiled form: its place among the cases.
+    var code: UInt8 {
+        switch self {
+        case .equals: 0
+        case .notEquals: 1
+        case .contains: 2
+        case .notContains: 3
+        case .startsWith: 4
+        case .endsWith: 5
+        case .greaterThan: 6
+        case .greaterThanOrEquals: 7
+        case .lowerThan: 8
+        case .lowerThanOrEquals: 9
+        case .exists: 10
+        case .notExists: 11
+        case .semverEquals: 12
+        case .semverNotEquals: 13
+        case .semverGreaterThan: 14
+        case .semverLowerThan: 15
+        case .semverGreaterThanOrEquals: 16
+        case .semverLowerThanOrEquals: 17
+        }
+    }
+
+    init?(code: UInt8) {
+        switch code {
+        case 0: self = .equals
+        case 1: self = .notEquals
+        case 2: self = .contains
+        case 3: self = .notContains
+        case 4: self = .startsWith
+        case 5: self = .endsWith
+        case 6: self = .greaterThan
+        case 7: self = .greaterThanOrEquals
+        case 8: self = .lowerThan
+        case 9: self = .lowerThanOrEquals
+        case 10: self = .exists
+        case 11: self = .notExists
+        case 12: self = .semverEquals
+        case 13: self = .semverNotEquals
+        case 14: self = .semverGreaterThan
+        case 15: self = .semverLowerThan
+        case 16: self = .semverGreaterThanOrEquals
+        case 17: self = .semverLowerThanOrEquals
+        default: return nil
         }
     }
 }

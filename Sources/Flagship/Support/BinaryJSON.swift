@@ -227,6 +227,15 @@ enum BinaryJSON {
             String(decoding: try utf8(), as: UTF8.self)
         }
 
+        /// A string's bytes where they lie, not checked: for a blob whose strings were all checked
+        /// when it was read (the compiled bucketing file at its start).
+        @inline(__always)
+        mutating func checkedUTF8() throws(Malformed) -> UnsafeBufferPointer<UInt8> {
+            let length = try count()
+            defer { offset += length }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]).assumingMemoryBound(to: UInt8.self)
+        }
+
         /// Passes over a string unread.
         @inline(__always)
         mutating func skipString() throws(Malformed) {
