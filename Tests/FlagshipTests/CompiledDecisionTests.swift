@@ -1,4 +1,5 @@
 import Foundation
+import FlagshipLocalServer
 import XCTest
 
 @testable import Flagship
@@ -7,23 +8,6 @@ import XCTest
 /// (`CompiledCampaigns`), not on the engine's structures: these tests hold the two to the same
 /// answers, on generated files with every kind of rule and fault, and on blobs changed byte by byte.
 final class CompiledDecisionTests: XCTestCase {
-    /// A small deterministic generator (SplitMix64): the same files at every run.
-    private struct Generator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-        mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
-    }
-
     private static let keys = ["plan", "age", "version", "vip", "fs_users", "fs_all_users", "Plan", "missing"]
     private static let operators = TargetingOperator.allCases.map(\.rawValue) + ["NO_SUCH_OPERATOR"]
     private static let values = [
@@ -32,42 +16,43 @@ final class CompiledDecisionTests: XCTestCase {
         #"{"a": 1}"#, "[]", #""""#,
     ]
 
-    private func rule(_ random: inout Generator) -> String {
-        switch random.below(12) {
+    private func rule(_ random: inout SplitMix64) -> String {
+        switch Int.random(in: 0..<12, using: &random) {
         case 0: return #"{"operator": "EQUALS", "value": "gold"}"#
         case 1: return #"{"key": "plan", "value": "gold"}"#
         case 2: return #"{"key": "plan", "operator": "EQUALS"}"#
         default:
-            return BucketingJSON.rule(random.pick(Self.keys), random.pick(Self.operators), random.pick(Self.values))
+            let key = Self.keys.randomElement(using: &random)!, op = Self.operators.randomElement(using: &random)!
+            return BucketingJSON.rule(key, op, Self.values.randomElement(using: &random)!)
         }
     }
 
-    private func group(_ random: inout Generator, _ campaign: Int, _ number: Int) -> String {
-        let targeting = random.below(8) == 0 ? "null" : BucketingJSON.targeting(
-            (0..<random.below(3) + 1).map { _ in (0..<random.below(3)).map { _ in rule(&random) } })
-        let variations = (0..<random.below(4) + 1).map { variation -> String in
+    private func group(_ random: inout SplitMix64, _ campaign: Int, _ number: Int) -> String {
+        let targeting = Int.random(in: 0..<8, using: &random) == 0 ? "null" : BucketingJSON.targeting(
+            (0..<Int.random(in: 0..<3, using: &random) + 1).map { _ in (0..<Int.random(in: 0..<3, using: &random)).map { _ in rule(&random) } })
+        let variations = (0..<Int.random(in: 0..<4, using: &random) + 1).map { variation -> String in
             // Some without an id, some with their group's first id again.
-            let id = random.below(10) == 0 ? "" : (random.below(10) == 0 ? "v\(campaign)-\(number)-0" : "v\(campaign)-\(number)-\(variation)")
-            let allocation = random.pick([0, 10, 25, 33, 50, 100])
-            let flags = random.below(6) == 0 ? #""not an object""# : #"{"k\#(variation)": \#(random.pick(Self.values))}"#
+            let id = Int.random(in: 0..<10, using: &random) == 0 ? "" : (Int.random(in: 0..<10, using: &random) == 0 ? "v\(campaign)-\(number)-0" : "v\(campaign)-\(number)-\(variation)")
+            let allocation = [0, 10, 25, 33, 50, 100].randomElement(using: &random)!
+            let flags = Int.random(in: 0..<6, using: &random) == 0 ? #""not an object""# : #"{"k\#(variation)": \#(Self.values.randomElement(using: &random)!)}"#
             return #"{"id": "\#(id)", "allocation": \#(allocation), "modifications": {"type": "FLAG", "value": \#(flags)}}"#
         }
         return #"{"id": "g\#(campaign)-\#(number)", "targeting": \#(targeting), "variations": [\#(variations.joined(separator: ", "))]}"#
     }
 
-    private func file(_ random: inout Generator) -> Data {
-        let campaigns = (0..<random.below(10) + 1).map { number in
-            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#((0..<random.below(3) + 1).map { group(&random, number, $0) }.joined(separator: ", "))]}"#
+    private func file(_ random: inout SplitMix64) -> Data {
+        let campaigns = (0..<Int.random(in: 0..<10, using: &random) + 1).map { number in
+            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#((0..<Int.random(in: 0..<3, using: &random) + 1).map { group(&random, number, $0) }.joined(separator: ", "))]}"#
         }
         return BucketingJSON.file(campaigns)
     }
 
-    private func context(_ random: inout Generator) -> [String: FSJSONValue] {
+    private func context(_ random: inout SplitMix64) -> [String: FSJSONValue] {
         let values: [FSJSONValue] = [.string("gold"), .string("Gold Plan"), .string("1.2.3"), .string("2.0.0"), .int(30),
                                      .double(30.5), .bool(true), .bool(false), .null, .array([.string("gold")])]
         var context: [String: FSJSONValue] = [:]
-        for key in ["plan", "age", "version", "vip", "Plan"] where random.below(2) == 0 {
-            context[key] = random.pick(values)
+        for key in ["plan", "age", "version", "vip", "Plan"] where Int.random(in: 0..<2, using: &random) == 0 {
+            context[key] = values.randomElement(using: &random)!
         }
         return context
     }
@@ -80,7 +65,7 @@ final class CompiledDecisionTests: XCTestCase {
     }
 
     func testGeneratedFilesDecideInTheBlobAsTheirJSONDoes() throws {
-        var random = Generator(state: 48)
+        var random = SplitMix64(seed: 48)
         var assigned = 0
         for fileNumber in 0..<60 {
             let (json, compiled) = try compiled(file(&random))
@@ -89,7 +74,7 @@ final class CompiledDecisionTests: XCTestCase {
                 let visitorId = "visitor-\(visitor)"
                 let context = context(&random)
                 // A history naming a variation of the group, one that is gone, or none.
-                let history = random.below(3) == 0 ? ["g0-0": "v0-0-\(random.below(3))", "g1-0": "gone"] : [:]
+                let history = Int.random(in: 0..<3, using: &random) == 0 ? ["g0-0": "v0-0-\(Int.random(in: 0..<3, using: &random))", "g1-0": "gone"] : [:]
                 let expected = json.decide(visitorId: visitorId, context: context, history: history)
                 let got = compiled.decide(visitorId: visitorId, context: context, history: history)
                 XCTAssertEqual(got, expected, "file \(fileNumber), \(visitorId), \(context), \(history)")
@@ -154,7 +139,7 @@ final class CompiledDecisionTests: XCTestCase {
     /// A start reads no campaign into the engine's structures: they are read at the first need
     /// (here an explanation), once, and kept.
     func testAStartBuildsNoCampaignTheFirstExplanationReadsThemOnce() throws {
-        var random = Generator(state: 7)
+        var random = SplitMix64(seed: 7)
         let (json, compiled) = try compiled(file(&random))
         let source = try XCTUnwrap(compiled.compiled)
         XCTAssertFalse(source.hasReadCampaigns)

@@ -97,16 +97,9 @@ enum CompiledTargeting {
         case comparison(TargetingSubject, TargetingOperator)
     }
 
-    /// An operand as it lies in the blob: text points into it. A list gives its count; its
-    /// elements follow, none of them a list.
-    private enum OperandView {
-        case text(UnsafeBufferPointer<UInt8>)
-        case version(SemanticVersion, UnsafeBufferPointer<UInt8>)
-        case number(Double)
-        case bool(Bool)
-        case list(count: Int)
-        case unusable
-    }
+    /// An operand as it lies in the blob: text points into it. A list's elements follow it, none
+    /// of them a list.
+    private typealias OperandView = TargetingOperandView
 
     private static func rule(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> RuleView {
         let at = input.offset
@@ -181,30 +174,14 @@ enum CompiledTargeting {
             let value = visitor[subject]
             guard value.isPresent else { return false }
             let first = try operand(&input, checked: true)
-            guard case .list(let count) = first else { return compare(value, op, first) }
+            guard case .list(let count) = first else { return value.compares(op, first) }
             guard let match = op.listMatch else { return false }
             for _ in 0..<count {
-                let element = compare(value, op, try operand(&input, inList: true, checked: true))
+                let element = value.compares(op, try operand(&input, inList: true, checked: true))
                 if match == .any, element { return true }
                 if match == .every, !element { return false }
             }
             return match == .every
-        }
-    }
-
-    /// As `TargetingRule.compare`, on an operand in the blob.
-    private static func compare(_ value: PreparedValue, _ op: TargetingOperator, _ operand: OperandView) -> Bool {
-        switch (value, operand) {
-        case (.text(let text), .text(let target)):
-            return UTF8Bytes.with(text) { op.compares(text: $0, with: target) }
-        case (.text(let text), .version(let target, let targetText)):
-            return UTF8Bytes.with(text) { op.compares(version: $0, with: target, in: targetText) }
-        case (.number(let number), .number(let target)):
-            return op.compares(number: number, with: target)
-        case (.bool(let bool), .bool(let target)):
-            return op.compares(bool: bool, with: target)
-        default:
-            return false
         }
     }
 

@@ -120,13 +120,38 @@ enum TargetingRule: Sendable {
         }
     }
 
-    /// One value against one operand: false unless their kinds agree and `op` applies to that kind.
+    /// One value against one operand, seen where its text lies (`TargetingOperandView`).
     private static func compare(_ value: PreparedValue, _ op: TargetingOperator, _ operand: TargetingOperand) -> Bool {
-        switch (value, operand) {
+        switch operand {
+        case .text(let target): return UTF8Bytes.with(target) { value.compares(op, .text($0)) }
+        case .version(let target, let text): return UTF8Bytes.with(text) { value.compares(op, .version(target, $0)) }
+        case .number(let target): return value.compares(op, .number(target))
+        case .bool(let target): return value.compares(op, .bool(target))
+        case .list, .unusable: return false
+        }
+    }
+}
+
+/// A rule's operand as a comparison reads it, its text where it lies: a rule's string read from
+/// the file, or the bytes of the store's compiled form (`CompiledTargeting`), so that both are
+/// compared by one function. A list gives its count (its elements follow in the compiled form).
+enum TargetingOperandView {
+    case text(UnsafeBufferPointer<UInt8>)
+    case version(SemanticVersion, UnsafeBufferPointer<UInt8>)
+    case number(Double)
+    case bool(Bool)
+    case list(count: Int)
+    case unusable
+}
+
+extension PreparedValue {
+    /// This value against one operand: false unless their kinds agree and `op` applies to that kind.
+    func compares(_ op: TargetingOperator, _ operand: TargetingOperandView) -> Bool {
+        switch (self, operand) {
         case (.text(let text), .text(let target)):
-            return UTF8Bytes.with(text) { text in UTF8Bytes.with(target) { op.compares(text: text, with: $0) } }
+            return UTF8Bytes.with(text) { op.compares(text: $0, with: target) }
         case (.text(let text), .version(let target, let targetText)):
-            return UTF8Bytes.with(text) { text in UTF8Bytes.with(targetText) { op.compares(version: text, with: target, in: $0) } }
+            return UTF8Bytes.with(text) { op.compares(version: $0, with: target, in: targetText) }
         case (.number(let number), .number(let target)):
             return op.compares(number: number, with: target)
         case (.bool(let bool), .bool(let target)):
