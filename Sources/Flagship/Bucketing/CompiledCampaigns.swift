@@ -20,6 +20,8 @@ final class CompiledCampaigns: Sendable {
     private let readDigests = Locked<[String: String]?>(nil)
     /// What a decision made at a variation's first visitor, by where the variation is: its
     /// assignment (with its flags) and its group's id, so that a decision after makes nothing.
+    /// Bounded by the file: one entry per variation and per group at most, gone with the file
+    /// when a new one replaces it.
     private let assignments = StripedCache<Assignment>()
     private let groupIds = StripedCache<String>()
 
