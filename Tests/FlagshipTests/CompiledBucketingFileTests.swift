@@ -166,7 +166,8 @@ final class CompiledBucketingFileTests: XCTestCase {
             BucketingJSON.campaign("kept", BucketingJSON.group("g1", BucketingJSON.variation("v1", 100, flags: #"{"k1": 1}"#))),
             BucketingJSON.campaign("changed", BucketingJSON.group("g2", BucketingJSON.variation("v2", 100, flags: #"{"k2": 2}"#))),
             BucketingJSON.campaign("added", BucketingJSON.group("g4", BucketingJSON.variation("v4", 100, flags: #"{"k4": 1}"#))))
-        let stored = try roundTrip(old).campaigns
+        let trip = try roundTrip(old)
+        let stored = trip.campaigns
         let parsed = try BucketingFile.parse(json: new)
         let downloaded = BucketingFileCampaigns(parsed: parsed, file: try BucketingFile(parsed: parsed))
 
@@ -176,6 +177,8 @@ final class CompiledBucketingFileTests: XCTestCase {
         XCTAssertEqual(change.campaignsRemoved, ["removed"])
         XCTAssertEqual(change.campaignsChanged, ["changed"])
         XCTAssertEqual(change.flagKeys, ["k2", "k3", "k4"])
+        XCTAssertEqual(stored.flagKeys(ofCampaigns: ["changed", "removed", "kept"]), ["k1", "k2", "k3"])
+        XCTAssertEqual(trip.compiled.compiled?.hasReadCampaigns, false, "read from the blob, no campaign built")
         XCTAssertNil(FSBucketingFileChange.between(old: stored, new: try roundTrip(old).campaigns, panic: false), "the same file")
     }
 

@@ -85,6 +85,10 @@ final class CompiledDecisionTests: XCTestCase {
                                    json.explain(visitorId: visitorId, context: context, history: history), "file \(fileNumber)")
                 }
             }
+            // The change events' flag keys, read from the blob, as the structures give them.
+            let ids = Set(json.campaigns.map(\.id))
+            let fromStructures = Set(json.campaigns.flatMap(\.variationGroups).flatMap(\.variations).filter { $0.id != nil }.flatMap(\.flagKeys))
+            XCTAssertEqual(BucketingFileCampaigns(file: compiled).flagKeys(ofCampaigns: ids), fromStructures, "file \(fileNumber)")
             XCTAssertEqual(compiled.campaigns.count, json.campaigns.count)
         }
         // The files are not all empty of assignments: the comparison saw campaigns given.

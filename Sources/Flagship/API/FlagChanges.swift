@@ -125,7 +125,7 @@ struct BucketingFileCampaigns: Sendable {
         self.init(digests: digests, file: file)
     }
 
-    init(digests: [String: String], file: BucketingFile) {
+    private init(digests: [String: String], file: BucketingFile) {
         kept = digests
         self.file = file
         panic = file.panic
@@ -142,6 +142,8 @@ struct BucketingFileCampaigns: Sendable {
     /// flag's value: of every campaign with one of those ids.
     func flagKeys(ofCampaigns ids: Set<String>) -> Set<String> {
         guard !ids.isEmpty else { return [] }
+        // A file read from the store's compiled form: from the blob, building no campaign.
+        if let keys = file.compiled?.flagKeys(ofCampaigns: ids) { return keys }
         var keys = Set<String>()
         for campaign in file.campaigns where ids.contains(campaign.id) {
             for group in campaign.variationGroups {

@@ -276,6 +276,58 @@ final class CompiledCampaigns: Sendable {
                                        lazy: LazyAssignment(assignment, flags: flags, at: place))
     }
 
+    // MARK: The change events
+
+    /// The keys of the flags the variations (with an id) of the campaigns `ids` give, read from
+    /// the blob without building any campaign or reading any flag's value (as
+    /// `BucketingFileCampaigns.flagKeys` reads them from the structures); `nil` if the blob cannot
+    /// be read there, which its check at the start rules out.
+    func flagKeys(ofCampaigns ids: Set<String>) -> Set<String>? {
+        bytes.withUnsafeBytes { raw -> Set<String>? in
+            var input = BinaryJSON.Reader(raw, at: campaignsAt)
+            var keys = Set<String>()
+            do throws(BinaryJSON.Malformed) {
+                for _ in 0..<count {
+                    let end = try input.blockEnd()
+                    if ids.contains(String(decoding: try input.checkedUTF8(), as: UTF8.self)) {
+                        try flagKeys(&input, into: &keys)
+                    }
+                    try input.seek(to: end)
+                }
+                return keys
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    /// The flag keys of the campaign at the reader, past its id.
+    private func flagKeys(_ input: inout BinaryJSON.Reader, into keys: inout Set<String>) throws(BinaryJSON.Malformed) {
+        try input.skipString()
+        if try input.bool() { try input.skipString() }
+        try input.skipString()
+        for _ in 0..<(try input.count()) {
+            try input.skipString()
+            try input.skipString()
+            try input.seek(to: try input.blockEnd())
+            try input.seek(to: try input.blockEnd())
+            let variationsEnd = try input.blockEnd()
+            for _ in 0..<(try input.count()) {
+                _ = try input.fixed()
+                guard try input.bool() else { continue }
+                try input.skipString()
+                try input.skipString()
+                _ = try input.byte()
+                if try input.bool() { try input.skipString() }
+                guard try input.bool() else { continue }
+                _ = try input.varint()
+                _ = try input.varint()
+                keys.formUnion(try input.strings())
+            }
+            try input.seek(to: variationsEnd)
+        }
+    }
+
     // MARK: The change events' digests
 
     /// Each campaign id's digest, read at the first call, then kept.
