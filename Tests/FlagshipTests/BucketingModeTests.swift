@@ -194,6 +194,18 @@ final class BucketingModeTests: TrackingTestCase {
         }, "\(log.messages(at: .warning))")
         XCTAssertEqual(try storedCompiledForm(), compiled)
 
+        // Malformed past a good checksum (a byte after the file, a blob written wrong): refused
+        // whole by the start's check of every block, the same way.
+        let malformed = CompiledBucketingFile.withChecksum(compiled + [0])
+        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(malformed)]) } }
+        restart = try await restartOnTheStoredFile("dina", context: [:])
+        XCTAssertEqual(restart.flags, try expected(file, visitorId: "dina"))
+        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+        XCTAssertTrue(log.messages(at: .warning).contains {
+            $0.contains("compiled form is unusable (it cannot be read: bytes after the file at byte \(compiled.count))")
+        }, "\(log.messages(at: .warning))")
+        XCTAssertEqual(try storedCompiledForm(), compiled)
+
         // Of an older format (written by the SDK before an upgrade): read from the JSON and
         // compiled again, said at info level, not as damage.
         var older = compiled
