@@ -182,29 +182,24 @@ final class BucketingModeTests: TrackingTestCase {
         XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
         XCTAssertEqual(try storedCompiledForm(), compiled, "compiled again for the next start")
 
-        // Damaged: refused whole with a warning, the JSON read, the form written again.
+        // Damaged, or malformed past a good checksum (a byte after the file: a blob written wrong,
+        // refused by the start's check of every block): refused whole with a warning saying why,
+        // the JSON read, the form written again.
         var damaged = compiled
         damaged[damaged.count / 2] ^= 0xFF
-        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(damaged)]) } }
-        restart = try await restartOnTheStoredFile("dave", context: [:])
-        XCTAssertEqual(restart.flags, try expected(file, visitorId: "dave"))
-        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
-        XCTAssertTrue(log.messages(at: .warning).contains {
-            $0.contains("compiled form is unusable (its checksum does not match: damaged or cut)")
-        }, "\(log.messages(at: .warning))")
-        XCTAssertEqual(try storedCompiledForm(), compiled)
-
-        // Malformed past a good checksum (a byte after the file, a blob written wrong): refused
-        // whole by the start's check of every block, the same way.
-        let malformed = CompiledBucketingFile.withChecksum(compiled + [0])
-        try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(malformed)]) } }
-        restart = try await restartOnTheStoredFile("dina", context: [:])
-        XCTAssertEqual(restart.flags, try expected(file, visitorId: "dina"))
-        XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
-        XCTAssertTrue(log.messages(at: .warning).contains {
-            $0.contains("compiled form is unusable (it cannot be read: bytes after the file at byte \(compiled.count))")
-        }, "\(log.messages(at: .warning))")
-        XCTAssertEqual(try storedCompiledForm(), compiled)
+        let refusals = [
+            (damaged, "dave", "its checksum does not match: damaged or cut"),
+            (CompiledBucketingFile.withChecksum(compiled + [0]), "dina", "it cannot be read: bytes after the file at byte \(compiled.count)"),
+        ]
+        for (blob, visitorId, reason) in refusals {
+            try withStore { store in _ = try store.write { try $0.execute("UPDATE bucketing SET compiled = ?", [.blob(blob)]) } }
+            restart = try await restartOnTheStoredFile(visitorId, context: [:])
+            XCTAssertEqual(restart.flags, try expected(file, visitorId: visitorId))
+            XCTAssertTrue(restart.line.hasSuffix("read from its JSON)"), restart.line)
+            XCTAssertTrue(log.messages(at: .warning).contains { $0.contains("compiled form is unusable (\(reason))") },
+                          "\(log.messages(at: .warning))")
+            XCTAssertEqual(try storedCompiledForm(), compiled)
+        }
 
         // Of an older format (written by the SDK before an upgrade): read from the JSON and
         // compiled again, said at info level, not as damage.
