@@ -67,6 +67,30 @@ final class BucketingAndStateRecordStoreTests: StoreTestCase {
         XCTAssertNil(try store.read { try $0.bucketing.compiledFile(envId: "env-3") }?.compiled)
     }
 
+    /// A long value goes through SQLite's page cache a page at a time: it is read with the cache
+    /// held small, so that it takes no cache memory of its own (with the writer's 16 MiB cache,
+    /// a 5 MB value took 5 MB more), and the cache gets its size back.
+    func testALongValueIsReadThroughASmallCacheThatGetsItsSizeBack() throws {
+        let blob = (0..<5_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 13) }
+        try store.write { try $0.bucketing.save(BucketingRecord(envId: "env-3", document: "{}", lastModified: nil, downloadedAt: 7, compiled: blob)) }
+        store.close()
+        let reopened = try openStore(at: url())
+
+        try reopened.write { connection in
+            func cacheBytes() -> Int32 {
+                var used: Int32 = 0, highest: Int32 = 0
+                sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_USED, &used, &highest, 0)
+                return used
+            }
+            let size = try connection.scalar("PRAGMA cache_size")
+            let before = cacheBytes()
+            XCTAssertEqual(try connection.bucketing.compiledFile(envId: "env-3")?.compiled, blob)
+            XCTAssertLessThan(cacheBytes() - before, 1 << 20, "the value's 1,200 pages took cache memory")
+            XCTAssertEqual(try connection.scalar("PRAGMA cache_size"), size)
+            XCTAssertEqual(size, .integer(-Int64(DatabaseOptions.defaultWriterCacheKibibytes)))
+        }
+    }
+
     func testADocumentEditedByHandLosesItsCompiledForm() throws {
         try store.write {
             try $0.bucketing.save(BucketingRecord(envId: "env-1", document: #"{"campaigns":[]}"#, lastModified: nil, downloadedAt: 5, compiled: [1]))
