@@ -1,5 +1,6 @@
 import Foundation
 import FlagshipLocalServer
+import FlagshipStore
 import XCTest
 
 @testable import Flagship
@@ -61,7 +62,9 @@ final class CompiledDecisionTests: XCTestCase {
         let parsed = try BucketingFile.parse(json: data)
         let json = try BucketingFile(parsed: parsed)
         let blob = CompiledBucketingFile.encode(json, digests: BucketingFileCampaigns(parsed: parsed, file: json).digests)
-        return (json, try CompiledBucketingFile.decode(blob).file)
+        // Checked in parts side by side, as a start on a large file checks it, it is read alike.
+        XCTAssertEqual(try CompiledBucketingFile.decode(blob, parts: 3).file.campaignCount, json.campaigns.count)
+        return (json, try CompiledBucketingFile.decode(blob, parts: 1).file)
     }
 
     func testGeneratedFilesDecideInTheBlobAsTheirJSONDoes() throws {
@@ -116,7 +119,17 @@ final class CompiledDecisionTests: XCTestCase {
             for replacement in Set<UInt8>([0, 1, 2, 0x7F, 0x80, 0xFF, blob[index] ^ 1, blob[index] &+ 1]) where replacement != blob[index] {
                 var changed = blob
                 changed[index] = replacement
-                guard let file = try? CompiledBucketingFile.decode(CompiledBucketingFile.withChecksum(changed)).file else {
+                let signed = CompiledBucketingFile.withChecksum(changed)
+                // Checked in order, or in parts side by side (as a start on a large file does): the
+                // same answer, and the same reason for a refusal.
+                let inOrder = Result { () throws(CompiledBucketingFile.Unusable) in try CompiledBucketingFile.decode(signed, parts: 1).file }
+                let inParts = Result { () throws(CompiledBucketingFile.Unusable) in try CompiledBucketingFile.decode(signed, parts: 3).file }
+                switch (inOrder, inParts) {
+                case (.failure(let one), .failure(let other)): XCTAssertEqual(one, other, "byte \(index) = \(replacement)")
+                case (.success, .success): break
+                default: XCTFail("byte \(index) = \(replacement): \(inOrder) in order, \(inParts) in parts")
+                }
+                guard let file = try? inOrder.get() else {
                     refused += 1
                     continue
                 }
@@ -138,6 +151,47 @@ final class CompiledDecisionTests: XCTestCase {
         // Both outcomes happened: most changes break a length or a code, some only a value.
         XCTAssertGreaterThan(refused, 100)
         XCTAssertGreaterThan(read, 100)
+    }
+
+    /// The check in parts side by side passes a good file on its own (not by its check in order,
+    /// which follows a part that fails), whatever the number of parts, the campaigns of each part
+    /// found by their lengths; a campaign broken in any part fails it.
+    func testTheCheckInPartsPassesAGoodFileAndFailsABrokenCampaignInAnyPart() throws {
+        var random = SplitMix64(seed: 7)
+        let campaigns = (0..<40).map { number in
+            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#(group(&random, number, 0))]}"#
+        }
+        let json = try BucketingFile(parsed: try BucketingFile.parse(json: BucketingJSON.file(campaigns)))
+        let blob = CompiledBucketingFile.encode(json)
+        let compiled = try XCTUnwrap(try CompiledBucketingFile.decode(blob, parts: 1).file.compiled)
+        func toCheck(_ bytes: [UInt8]) -> CompiledBucketingFile.CampaignsToCheck {
+            .init(bytes: bytes, start: compiled.campaignsAt, count: compiled.count, keyCount: compiled.keys.count, flags: compiled.flags)
+        }
+        let checksums = Locked(0)
+        for parts in [2, 3, 7, 40, 41] {
+            XCTAssertTrue(toCheck(blob).passInParts(parts) { checksums.withLock { $0 += 1 } }, "\(parts) parts")
+        }
+        XCTAssertEqual(checksums.withLock { $0 }, 5, "the job beside the parts ran once each time")
+
+        // A campaign's id said one byte longer than it is: its block no longer ends where it says.
+        var idLengths: [Int] = []
+        blob.withUnsafeBytes { raw in
+            var reader = BinaryJSON.Reader(raw, at: compiled.campaignsAt)
+            for _ in 0..<compiled.count {
+                guard let end = try? reader.blockEnd() else { return }
+                idLengths.append(reader.offset)
+                try? reader.seek(to: end)
+            }
+        }
+        XCTAssertEqual(idLengths.count, 40)
+        for campaign in [0, 19, 39] {
+            var broken = blob
+            broken[idLengths[campaign]] += 1
+            for parts in [2, 3, 7] {
+                XCTAssertFalse(toCheck(broken).passInParts(parts) {}, "campaign \(campaign), \(parts) parts")
+            }
+            XCTAssertThrowsError(try toCheck(broken).check())
+        }
     }
 
     /// A start reads no campaign into the engine's structures: they are read at the first need

@@ -1,3 +1,4 @@
+import Foundation
 import FlagshipStore
 
 /// A bucketing file's JSON parsed once, with a flag value that could not be read taken out (and
@@ -188,39 +189,47 @@ package enum CompiledBucketingFile {
     }
 
     /// The engine's file and the change events' campaigns from a compiled blob, each block
-    /// checked first: its campaigns are decided where they lie (`CompiledCampaigns`).
-    static func decode(_ bytes: [UInt8]) throws(Unusable) -> (file: BucketingFile, campaigns: BucketingFileCampaigns) {
+    /// checked first: its campaigns are decided where they lie (`CompiledCampaigns`). `parts`: how
+    /// many parts the campaigns are checked in side by side (`CampaignsToCheck`), by default as
+    /// many as the file's size and the machine's cores call for.
+    static func decode(_ bytes: [UInt8], parts: Int? = nil) throws(Unusable) -> (file: BucketingFile, campaigns: BucketingFileCampaigns) {
         guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic else {
             throw Unusable(reason: "not a compiled bucketing file")
         }
         guard bytes[4] == format else {
             throw Unusable(reason: "compiled in format \(bytes[4]), this SDK reads format \(format)", olderFormat: bytes[4] < format)
         }
-        guard checksum(of: bytes) == BinaryJSON.fixed(in: bytes, at: checksumOffset) else {
-            throw Unusable(reason: "its checksum does not match: damaged or cut")
-        }
+        let expected = BinaryJSON.fixed(in: bytes, at: checksumOffset)
         let fileStart = BinaryJSON.fixed(in: bytes, at: fileStartOffset)
-        guard fileStart >= UInt64(headerSize), fileStart < UInt64(bytes.count) else {
-            throw Unusable(reason: "its file is out of its bytes")
+        // The checksum is taken beside the check of the campaigns; whatever the check found, a
+        // blob whose checksum does not match is told as damaged.
+        let matches = Locked<Bool?>(nil)
+        let takeChecksum: @Sendable () -> Void = {
+            let sum = bytes.withUnsafeBytes { WordChecksum.of(UnsafeRawBufferPointer(rebasing: $0[fileStartOffset...])) }
+            matches.withLock { $0 = sum == expected }
         }
-        let flags = CompiledFlags(bytes, section: headerSize..<Int(fileStart))
-        let read: Result<BucketingFile, BinaryJSON.Malformed> = bytes.withUnsafeBytes { raw in
-            var reader = BinaryJSON.Reader(raw, at: Int(fileStart))
-            do throws(BinaryJSON.Malformed) {
-                return .success(try readFile(&reader, flags: flags))
-            } catch {
-                return .failure(error)
+        var read = Result<BucketingFile, Unusable>.failure(Unusable(reason: "its file is out of its bytes"))
+        if fileStart >= UInt64(headerSize), fileStart < UInt64(bytes.count) {
+            let flags = CompiledFlags(bytes, section: headerSize..<Int(fileStart))
+            read = bytes.withUnsafeBytes { raw in
+                var reader = BinaryJSON.Reader(raw, at: Int(fileStart))
+                do throws(BinaryJSON.Malformed) {
+                    return .success(try readFile(&reader, of: bytes, flags: flags, parts: parts, alongside: takeChecksum))
+                } catch {
+                    return .failure(Unusable(reason: "it cannot be read: \(error)"))
+                }
             }
         }
-        switch read {
-        case .success(let file): return (file, BucketingFileCampaigns(file: file))
-        case .failure(let error): throw Unusable(reason: "it cannot be read: \(error)")
-        }
+        if matches.withLock({ $0 }) == nil { takeChecksum() }
+        guard matches.withLock({ $0 }) == true else { throw Unusable(reason: "its checksum does not match: damaged or cut") }
+        let file = try read.get()
+        return (file, BucketingFileCampaigns(file: file))
     }
 
     /// The file after the flags section: its version, panic, settings, warnings, context keys,
     /// then its digests and campaigns, checked and left where they lie.
-    private static func readFile(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) -> BucketingFile {
+    private static func readFile(_ input: inout BinaryJSON.Reader, of bytes: [UInt8], flags: CompiledFlags, parts: Int?,
+                                 alongside: @escaping @Sendable () -> Void) throws(BinaryJSON.Malformed) -> BucketingFile {
         let version = try input.string()
         let panic = try input.bool(), enabledXPC = try input.bool(), enabled1V1T = try input.bool()
         let warnings = try input.strings()
@@ -233,94 +242,14 @@ package enum CompiledBucketingFile {
         try checkDigests(&input)
         let count = try input.count()
         let campaignsAt = input.offset
-        var shapes = Shapes()
-        for _ in 0..<count { try checkCampaign(&input, keyCount: keys.count, flags: flags, shapes: &shapes) }
-        guard input.isAtEnd else { throw BinaryJSON.Malformed(reason: "bytes after the file", offset: input.offset) }
+        let toCheck = CampaignsToCheck(bytes: bytes, start: campaignsAt, count: count, keyCount: keys.count, flags: flags)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let parts = parts ?? (cores > 1 && count >= campaignsCheckedInParts ? min(8, 2 * cores) : 1)
+        // A fault found in parts is found again in order: the first in the file's order is told.
+        if parts <= 1 || !toCheck.passInParts(parts, alongside: alongside) { try toCheck.check() }
         let campaigns = CompiledCampaigns(flags: flags, keys: keys, readsVisitorId: readsVisitorId, count: count,
                                           at: campaignsAt, digestsAt: digestsAt)
         return BucketingFile(compiled: campaigns, panic: panic, warnings: warnings, version: version,
                              accountSettings: AccountSettings(enabledXPC: enabledXPC, enabled1V1T: enabled1V1T))
-    }
-
-    // MARK: Checking at a start
-
-    /// Each campaign id and its digest.
-    private static func checkDigests(_ input: inout BinaryJSON.Reader) throws(BinaryJSON.Malformed) {
-        let end = try input.blockEnd()
-        for _ in 0..<(try input.count()) {
-            _ = try input.utf8()
-            _ = try input.utf8()
-        }
-        try input.expect(end: end)
-    }
-
-    /// A campaign as a decision and a reading need it, building nothing: every string UTF-8,
-    /// every block ending where it says, each group's compiled rules the shape of its written ones,
-    /// every allocation a number of 0 or more, every variation's flags inside the flags section.
-    /// The number of rules of each group of a variation group's targeting, as written and as
-    /// compiled: two lists made once for the whole check.
-    private struct Shapes {
-        var written: [Int] = [], compiled: [Int] = []
-    }
-
-    private static func checkCampaign(_ input: inout BinaryJSON.Reader, keyCount: Int, flags: CompiledFlags,
-                                      shapes: inout Shapes) throws(BinaryJSON.Malformed) {
-        let end = try input.blockEnd()
-        _ = try input.utf8()
-        _ = try input.utf8()
-        if try input.bool() { _ = try input.utf8() }
-        _ = try input.utf8()
-        for _ in 0..<(try input.count()) {
-            _ = try input.utf8()
-            _ = try input.utf8()
-            let at = input.offset
-            try checkWritten(&input, shape: &shapes.written)
-            try CompiledTargeting.check(&input, keyCount: keyCount, shape: &shapes.compiled)
-            guard shapes.compiled == shapes.written else {
-                throw BinaryJSON.Malformed(reason: "rules compiled otherwise than written", offset: at)
-            }
-            let variationsEnd = try input.blockEnd()
-            for _ in 0..<(try input.count()) { try checkVariation(&input, flags: flags) }
-            try input.expect(end: variationsEnd)
-        }
-        try input.expect(end: end)
-    }
-
-    /// The rules as written, their number in each group into `shape`.
-    private static func checkWritten(_ input: inout BinaryJSON.Reader, shape: inout [Int]) throws(BinaryJSON.Malformed) {
-        let end = try input.blockEnd()
-        shape.removeAll(keepingCapacity: true)
-        for _ in 0..<(try input.count()) {
-            let count = try input.count()
-            for _ in 0..<count {
-                if try input.bool() { _ = try input.utf8() }
-                if try input.bool() { _ = try input.utf8() }
-                if try input.bool() { try input.skipValue() }
-            }
-            shape.append(count)
-        }
-        try input.expect(end: end)
-    }
-
-    private static func checkVariation(_ input: inout BinaryJSON.Reader, flags: CompiledFlags) throws(BinaryJSON.Malformed) {
-        let at = input.offset
-        let allocation = Double(bitPattern: try input.fixed())
-        // As the JSON's reading leaves it: a number of 0 or more.
-        guard allocation.isFinite, allocation >= 0 else {
-            throw BinaryJSON.Malformed(reason: "an allocation that is not a number of 0 or more", offset: at)
-        }
-        guard try input.bool() else { return }
-        _ = try input.utf8()
-        _ = try input.utf8()
-        _ = try input.bool()
-        if try input.bool() { _ = try input.utf8() }
-        guard try input.bool() else { return }
-        let placeAt = input.offset
-        let start = try input.varint(), end = try input.varint()
-        let keysAt = input.offset
-        for _ in 0..<(try input.count()) { _ = try input.utf8() }
-        guard flags.place(start: start, end: end, keysAt: keysAt) != nil else {
-            throw BinaryJSON.Malformed(reason: "flags out of their section", offset: placeAt)
-        }
     }
 }

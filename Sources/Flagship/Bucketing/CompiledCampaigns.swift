@@ -10,12 +10,13 @@ import FlagshipStore
 /// an explanation, a change event's flag keys, compiling the file again. The digests of the
 /// change events are read when a new file is compared with this one.
 final class CompiledCampaigns: Sendable {
-    private let flags: CompiledFlags
+    let flags: CompiledFlags
     let keys: ContextKeys
     let readsVisitorId: Bool
     let count: Int
     /// Where the first campaign's block is, and the digests' block.
-    private let campaignsAt: Int, digestsAt: Int
+    let campaignsAt: Int
+    private let digestsAt: Int
     private let read = Locked<[BucketingFile.Campaign]?>(nil)
     private let readDigests = Locked<[String: String]?>(nil)
     /// What a decision made at a variation's first visitor, by where the variation is: its
