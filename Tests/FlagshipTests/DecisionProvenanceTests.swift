@@ -52,6 +52,22 @@ final class DecisionProvenanceTests: TrackingTestCase {
                        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// A file of 1 MiB or more has its digest taken on another core while its JSON is parsed
+    /// (`BucketingFile.parseAndHash`): the same version and the same parse as a small file's way,
+    /// and a broken one refused alike. The digest is Python's `hashlib.sha256` of the same bytes.
+    func testALargeFilesVersionTakenBesideItsParseIsItsSHA256() throws {
+        let data = Data((#"{"campaigns":[],"pad":""# + String(repeating: "a", count: 1 << 20) + #""}"#).utf8)
+        XCTAssertGreaterThanOrEqual(data.count, BucketingFile.hashedBesideTheParseBytes)
+
+        let parsed = try BucketingFile.parse(json: data, maximumBytes: 2 << 20)
+
+        XCTAssertEqual(parsed.version, "9654b08219eb203e42c42fac0a8b2b786f35de36c467b517455efaa89c882bcc")
+        XCTAssertEqual(parsed.root, try TolerantJSON(data).value)
+        XCTAssertThrowsError(try BucketingFile.parse(json: data.dropLast(2), maximumBytes: 2 << 20)) { error in
+            XCTAssertEqual((error as? BucketingFileError)?.reason, "the document (1048599 bytes) is not valid JSON, or is truncated")
+        }
+    }
+
     /// Lengths on each side of the padding's edges (55/56 bytes: one block or two; 64: a whole
     /// block and a padding one), read in place (`Data`, an array) and copied (a collection with no
     /// contiguous storage). Each digest is Python's `hashlib.sha256` of bytes `i % 251`.

@@ -196,10 +196,8 @@ extension BucketingFile {
         guard data.count <= maximumBytes else {
             throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: maximumBytes))
         }
-        let parsed: TolerantJSON
-        do {
-            parsed = try TolerantJSON(data)
-        } catch {
+        let (read, version) = parseAndHash(data)
+        guard case .success(let parsed) = read else {
             throw BucketingFileError(reason: "the document (\(data.count) bytes) is not valid JSON, or is truncated")
         }
         var warnings: [String] = []
@@ -217,7 +215,7 @@ extension BucketingFile {
             warnings.append("campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
                 + "flag \"\(flag)\" was dropped: \(unusable.reason)")
         }
-        return ParsedBucketingFile(root: root, parseWarnings: warnings, version: SHA256.hex(of: data))
+        return ParsedBucketingFile(root: root, parseWarnings: warnings, version: version)
     }
 
     /// A file read back from the store's compiled form (`CompiledBucketingFile`): its campaigns

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import FlagshipStore
 
 extension BucketingFile {
     /// The largest bucketing file this SDK reads unless told otherwise
@@ -60,4 +61,31 @@ extension BucketingFile {
         default: return String(cString: strerror(code))
         }
     }
+
+    /// The file's JSON parsed, and its version (the SHA-256 of its bytes). For a file of
+    /// `hashedBesideTheParseBytes` or more on a machine of several cores, the digest is taken on
+    /// another core while this one parses: about 5 ms a megabyte, 70 ms of the 0.55 s that
+    /// `flagship eval` took on 10,000 campaigns (13.8 MB).
+    static func parseAndHash(_ data: Data) -> (Result<TolerantJSON, TolerantJSON.SyntaxError>, version: String) {
+        @Sendable func parse() -> Result<TolerantJSON, TolerantJSON.SyntaxError> {
+            Result { () throws(TolerantJSON.SyntaxError) in try TolerantJSON(data) }
+        }
+        guard data.count >= hashedBesideTheParseBytes, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            return (parse(), SHA256.hex(of: data))
+        }
+        let parsed = Locked<Result<TolerantJSON, TolerantJSON.SyntaxError>?>(nil), version = Locked("")
+        DispatchQueue.concurrentPerform(iterations: 2) { job in
+            if job == 0 {
+                let result = parse()
+                parsed.withLock { $0 = result }
+            } else {
+                let digest = SHA256.hex(of: data)
+                version.withLock { $0 = digest }
+            }
+        }
+        return (parsed.withLock { $0 } ?? parse(), version.withLock { $0 })
+    }
+
+    /// The size of a file from which its digest is taken beside its parse.
+    static let hashedBesideTheParseBytes = 1 << 20
 }

@@ -5,7 +5,7 @@ import Foundation
 /// ``maximumDepth`` is replaced by `null` and reported with its path, instead of refusing the whole
 /// document as `JSONSerialization` does. Integers that fit `Int64` are kept exactly. Anything that is not
 /// JSON syntax still refuses the document.
-package struct TolerantJSON {
+package struct TolerantJSON: Sendable {
     /// One step of a path from the root.
     package enum Step: Equatable, Sendable, CustomStringConvertible {
         case key(String)
