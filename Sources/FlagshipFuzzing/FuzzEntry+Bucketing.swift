@@ -92,7 +92,19 @@ extension FuzzEntry {
     /// campaign can be read, every assigned variation's flags too, and compiling it again gives a
     /// blob that decides the same.
     static func compiledBucketing(_ input: Data) throws(Violation) -> Outcome {
-        guard let file = try? CompiledBucketingFile.file(from: CompiledBucketingFile.withChecksum(Array(input))) else { return .refused }
+        let signed = CompiledBucketingFile.withChecksum(Array(input))
+        // Checked in order, and in parts side by side as a start on a large file checks it: the
+        // same answer, and the same reason for a refusal.
+        let inOrder = Result { () throws(CompiledBucketingFile.Unusable) in try CompiledBucketingFile.file(from: signed, parts: 1) }
+        let inParts = Result { () throws(CompiledBucketingFile.Unusable) in try CompiledBucketingFile.file(from: signed, parts: 3) }
+        switch (inOrder, inParts) {
+        case (.failure(let one), .failure(let other)):
+            try check(one == other, "refused in order (\(one)) and in parts (\(other)) for different reasons")
+            return .refused
+        case (.success, .success): break
+        default: throw Violation(description: "checked in order: \(inOrder); in parts: \(inParts)")
+        }
+        guard case .success(let file) = inOrder else { return .refused }
         let context: [String: FSJSONValue] = ["plan": .string("pro"), "age": .int(30)]
         let decision = file.decide(visitorId: "visitor-1", context: context, history: [:])
         try check(decision == file.decide(visitorId: "visitor-1", context: context, history: [:]),

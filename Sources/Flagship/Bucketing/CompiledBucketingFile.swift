@@ -158,9 +158,10 @@ package enum CompiledBucketingFile {
         }
     }
 
-    /// The file a compiled blob holds (`decode` without the change events' part).
-    package static func file(from bytes: [UInt8]) throws(Unusable) -> BucketingFile {
-        try decode(bytes).file
+    /// The file a compiled blob holds (`decode` without the change events' part), its campaigns
+    /// checked in `parts` parts side by side (by default, as many as its size and the machine call for).
+    package static func file(from bytes: [UInt8], parts: Int? = nil) throws(Unusable) -> BucketingFile {
+        try decode(bytes, parts: parts).file
     }
 
     /// `bytes` with the checksum a blob of them needs written in its header (for the fuzzer, which
