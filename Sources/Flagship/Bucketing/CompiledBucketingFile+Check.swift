@@ -75,17 +75,17 @@ extension CompiledBucketingFile {
         try input.expect(end: end)
     }
 
-    /// A campaign as a decision and a reading need it, building nothing: every string UTF-8,
-    /// every block ending where it says, each group's compiled rules the shape of its written ones,
-    /// every allocation a number of 0 or more, every variation's flags inside the flags section.
     /// The number of rules of each group of a variation group's targeting, as written and as
-    /// compiled: two lists made once for the whole check.
+    /// compiled: two lists made once for each part of the check.
     struct Shapes {
         var written: [Int] = [], compiled: [Int] = []
     }
 
+    /// A campaign as a decision and a reading need it, building nothing: every string UTF-8,
+    /// every block ending where it says, each group's compiled rules the shape of its written ones,
+    /// every allocation a number of 0 or more, every variation's flags inside the flags section.
     static func checkCampaign(_ input: inout BinaryJSON.Reader, keyCount: Int, flags: CompiledFlags,
-                                      shapes: inout Shapes) throws(BinaryJSON.Malformed) {
+                              shapes: inout Shapes) throws(BinaryJSON.Malformed) {
         let end = try input.blockEnd()
         _ = try input.utf8()
         _ = try input.utf8()

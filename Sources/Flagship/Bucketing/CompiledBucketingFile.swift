@@ -206,7 +206,7 @@ package enum CompiledBucketingFile {
         // blob whose checksum does not match is told as damaged.
         let matches = Locked<Bool?>(nil)
         let takeChecksum: @Sendable () -> Void = {
-            let sum = bytes.withUnsafeBytes { WordChecksum.of(UnsafeRawBufferPointer(rebasing: $0[fileStartOffset...])) }
+            let sum = checksum(of: bytes)
             matches.withLock { $0 = sum == expected }
         }
         var read = Result<BucketingFile, Unusable>.failure(Unusable(reason: "its file is out of its bytes"))
