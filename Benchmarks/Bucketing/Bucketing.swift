@@ -153,6 +153,22 @@ let benchmarks: @Sendable () -> Void = {
     } setup: {
         try prepare()
     }
+    // The same with the campaigns checked in order, one core (a start checks a file of 2,000
+    // campaigns or more in parts side by side, the checksum beside them): the parts' gain.
+    Benchmark("start from the compiled form and decide, checked in order: the 10,000-campaign file",
+              configuration: largeConfiguration) { benchmark in
+        guard let stored = stored.value else { return }
+        for _ in benchmark.scaledIterations {
+            do {
+                let file = try CompiledBucketingFile.file(from: stored.blob, parts: 1)
+                blackHole(file.decide(visitorId: stored.fixture.visitorId, context: stored.fixture.context, history: [:]))
+            } catch {
+                benchmark.error("\(error)")
+            }
+        }
+    } setup: {
+        try prepare()
+    }
     Benchmark("decide in the compiled form: the 10,000-campaign file", configuration: largeConfiguration) { benchmark in
         guard let stored = stored.value else { return }
         for _ in benchmark.scaledIterations {
