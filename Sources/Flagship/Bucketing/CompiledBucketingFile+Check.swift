@@ -19,7 +19,7 @@ extension CompiledBucketingFile {
         /// Whether all pass, checked in `parts` parts side by side, with `alongside` (the
         /// checksum) as one more job. Each part's start is found by passing over the blocks
         /// before it by their lengths. On 30,000 campaigns over two cores, the check and the
-        /// checksum take about half the time they take in order.
+        /// checksum take about two thirds of the time they take in order (20 ms against 30).
         func passInParts(_ parts: Int, alongside: @escaping @Sendable () -> Void) -> Bool {
             var starts: [Int] = [], counts: [Int] = []
             let passed = reading(at: start) { (passing) throws(BinaryJSON.Malformed) in
