@@ -73,7 +73,7 @@ extension BucketingFile {
         guard data.count >= hashedBesideTheParseBytes, ProcessInfo.processInfo.activeProcessorCount > 1 else {
             return (parse(), SHA256.hex(of: data))
         }
-        let parsed = Locked<Result<TolerantJSON, TolerantJSON.SyntaxError>?>(nil), version = Locked("")
+        let parsed = Locked<Result<TolerantJSON, TolerantJSON.SyntaxError>?>(nil), version = Locked<String?>(nil)
         DispatchQueue.concurrentPerform(iterations: 2) { job in
             if job == 0 {
                 let result = parse()
@@ -83,7 +83,8 @@ extension BucketingFile {
                 version.withLock { $0 = digest }
             }
         }
-        return (parsed.withLock { $0 } ?? parse(), version.withLock { $0 })
+        // `concurrentPerform` runs every job before it returns; neither is ever done twice.
+        return (parsed.withLock { $0 } ?? parse(), version.withLock { $0 } ?? SHA256.hex(of: data))
     }
 
     /// The size of a file from which its digest is taken beside its parse.

@@ -10,7 +10,7 @@
 /// a tag byte and its value: text or a version (a string), a number (8 bytes), a boolean (a byte),
 /// a list (a count, then elements that are not lists), or unusable.
 ///
-/// One reader (`RuleView`, `OperandView`) serves the three uses: evaluating in place, checking a
+/// One reader (`RuleView`, `TargetingOperandView`) serves the three uses: evaluating in place, checking a
 /// blob at a start, and reading rules back into the engine's (an explanation, the change events).
 enum CompiledTargeting {
     private enum Kind: UInt8 { case always, never, presence, comparison }
@@ -97,10 +97,6 @@ enum CompiledTargeting {
         case comparison(TargetingSubject, TargetingOperator)
     }
 
-    /// An operand as it lies in the blob: text points into it. A list's elements follow it, none
-    /// of them a list.
-    private typealias OperandView = TargetingOperandView
-
     private static func rule(_ input: inout BinaryJSON.Reader, keyCount: Int) throws(BinaryJSON.Malformed) -> RuleView {
         let at = input.offset
         switch Kind(rawValue: try input.byte()) {
@@ -126,7 +122,7 @@ enum CompiledTargeting {
     }
 
     /// `checked`: the blob's strings were checked when it was read (a decision), so they are not again.
-    private static func operand(_ input: inout BinaryJSON.Reader, inList: Bool = false, checked: Bool = false) throws(BinaryJSON.Malformed) -> OperandView {
+    private static func operand(_ input: inout BinaryJSON.Reader, inList: Bool = false, checked: Bool = false) throws(BinaryJSON.Malformed) -> TargetingOperandView {
         let at = input.offset
         switch OperandTag(rawValue: try input.byte()) {
         case .text?: return .text(checked ? try input.checkedUTF8() : try input.utf8())
@@ -242,7 +238,7 @@ enum CompiledTargeting {
         }
     }
 
-    private static func targetingOperand(_ view: OperandView) -> TargetingOperand {
+    private static func targetingOperand(_ view: TargetingOperandView) -> TargetingOperand {
         switch view {
         case .text(let text): return .text(String(decoding: text, as: UTF8.self))
         case .version(let version, let text): return .version(version, text: String(decoding: text, as: UTF8.self))
