@@ -6,7 +6,7 @@ import Flagship
 extension FuzzEntry {
     static func bucketing(_ input: Data) throws(Violation) -> Outcome {
         let parts = input.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
-        guard let file = try? BucketingFile(json: Data(parts[0])) else { return .refused }
+        guard let file = try readInPartsAsInOrder(Data(parts[0])) else { return .refused }
         let visitor = parts.count > 1 ? (try? FSJSONValue(parsing: Data(parts[1]))) : nil
         let visitorId = visitor?["visitorId"]?.stringValue ?? "visitor-1"
         let context = visitor?["context"]?.objectValue ?? [:]
@@ -33,6 +33,25 @@ extension FuzzEntry {
         try check(compiled.warnings == file.warnings && compiled.version == file.version && compiled.panic == file.panic,
                   "the compiled form lost the file's warnings, version or panic")
         return .accepted
+    }
+
+    /// The file read in order and in parts side by side (as a large file is read): refused for
+    /// the same reason, or read alike (the same compiled form, so the same campaigns, rules,
+    /// context slots, warnings, keys and version).
+    private static func readInPartsAsInOrder(_ json: Data) throws(Violation) -> BucketingFile? {
+        let inOrder = Result { () throws(BucketingFileError) in try BucketingFile(json: json, parts: 1) }
+        let inParts = Result { () throws(BucketingFileError) in try BucketingFile(json: json, parts: 3) }
+        switch (inOrder, inParts) {
+        case (.failure(let one), .failure(let other)):
+            try check(one == other, "refused in order (\(one)) and in parts (\(other)) for different reasons")
+            return nil
+        case (.success(let one), .success(let other)):
+            try check(CompiledBucketingFile.encode(one) == CompiledBucketingFile.encode(other) && one.warnings == other.warnings,
+                      "read in parts otherwise than in order")
+            return one
+        default:
+            throw Violation(description: "read in order: \(inOrder); in parts: \(inParts)")
+        }
     }
 
     /// A group of `file` with `assigned`'s ids explains the assignment and, when `history` does not

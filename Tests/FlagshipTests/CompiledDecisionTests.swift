@@ -9,55 +9,6 @@ import XCTest
 /// (`CompiledCampaigns`), not on the engine's structures: these tests hold the two to the same
 /// answers, on generated files with every kind of rule and fault, and on blobs changed byte by byte.
 final class CompiledDecisionTests: XCTestCase {
-    private static let keys = ["plan", "age", "version", "vip", "fs_users", "fs_all_users", "Plan", "missing"]
-    private static let operators = TargetingOperator.allCases.map(\.rawValue) + ["NO_SUCH_OPERATOR"]
-    private static let values = [
-        #""gold""#, #""GOLD""#, #""gol""#, #""old""#, #""visitor-3""#, "30", "30.5", "-1", "true", "false", "null",
-        #""1.2.3""#, #""v2.0.0-beta.1""#, #""1.2.3.4""#, #"["gold", "silver"]"#, #"[30, "30"]"#, #"[["gold"]]"#,
-        #"{"a": 1}"#, "[]", #""""#,
-    ]
-
-    private func rule(_ random: inout SplitMix64) -> String {
-        switch Int.random(in: 0..<12, using: &random) {
-        case 0: return #"{"operator": "EQUALS", "value": "gold"}"#
-        case 1: return #"{"key": "plan", "value": "gold"}"#
-        case 2: return #"{"key": "plan", "operator": "EQUALS"}"#
-        default:
-            let key = Self.keys.randomElement(using: &random)!, op = Self.operators.randomElement(using: &random)!
-            return BucketingJSON.rule(key, op, Self.values.randomElement(using: &random)!)
-        }
-    }
-
-    private func group(_ random: inout SplitMix64, _ campaign: Int, _ number: Int) -> String {
-        let targeting = Int.random(in: 0..<8, using: &random) == 0 ? "null" : BucketingJSON.targeting(
-            (0..<Int.random(in: 0..<3, using: &random) + 1).map { _ in (0..<Int.random(in: 0..<3, using: &random)).map { _ in rule(&random) } })
-        let variations = (0..<Int.random(in: 0..<4, using: &random) + 1).map { variation -> String in
-            // Some without an id, some with their group's first id again.
-            let id = Int.random(in: 0..<10, using: &random) == 0 ? "" : (Int.random(in: 0..<10, using: &random) == 0 ? "v\(campaign)-\(number)-0" : "v\(campaign)-\(number)-\(variation)")
-            let allocation = [0, 10, 25, 33, 50, 100].randomElement(using: &random)!
-            let flags = Int.random(in: 0..<6, using: &random) == 0 ? #""not an object""# : #"{"k\#(variation)": \#(Self.values.randomElement(using: &random)!)}"#
-            return #"{"id": "\#(id)", "allocation": \#(allocation), "modifications": {"type": "FLAG", "value": \#(flags)}}"#
-        }
-        return #"{"id": "g\#(campaign)-\#(number)", "targeting": \#(targeting), "variations": [\#(variations.joined(separator: ", "))]}"#
-    }
-
-    private func file(_ random: inout SplitMix64) -> Data {
-        let campaigns = (0..<Int.random(in: 0..<10, using: &random) + 1).map { number in
-            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#((0..<Int.random(in: 0..<3, using: &random) + 1).map { group(&random, number, $0) }.joined(separator: ", "))]}"#
-        }
-        return BucketingJSON.file(campaigns)
-    }
-
-    private func context(_ random: inout SplitMix64) -> [String: FSJSONValue] {
-        let values: [FSJSONValue] = [.string("gold"), .string("Gold Plan"), .string("1.2.3"), .string("2.0.0"), .int(30),
-                                     .double(30.5), .bool(true), .bool(false), .null, .array([.string("gold")])]
-        var context: [String: FSJSONValue] = [:]
-        for key in ["plan", "age", "version", "vip", "Plan"] where Int.random(in: 0..<2, using: &random) == 0 {
-            context[key] = values.randomElement(using: &random)!
-        }
-        return context
-    }
-
     private func compiled(_ data: Data) throws -> (json: BucketingFile, compiled: BucketingFile) {
         let parsed = try BucketingFile.parse(json: data)
         let json = try BucketingFile(parsed: parsed)
@@ -71,11 +22,11 @@ final class CompiledDecisionTests: XCTestCase {
         var random = SplitMix64(seed: 48)
         var assigned = 0
         for fileNumber in 0..<60 {
-            let (json, compiled) = try compiled(file(&random))
+            let (json, compiled) = try compiled(GeneratedBucketingFile.file(&random))
             XCTAssertNotNil(compiled.compiled, "read from the compiled form")
             for visitor in 0..<40 {
                 let visitorId = "visitor-\(visitor)"
-                let context = context(&random)
+                let context = GeneratedBucketingFile.context(&random)
                 // A history naming a variation of the group, one that is gone, or none.
                 let history = Int.random(in: 0..<3, using: &random) == 0 ? ["g0-0": "v0-0-\(Int.random(in: 0..<3, using: &random))", "g1-0": "gone"] : [:]
                 let expected = json.decide(visitorId: visitorId, context: context, history: history)
@@ -159,7 +110,7 @@ final class CompiledDecisionTests: XCTestCase {
     func testTheCheckInPartsPassesAGoodFileAndFailsABrokenCampaignInAnyPart() throws {
         var random = SplitMix64(seed: 7)
         let campaigns = (0..<40).map { number in
-            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#(group(&random, number, 0))]}"#
+            #"{"id": "c\#(number)", "name": "campaign \#(number)", "type": "ab", "variationGroups": [\#(GeneratedBucketingFile.group(&random, number, 0))]}"#
         }
         let json = try BucketingFile(parsed: try BucketingFile.parse(json: BucketingJSON.file(campaigns)))
         let blob = CompiledBucketingFile.encode(json)
@@ -198,7 +149,7 @@ final class CompiledDecisionTests: XCTestCase {
     /// (here an explanation), once, and kept.
     func testAStartBuildsNoCampaignTheFirstExplanationReadsThemOnce() throws {
         var random = SplitMix64(seed: 7)
-        let (json, compiled) = try compiled(file(&random))
+        let (json, compiled) = try compiled(GeneratedBucketingFile.file(&random))
         let source = try XCTUnwrap(compiled.compiled)
         XCTAssertFalse(source.hasReadCampaigns)
         _ = compiled.decide(visitorId: "v", context: ["plan": .string("gold")], history: [:])

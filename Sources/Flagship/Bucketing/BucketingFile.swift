@@ -58,7 +58,8 @@ package struct BucketingFile: Sendable {
     }
 
     init(panic: Bool, accountSettings: AccountSettings, warnings: [String], campaigns: [Campaign],
-         contextKeys: ContextKeys, readsVisitorId: Bool) {
+         contextKeys: ContextKeys, readsVisitorId: Bool, version: String = "") {
+        self.version = version
         self.panic = panic
         self.accountSettings = accountSettings
         self.warnings = warnings
@@ -149,36 +150,17 @@ package struct BucketingFileError: Error, Equatable, CustomStringConvertible {
     package var description: String { "The bucketing file is unusable: \(reason)." }
 }
 
-/// What reading a file gathers beside its campaigns: the warnings, and the context keys its rules read.
-struct BucketingFileReader {
-    private(set) var warnings: [String] = []
-    private(set) var contextKeys = ContextKeys()
-    private(set) var readsVisitorId = false
-    private var namedOperators: Set<String> = []
-
-    mutating func warn(_ warning: String) {
-        warnings.append(warning)
-    }
-
-    /// One warning per unknown operator, however many rules use it.
-    mutating func warnOnce(aboutOperator name: String, at location: String) {
-        guard namedOperators.insert(name).inserted else { return }
-        warn("unknown targeting operator \"\(name)\" (first at \(location)); rules with it never match")
-    }
-
-    mutating func subject(forKey key: String) -> TargetingSubject {
-        if key == "fs_users" {
-            readsVisitorId = true
-            return .visitorId
-        }
-        return .context(slot: contextKeys.slot(for: key))
-    }
-}
-
 extension BucketingFile {
     /// Reads a bucketing file; see the type's documentation for what is refused and what is only warned.
     /// `maximumBytes`: the largest document read (`FSConfigBuilder.withBucketingFileMaximumBytes`).
-    package init(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) {
+    /// `parts`: read in that many parts side by side (`readInParts`), 1 in order; by default in
+    /// parts from `readInPartsBytes` on a machine of several cores.
+    package init(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes, parts: Int? = nil) throws(BucketingFileError) {
+        try Self.checkSize(of: data, maximumBytes: maximumBytes)
+        if let parts = Self.parts(reading: data, parts), let read = Self.readInParts(data, parts: parts, keepingTree: false) {
+            self = read.file
+            return
+        }
         try self.init(parsed: Self.parse(json: data, maximumBytes: maximumBytes))
     }
 
@@ -192,30 +174,33 @@ extension BucketingFile {
     /// Parses the document once: the tree the campaigns are read from (a flag value that cannot
     /// be read taken out, with its warning), and the version of its bytes.
     static func parse(json data: Data, maximumBytes: Int = BucketingFile.maximumBytes) throws(BucketingFileError) -> ParsedBucketingFile {
-        guard !data.isEmpty else { throw BucketingFileError(reason: "the document is empty") }
-        guard data.count <= maximumBytes else {
-            throw BucketingFileError(reason: Self.tooLarge("the document", size: "\(data.count) bytes", limit: maximumBytes))
-        }
+        try checkSize(of: data, maximumBytes: maximumBytes)
         let (read, version) = parseAndHash(data)
         guard case .success(let parsed) = read else {
             throw BucketingFileError(reason: "the document (\(data.count) bytes) is not valid JSON, or is truncated")
         }
         var warnings: [String] = []
-        // An unusable value inside one flag's value of a variation costs that flag only; anywhere else, the file.
         var root = parsed.value
         for unusable in parsed.unusable {
-            let path = unusable.path
-            guard path.count >= 9, path[0] == .key("campaigns"), case .index(let campaign) = path[1],
-                  path[2] == .key("variationGroups"), case .index(let group) = path[3],
-                  path[4] == .key("variations"), case .index(let variation) = path[5],
-                  Array(path[6...7]) == [.key("modifications"), .key("value")], case .key(let flag) = path[8] else {
-                throw BucketingFileError(reason: unusable.sentence)
-            }
-            root.remove(at: path[...8])
-            warnings.append("campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
-                + "flag \"\(flag)\" was dropped: \(unusable.reason)")
+            guard let dropped = droppedFlag(unusable) else { throw BucketingFileError(reason: unusable.sentence) }
+            root.remove(at: dropped.path)
+            warnings.append(dropped.warning)
         }
         return ParsedBucketingFile(root: root, parseWarnings: warnings, version: version)
+    }
+
+    /// An unusable value inside one flag's value of a variation costs that flag only: the path of
+    /// the flag to take out, and the warning. `nil` for one anywhere else, which costs the file.
+    static func droppedFlag(_ unusable: TolerantJSON.Unusable) -> (path: ArraySlice<TolerantJSON.Step>, warning: String)? {
+        let path = unusable.path
+        guard path.count >= 9, path[0] == .key("campaigns"), case .index(let campaign) = path[1],
+              path[2] == .key("variationGroups"), case .index(let group) = path[3],
+              path[4] == .key("variations"), case .index(let variation) = path[5],
+              Array(path[6...7]) == [.key("modifications"), .key("value")], case .key(let flag) = path[8] else {
+            return nil
+        }
+        return (path[...8], "campaign #\(campaign + 1), variation group #\(group + 1), variation #\(variation + 1): "
+            + "flag \"\(flag)\" was dropped: \(unusable.reason)")
     }
 
     /// A file read back from the store's compiled form (`CompiledBucketingFile`): its campaigns
@@ -237,39 +222,51 @@ extension BucketingFile {
             throw BucketingFileError(reason: "the document is JSON but not an object")
         }
 
-        let panic: Bool
-        switch body["panic"] {
-        case nil, .null?:
-            panic = false
-        case .bool(let value)?:
-            panic = value
-        case .some:
-            reader.warn("\"panic\" is not a boolean; read as false")
-            panic = false
-        }
-
+        let panic = Self.panic(of: body, with: &reader)
         var campaigns: [Campaign] = []
         switch body["campaigns"] {
         case nil, .null?:
             guard panic else { throw BucketingFileError(reason: "it has no \"campaigns\" and is not in panic") }
         case .array(let entries)?:
-            for (index, entry) in entries.enumerated() {
-                if let campaign = Campaign(reading: entry, number: index + 1, with: &reader) {
-                    campaigns.append(campaign)
-                }
-            }
+            campaigns = Self.campaigns(reading: entries, from: 0, with: &reader)
         case .some:
             throw BucketingFileError(reason: "\"campaigns\" is not a list")
         }
-
-        let settings = body["accountSettings"]
-        self.init(
-            panic: panic,
-            accountSettings: AccountSettings(enabledXPC: settings?["enabledXPC"]?.boolValue ?? false,
-                                             enabled1V1T: settings?["enabled1V1T"]?.boolValue ?? false),
-            warnings: reader.warnings, campaigns: campaigns,
-            contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
+        self.init(panic: panic, accountSettings: Self.accountSettings(of: body), warnings: reader.warnings, campaigns: campaigns,
+                  contextKeys: reader.contextKeys, readsVisitorId: reader.readsVisitorId)
         self.version = version
+    }
+
+    /// The root's `panic`: anything but a boolean is false, with a warning.
+    static func panic(of body: [String: FSJSONValue], with reader: inout BucketingFileReader) -> Bool {
+        switch body["panic"] {
+        case nil, .null?:
+            return false
+        case .bool(let value)?:
+            return value
+        case .some:
+            reader.warn("\"panic\" is not a boolean; read as false")
+            return false
+        }
+    }
+
+    static func accountSettings(of body: [String: FSJSONValue]) -> AccountSettings {
+        let settings = body["accountSettings"]
+        return AccountSettings(enabledXPC: settings?["enabledXPC"]?.boolValue ?? false,
+                               enabled1V1T: settings?["enabled1V1T"]?.boolValue ?? false)
+    }
+
+    /// The campaigns of `entries`, the first being the file's campaign number `first` + 1; those
+    /// without a usable id skipped.
+    static func campaigns(reading entries: [FSJSONValue], from first: Int, with reader: inout BucketingFileReader) -> [Campaign] {
+        var campaigns: [Campaign] = []
+        campaigns.reserveCapacity(entries.count)
+        for (index, entry) in entries.enumerated() {
+            if let campaign = Campaign(reading: entry, number: first + index + 1, with: &reader) {
+                campaigns.append(campaign)
+            }
+        }
+        return campaigns
     }
 
     /// A non-empty string `id`, or `nil` after a warning naming `location`.

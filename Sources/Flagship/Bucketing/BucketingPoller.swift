@@ -110,8 +110,7 @@ final class BucketingPoller: Sendable {
     func loadBootstrap() {
         guard let bootstrap, file == nil else { return }
         do {
-            let parsed = try BucketingFile.parse(json: bootstrap, maximumBytes: maximumBytes)
-            let file = try BucketingFile(parsed: parsed)
+            let (parsed, file) = try BucketingFile.readKeepingTree(json: bootstrap, maximumBytes: maximumBytes)
             let campaigns = BucketingFileCampaigns(parsed: parsed, file: file)
             let used = state.withLock { state -> Bool in
                 guard state.file == nil else { return false }
@@ -221,8 +220,7 @@ final class BucketingPoller: Sendable {
     /// large fraction of a second), and never blocking (CPU work only).
     static func parse(_ json: Data, maximumBytes: Int) async throws -> (ParsedBucketingFile, BucketingFile) {
         try await withTaskExecutorPreference(globalConcurrentExecutor) {
-            let parsed = try BucketingFile.parse(json: json, maximumBytes: maximumBytes)
-            return (parsed, try BucketingFile(parsed: parsed))
+            try BucketingFile.readKeepingTree(json: json, maximumBytes: maximumBytes)
         }
     }
 

@@ -48,8 +48,7 @@ struct StoredBucketingFile {
         do {
             // Read again: another process may have stored a download since; its times go with its JSON.
             guard let record = try store.read({ try $0.bucketing.file(envId: envId) }) else { return nil }
-            let parsed = try BucketingFile.parse(json: Data(record.document.utf8), maximumBytes: maximumBytes)
-            let file = try BucketingFile(parsed: parsed)
+            let (parsed, file) = try BucketingFile.readKeepingTree(json: Data(record.document.utf8), maximumBytes: maximumBytes)
             return StoredBucketingFile(file: file, campaigns: BucketingFileCampaigns(parsed: parsed, file: file),
                                        lastModified: record.lastModified, downloadedAt: record.downloadedAt,
                                        recompile: (record.document, record.downloadedAt))

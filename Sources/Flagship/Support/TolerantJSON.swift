@@ -64,7 +64,7 @@ package struct TolerantJSON: Sendable {
     }
 
     /// Reads `bytes`, which outlive it (the caller's `withUnsafeBytes`).
-    private struct Reader {
+    struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
         var path: [Step] = []
@@ -81,9 +81,9 @@ package struct TolerantJSON: Sendable {
             }
         }
 
-        private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+        var current: UInt8? { index < bytes.count ? bytes[index] : nil }
 
-        private mutating func expect(_ byte: UInt8) throws(SyntaxError) {
+        mutating func expect(_ byte: UInt8) throws(SyntaxError) {
             guard current == byte else { throw SyntaxError(offset: index) }
             index += 1
         }
@@ -182,7 +182,7 @@ package struct TolerantJSON: Sendable {
         }
 
         /// A string token: its text, or why its text is unusable (the token itself is well formed).
-        private mutating func string() throws(SyntaxError) -> Result<String, ReasonError> {
+        mutating func string() throws(SyntaxError) -> Result<String, ReasonError> {
             try expect(UInt8(ascii: "\""))
             // Most strings hold no escape: their bytes, checked as UTF-8, at once.
             if let text = plainString() { return .success(text) }
@@ -328,7 +328,7 @@ package struct TolerantJSON: Sendable {
         }
     }
 
-    private struct ReasonError: Error {
+    struct ReasonError: Error {
         let reason: String
     }
 }
