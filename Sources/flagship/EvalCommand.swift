@@ -75,6 +75,10 @@ struct EvalCommand: ParsableCommand {
             }
         }
         if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
+        // The exit gives the process's memory back whole: freeing the engine's structures of a
+        // large file one by one first took about 0.1 s of the 0.4 s of `eval` on 10,000 campaigns.
+        Output.flushStandardOutput()
+        Foundation.exit(EXIT_SUCCESS)
     }
 
     /// `{"campaigns":[...],"flags":{...},"panic":false,"visitorId":"..."}`: compact, keys sorted.

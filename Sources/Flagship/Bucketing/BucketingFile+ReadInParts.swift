@@ -62,15 +62,17 @@ extension BucketingFile {
         guard let split, split.unusable.isEmpty else { return nil }
         let runs = split.parts(parts)
         let read = Locked<[Part?]>(Array(repeating: nil, count: runs.count)), version = Locked<String?>(nil)
+        // The digest first: the jobs are taken in order, and the longest one taken last ran alone
+        // at the end (a fifth of `flagship eval` on 10,000 campaigns, on two cores).
         DispatchQueue.concurrentPerform(iterations: runs.count + 1) { job in
-            guard job < runs.count else {
+            guard job > 0 else {
                 let digest = SHA256.hex(of: data)
                 return version.withLock { $0 = digest }
             }
             let part = data.withUnsafeBytes { raw in
-                readPart(raw.bindMemory(to: UInt8.self), of: split, in: runs[job], keepingTree: keepingTree)
+                readPart(raw.bindMemory(to: UInt8.self), of: split, in: runs[job - 1], keepingTree: keepingTree)
             }
-            read.withLock { $0[job] = part }
+            read.withLock { $0[job - 1] = part }
         }
         let partsRead = read.withLock { $0 }.compactMap { $0 }
         guard partsRead.count == runs.count else { return nil }

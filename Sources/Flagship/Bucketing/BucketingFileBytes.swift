@@ -26,13 +26,17 @@ extension BucketingFile {
         guard descriptor >= 0 else { throw BucketingFileError(reason: Self.describe(errno: errno)) }
         defer { close(descriptor) }
         var status = stat()
+        var data = Data()
         if fstat(descriptor, &status) == 0 {
             if status.st_mode & S_IFMT == S_IFDIR { throw BucketingFileError(reason: "it is a directory") }
-            if status.st_mode & S_IFMT == S_IFREG, status.st_size > maximumBytes {
-                throw BucketingFileError(reason: Self.tooLarge("it", size: "\(status.st_size) bytes", limit: maximumBytes))
+            if status.st_mode & S_IFMT == S_IFREG {
+                if status.st_size > maximumBytes {
+                    throw BucketingFileError(reason: Self.tooLarge("it", size: "\(status.st_size) bytes", limit: maximumBytes))
+                }
+                // Its size at once, instead of growing (and copying) as the chunks come.
+                data.reserveCapacity(Int(status.st_size))
             }
         }
-        var data = Data()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -44,7 +48,7 @@ extension BucketingFile {
             guard data.count + count <= maximumBytes else {
                 throw BucketingFileError(reason: Self.tooLarge("it", size: "more than \(maximumBytes) bytes", limit: maximumBytes))
             }
-            data.append(contentsOf: chunk[..<count])
+            chunk.withUnsafeBufferPointer { data.append(UnsafeBufferPointer(rebasing: $0[..<count])) }
         }
     }
 

@@ -34,10 +34,11 @@ extension CompiledBucketingFile {
             guard (try? passed.get()) != nil else { return false }
             let ends = Array(starts.dropFirst()) + [bytes.count]
             let failed = Locked(false)
+            // `alongside` first: the jobs are taken in order, and it is the longest.
             DispatchQueue.concurrentPerform(iterations: parts + 1) { [starts, counts] job in
-                guard job < parts else { return alongside() }
+                guard job > 0 else { return alongside() }
                 do throws(BinaryJSON.Malformed) {
-                    try check(from: starts[job], count: counts[job], to: ends[job])
+                    try check(from: starts[job - 1], count: counts[job - 1], to: ends[job - 1])
                 } catch {
                     failed.withLock { $0 = true }
                 }
