@@ -110,23 +110,38 @@ let benchmarks: @Sendable () -> Void = {
     // peak resident size within 10 times the file's (the process's own floor, this benchmark
     // run's code and the fixture's bytes, included: a conservative figure).
     let large = Box<DecisionFixture>()
-    Benchmark("parse and decide: the 10,000-campaign file", configuration: .init(
+    let largeParseConfiguration = Benchmark.Configuration(
         metrics: [.wallClock, .mallocCountTotal, .peakMemoryResident, .peakMemoryResidentDelta], timeUnits: .milliseconds, warmupIterations: 1,
         maxDuration: .seconds(20), maxIterations: 10
-    )) { benchmark in
+    )
+    // `parts`: nil as the SDK reads a file (in parts side by side from 1 MiB on several cores), 1 in order.
+    let parseAndDecide = { (benchmark: Benchmark, parts: Int?) in
         guard let fixture = large.value else { return }
         for _ in benchmark.scaledIterations {
             do {
-                let file = try BucketingFile(json: fixture.json)
+                let file = try BucketingFile(json: fixture.json, parts: parts)
                 blackHole(file.decide(visitorId: fixture.visitorId, context: fixture.context, history: [:]))
             } catch {
                 benchmark.error("\(error)")
             }
         }
-    } setup: {
+    }
+    let prepareLarge: () throws -> Void = {
+        guard large.value == nil else { return }
         let fixture = try DecisionFixture(campaigns: 10_000)
         print("the 10,000-campaign file: \(fixture.json.count) bytes")
         large.value = fixture
+    }
+    Benchmark("parse and decide: the 10,000-campaign file", configuration: largeParseConfiguration) { benchmark in
+        parseAndDecide(benchmark, nil)
+    } setup: {
+        try prepareLarge()
+    }
+    // The same read in order, on one core: the parts' gain, in the same run.
+    Benchmark("parse and decide, read in order: the 10,000-campaign file", configuration: largeParseConfiguration) { benchmark in
+        parseAndDecide(benchmark, 1)
+    } setup: {
+        try prepareLarge()
     } teardown: {
         large.value = nil
     }
