@@ -61,9 +61,11 @@ package struct Salvage: Sendable, Equatable {
                 do {
                     let inserted = try connection.execute(
                         """
-                        INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts,
+                                               next_attempt_at, file_version, decided_at, lease_owner, lease_until)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
-                        """, Array(row.prefix(7)))
+                        """, withoutLease(Array(row.prefix(12))))
                     if inserted == 1 { salvage.hitsCopied += 1 } else { salvage.hitsAlreadyThere += 1 }
                 } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
                     salvage.rowsRefused += 1
@@ -73,7 +75,7 @@ package struct Salvage: Sendable, Equatable {
             for row in visitors {
                 do {
                     let inserted = try connection.execute(
-                        compactRows ? Self.insertVisitorRewritingSharedIds : Self.insertVisitor, Array(row.prefix(5)))
+                        compactRows ? Self.insertVisitorRewritingSharedIds : Self.insertVisitor, Array(row.prefix(6)))
                     if inserted == 1 { salvage.visitorsCopied += 1 } else { salvage.visitorsAlreadyThere += 1 }
                 } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
                     salvage.rowsRefused += 1
@@ -86,15 +88,23 @@ package struct Salvage: Sendable, Equatable {
         return salvage
     }
 
+    /// A hit's row with its claim dropped, unless the claim is a dead letter's (`setAside`), which
+    /// never lapses: a salvaged hit is claimed by no process, but one set aside stays aside.
+    private static func withoutLease(_ row: [SQLiteValue]) -> [SQLiteValue] {
+        guard row.count == 12, row[11].int64 != HitRecordStore.deadLetterUntil else { return row }
+        return Array(row.prefix(10)) + [.null, .null]
+    }
+
     private static let insertVisitor = """
-        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
         ON CONFLICT (visitor_id) DO NOTHING
         """
 
     /// As `insertVisitor`, a compact row's shared ids mapped to the copies' (`salvaged_ids`); a
     /// part that could not be read is left out (its campaign, or the preset keys).
     private static let insertVisitorRewritingSharedIds = """
-        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at)
+        INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
         VALUES (?1, ?2, ?3, CASE WHEN substr(?4, 1, 11) <> '{"compact":' THEN ?4 ELSE json_set(?4,
             '$.campaigns', json((SELECT coalesce(json_group_array(json(r.reference)), '[]') FROM (
                 SELECT json_array(m.new_id, json(CASE WHEN json_extract(c.value, '$[1]') THEN 'true' ELSE 'false' END)) AS reference
@@ -102,7 +112,7 @@ package struct Salvage: Sendable, Equatable {
                 JOIN temp.salvaged_ids AS m ON m.kind = 'variation' AND m.old_id = json_extract(c.value, '$[0]')
                 ORDER BY c.key) AS r)),
             '$.preset', (SELECT m.new_id FROM temp.salvaged_ids AS m WHERE m.kind = 'context' AND m.old_id = json_extract(?4, '$.preset')))
-            END, ?5)
+            END, ?5, ?6)
         ON CONFLICT (visitor_id) DO NOTHING
         """
 
@@ -133,20 +143,44 @@ package struct Salvage: Sendable, Equatable {
         }
     }
 
-    /// A table salvaged, with the two statements that read it by rowid.
+    /// A table salvaged, with the two statements that read it by rowid. A file of an older schema
+    /// lacks the later columns (`laterColumns`): it is read with `olderPage`, which gives them as
+    /// `NULL`, as the migrations would have added them.
     private struct Table {
         let name: String
         let page: String
         let probe: String
+        var laterColumns: [String] = []
+        var olderPage: String?
 
+        /// The whole row: its retry time, its decision's provenance (the file version and time of
+        /// an activate's decision), its claim (dropped when copied but a dead letter's: `withoutLease`).
         static let hits = Table(
             name: "hits",
-            page: "SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            probe: "SELECT rowid FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT 1")
+            page: """
+                SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts, next_attempt_at, file_version, decided_at,
+                       lease_owner, lease_until
+                FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """,
+            probe: "SELECT rowid FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT 1",
+            laterColumns: ["next_attempt_at", "file_version", "decided_at", "lease_owner", "lease_until"],
+            olderPage: """
+                SELECT rowid, id, visitor_id, type, is_consent, document, created_at, attempts, NULL, NULL, NULL, NULL, NULL
+                FROM main.hits WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """)
+        /// With when it was last seen, which retention counts from.
         static let visitors = Table(
             name: "visitors",
-            page: "SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            probe: "SELECT rowid FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT 1")
+            page: """
+                SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at, last_seen_at
+                FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """,
+            probe: "SELECT rowid FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT 1",
+            laterColumns: ["last_seen_at"],
+            olderPage: """
+                SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at, NULL
+                FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """)
         static let sharedVariations = Table(
             name: "shared_variations",
             page: "SELECT id, id, entry FROM main.shared_variations WHERE id > ? ORDER BY id LIMIT ?",
@@ -162,7 +196,16 @@ package struct Salvage: Sendable, Equatable {
     /// from which reading works again is found by doubling a step, then narrowing it by halves.
     private static func readableRows(of table: Table, in database: Database, salvage: inout Salvage) throws -> [[SQLiteValue]] {
         guard (try? database.read({ try $0.tableExists(table.name) })) == true else { return [] }
-        let (page, probe) = (table.page, table.probe)
+        let page = table.olderPage.map { olderPage in
+            let later = (try? database.read { connection in
+                try table.laterColumns.allSatisfy { column in
+                    try connection.scalar("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                                          [.text(table.name), .text(column)])?.int64 == 1
+                }
+            }) ?? false
+            return later ? table.page : olderPage
+        } ?? table.page
+        let probe = table.probe
         var rows: [[SQLiteValue]] = []
         var last = Int64.min
         var limit: Int64 = 500
