@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 
 /// Copies what can still be read in a damaged store (one moved aside) into a sound one: every
-/// hit and visitor whose row can be read, each once.
+/// hit, visitor and decision whose row can be read, each once.
 ///
 /// The damaged file is never written: it is read through a private copy (with its `-wal`).
 /// Rows are read by rowid, straight from each table's b-tree, so a damaged index costs nothing,
@@ -17,6 +17,10 @@ package struct Salvage: Sendable, Equatable {
     package var hitsAlreadyThere = 0
     package var visitorsCopied = 0
     package var visitorsAlreadyThere = 0
+    /// Rows of `decisions` (what a fetch assigned, with its provenance) copied, and those the
+    /// sound store already had (same visitor, time and assignments).
+    package var decisionsCopied = 0
+    package var decisionsAlreadyThere = 0
     /// Rows read but refused by the sound store's checks (a document that is not JSON, say).
     package var rowsRefused = 0
     /// Stretches of a table that could not be read (damaged pages), skipped.
@@ -56,37 +60,70 @@ package struct Salvage: Sendable, Equatable {
         // by content (the store's ids may differ), and its references rewritten to the copies.
         let variations = try readableRows(of: .sharedVariations, in: source, salvage: &salvage)
         let contexts = try readableRows(of: .sharedContexts, in: source, salvage: &salvage)
+        let decisions = try readableRows(of: .decisions, in: source, salvage: &salvage)
         try store.write { connection in
-            for row in hits {
-                do {
-                    let inserted = try connection.execute(
-                        """
-                        INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts,
-                                               next_attempt_at, file_version, decided_at, lease_owner, lease_until)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (id) DO NOTHING
-                        """, withoutLease(Array(row.prefix(12))))
-                    if inserted == 1 { salvage.hitsCopied += 1 } else { salvage.hitsAlreadyThere += 1 }
-                } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
-                    salvage.rowsRefused += 1
-                }
-            }
+            let hitRows = try insertEach(hits.map(withoutLease), Self.insertHit, into: connection)
+            (salvage.hitsCopied, salvage.hitsAlreadyThere) = (hitRows.copied, hitRows.alreadyThere)
             let compactRows = try copySharedParts(variations: variations, contexts: contexts, into: connection)
-            for row in visitors {
-                do {
-                    let inserted = try connection.execute(
-                        compactRows ? Self.insertVisitorRewritingSharedIds : Self.insertVisitor, Array(row.prefix(6)))
-                    if inserted == 1 { salvage.visitorsCopied += 1 } else { salvage.visitorsAlreadyThere += 1 }
-                } catch StoreError.sqlite(let error) where error.code == SQLITE_CONSTRAINT || error.code == SQLITE_MISMATCH {
-                    salvage.rowsRefused += 1
-                }
-            }
+            let visitorRows = try insertEach(visitors, compactRows ? Self.insertVisitorRewritingSharedIds : Self.insertVisitor, into: connection)
+            (salvage.visitorsCopied, salvage.visitorsAlreadyThere) = (visitorRows.copied, visitorRows.alreadyThere)
+            let decisionRows = try insertEach(compactRows ? decisions : decisions.map { Array($0.prefix(6)) },
+                                              compactRows ? Self.insertDecisionRewritingSharedIds : Self.insertDecision, into: connection)
+            (salvage.decisionsCopied, salvage.decisionsAlreadyThere) = (decisionRows.copied, decisionRows.alreadyThere)
+            salvage.rowsRefused += hitRows.refused + visitorRows.refused + decisionRows.refused
             try connection.hits.recount()
-            let note = "\(salvage.hitsCopied) hits, \(salvage.visitorsCopied) visitors from \(damaged.path)"
+            let note = "\(salvage.hitsCopied) hits, \(salvage.visitorsCopied) visitors, \(salvage.decisionsCopied) decisions from \(damaged.path)"
             try connection.state.setValue(note, forKey: stateKey(damaged), now: now.unixMilliseconds)
         }
         return salvage
     }
+
+    /// Inserts each row with `statement`: one row changed is a copy, none a row the store already
+    /// had; a row the store's checks refuse (a document that is not JSON, say) is counted, not thrown.
+    private static func insertEach(_ rows: [[SQLiteValue]], _ statement: String,
+                                   into connection: Connection) throws(StoreError) -> (copied: Int, alreadyThere: Int, refused: Int) {
+        var counts = (copied: 0, alreadyThere: 0, refused: 0)
+        for row in rows {
+            do throws(StoreError) {
+                if try connection.execute(statement, row) == 1 { counts.copied += 1 } else { counts.alreadyThere += 1 }
+            } catch {
+                guard case .sqlite(let failure) = error, failure.code == SQLITE_CONSTRAINT || failure.code == SQLITE_MISMATCH else { throw error }
+                counts.refused += 1
+            }
+        }
+        return counts
+    }
+
+    private static let insertHit = """
+        INSERT INTO main.hits (id, visitor_id, type, is_consent, document, created_at, attempts,
+                               next_attempt_at, file_version, decided_at, lease_owner, lease_until)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO NOTHING
+        """
+
+    /// A decision, unless the store has it (the same visitor, time and assignments).
+    private static let insertDecision = """
+        INSERT INTO main.decisions (visitor_id, decided_at, source, file_version, context, assignments)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6
+        WHERE NOT EXISTS (SELECT 1 FROM main.decisions WHERE visitor_id = ?1 AND decided_at = ?2 AND assignments = ?6)
+        """
+
+    /// As `insertDecision`, a compact row's shared ids mapped to the copies' (`salvaged_ids`): its
+    /// assignments' variations and its context's preset keys; a part that could not be read is
+    /// left out (that assignment, or the preset keys). Text that is not JSON is left as it is, for
+    /// the store's check to refuse.
+    private static let insertDecisionRewritingSharedIds = """
+        INSERT INTO main.decisions (visitor_id, decided_at, source, file_version, context, assignments, context_preset)
+        SELECT ?1, ?2, ?3, ?4, ?5, n.assignments,
+               (SELECT m.new_id FROM temp.salvaged_ids AS m WHERE m.kind = 'context' AND m.old_id = ?7)
+        FROM (SELECT CASE WHEN substr(?6, 1, 2) <> '[[' OR NOT json_valid(?6) THEN ?6 ELSE (
+            SELECT coalesce(json_group_array(json(r.assignment)), '[]') FROM (
+                SELECT json_array(m.new_id, json_extract(x.value, '$[1]')) AS assignment
+                FROM json_each(?6) AS x
+                JOIN temp.salvaged_ids AS m ON m.kind = 'variation' AND m.old_id = json_extract(x.value, '$[0]')
+                ORDER BY x.key) AS r) END AS assignments) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM main.decisions AS d WHERE d.visitor_id = ?1 AND d.decided_at = ?2 AND d.assignments = n.assignments)
+        """
 
     /// A hit's row with its claim dropped, unless the claim is a dead letter's (`setAside`), which
     /// never lapses: a salvaged hit is claimed by no process, but one set aside stays aside.
@@ -102,10 +139,11 @@ package struct Salvage: Sendable, Equatable {
         """
 
     /// As `insertVisitor`, a compact row's shared ids mapped to the copies' (`salvaged_ids`); a
-    /// part that could not be read is left out (its campaign, or the preset keys).
+    /// part that could not be read is left out (its campaign, or the preset keys). Text that is
+    /// not JSON is left as it is, for the store's check to refuse.
     private static let insertVisitorRewritingSharedIds = """
         INSERT INTO main.visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
-        VALUES (?1, ?2, ?3, CASE WHEN substr(?4, 1, 11) <> '{"compact":' THEN ?4 ELSE json_set(?4,
+        VALUES (?1, ?2, ?3, CASE WHEN substr(?4, 1, 11) <> '{"compact":' OR NOT json_valid(?4) THEN ?4 ELSE json_set(?4,
             '$.campaigns', json((SELECT coalesce(json_group_array(json(r.reference)), '[]') FROM (
                 SELECT json_array(m.new_id, json(CASE WHEN json_extract(c.value, '$[1]') THEN 'true' ELSE 'false' END)) AS reference
                 FROM json_each(?4, '$.campaigns') AS c
@@ -180,6 +218,20 @@ package struct Salvage: Sendable, Equatable {
             olderPage: """
                 SELECT rowid, visitor_id, anonymous_id, consent, document, updated_at, NULL
                 FROM main.visitors WHERE rowid > ? ORDER BY rowid LIMIT ?
+                """)
+        /// What each fetch assigned, with its provenance: the shared parts it names (schema
+        /// version 5 on) mapped as a visitor's are.
+        static let decisions = Table(
+            name: "decisions",
+            page: """
+                SELECT id, visitor_id, decided_at, source, file_version, context, assignments, context_preset
+                FROM main.decisions WHERE id > ? ORDER BY id LIMIT ?
+                """,
+            probe: "SELECT id FROM main.decisions WHERE id > ? ORDER BY id LIMIT 1",
+            laterColumns: ["context_preset"],
+            olderPage: """
+                SELECT id, visitor_id, decided_at, source, file_version, context, assignments, NULL
+                FROM main.decisions WHERE id > ? ORDER BY id LIMIT ?
                 """)
         static let sharedVariations = Table(
             name: "shared_variations",

@@ -45,7 +45,7 @@ struct DBMigrate: ParsableCommand {
         }
         switch opening.salvage {
         case .success(let salvage)?:
-            Output.warn("kept what the damaged file still held: \(salvage.hitsCopied) hit(s) and \(salvage.visitorsCopied) visitor(s) copied into the new store\(salvage.unreadableStretches > 0 ? " (\(salvage.unreadableStretches) damaged stretch(es) could not be read)" : "")\(salvage.tablesCutShort > 0 ? " (the scan of \(salvage.tablesCutShort) table(s) stopped at its bound of 3 s)" : "")")
+            Output.warn("kept what the damaged file still held: \(salvage.hitsCopied) hit(s), \(salvage.visitorsCopied) visitor(s) and \(salvage.decisionsCopied) decision(s) copied into the new store\(salvage.unreadableStretches > 0 ? " (\(salvage.unreadableStretches) damaged stretch(es) could not be read)" : "")\(salvage.tablesCutShort > 0 ? " (the scan of \(salvage.tablesCutShort) table(s) stopped at its bound of 3 s)" : "")")
         case .failure(let error)?:
             Output.warn("nothing could be copied from the damaged file: \(error)")
         case nil:

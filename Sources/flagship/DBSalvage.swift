@@ -47,6 +47,8 @@ struct DBSalvage: ParsableCommand {
             "hitsAlreadyThere": salvage.hitsAlreadyThere,
             "visitorsCopied": salvage.visitorsCopied,
             "visitorsAlreadyThere": salvage.visitorsAlreadyThere,
+            "decisionsCopied": salvage.decisionsCopied,
+            "decisionsAlreadyThere": salvage.decisionsAlreadyThere,
             "rowsRefused": salvage.rowsRefused,
             "unreadableStretches": salvage.unreadableStretches,
         ])

@@ -72,4 +72,45 @@ final class SalvageRowsTests: StoreTestCase {
         XCTAssertEqual(try store.read { try $0.scalar("SELECT coalesce(last_seen_at, updated_at) FROM visitors WHERE visitor_id = 'v1'") },
                        .integer(7_000))
     }
+
+    /// Decisions are copied with their provenance; a compact row's shared variation and preset
+    /// keys are mapped to the sound store's copies (their ids differ there), so it reads back
+    /// whole. A row whose text is no longer JSON is refused (a compact visitor's too), the rest copied.
+    func testDecisionsAreSalvagedAndReadBackWhole() throws {
+        func entry(_ campaign: String, _ color: String) -> String {
+            #"{"campaignId":"\#(campaign)","campaignName":"Checkout","flags":{"btnColor":"\#(color)"},"isReference":false,"slug":null,"type":"ab","variationGroupId":"vg1","variationGroupName":"All","variationId":"var1","variationName":"Green"}"#
+        }
+        func compact(_ visitorId: String, _ entry: String, preset: String) -> DecisionRecord {
+            DecisionRecord(visitorId: visitorId, decidedAt: 5, campaignId: "c1", variationGroupId: "vg1", variationId: "var1",
+                           source: .bucketingFile, reason: "SPLIT", fileVersion: String(repeating: "a", count: 64),
+                           context: #"{"age":32,"sdk_osName":"linux"}"#, flags: nil,
+                           shared: SharedDecisionParts(variation: entry, context: #"{"age":32}"#, preset: preset))
+        }
+        let damaged = url("damaged.sqlite")
+        let source = try openStore(at: damaged)
+        let plain = DecisionRecord(visitorId: "v2", decidedAt: 6, campaignId: "c2", variationGroupId: "vg2", variationId: "var2",
+                                   source: .decisionAPI, reason: "TARGETING_MATCH", fileVersion: nil, context: #"{"plan":"pro"}"#, flags: #"{"k":1}"#)
+        try source.write { try $0.decisions.insert([compact("v1", entry("c1", "green"), preset: #"{"sdk_osName":"linux"}"#), plain]) }
+        let before = try source.read { connection in try ["v1", "v2"].map { try connection.decisions.decisions(visitorId: $0) } }
+        XCTAssertEqual(before.map(\.count), [1, 1])
+        source.close()
+        // A row damaged into text that is not JSON, past the store's checks.
+        let raw = try rawDatabase(at: damaged)
+        try raw.write { connection in
+            try connection.execute("PRAGMA ignore_check_constraints = ON")
+            try connection.execute("INSERT INTO decisions (visitor_id, decided_at, source, assignments) VALUES ('v3', 7, 'unknown', '[[1,')")
+            try connection.execute("INSERT INTO visitors (visitor_id, consent, document, updated_at) VALUES ('v3', 1, '{\"compact\":[', 7)")
+        }
+        raw.close()
+        // The sound store has shared parts of its own: the copies get other ids.
+        let store = try openStore()
+        try store.write { try $0.decisions.insert([compact("here", entry("c0", "red"), preset: #"{"sdk_osName":"other"}"#)]) }
+
+        let salvage = try Salvage.copy(from: damaged, into: store.database, now: fixedNow)
+
+        XCTAssertEqual(salvage.decisionsCopied, 2)
+        XCTAssertEqual(salvage.rowsRefused, 2, "the decision and the visitor whose text is not JSON")
+        XCTAssertEqual(try store.read { connection in try ["v1", "v2"].map { try connection.decisions.decisions(visitorId: $0) } }, before)
+        XCTAssertEqual(try store.read { try $0.decisions.decisions(visitorId: "v3") }, [])
+    }
 }

@@ -51,7 +51,7 @@ final class HostileSalvageTests: HitCommandTestCase {
         let result = try replay()
 
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stderr.contains("\(Self.hitCount) hit(s) and 0 visitor(s) copied"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("\(Self.hitCount) hit(s), 0 visitor(s) and 0 decision(s) copied"), result.stderr)
         let labels = server.hits.filter { $0["ea"] == "salvaged" }.compactMap { $0["el"]?.stringValue }
         XCTAssertEqual(labels.count, Self.hitCount, "each hit delivered")
         XCTAssertEqual(Set(labels).count, Self.hitCount, "each once")

@@ -21,7 +21,7 @@ enum LocalStore {
         }
         switch database.opening.salvage {
         case .success(let salvage)?:
-            logger.warning("Kept what the damaged cache database still held: \(salvage.hitsCopied) hit(s) and \(salvage.visitorsCopied) visitor(s) copied into the new one\(salvage.unreadableStretches > 0 ? "; \(salvage.unreadableStretches) damaged stretch(es) could not be read" : "")\(salvage.tablesCutShort > 0 ? "; the scan of \(salvage.tablesCutShort) table(s) stopped at its bound of 3 s" : "")", metadata: ["path": "\(url.path)"])
+            logger.warning("Kept what the damaged cache database still held: \(salvage.hitsCopied) hit(s), \(salvage.visitorsCopied) visitor(s) and \(salvage.decisionsCopied) decision(s) copied into the new one\(salvage.unreadableStretches > 0 ? "; \(salvage.unreadableStretches) damaged stretch(es) could not be read" : "")\(salvage.tablesCutShort > 0 ? "; the scan of \(salvage.tablesCutShort) table(s) stopped at its bound of 3 s" : "")", metadata: ["path": "\(url.path)"])
         case .failure(let error)?:
             logger.warning("Nothing could be copied from the damaged cache database: \(error)", metadata: ["path": "\(url.path)"])
         case nil:
