@@ -24,6 +24,11 @@ package struct VisitorPrune: Sendable, Equatable {
     /// process had the file open), not the short rest of a store nobody else writes
     /// (`FlagshipDatabase.Pacing`).
     package var batchesYielded = 0
+    /// Leaf pages of the indexes keyed by visitor id to read beside the batches: every leaf of
+    /// each index that had no more leaves than there were visitors due (`PruneReadAhead`).
+    package var pagesToReadAhead = 0
+    /// How many of them were read before the last batch ended.
+    package var pagesReadAhead = 0
 
     package var visitors: Int { expired + evicted }
 
@@ -57,6 +62,9 @@ extension FlagshipDatabase {
     /// milliseconds), never for a whole prune.
     package static let pruneBatchSize = 500
 
+    /// An index keyed by visitor id of fewer leaves is not read ahead by a prune (`PruneReadAhead`).
+    package static let pruneReadAheadMinimumLeaves = 256
+
     /// Which free pages a prune gives back to the file system.
     package enum PagesReturned: Sendable, Equatable {
         /// Every free page: `flagship db prune`, which an operator runs to shrink the file.
@@ -87,10 +95,13 @@ extension FlagshipDatabase {
     /// Each batch runs on the store's own queue (`queued`), between the calls queued there (the
     /// sender's claims), and the rests between batches are awaited: no thread waits through a
     /// prune. It stops between two batches when `shouldContinue` says so or the calling task is
-    /// cancelled (a closing SDK): what is left is pruned next time.
+    /// cancelled (a closing SDK): what is left is pruned next time. With as many visitors due as
+    /// the indexes keyed by visitor id have leaves, those are read beside the batches until they
+    /// end (`PruneReadAhead`; `readAheadMinimumLeaves`: the smallest index read so).
     package func pruneVisitors(
         notSeenSince boundary: Int64?, keepingAtMost maxVisitors: Int?, batchSize: Int = pruneBatchSize,
-        returning: PagesReturned = .all, shouldContinue: @escaping @Sendable () -> Bool = { true }
+        returning: PagesReturned = .all, readAheadMinimumLeaves: Int = pruneReadAheadMinimumLeaves,
+        shouldContinue: @escaping @Sendable () -> Bool = { true }
     ) async throws -> VisitorPrune {
         var prune = VisitorPrune()
         let batch = max(1, batchSize)
@@ -100,6 +111,10 @@ extension FlagshipDatabase {
         let due = try await queued { store in
             try store.sightings.count > 0 || store.read { try $0.visitors.anyDue(notSeenSince: boundary, keepingAtMost: maxVisitors) }
         }
+        let readAhead = due ? await plannedReadAhead(boundary, maxVisitors, minimumLeaves: readAheadMinimumLeaves) : nil
+        prune.pagesToReadAhead = readAhead?.plan.pages.count ?? 0
+        let stopReadAhead = Locked(false)
+        async let pagesReadAhead = Self.read(readAhead, stop: stopReadAhead)
         if due, let boundary {
             while going() {
                 let deleted = try await pacedBatch(&pacing) { store in
@@ -118,6 +133,8 @@ extension FlagshipDatabase {
                 await pacing.rest(self)
             }
         }
+        stopReadAhead.withLock { $0 = true }
+        prune.pagesReadAhead = await pagesReadAhead
         if going() {
             prune.sharedPartsDeleted = try await queued { store in
                 guard try store.read({ try $0.sharedParts.collectionDue() }) else { return 0 }
@@ -140,6 +157,22 @@ extension FlagshipDatabase {
         prune.longestHold = pacing.longestHold
         prune.batchesYielded = pacing.yielded
         return prune
+    }
+
+    /// The read ahead of a prune of the visitors not seen since `boundary` and beyond
+    /// `maxVisitors`, with its plan; `nil` when there is nothing to read ahead (`PruneReadAhead`)
+    /// or no file to read it from.
+    private func plannedReadAhead(_ boundary: Int64?, _ maxVisitors: Int?, minimumLeaves: Int) async
+        -> (readAhead: PruneReadAhead, plan: PruneReadAhead.Plan)? {
+        guard !database.options.readOnly, database.path != ":memory:" else { return nil }
+        let readAhead = PruneReadAhead(path: database.path, boundary: boundary, maxVisitors: maxVisitors, minimumLeaves: minimumLeaves)
+        return await readAhead.planned().map { (readAhead, $0) }
+    }
+
+    /// The pages of a planned read ahead read until `stop`; 0 without one.
+    private static func read(_ planned: (readAhead: PruneReadAhead, plan: PruneReadAhead.Plan)?, stop: Locked<Bool>) async -> Int {
+        guard let planned else { return 0 }
+        return await planned.readAhead.read(planned.plan, stop: stop)
     }
 
     /// The shortest and the longest rest between two batches of background work when others

@@ -67,6 +67,10 @@ struct DBPrune: AsyncParsableCommand {
         Output.line("deleted \(Self.describe(expired: prune.expired, evicted: prune.evicted, retention: retention, maxVisitors: maxVisitors))"
                     + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms"
                     + (prune.transactions > 0 ? "; the longest held the write lock \(prune.longestHoldText)" : ""))
+        if prune.pagesToReadAhead > 0 {
+            Output.line("read ahead \(prune.pagesReadAhead) of the \(prune.pagesToReadAhead) leaf page(s) of the indexes keyed by visitor id, "
+                        + "beside the batches: the visitors due were as many as their leaves")
+        }
         let sizeAfter = fileSize()
         if prune.pagesReturned > 0, sizeAfter >= sizeBefore {
             // Another connection (another process's read) kept the last checkpoint from

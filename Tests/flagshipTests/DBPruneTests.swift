@@ -108,6 +108,39 @@ final class DBPruneTests: CommandTestCase {
         XCTAssertEqual(try visitorIds(), ["recent", "v2"])
     }
 
+    /// Every visitor of a store whose indexes keyed by visitor id have hundreds of leaves is due:
+    /// the prune reads those leaves beside its batches, and says how many.
+    func testAPruneOfAsManyVisitorsAsTheIndexesHaveLeavesSaysWhatItReadAhead() throws {
+        try withStore { store in
+            try store.write { db in
+                try db.execute(
+                    """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+                    INSERT INTO visitors (visitor_id, anonymous_id, consent, document, updated_at, last_seen_at)
+                    SELECT 'visitor-' || lower(hex(randomblob(8))), NULL, 1, '{"version":1,"data":{}}', 1732170000000 + i, NULL FROM n
+                    """
+                )
+                try db.execute("INSERT INTO decisions (visitor_id, decided_at, source, assignments) SELECT visitor_id, updated_at, 'unknown', '[]' FROM visitors")
+            }
+        }
+        let inspected = try FlagshipDatabase.openForInspection(at: storeFile)
+        let leaves = try inspected.database.withConnection { db in
+            try db.scalar("SELECT count(*) FROM dbstat WHERE name IN ('sqlite_autoindex_visitors_1', 'decisions_by_visitor') AND pagetype = 'leaf'")
+        }?.int64
+        inspected.close()
+        XCTAssertGreaterThan(try XCTUnwrap(leaves), 2 * Int64(FlagshipDatabase.pruneReadAheadMinimumLeaves))
+
+        let result = try flagship("db", "prune", "--db", storeFile.path)
+
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].hasPrefix("deleted 40000 visitor(s) not seen for 30d00h, with 40000 decision row(s), in 81 transaction(s), "), lines[0])
+        let readAhead = try XCTUnwrap(lines.first { $0.hasPrefix("read ahead ") }, result.stdout)
+        XCTAssertNotNil(readAhead.range(of: #"^read ahead \d+ of the \#(leaves!) leaf page\(s\) of the indexes keyed by visitor id, "#,
+                                         options: .regularExpression), readAhead)
+        XCTAssertEqual(try visitorIds(), [])
+    }
+
     func testANegativeRetentionIsRefusedLeavingTheStoreUntouched() throws {
         try withStore(populate)
 

@@ -165,7 +165,8 @@ final class VisitorRetention: Sendable {
         if prune.visitors > 0 {
             let milliseconds = Int((ContinuousClock.now - started).inMilliseconds)
             let hold = prune.longestHold > .zero ? "; the longest held the write lock \(prune.longestHoldText)" : ""
-            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)")
+            let readAhead = prune.pagesToReadAhead > 0 ? "; \(prune.pagesReadAhead) of \(prune.pagesToReadAhead) index page(s) read ahead" : ""
+            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)\(readAhead)")
         }
         if prune.sharedPartsDeleted > 0 {
             logger.info("Shared variations and contexts no visitor refers to any more deleted: \(prune.sharedPartsDeleted)")
