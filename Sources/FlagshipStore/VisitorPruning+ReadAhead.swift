@@ -16,7 +16,7 @@ import Foundation
 /// touched (each with a chance of 1 − e⁻¹ at least), so all of them are read first, on
 /// `StoreThreads.concurrent`, while the batches go on: in file order, consecutive pages together,
 /// by four readers side by side, without SQLite's B-tree code, against the batches' reads of the
-/// same pages one at a time. A prune of fewer visitors reads nothing more than it did. Which pages
+/// same pages one at a time. A prune of fewer visitors only counts its first visitors due (`planned()`). Which pages
 /// are leaves comes from the interior pages (`IndexLeaves`), about a hundredth of the tree, read
 /// from the file. Every page is read through SQLite's own file (`csqlite_read_main_file`) on
 /// read-only connections of the read ahead's own, never a descriptor of ours, whose closing
