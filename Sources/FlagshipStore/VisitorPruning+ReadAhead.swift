@@ -39,7 +39,7 @@ struct PruneReadAhead: Sendable {
     /// and a walk of the interior pages (about 2,200 pages for the 10 million visitors' two
     /// indexes), so that what it reports does not depend on how fast its batches go.
     func planned() async -> Plan? {
-        await Self.onStoreThread { plan() }
+        await queuedCall(on: StoreThreads.concurrent) { plan() }
     }
 
     /// Reads the plan's pages until done or `stop` is set (the prune's last batch); a cancelled
@@ -55,19 +55,12 @@ struct PruneReadAhead: Sendable {
             }
             return await withTaskGroup(of: Int.self) { group in
                 for share in shares where !share.isEmpty {
-                    group.addTask { await Self.onStoreThread { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
+                    group.addTask { await queuedCall(on: StoreThreads.concurrent) { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
                 }
                 return await group.reduce(0, +)
             }
         } onCancel: {
             stop.withLock { $0 = true }
-        }
-    }
-
-    /// `work` on `StoreThreads.concurrent`, awaited.
-    private static func onStoreThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            StoreThreads.concurrent.async { continuation.resume(returning: work()) }
         }
     }
 

@@ -24,13 +24,6 @@ func boundedCall<T: Sendable>(
     }
 }
 
-/// Runs blocking work on `queue` and waits for it, without holding a cooperative thread.
-func queuedCall<T: Sendable>(on queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        queue.async { continuation.resume(returning: work()) }
-    }
-}
-
 /// Waits for whatever `start` sets going to call its `finish`, until `deadline` on `clock` at
 /// most: `nil` once the deadline passed first. What was set going is not stopped, only no longer
 /// waited for; its late `finish` is dropped. The clock's wait ends with the first of the two.

@@ -13,3 +13,10 @@ import Dispatch
 package enum StoreThreads {
     package static let concurrent = DispatchQueue(label: "io.flagship.store.concurrent", attributes: .concurrent)
 }
+
+/// Runs blocking work on `queue` and waits for it, without holding a cooperative thread.
+package func queuedCall<T: Sendable>(on queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        queue.async { continuation.resume(returning: work()) }
+    }
+}
