@@ -32,7 +32,7 @@ final class PruneReadAheadTests: StoreTestCase {
     }
 
     private func checkpoint(_ store: FlagshipDatabase) throws {
-        XCTAssertTrue(try store.database.withConnection { try $0.checkpointTruncatingWAL() })
+        XCTAssertTrue(try store.database.withConnection { try $0.checkpointTruncatingWAL(waitingUpTo: 5_000) })
     }
 
     /// The leaf pages of `name` as SQLite counts them.

@@ -1,7 +1,8 @@
+import CSQLite
 import Foundation
 import XCTest
 
-import FlagshipStore
+@testable import FlagshipStore
 
 /// A visitor's data deleted from the store is gone from the disk too: not left in the free space
 /// of a page (`secure_delete`), nor in the page images the write-ahead log still holds
@@ -144,4 +145,90 @@ final class SecureDeletionTests: StoreTestCase {
         XCTAssertTrue(try fast.eraseWALHistory())
         XCTAssertEqual(try filesHolding(Self.context), [])
     }
+    /// Another connection's checkpoint under way (the background checkpointer's, or another
+    /// process's) holds SQLite's checkpoint lock, and a checkpoint that finds it held fails at
+    /// once: the erasure waits for it to end instead of leaving the old pages in the WAL.
+    func testACheckpointUnderWayElsewhereOnlyDelaysTheErasureUntilItEnds() throws {
+        let store = try openStore()
+        try store.write { try $0.visitors.save(visitor("visitor-1", context: Self.context)) }
+        // A connection that zeroes every freed page: its erasure only checkpoints (no
+        // `incremental_vacuum` first, which would wait for the write lock instead).
+        let plain = try Database(path: url().path, options: DatabaseOptions(busyTimeoutMilliseconds: 5_000))
+        defer { plain.close() }
+        try plain.write { try $0.execute("DELETE FROM visitors WHERE visitor_id = ?", [.text("visitor-1")]) }
+        XCTAssertNotEqual(try plain.integer("PRAGMA secure_delete"), 2)
+        XCTAssertEqual(try filesHolding(Self.context), ["file-wal"])
+
+        let held = try HeldCheckpoint(path: url().path)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { held.release() }
+        XCTAssertTrue(try plain.eraseWALHistory(), "the other checkpoint ended within the busy timeout")
+
+        XCTAssertTrue(held.ended)
+        XCTAssertEqual(try filesHolding(Self.context), [])
+        XCTAssertEqual(try fileBytes(url("flagship-test.sqlite-wal")).count, 0)
+    }
+}
+
+/// A `FULL` checkpoint on a connection of its own, held under way: it takes SQLite's checkpoint
+/// lock, then waits in its busy handler for the write lock another connection holds, until
+/// `release()`.
+private final class HeldCheckpoint: Sendable {
+    private let entered = DispatchSemaphore(value: 0)
+    private let resume = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+    /// The checkpoint's result code, once it has ended.
+    private let result = Locked<Int32?>(nil)
+    /// The connection that holds the write lock (its handle's address: a handle is not `Sendable`).
+    private let writer: Int
+
+    init(path: String) throws {
+        let writer = try Self.open(path)
+        let checkpointer = try Self.open(path)
+        guard sqlite3_exec(writer, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else { throw CocoaError(.fileLocking) }
+        self.writer = Int(bitPattern: writer)
+        // A connection checkpoints only once it has read the file (and so opened its WAL).
+        guard sqlite3_exec(checkpointer, "SELECT count(*) FROM sqlite_schema", nil, nil, nil) == SQLITE_OK else {
+            throw CocoaError(.fileReadUnknown)
+        }
+        sqlite3_busy_handler(checkpointer, { context, calls in
+            let held = Unmanaged<HeldCheckpoint>.fromOpaque(context!).takeUnretainedValue()
+            if calls == 0 {
+                held.entered.signal()
+                held.resume.wait()
+            }
+            // Then a busy timeout of about 5 s, as the store's.
+            usleep(1_000)
+            return calls < 5_000 ? 1 : 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+        let address = Int(bitPattern: checkpointer)
+        Thread.detachNewThread { [self] in
+            let handle = OpaquePointer(bitPattern: address)
+            let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_FULL, nil, nil)
+            result.withLock { $0 = code }
+            sqlite3_close_v2(handle)
+            done.signal()
+        }
+        entered.wait()
+    }
+
+    private static func open(_ path: String) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nil) == SQLITE_OK, let handle else {
+            sqlite3_close_v2(handle)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return handle
+    }
+
+    /// Ends the write transaction and lets the checkpoint go on; returns once it has ended.
+    func release() {
+        let handle = OpaquePointer(bitPattern: writer)
+        sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+        sqlite3_close_v2(handle)
+        resume.signal()
+        done.wait()
+    }
+
+    /// Whether the checkpoint ended, and copied the WAL.
+    var ended: Bool { result.withLock { $0 } == SQLITE_OK }
 }

@@ -210,13 +210,27 @@ package final class Connection {
     /// Copies the whole WAL into the database file and truncates the WAL to zero bytes
     /// (`SQLITE_CHECKPOINT_TRUNCATE`), waiting up to the busy timeout for other connections'
     /// reads. `false` when a read still in progress kept it from finishing (`SQLITE_BUSY`).
-    func checkpointTruncatingWAL() throws(StoreError) -> Bool {
-        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
-        if code & 0xFF == SQLITE_BUSY { return false }
-        guard code == SQLITE_OK else {
-            throw .sqlite(SQLiteError(code: code, handle: handle, sql: "wal_checkpoint(TRUNCATE)"))
+    ///
+    /// Another checkpoint under way (the background checkpointer's, or another process's) holds
+    /// SQLite's checkpoint lock, and a checkpoint that finds it held fails at once, without the
+    /// busy handler: this one is then tried again, pausing 1 to 16 ms, until that one ends or
+    /// `waitMilliseconds` pass.
+    func checkpointTruncatingWAL(waitingUpTo waitMilliseconds: Int32) throws(StoreError) -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(max(0, waitMilliseconds)))
+        var pause: UInt32 = 1_000
+        while true {
+            // Set to the WAL's size once the checkpoint lock is had; left at -1 when it is not.
+            var walFrames: Int32 = 0
+            let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &walFrames, nil)
+            if code == SQLITE_OK { return true }
+            guard code & 0xFF == SQLITE_BUSY else {
+                throw .sqlite(SQLiteError(code: code, handle: handle, sql: "wal_checkpoint(TRUNCATE)"))
+            }
+            guard walFrames == -1, clock.now < deadline else { return false }
+            usleep(pause)
+            pause = min(pause * 2, 16_000)
         }
-        return true
     }
 
     /// `checkpoint: false` leaves the file and its WAL as they are: for a file about to be moved

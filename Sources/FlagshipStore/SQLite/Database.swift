@@ -253,6 +253,8 @@ package final class Database: @unchecked Sendable {
     /// Returns `false` when another connection's read in progress (another process's, after
     /// waiting the busy timeout) kept the WAL from being emptied: the old pages then stay in it
     /// until a later checkpoint, at the latest when the last connection to the file closes.
+    /// Another checkpoint under way (the background checkpointer's, or another process's) is
+    /// waited for, up to the busy timeout, as a read is.
     ///
     /// In `secure_delete = FAST` (`zeroFreedPagesAtErasureOnly()`), rows deleted earlier may have
     /// left whole pages on the free list unzeroed: those pages are given back first
@@ -265,7 +267,7 @@ package final class Database: @unchecked Sendable {
                try connection.scalar("PRAGMA freelist_count")?.int64 ?? 0 > 0 {
                 try connection.query("PRAGMA incremental_vacuum")
             }
-            return try connection.checkpointTruncatingWAL()
+            return try connection.checkpointTruncatingWAL(waitingUpTo: self.options.busyTimeoutMilliseconds)
         }
     }
 
