@@ -107,7 +107,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "FlagshipFuzzing", dependencies: ["Flagship"]),
+        .target(name: "FlagshipFuzzing", dependencies: ["Flagship", "FlagshipStore"]),
         // A Flagship-compatible HTTP server on 127.0.0.1 (POSIX sockets), deciding with the
         // SDK's own bucketing engine when given a bucketing file.
         .target(name: "FlagshipLocalServer", dependencies: ["Flagship", "FlagshipStore"]),

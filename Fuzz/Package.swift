@@ -48,6 +48,7 @@ let package = Package(
         fuzzTarget("FuzzVisitorCacheDocument"),
         fuzzTarget("FuzzHitCacheDocument"),
         fuzzTarget("FuzzValidation"),
+        fuzzTarget("FuzzIndexLeaves"),
         fuzzTarget("FuzzCompiledBucketing"),
     ],
     swiftLanguageModes: [.v6]

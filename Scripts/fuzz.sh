@@ -15,7 +15,7 @@ seconds="${1:?usage: Scripts/fuzz.sh SECONDS [target...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzDecisionResponse FuzzBucketing FuzzVisitorCacheDocument FuzzHitCacheDocument FuzzValidation FuzzCompiledBucketing)
+    targets=(FuzzDecisionResponse FuzzBucketing FuzzVisitorCacheDocument FuzzHitCacheDocument FuzzValidation FuzzCompiledBucketing FuzzIndexLeaves)
 fi
 
 # `--sanitize=fuzzer` is not used: it would link libFuzzer's `main` into the main package's build

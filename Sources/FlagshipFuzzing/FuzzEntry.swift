@@ -24,6 +24,9 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
     /// The store's compiled form of a bucketing file, as a start reads it back: the bytes with the
     /// checksum they need written in (so that the reading past it is reached), then decisions.
     case compiledBucketing = "FuzzCompiledBucketing"
+    /// A store file as a prune's read ahead meets it (`IndexLeaves`): the leaves of the B-trees
+    /// whose roots are its first pages, found from their interior pages, whatever those hold.
+    case indexLeaves = "FuzzIndexLeaves"
 
     package enum Outcome: Sendable, Equatable {
         /// The SDK read (or validated) the input, and every invariant held.
@@ -45,6 +48,7 @@ package enum FuzzEntry: String, CaseIterable, Sendable {
         case .hitCacheDocument: return try Self.hitCacheDocument(input)
         case .validation: return try Self.validation(input)
         case .compiledBucketing: return try Self.compiledBucketing(input)
+        case .indexLeaves: return try Self.indexLeaves(input)
         }
     }
 

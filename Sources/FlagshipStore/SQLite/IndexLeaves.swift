@@ -2,17 +2,17 @@
 ///
 /// A prune of many visitors of a big store read cold spends a quarter of its time reading, one
 /// 4 KB page at a time on its own thread between its writes, the leaves of the two indexes keyed
-/// by visitor id, at random places (`FlagshipDatabase.readAheadForPrune`). Knowing which pages
-/// those are lets them be read first, in file order, on another thread. SQLite has no call that
-/// names a B-tree's pages, so they are read from the file format itself (a page's first byte
-/// says its kind; an interior page lists its children), from the interior pages only, a
-/// thousandth of the tree.
+/// by visitor id, at random places (`PruneReadAhead`). Knowing which pages those are lets them
+/// be read first, in file order, on other threads. SQLite has no call that names a B-tree's
+/// pages, so they are read from the file format itself (a page's first byte says its kind; an
+/// interior page lists its children), from the interior pages only, a hundredth of the tree.
 ///
 /// The answer is a hint, never trusted: the pages are read from the file, not from the WAL (a
 /// page rewritten since the last checkpoint is read as it was), and anything that does not read
 /// as a B-tree page should (a kind, a count or a child out of bounds) ends the walk with `nil`.
-/// Nothing here writes, and the pages found are only read.
-enum IndexLeaves {
+/// Nothing here writes, and the pages found are only read. The fuzz target `FuzzIndexLeaves`
+/// walks mutated files.
+package enum IndexLeaves {
     /// The first header byte of each kind of B-tree page.
     static let interiorIndex: UInt8 = 2
     static let interiorTable: UInt8 = 5
@@ -23,7 +23,7 @@ enum IndexLeaves {
     /// root is a leaf itself; `nil` when a page does not read as a B-tree page or the walk would
     /// pass `maximumDepth` levels or read more pages than the file has.
     /// - Parameter page: the bytes of a page (numbered from 1), `pageSize` of them, or `nil`.
-    static func leaves(root: Int, pageCount: Int, pageSize: Int, maximumDepth: Int = 20,
+    package static func leaves(root: Int, pageCount: Int, pageSize: Int, maximumDepth: Int = 20,
                        page: (Int) -> [UInt8]?) -> [Int]? {
         guard pageCount > 0, (1...pageCount).contains(root), let rootPage = page(root),
               let rootKind = kind(of: rootPage, number: root) else { return nil }
@@ -51,14 +51,14 @@ enum IndexLeaves {
     }
 
     /// The kind of B-tree page `bytes` is (its first header byte), or `nil` for any other byte.
-    static func kind(of bytes: [UInt8], number: Int) -> UInt8? {
+    package static func kind(of bytes: [UInt8], number: Int) -> UInt8? {
         let header = headerOffset(number)
         guard bytes.count > header else { return nil }
         let kind = bytes[header]
         return [interiorIndex, interiorTable, leafIndex, leafTable].contains(kind) ? kind : nil
     }
 
-    static func isLeaf(_ kind: UInt8) -> Bool { kind == leafIndex || kind == leafTable }
+    package static func isLeaf(_ kind: UInt8) -> Bool { kind == leafIndex || kind == leafTable }
 
     /// The pages an interior page points to, left to right, its right-most pointer last; `nil`
     /// when it is not an interior page or a count, an offset or a page number is out of bounds.
@@ -95,7 +95,7 @@ enum IndexLeaves {
 
     /// The runs of consecutive page numbers in `pages` (sorted), each at most `longest` long, as
     /// (first page, count): what one read each takes.
-    static func runs(_ pages: [Int], longest: Int) -> [(first: Int, count: Int)] {
+    package static func runs(_ pages: [Int], longest: Int) -> [(first: Int, count: Int)] {
         var runs: [(first: Int, count: Int)] = []
         for page in pages {
             if let last = runs.last, last.first + last.count == page, last.count < longest {
