@@ -24,7 +24,7 @@ package enum IndexLeaves {
     /// pass `maximumDepth` levels or read more pages than the file has.
     /// - Parameter page: the bytes of a page (numbered from 1), `pageSize` of them, or `nil`.
     package static func leaves(root: Int, pageCount: Int, pageSize: Int, maximumDepth: Int = 20,
-                       page: (Int) -> [UInt8]?) -> [Int]? {
+                               page: (Int) -> [UInt8]?) -> [Int]? {
         guard pageCount > 0, (1...pageCount).contains(root), let rootPage = page(root),
               let rootKind = kind(of: rootPage, number: root) else { return nil }
         if isLeaf(rootKind) { return [root] }
