@@ -91,14 +91,19 @@ let benchmarks: @Sendable () -> Void = {
 
     // Decision API mode through URLSession, and (issue 46) through async-http-client
     // (`AsyncHTTPClientTransport()`, FlagshipAsyncHTTPClient); beside each client's raw POSTs.
-    for throughAsyncHTTPClient in [false, true] {
+    // New visitors with an event each, as above; then returning visitors that only read, a
+    // server's usual page, whose request is the decision POST and lookups (their consent and
+    // exposures were reported when they were new).
+    for (visitors, throughAsyncHTTPClient) in [(ServerSession.Visitors.new, false), (.new, true),
+                                               (.returningReadingOnly, false), (.returningReadingOnly, true)] {
         let api = Box<ServerSession>()
-        let name = "server loop, Decision API: SDK\(throughAsyncHTTPClient ? " through async-http-client" : ""), 64 tasks"
-        Benchmark(name) { (benchmark: Benchmark, session: ServerSession) async in
+        let transport = throughAsyncHTTPClient ? " through async-http-client" : ""
+        let who = visitors == .new ? "" : ", returning visitors reading only"
+        Benchmark("server loop, Decision API: SDK\(transport)\(who), 64 tasks") { (benchmark: Benchmark, session: ServerSession) async in
             await session.serveRounds(benchmark)
         } setup: {
             try await ServerSession.start(.decisionAPI, fixture: fixture, into: api,
-                                          transport: throughAsyncHTTPClient ? AsyncHTTPClientTransport() : nil)
+                                          transport: throughAsyncHTTPClient ? AsyncHTTPClientTransport() : nil, visitors: visitors)
         } teardown: {
             await api.value?.stop()
         }
@@ -182,6 +187,8 @@ enum ServerLoop {
     static let concurrency = 64
     static let visitorsPerRound = 2_000
     static let measuredRounds = 10
+    /// The returning visitors of the reading-only rounds, each served once before them.
+    static let returningVisitors = 256
     static let envId = "bench_env"
     static let apiKey = "bench_key"
 }

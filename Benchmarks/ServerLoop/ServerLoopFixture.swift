@@ -64,6 +64,11 @@ struct ServerLoopFixture: Sendable {
         "visitor-\(round)-\(index)"
     }
 
+    /// The id of returning visitor `index` (`ServerSession.Visitors.returningReadingOnly`).
+    static func returningVisitorId(_ index: Int) -> String {
+        "returning-\(index)"
+    }
+
     /// A context that passes about half the added campaigns' rules, varying by visitor.
     static func context(index: Int) -> [String: Any] {
         [
@@ -133,27 +138,39 @@ extension FSJSONValue {
 final class ServerSession: Sendable {
     enum Mode { case bucketing, decisionAPI }
 
+    /// Who a round's requests are for.
+    enum Visitors: Sendable {
+        /// Each request a visitor never seen, with an awaited event (issue 19's loop).
+        case new
+        /// Each request one of `ServerLoop.returningVisitors` visitors served once before the
+        /// measurement, fetched and read only (issue 46: a server's usual page).
+        case returningReadingOnly
+    }
+
     let server: LocalFlagshipServer
     let directory: TemporaryDirectory
     let flagship: Flagship
     /// The PostgreSQL store, when the session runs on one.
     let store: FlagshipPostgresStore?
+    let visitors: Visitors
     private let round = Locked(0)
     private let failures = Locked<String?>(nil)
 
     var failure: String? { failures.withLock { $0 } }
 
-    private init(server: LocalFlagshipServer, directory: TemporaryDirectory, flagship: Flagship, store: FlagshipPostgresStore?) {
+    private init(server: LocalFlagshipServer, directory: TemporaryDirectory, flagship: Flagship, store: FlagshipPostgresStore?,
+                 visitors: Visitors) {
         self.server = server
         self.store = store
         self.directory = directory
         self.flagship = flagship
+        self.visitors = visitors
     }
 
     /// Starts the SDK on a SQLite file of its own, or with `postgres`, on a new database there.
     static func start(_ mode: Mode, fixture: ServerLoopFixture, into box: Box<ServerSession>,
                       postgres: TemporaryPostgres? = nil, provenance: Bool = true,
-                      transport: (any FSHTTPTransport)? = nil) async throws -> ServerSession {
+                      transport: (any FSHTTPTransport)? = nil, visitors: Visitors = .new) async throws -> ServerSession {
         let server = LocalFlagshipServer(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey)
         try server.setBucketingFile(fixture.json)
         if mode == .decisionAPI { server.decision = .bucketing }
@@ -181,7 +198,13 @@ final class ServerSession: Sendable {
         }
         let flagship = Flagship.sharedInstance
         flagship.start(envId: ServerLoop.envId, apiKey: ServerLoop.apiKey, config: builder.build())
-        let session = ServerSession(server: server, directory: directory, flagship: flagship, store: store)
+        let session = ServerSession(server: server, directory: directory, flagship: flagship, store: store, visitors: visitors)
+        if visitors == .returningReadingOnly {
+            // Each returning visitor served once as a new one, and what that sent delivered:
+            // their consent and exposures are known before the measurement.
+            await session.introduceReturningVisitors()
+            await flagship.waitUntilTrackingIsIdle()
+        }
         if let postgres, let database {
             // Steady state, as a running fleet has it: a round served, then the statistics that
             // autovacuum gathers within its first minute (the migration asks it to analyze the hits
@@ -195,37 +218,69 @@ final class ServerSession: Sendable {
     }
 
     /// A round: each visitor built with its context, fetched, three flags read with their
-    /// exposure, one event awaited (its commit).
+    /// exposure; for new visitors, one event awaited (its commit).
     func serveRound() async {
         let round = round.withLock { value -> Int in
             defer { value += 1 }
             return value
         }
-        let flagship = flagship
-        let failures = failures
-        await forEachVisitor { index in
-            let visitor = await flagship.newVisitor(visitorId: ServerLoopFixture.visitorId(round: round, index: index), hasConsented: true,
-                                                    instanceType: .NEW_INSTANCE)
-                .withContext(context: ServerLoopFixture.context(index: index))
-                .buildAsync()
-            do {
-                try await visitor.fetchFlags()
-                for key in ServerLoopFixture.flagKeys {
-                    blackHole(visitor.getFlag(key: key).value(defaultValue: "none"))
-                }
-                let event = FSEvent(eventCategory: .Action_Tracking, eventAction: "purchase")
-                try await visitor.sendHit(event)
-            } catch {
-                failures.withLock { $0 = $0 ?? "\(error)" }
+        await forEachVisitor { [self] index in
+            switch visitors {
+            case .new:
+                await request(ServerLoopFixture.visitorId(round: round, index: index), index: index, sendingEvent: true)
+            case .returningReadingOnly:
+                let returning = index % ServerLoop.returningVisitors
+                await request(ServerLoopFixture.returningVisitorId(returning), index: returning, sendingEvent: false)
             }
         }
     }
 
+    /// The returning visitors' first requests, as new visitors (not measured).
+    private func introduceReturningVisitors() async {
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<ServerLoop.returningVisitors {
+                group.addTask { [self] in
+                    await request(ServerLoopFixture.returningVisitorId(index), index: index, sendingEvent: true)
+                }
+            }
+        }
+    }
+
+    /// One request: the visitor built with the context of `index`, fetched, three flags read with
+    /// their exposure and, `sendingEvent`, one event awaited.
+    private func request(_ visitorId: String, index: Int, sendingEvent: Bool) async {
+        let visitor = await flagship.newVisitor(visitorId: visitorId, hasConsented: true, instanceType: .NEW_INSTANCE)
+            .withContext(context: ServerLoopFixture.context(index: index))
+            .buildAsync()
+        do {
+            try await visitor.fetchFlags()
+            for key in ServerLoopFixture.flagKeys {
+                blackHole(visitor.getFlag(key: key).value(defaultValue: "none"))
+            }
+            if sendingEvent {
+                try await visitor.sendHit(FSEvent(eventCategory: .Action_Tracking, eventAction: "purchase"))
+            }
+        } catch {
+            failures.withLock { $0 = $0 ?? "\(error)" }
+        }
+    }
+
     /// The benchmark's rounds: each one's rate, then whether the run lost anything.
+    ///
+    /// A round of returning visitors must cost the platform one decision request per visitor and
+    /// nothing else (their consent and exposures were reported once): the run fails otherwise.
     func serveRounds(_ benchmark: Benchmark) async {
         for _ in benchmark.scaledIterations {
+            let before = server.totals
             let elapsed = await measure(benchmark) { await serveRound() }
             benchmark.measurement(visitorsPerSecond, rate(ServerLoop.visitorsPerRound, elapsed))
+            let after = server.totals
+            if visitors == .returningReadingOnly,
+               after != ReceivedTotals(requests: before.requests + ServerLoop.visitorsPerRound, hits: before.hits, activates: before.activates) {
+                benchmark.error("a round of returning visitors sent \(after.requests - before.requests) requests for "
+                                + "\(ServerLoop.visitorsPerRound) visitors, \(after.hits - before.hits) hits, "
+                                + "\(after.activates - before.activates) activates")
+            }
         }
         if let failure { benchmark.error(failure) }
         await checkNothingWasLost(benchmark)
