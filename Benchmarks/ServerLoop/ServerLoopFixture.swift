@@ -268,7 +268,8 @@ final class ServerSession: Sendable {
     /// The benchmark's rounds: each one's rate, then whether the run lost anything.
     ///
     /// A round of returning visitors must cost the platform one decision request per visitor and
-    /// nothing else (their consent and exposures were reported once): the run fails otherwise.
+    /// nothing else (their consent and exposures were reported once): otherwise the benchmark
+    /// reports an error instead of its figures.
     func serveRounds(_ benchmark: Benchmark) async {
         for _ in benchmark.scaledIterations {
             let before = server.totals
