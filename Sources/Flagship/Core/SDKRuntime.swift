@@ -229,9 +229,10 @@ final class SDKRuntime: Sendable {
         }
         await transport.shutdown()
         guard let store else { return }
-        // Closing takes the store's lock, which a write waiting for another process's lock holds.
+        // Closing takes the store's lock, which a write waiting for another process's lock holds:
+        // it blocks, so it runs where SQLite's other blocking work does.
         let closed = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            DispatchQueue.global().async {
+            StoreThreads.concurrent.async {
                 store.close()
                 finish(true)
             }
