@@ -66,7 +66,7 @@ struct DBPrune: AsyncParsableCommand {
         let milliseconds = Int(took.inMilliseconds)
         Output.line("deleted \(Self.describe(expired: prune.expired, evicted: prune.evicted, retention: retention, maxVisitors: maxVisitors))"
                     + ", with \(prune.decisionRows) decision row(s), in \(prune.transactions) transaction(s), \(milliseconds) ms"
-                    + (prune.transactions > 0 ? "; the longest held the write lock \(prune.longestHoldText)" : ""))
+                    + (prune.transactions > 0 ? "; the longest held the write lock \(prune.longestHoldText)" : "") + prune.restsForAReaderText)
         if prune.pagesToReadAhead > 0 {
             Output.line("read ahead \(prune.pagesReadAhead) of the \(prune.pagesToReadAhead) leaf page(s) of the indexes keyed by visitor id, "
                         + "beside the batches: the visitors due were as many as their leaves")

@@ -166,7 +166,7 @@ final class VisitorRetention: Sendable {
             let milliseconds = Int((ContinuousClock.now - started).inMilliseconds)
             let hold = prune.longestHold > .zero ? "; the longest held the write lock \(prune.longestHoldText)" : ""
             let readAhead = prune.pagesToReadAhead > 0 ? "; \(prune.pagesReadAhead) of \(prune.pagesToReadAhead) index page(s) read ahead" : ""
-            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)\(readAhead)")
+            logger.info("Visitor cache pruned in \(prune.transactions) transaction(s), \(milliseconds) ms: \(Self.describe(prune, policy: policy))\(hold)\(prune.restsForAReaderText)\(readAhead)")
         }
         if prune.sharedPartsDeleted > 0 {
             logger.info("Shared variations and contexts no visitor refers to any more deleted: \(prune.sharedPartsDeleted)")

@@ -38,6 +38,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         /// grown by another threshold (a WAL that keeps being written is not checkpointed at
         /// every commit, each with its two syncs).
         var askedAt: Int32 = 0
+        /// The last checkpoint that ran (here or the writer's) left frames it could not copy: a
+        /// read still needed the pages they replace.
+        var leftFrames = false
     }
 
     private let path: String
@@ -72,12 +75,10 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             if pages < state.askedAt { state.askedAt = 0 }  // the WAL started over
             guard pages >= state.askedAt + threshold, !state.pending else { return false }
             state.askedAt = pages
-            state.pending = true
-            // A block already set going runs this checkpoint once its own ends.
-            guard !state.draining else { return false }
-            state.draining = true
-            return true
+            return Self.ask(&state)
         }
+        var log: Int32 = 0
+        var copied: Int32 = 0
         switch schedule {
         case nil:
             guard !state.withLock({ $0.closed }) else { return }
@@ -87,7 +88,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             // next transaction starts it over: the WAL stays within eight thresholds, as when
             // writes come faster than a second connection can copy them.
             drains.wait()
-            sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            note(sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied), log: log, copied: copied)
         case true?:
             StoreThreads.concurrent.async(group: drains) { [self] in drain() }
         case false?:
@@ -101,12 +102,52 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         while let handle = nextCheckpoint() {
             // `SQLITE_BUSY`: another checkpoint runs (another process's); other errors: tried
             // again at the next threshold, and the writer takes over once the WAL is far past it.
-            let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            var log: Int32 = 0
+            var copied: Int32 = 0
+            let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
             state.withLock { state in
                 state.running = false
                 if code == SQLITE_OK { state.checkpoints += 1 }
             }
+            note(code, log: log, copied: copied)
         }
+    }
+
+    /// Notes whether a checkpoint that ran copied the whole WAL (`log` frames, `copied` of them).
+    private func note(_ code: Int32, log: Int32, copied: Int32) {
+        guard code == SQLITE_OK else { return }
+        state.withLock { $0.leftFrames = copied < log }
+    }
+
+    /// Whether a read keeps the checkpoints from copying a WAL already past the point where
+    /// commits checkpoint it themselves (`writerCheckpointThresholds`): the last checkpoint left
+    /// frames a read still needed. Until that read ends, every frame written stays in the WAL,
+    /// and the first checkpoint after it copies them all; background work in batches waits
+    /// instead of adding to them (`FlagshipDatabase.Pacing`). Never once no checkpoint runs here
+    /// any more (closed, or the file damaged), which nothing would then end.
+    var isHeldBackByAReader: Bool {
+        state.withLock { state in
+            !state.closed && !state.stopped && state.leftFrames && state.walPages >= threshold * Self.writerCheckpointThresholds
+        }
+    }
+
+    /// Asks for a checkpoint here now, whatever the WAL's size (one already asked for or
+    /// running does).
+    func checkpointSoon() {
+        let start = state.withLock { state -> Bool in
+            guard !state.closed, !state.stopped, !state.pending else { return false }
+            return Self.ask(&state)
+        }
+        if start { StoreThreads.concurrent.async(group: drains) { [self] in drain() } }
+    }
+
+    /// Marks a checkpoint asked for; returns whether a block must be set going to run it (a
+    /// block already set going runs it once its own ends).
+    private static func ask(_ state: inout State) -> Bool {
+        state.pending = true
+        guard !state.draining else { return false }
+        state.draining = true
+        return true
     }
 
     /// The connection for the checkpoint asked for, marked running; `nil` (and the block ends)

@@ -35,7 +35,7 @@ package final class Database: @unchecked Sendable {
     private let reader = Locked<ReaderConnection?>(nil)
     /// Runs the WAL's checkpoints off the committing thread, once `checkpointInBackground()` set
     /// it up; under its own lock, so that a damaged read on the reader can stop it too.
-    private let checkpointer = Locked<BackgroundCheckpointer?>(nil)
+    let checkpointer = Locked<BackgroundCheckpointer?>(nil)
     /// The store's own serial queue as a task executor: where the async forms of `read` and
     /// `write` run (`Database+Async.swift`), and the tasks that block on this store (the SDK's
     /// writer, its group commits).
@@ -183,22 +183,6 @@ package final class Database: @unchecked Sendable {
     /// (`FlagshipDatabase.Pacing`).
     package var connectionWaits: Int {
         holderLock.withLock { waitsForConnection }
-    }
-
-    /// Whether a write of about `pages` WAL frames, committed now, could leave the background
-    /// checkpointer (`checkpointInBackground`) behind: a checkpoint queued or under way, and the
-    /// WAL and those frames reaching eight thresholds, where the commit checkpoints the whole WAL
-    /// itself. Background work in batches waits while this holds before its next batch, so that
-    /// no commit of it ever checkpoints, and goes on while its batch fits: the batches and the
-    /// checkpoints overlap. `false` without a checkpointer.
-    package func checkpointWouldFallBehind(writing pages: Int) -> Bool {
-        checkpointer.withLock { $0 }?.wouldFallBehind(writing: Int32(clamping: pages)) ?? false
-    }
-
-    /// The WAL's size after the last commit, in pages, and the pages it grows by between two
-    /// checkpoints asked for; `nil` without a background checkpointer.
-    package var walProgress: (pages: Int, pagesPerCheckpoint: Int)? {
-        checkpointer.withLock { $0 }.map { (Int($0.walPages), Int($0.threshold)) }
     }
 
     /// Whether the last write found the file locked (read and written under `lock`).
