@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 
 /// The full check (`PRAGMA quick_check`, every page) of a store too big to check on the start
-/// path, run after opening on a connection of its own, on `BlockingThreads.pool`.
+/// path, run after opening on a connection of its own, on `StoreThreads.concurrent`.
 ///
 /// What a crash can leave in a store in WAL mode is checked before use whatever the size (see
 /// `FlagshipDatabase.boundedCheck`: the schema and the hits); the full check looks for damage from elsewhere (a disk, a
@@ -54,7 +54,7 @@ package final class DeferredCheck: @unchecked Sendable {
 
     /// Sets the check going; returns at once.
     func start() {
-        BlockingThreads.pool.async(group: running) { [self] in ended(run()) }
+        StoreThreads.concurrent.async(group: running) { [self] in ended(run()) }
     }
 
     private func run() -> Outcome {

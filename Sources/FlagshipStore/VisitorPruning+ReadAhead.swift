@@ -14,7 +14,7 @@ import Foundation
 ///
 /// When the visitors due are at least as many as an index has leaves, most of its leaves are
 /// touched (each with a chance of 1 − e⁻¹ at least), so all of them are read first, on
-/// `BlockingThreads.pool`, while the batches go on: in file order, consecutive pages together,
+/// `StoreThreads.concurrent`, while the batches go on: in file order, consecutive pages together,
 /// by four readers side by side, without SQLite's B-tree code, against the batches' reads of the
 /// same pages one at a time. A prune of fewer visitors only counts its first visitors due (`planned()`). Which pages
 /// are leaves comes from the interior pages (`IndexLeaves`), about a hundredth of the tree, read
@@ -33,13 +33,13 @@ struct PruneReadAhead: Sendable {
     let maxVisitors: Int?
     var minimumLeaves = FlagshipDatabase.pruneReadAheadMinimumLeaves
 
-    /// Which leaves to read, or `nil` for none (`plan()`), on `BlockingThreads.pool`. The
+    /// Which leaves to read, or `nil` for none (`plan()`), on `StoreThreads.concurrent`. The
     /// prune awaits it before its first batch: a count of the visitors due up to
     /// `minimumLeaves` when few are (every periodic prune of a store that keeps up), else that
     /// and a walk of the interior pages (about 2,200 pages for the 10 million visitors' two
     /// indexes), so that what it reports does not depend on how fast its batches go.
     func planned() async -> Plan? {
-        await queuedCall(on: BlockingThreads.pool) { plan() }
+        await queuedCall(on: StoreThreads.concurrent) { plan() }
     }
 
     /// Reads the plan's pages until done or `stop` is set (the prune's last batch); a cancelled
@@ -55,7 +55,7 @@ struct PruneReadAhead: Sendable {
             }
             return await withTaskGroup(of: Int.self) { group in
                 for share in shares where !share.isEmpty {
-                    group.addTask { await queuedCall(on: BlockingThreads.pool) { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
+                    group.addTask { await queuedCall(on: StoreThreads.concurrent) { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
                 }
                 return await group.reduce(0, +)
             }

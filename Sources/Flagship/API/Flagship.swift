@@ -18,9 +18,8 @@ public final class Flagship: Sendable {
     static let fallbackLogger = Logger.flagship()
     /// Where the app's callbacks run, whatever the instance: off the caller's stack, one at a
     /// time in the order the SDK asked for them, never under an SDK lock, never on a thread of
-    /// Swift's cooperative pool (a callback may block). One serial lane of the SDK's blocking
-    /// threads (`BlockingThreads`) for the process.
-    static let callbacks = BlockingThreads.lane("io.flagship.callbacks")
+    /// Swift's cooperative pool (a callback may block). One serial queue for the process.
+    static let callbacks = DispatchQueue(label: "io.flagship.callbacks")
 
     /// The started instance and the shared visitor: one lock, one value, as in `FSVisitor`.
     private struct State {

@@ -1,7 +1,7 @@
 import Dispatch
 import FlagshipStore
 
-/// An app's cache delegate, called only on one serial queue (a lane of `BlockingThreads`).
+/// An app's cache delegate, called only on one serial queue.
 ///
 /// The reference's cache protocols ask nothing of thread safety (its own example is a plain
 /// `public class`), so the SDK never calls one delegate from two threads at once: every call goes
@@ -16,7 +16,7 @@ final class ConfinedDelegate<Delegate>: @unchecked Sendable {
 
     init(_ delegate: Delegate, label: String) {
         self.delegate = delegate
-        queue = BlockingThreads.lane(label)
+        queue = DispatchQueue(label: label)
         executor = SerialQueueExecutor(queue)
     }
 

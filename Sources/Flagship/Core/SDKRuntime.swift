@@ -232,7 +232,7 @@ final class SDKRuntime: Sendable {
         // Closing takes the store's lock, which a write waiting for another process's lock holds:
         // it blocks, so it runs where SQLite's other blocking work does.
         let closed = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            BlockingThreads.pool.async {
+            StoreThreads.concurrent.async {
                 store.close()
                 finish(true)
             }

@@ -114,11 +114,11 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         try store?.read { try $0.visitors.visitor(id: visitorId) }
     }
 
-    /// The read runs on the SDK's blocking threads (`BlockingThreads.pool`: each read has a
+    /// The read runs on the store's concurrent queue (`StoreThreads.concurrent`: each read has a
     /// transaction of its own): SQLite blocks, and no thread of Swift's pool may.
     package func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
         guard store != nil else { return nil }
-        return try await queuedCall(on: BlockingThreads.pool) { Result { try self.visitor(id: visitorId) } }.get()
+        return try await queuedCall(on: StoreThreads.concurrent) { Result { try self.visitor(id: visitorId) } }.get()
     }
 
     /// One transaction when both are tables of the store; then the traces on disk are erased.

@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 
 /// Runs a database's WAL checkpoints on a connection of its own, one at a time, on
-/// `BlockingThreads.pool`, so that no commit waits for one.
+/// `StoreThreads.concurrent`, so that no commit waits for one.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that pushes the WAL past 1,000 pages: it
 /// copies pages into the database file and syncs both files, while the committing connection
@@ -90,7 +90,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             drains.wait()
             note(sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied), log: log, copied: copied)
         case true?:
-            BlockingThreads.pool.async(group: drains) { [self] in drain() }
+            StoreThreads.concurrent.async(group: drains) { [self] in drain() }
         case false?:
             break
         }
@@ -138,7 +138,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             guard !state.closed, !state.stopped, !state.pending else { return false }
             return Self.ask(&state)
         }
-        if start { BlockingThreads.pool.async(group: drains) { [self] in drain() } }
+        if start { StoreThreads.concurrent.async(group: drains) { [self] in drain() } }
     }
 
     /// Marks a checkpoint asked for; returns whether a block must be set going to run it (a
