@@ -103,7 +103,9 @@ public final class FSConfigBuilder {
     }
 
     /// Told of each change of the SDK's status, off the caller's thread; a status set again
-    /// unchanged is not told.
+    /// unchanged is not told. The SDK's callbacks run one at a time, in order, on a dispatch queue
+    /// of the SDK's (`io.flagship.callbacks`), never on Swift's cooperative pool: one may block,
+    /// but it delays the callbacks after it.
     @discardableResult
     public func withOnSdkStatusChanged(_ onSdkStatusChanged: @escaping OnSdkStatusChanged) -> FSConfigBuilder {
         config.onSdkStatusChanged = onSdkStatusChanged
@@ -140,7 +142,8 @@ public final class FSConfigBuilder {
     }
 
     /// Called with the visitor and the flag each time an exposure (an activate) has been
-    /// delivered to Flagship, off the caller's thread.
+    /// delivered to Flagship, off the caller's thread, in turn with the SDK's other callbacks
+    /// (see `withOnSdkStatusChanged(_:)`).
     @discardableResult
     public func withOnVisitorExposed(_ onVisitorExposed: @escaping OnVisitorExposed) -> FSConfigBuilder {
         config.onVisitorExposed = onVisitorExposed

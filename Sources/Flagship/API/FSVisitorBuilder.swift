@@ -52,7 +52,8 @@ public final class FSVisitorBuilder {
         return self
     }
 
-    /// Told of every change of the visitor's (fetch status, reason), off the caller's thread.
+    /// Told of every change of the visitor's (fetch status, reason), off the caller's thread, in
+    /// turn with the SDK's other callbacks (see `FSConfigBuilder.withOnSdkStatusChanged(_:)`).
     @discardableResult
     public func withFetchFlagsStatus(_ pCallback: @escaping OnFetchFlagsStatusChanged) -> FSVisitorBuilder {
         onFetchFlagsStatusChanged = pCallback

@@ -1,0 +1,104 @@
+import Dispatch
+import FlagshipStore
+import Foundation
+import XCTest
+
+@testable import Flagship
+
+/// The SDK's serial dispatch queues (the store's, the callbacks', a cache delegate's) each get a
+/// thread of their own when they have work: neither long work on the global pool nor a callback
+/// that blocks makes them wait. A serial queue made to target a concurrent queue would lose that
+/// (libdispatch gives a thread at once only to a serial queue on its default target): tried on
+/// 2026-12-02, such a queue got no thread within 3 s while CPU work held the global pool's.
+final class SDKQueuesTests: XCTestCase {
+    private var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    override func tearDown() {
+        directory.remove()
+    }
+
+    /// While long work holds every thread of the global pool (an app's `concurrentPerform`, a
+    /// bucketing file read in parts), a block on each SDK queue runs at once.
+    func testTheSDKQueuesRunWhileLongWorkHoldsTheGlobalPool() throws {
+        let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
+        defer { database.close() }
+        let delegate = ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits")
+        let holding = Locked(true)
+        let held = DispatchGroup()
+        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
+        let started = DispatchSemaphore(value: 0)
+        for _ in 0..<spinners {
+            DispatchQueue.global().async(group: held) {
+                started.signal()
+                let end = Date().addingTimeInterval(20)
+                while holding.withLock({ $0 }), Date() < end {}
+            }
+        }
+        defer {
+            holding.withLock { $0 = false }
+            held.wait()
+        }
+        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+        for (name, queue) in [("store", database.executor.queue), ("callbacks", Flagship.callbacks), ("delegate", delegate.queue)] {
+            let ran = DispatchSemaphore(value: 0)
+            let asked = Date()
+            queue.async { ran.signal() }
+            XCTAssertEqual(ran.wait(timeout: .now() + 2), .success, "the \(name) queue got no thread while the pool was held")
+            XCTAssertLessThan(Date().timeIntervalSince(asked), 2, name)
+        }
+    }
+
+    /// An app callback that blocks holds its own queue only: the store's writes, a cache
+    /// delegate's calls and the concurrent store work go on meanwhile.
+    func testABlockedCallbackHoldsOnlyItsQueue() async throws {
+        let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
+        defer { database.close() }
+        let release = DispatchSemaphore(value: 0)
+        let callbackRan = Locked(false)
+        Flagship.callbacks.async { callbackRan.withLock { $0 = true }; release.wait() }
+        defer { release.signal() }
+        let deadline = Date().addingTimeInterval(10)
+        while !callbackRan.withLock({ $0 }), Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        XCTAssertTrue(callbackRan.withLock { $0 }, "the callback had not started")
+
+        let wentOn = expectation(description: "the other queues went on")
+        let answers = Locked<[String]>([])
+        let others = Task {
+            _ = try await database.write { try $0.execute("CREATE TABLE written_beside_a_callback (id INTEGER)") }
+            answers.withLock { $0.append("store") }
+            if await ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits").run({ _ in true }) {
+                answers.withLock { $0.append("delegate") }
+            }
+            let concurrent = await queuedCall(on: StoreThreads.concurrent) { "concurrent" }
+            answers.withLock { $0.append(concurrent) }
+            wentOn.fulfill()
+        }
+        await fulfillment(of: [wentOn], timeout: 10)
+        XCTAssertEqual(answers.withLock { $0 }, ["store", "delegate", "concurrent"])
+        release.signal()
+        try await others.value
+    }
+
+    /// The callbacks run one at a time, in the order they were asked for.
+    func testCallbacksRunOneAtATimeInOrder() {
+        let seen = Locked<[Int]>([])
+        let running = Locked((now: 0, most: 0))
+        let done = expectation(description: "every callback ran")
+        done.expectedFulfillmentCount = 1_000
+        for index in 0..<1_000 {
+            Flagship.callbacks.async {
+                running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                seen.withLock { $0.append(index) }
+                running.withLock { $0.now -= 1 }
+                done.fulfill()
+            }
+        }
+        wait(for: [done], timeout: 30)
+        XCTAssertEqual(seen.withLock { $0 }, Array(0..<1_000))
+        XCTAssertEqual(running.withLock { $0.most }, 1, "two callbacks ran at once")
+    }
+}
