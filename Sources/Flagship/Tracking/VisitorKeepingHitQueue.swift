@@ -109,9 +109,13 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         }
     }
 
-    /// The visitor's stored document, read on the caller's thread (blocking it).
+    /// The visitor's stored document, read on the caller's thread (blocking it), beside any write
+    /// transaction under way (`FlagshipDatabase.readBesideWrites`), as the default visitor cache
+    /// reads: a lookup does not wait for a group commit. What a commit under way writes is not
+    /// seen yet; the documents waiting for one are found in memory first
+    /// (`PendingVisitorDocuments`).
     package func visitor(id visitorId: String) throws -> VisitorRecord? {
-        try store?.read { try $0.visitors.visitor(id: visitorId) }
+        try store?.readBesideWrites { try $0.visitors.visitor(id: visitorId) }
     }
 
     /// The read runs on the store's concurrent queue (`StoreThreads.concurrent`: each read has a
