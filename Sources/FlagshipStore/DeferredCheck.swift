@@ -2,7 +2,8 @@ import CSQLite
 import Foundation
 
 /// The full check (`PRAGMA quick_check`, every page) of a store too big to check on the start
-/// path, run after opening on a connection of its own, on `StoreThreads.concurrent`.
+/// path, run after opening on a connection of its own, on a serial queue of its own
+/// (`io.flagship.store.check`).
 ///
 /// What a crash can leave in a store in WAL mode is checked before use whatever the size (see
 /// `FlagshipDatabase.boundedCheck`: the schema and the hits); the full check looks for damage from elsewhere (a disk, a
@@ -36,6 +37,7 @@ package final class DeferredCheck: @unchecked Sendable {
     private let path: String
     /// The check, while it runs: what `close()` waits for.
     private let running = DispatchGroup()
+    private let queue = StoreThreads.queue("io.flagship.store.check")
     private let state = Locked(State())
     private let ended: @Sendable (Outcome) -> Void
     /// Tests only: called once, on the check's thread, while its statement runs.
@@ -54,7 +56,7 @@ package final class DeferredCheck: @unchecked Sendable {
 
     /// Sets the check going; returns at once.
     func start() {
-        StoreThreads.concurrent.async(group: running) { [self] in ended(run()) }
+        queue.async(group: running) { [self] in ended(run()) }
     }
 
     private func run() -> Outcome {

@@ -144,6 +144,13 @@ package final class FlagshipDatabase: Sendable {
         try database.readBesideWrites(body)
     }
 
+    /// `readBesideWrites` from async code: on the read connection's own serial queue
+    /// (`io.flagship.store.reader`), one read after the other as the connection takes them, so
+    /// that neither a thread of Swift's pool nor a thread waiting for the connection's lock blocks.
+    package func readBesideWrites<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await queuedCall(on: database.readerQueue) { [database] in Result { try database.readBesideWrites(body) } }.get()
+    }
+
     /// `Database.read`: `body` runs in one deferred transaction, its reads one snapshot.
     package func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try database.read(body)

@@ -13,8 +13,8 @@ import Foundation
 /// many visitors a second with those leaves already read (`Benchmarks/README.md`, "Scale").
 ///
 /// When the visitors due are at least as many as an index has leaves, most of its leaves are
-/// touched (each with a chance of 1 − e⁻¹ at least), so all of them are read first, on
-/// `StoreThreads.concurrent`, while the batches go on: in file order, consecutive pages together,
+/// touched (each with a chance of 1 − e⁻¹ at least), so all of them are read first, on serial
+/// queues of the read ahead's own (`io.flagship.store.read-ahead`), while the batches go on: in file order, consecutive pages together,
 /// by four readers side by side, without SQLite's B-tree code, against the batches' reads of the
 /// same pages one at a time. A prune of fewer visitors only counts its first visitors due (`planned()`). Which pages
 /// are leaves comes from the interior pages (`IndexLeaves`), about a hundredth of the tree, read
@@ -33,18 +33,18 @@ struct PruneReadAhead: Sendable {
     let maxVisitors: Int?
     var minimumLeaves = FlagshipDatabase.pruneReadAheadMinimumLeaves
 
-    /// Which leaves to read, or `nil` for none (`plan()`), on `StoreThreads.concurrent`. The
+    /// Which leaves to read, or `nil` for none (`plan()`), on a queue of the read ahead's. The
     /// prune awaits it before its first batch: a count of the visitors due up to
     /// `minimumLeaves` when few are (every periodic prune of a store that keeps up), else that
     /// and a walk of the interior pages (about 2,200 pages for the 10 million visitors' two
     /// indexes), so that what it reports does not depend on how fast its batches go.
     func planned() async -> Plan? {
-        await queuedCall(on: StoreThreads.concurrent) { plan() }
+        await queuedCall(on: StoreThreads.queue("io.flagship.store.read-ahead")) { plan() }
     }
 
     /// Reads the plan's pages until done or `stop` is set (the prune's last batch); a cancelled
     /// task sets it too. `readers` connections read their share of the runs side by side, each
-    /// in file order: one read waiting at a time left the disk idle between them (measured on
+    /// in file order on a queue of its own: one read waiting at a time left the disk idle between them (measured on
     /// the 10M store's 198,000 leaves read cold: 9.9 s with one reader, 6.7 s with four).
     /// Returns how many pages were read.
     func read(_ plan: Plan, stop: Locked<Bool>, readers: Int = 4) async -> Int {
@@ -55,7 +55,8 @@ struct PruneReadAhead: Sendable {
             }
             return await withTaskGroup(of: Int.self) { group in
                 for share in shares where !share.isEmpty {
-                    group.addTask { await queuedCall(on: StoreThreads.concurrent) { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
+                    let queue = StoreThreads.queue("io.flagship.store.read-ahead")
+                    group.addTask { await queuedCall(on: queue) { readAhead(share, pageSize: plan.pageSize, stop: stop) } }
                 }
                 return await group.reduce(0, +)
             }

@@ -1,15 +1,18 @@
 import Dispatch
 import FlagshipStore
 import Foundation
+import Logging
 import XCTest
 
 @testable import Flagship
 
-/// The SDK's serial dispatch queues (the store's, the callbacks', a cache delegate's) each get a
-/// thread of their own when they have work: neither long work on the global pool nor a callback
-/// that blocks makes them wait. A serial queue made to target a concurrent queue would lose that
-/// (libdispatch gives a thread at once only to a serial queue on its default target): tried on
-/// 2026-12-02, such a queue got no thread within 3 s while CPU work held the global pool's.
+/// The SDK's serial dispatch queues (the store's, its read connection's and checkpoints', the
+/// callbacks', a cache delegate's) each get a thread of their own when they have work: neither
+/// long work on the global pool nor a callback that blocks makes them wait. A serial queue made
+/// to target a concurrent queue would lose that (libdispatch gives a thread at once only to a
+/// serial queue on its default target): tried on 2026-12-02, such a queue got no thread within
+/// 3 s while CPU work held the global pool's, and so did the concurrent queue the store's reads and
+/// checkpoints used until 2026-12-03.
 final class SDKQueuesTests: XCTestCase {
     private var directory: TemporaryDirectory!
 
@@ -52,8 +55,58 @@ final class SDKQueuesTests: XCTestCase {
         }
     }
 
+    /// The store's blocking work beside its writes (a fleet's lookup in its local file, a
+    /// checkpoint) runs at once while long work holds every thread of the global pool: on serial
+    /// queues of its own, not on a concurrent queue that waits for a thread of that pool.
+    func testTheStoresWorkBesideItsWritesRunsWhileLongWorkHoldsTheGlobalPool() throws {
+        let store = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
+        defer { store.close() }
+        let saved = VisitorRecord(visitorId: "ada", anonymousId: nil, consent: true, document: #"{"version": 1}"#, updatedAt: 1)
+        try store.write { try $0.visitors.save(saved) }
+        let local = LocalHitsAndVisitors(hits: SQLiteHitQueue(store: store, capacity: 100, leaseDuration: 60, logger: Logger(label: "test")),
+                                         store: store)
+        let executor = ThreadExecutor(name: "io.flagship.test.awaiting")
+        defer { executor.shutdown() }
+        let holding = Locked(true)
+        let held = DispatchGroup()
+        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
+        let started = DispatchSemaphore(value: 0)
+        for _ in 0..<spinners {
+            DispatchQueue.global().async(group: held) {
+                started.signal()
+                let end = Date().addingTimeInterval(20)
+                while holding.withLock({ $0 }), Date() < end {}
+            }
+        }
+        defer {
+            holding.withLock { $0 = false }
+            held.wait()
+        }
+        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+
+        let before = store.database.backgroundCheckpoints
+        try store.write { try $0.state.setValue("x", forKey: "beside-the-pool", now: 1) }
+        store.database.checkpointSoon()
+        let deadline = Date().addingTimeInterval(2)
+        while store.database.backgroundCheckpoints == before, Date() < deadline { usleep(1_000) }
+        XCTAssertGreaterThan(store.database.backgroundCheckpoints, before, "the checkpoint got no thread while the pool was held")
+
+        // Awaited from a task on a thread of the test's own, so that only the lookup's queue is
+        // in question, not Swift's pool.
+        let found = OneShot<Result<VisitorRecord?, any Error>>()
+        Task(executorPreference: executor) {
+            do {
+                found.fulfil(.success(try await local.lookUpVisitor(id: "ada")))
+            } catch {
+                found.fulfil(.failure(error))
+            }
+        }
+        let answer = try XCTUnwrap(found.value(blockingUntil: .now() + 2), "the lookup got no thread while the pool was held")
+        XCTAssertEqual(try answer.get(), saved)
+    }
+
     /// An app callback that blocks holds its own queue only: the store's writes, a cache
-    /// delegate's calls and the concurrent store work go on meanwhile.
+    /// delegate's calls and the reads beside the writes go on meanwhile.
     func testABlockedCallbackHoldsOnlyItsQueue() async throws {
         let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
         defer { database.close() }
@@ -73,12 +126,12 @@ final class SDKQueuesTests: XCTestCase {
             if await ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits").run({ _ in true }) {
                 answers.withLock { $0.append("delegate") }
             }
-            let concurrent = await queuedCall(on: StoreThreads.concurrent) { "concurrent" }
-            answers.withLock { $0.append(concurrent) }
+            let reader = try await database.readBesideWrites { _ in "reader" }
+            answers.withLock { $0.append(reader) }
             wentOn.fulfill()
         }
         await fulfillment(of: [wentOn], timeout: 10)
-        XCTAssertEqual(answers.withLock { $0 }, ["store", "delegate", "concurrent"])
+        XCTAssertEqual(answers.withLock { $0 }, ["store", "delegate", "reader"])
         release.signal()
         try await others.value
     }

@@ -230,9 +230,9 @@ final class SDKRuntime: Sendable {
         await transport.shutdown()
         guard let store else { return }
         // Closing takes the store's lock, which a write waiting for another process's lock holds:
-        // it blocks, so it runs where SQLite's other blocking work does.
+        // it blocks, so it runs on a serial queue of its own, as SQLite's other blocking work does.
         let closed = await firstOf(deadline: deadline, clock: clock) { (finish: @escaping @Sendable (Bool) -> Void) in
-            StoreThreads.concurrent.async {
+            StoreThreads.queue("io.flagship.store.closing").async {
                 store.close()
                 finish(true)
             }

@@ -118,11 +118,11 @@ package struct LocalHitsAndVisitors: VisitorKeepingHitQueue {
         try store?.readBesideWrites { try $0.visitors.visitor(id: visitorId) }
     }
 
-    /// The read runs on the store's concurrent queue (`StoreThreads.concurrent`: each read has a
-    /// transaction of its own): SQLite blocks, and no thread of Swift's pool may.
+    /// `visitor(id:)` awaited: the read runs on the read connection's own queue
+    /// (`io.flagship.store.reader`): SQLite blocks, and no thread of Swift's pool may.
     package func lookUpVisitor(id visitorId: String) async throws -> VisitorRecord? {
-        guard store != nil else { return nil }
-        return try await queuedCall(on: StoreThreads.concurrent) { Result { try self.visitor(id: visitorId) } }.get()
+        guard let store else { return nil }
+        return try await store.readBesideWrites { try $0.visitors.visitor(id: visitorId) }
     }
 
     /// One transaction when both are tables of the store; then the traces on disk are erased.

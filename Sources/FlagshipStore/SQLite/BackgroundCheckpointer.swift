@@ -1,8 +1,8 @@
 import CSQLite
 import Foundation
 
-/// Runs a database's WAL checkpoints on a connection of its own, one at a time, on
-/// `StoreThreads.concurrent`, so that no commit waits for one.
+/// Runs a database's WAL checkpoints on a connection of its own, one at a time, on a serial queue
+/// of its own (`io.flagship.store.checkpoint`), so that no commit waits for one.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that pushes the WAL past 1,000 pages: it
 /// copies pages into the database file and syncs both files, while the committing connection
@@ -50,6 +50,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// The block that runs the checkpoints, while it is set going or runs: what the writer's own
     /// checkpoint and `close()` wait for.
     private let drains = DispatchGroup()
+    private let queue = StoreThreads.queue("io.flagship.store.checkpoint")
     private let state = Locked(State())
 
     init(path: String, synchronous: DatabaseOptions.Synchronous, threshold: Int32) {
@@ -90,7 +91,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             drains.wait()
             note(sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied), log: log, copied: copied)
         case true?:
-            StoreThreads.concurrent.async(group: drains) { [self] in drain() }
+            queue.async(group: drains) { [self] in drain() }
         case false?:
             break
         }
@@ -138,7 +139,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             guard !state.closed, !state.stopped, !state.pending else { return false }
             return Self.ask(&state)
         }
-        if start { StoreThreads.concurrent.async(group: drains) { [self] in drain() } }
+        if start { queue.async(group: drains) { [self] in drain() } }
     }
 
     /// Marks a checkpoint asked for; returns whether a block must be set going to run it (a

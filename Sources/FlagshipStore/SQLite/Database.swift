@@ -39,9 +39,12 @@ package final class Database: @unchecked Sendable {
     /// The store's own serial queue as a task executor: where the async forms of `read` and
     /// `write` run (`Database+Async.swift`), and the tasks that block on this store (the SDK's
     /// writer, its group commits).
-    package let executor = SerialQueueExecutor(DispatchQueue(label: "io.flagship.store.database"))
+    package let executor = SerialQueueExecutor(StoreThreads.queue("io.flagship.store.database"))
     /// The store's own serial queue (`executor`'s).
     var queue: DispatchQueue { executor.queue }
+    /// The read connection's serial queue: where the awaited reads beside the writes run
+    /// (`FlagshipDatabase.readBesideWrites`), one after the other, as the connection allows.
+    package let readerQueue = StoreThreads.queue("io.flagship.store.reader")
     /// What a cancelled async call's statements are interrupted through.
     let interrupter = StatementInterrupter()
 

@@ -1,17 +1,31 @@
 import Dispatch
 
-/// Where SQLite's blocking work runs when it need not wait for the store's other calls: one
-/// concurrent dispatch queue, the second of the two places the SDK blocks on SQLite (the first is
-/// each store's own serial queue, `Database.queue`, for the calls that share its connection).
+/// Where SQLite's blocking work runs: serial dispatch queues, one for each connection (or each job
+/// with a connection of its own), never a thread of Swift's cooperative pool, where a statement
+/// waiting for another process's lock would hold a thread the app's tasks need.
 ///
-/// What runs here has a connection of its own, or a read transaction of its own: a visitor
-/// lookup on the read connection, a WAL checkpoint (`BackgroundCheckpointer`), the full check of a
-/// big store after a crash (`DeferredCheck`). None of it runs on a thread of Swift's cooperative
-/// pool, where a statement waiting for another process's lock would hold a thread the app's tasks
-/// need; the owners that need their work in order (one checkpoint at a time) keep that order
-/// themselves, and wait for it with a `DispatchGroup` when they close.
+/// - `io.flagship.store.database`: the store's own connection (`Database.queue`): its writes and
+///   the reads that share it.
+/// - `io.flagship.store.reader`: the read connection beside the writes (`Database.readerQueue`):
+///   a fleet's visitor lookups in its local file.
+/// - `io.flagship.store.checkpoint`: the checkpointing connection (`BackgroundCheckpointer`), one
+///   checkpoint at a time.
+/// - `io.flagship.store.check`: the full check of a big store after a crash (`DeferredCheck`).
+/// - `io.flagship.store.read-ahead`: a prune's read ahead, a queue for each of its readers.
+/// - `io.flagship.store.closing`: the store closed at the SDK's `close()`, which waits for the
+///   write under way.
+///
+/// Each keeps libdispatch's default target, where a serial queue with work gets a thread at once
+/// even while every thread of the global pool and of Swift's pool is busy. A concurrent queue's
+/// blocks wait for a thread of the global pool instead: while CPU work held the pool, the one the
+/// SDK had got no thread within 3 s (`SDKQueuesTests`). Their threads are bounded by their
+/// number: a store's four connections, a prune's four readers, one close.
 package enum StoreThreads {
-    package static let concurrent = DispatchQueue(label: "io.flagship.store.concurrent", attributes: .concurrent)
+    /// A serial queue for one connection's (or one job's) blocking work; `label` is one of those
+    /// above.
+    package static func queue(_ label: String) -> DispatchQueue {
+        DispatchQueue(label: label)
+    }
 }
 
 /// Runs blocking work on `queue` and waits for it, without holding a cooperative thread.
