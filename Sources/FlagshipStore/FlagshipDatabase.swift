@@ -145,10 +145,9 @@ package final class FlagshipDatabase: Sendable {
     }
 
     /// `readBesideWrites` from async code: on the read connection's own serial queue
-    /// (`io.flagship.store.reader`), one read after the other as the connection takes them, so
-    /// that neither a thread of Swift's pool nor a thread waiting for the connection's lock blocks.
+    /// (`io.flagship.store.reader`), cancellable (`Database.readBesideWrites`).
     package func readBesideWrites<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await queuedCall(on: database.readerQueue) { [database] in Result { try database.readBesideWrites(body) } }.get()
+        try await database.readBesideWrites(body)
     }
 
     /// `Database.read`: `body` runs in one deferred transaction, its reads one snapshot.

@@ -128,6 +128,52 @@ final class AsyncDatabaseTests: StoreTestCase {
         XCTAssertEqual(count, 0, "the interrupted write was rolled back")
     }
 
+    /// A read beside the writes (on the read connection, as a fleet's local lookup reads)
+    /// cancelled while it runs is interrupted, and one queued behind it never runs; a write
+    /// committing on the store's own connection meanwhile is not stopped by either.
+    func testACancelledReadBesideTheWritesIsInterruptedAndAQueuedOneNeverRuns() async throws {
+        let database = try Database(path: url().path)
+        defer { database.close() }
+        try database.withConnection { _ = try $0.query("PRAGMA journal_mode = WAL") }
+        database.openReader()
+        try await database.write { try $0.execute("CREATE TABLE t (x INTEGER NOT NULL)") }
+        let started = Locked(false)
+        let ran = Locked(false)
+        let long = Task {
+            try await database.readBesideWrites { connection -> Int64? in
+                started.withLock { $0 = true }
+                return try connection.scalar("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
+                    SELECT count(*) FROM n
+                    """)?.int64
+            }
+        }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let queued = Task {
+            try await database.readBesideWrites { connection -> Int64? in
+                ran.withLock { $0 = true }
+                return try connection.scalar("SELECT count(*) FROM t")?.int64
+            }
+        }
+        try await database.write { try $0.execute("INSERT INTO t (x) VALUES (1)") }
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelledAt = ContinuousClock.now
+        queued.cancel()
+        long.cancel()
+        for task in [long, queued] {
+            do {
+                _ = try await task.value
+                XCTFail("a cancelled read ran to its end")
+            } catch {
+                XCTAssertTrue(error is CancellationError, "\(error)")
+            }
+        }
+        XCTAssertLessThan(ContinuousClock.now - cancelledAt, .seconds(2), "stopped at once")
+        XCTAssertFalse(ran.withLock { $0 }, "the queued read never ran")
+        let count = try await database.readBesideWrites { try $0.scalar("SELECT count(*) FROM t")?.int64 }
+        XCTAssertEqual(count, 1, "the write committed beside the read, and the read connection serves the next call")
+    }
+
     /// A cancellation that comes once the call returned interrupts nothing: the synchronous
     /// writes of others on the same connection (a group commit) are never stopped by it.
     func testALateCancellationInterruptsNoOtherCall() async throws {

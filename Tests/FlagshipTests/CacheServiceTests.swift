@@ -104,6 +104,41 @@ final class CacheServiceTests: XCTestCase {
         XCTAssertEqual(caches.lookupVisitorBlocking("v1"), .found(VisitorCacheDocument(visitorId: "v1")))
     }
 
+    /// A fleet's lookup in its local file that the synchronous `build()` stops waiting for at the
+    /// timeout is cancelled, and says no more than the timeout's warning: its cancellation is not
+    /// "the visitor cache could not be read". The next lookup finds the visitor.
+    func testASharedStoresLookupCancelledAtTheTimeoutSaysOnlyThatItTimedOut() throws {
+        let local = try FlagshipDatabase.open(at: directory.file("fleet-local.sqlite"))
+        defer { local.close() }
+        let document = VisitorCacheDocument(visitorId: "v1")
+        let record = VisitorRecord(visitorId: "v1", anonymousId: nil, consent: true,
+                                   document: String(decoding: document.jsonData(), as: UTF8.self), updatedAt: 1)
+        try local.write { try $0.visitors.save(record) }
+        let shared = LocalHitsAndVisitors(hits: SQLiteHitQueue(store: local, capacity: 100, leaseDuration: 60, logger: log.logger),
+                                          store: local)
+        let caches = CacheService(manager: FSCacheManager(visitorLookupTimeOut: 0.05), store: database, shared: shared,
+                                  logger: log.logger)
+        // The local file's read connection, held by another thread's read.
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        DispatchQueue.global().async(group: held) {
+            try? local.readBesideWrites { _ in
+                holding.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        XCTAssertEqual(holding.wait(timeout: .now() + 5), .success, "the read did not start")
+
+        XCTAssertEqual(caches.lookupVisitorBlocking("v1"), .timedOut)
+        release.signal()
+        held.wait()
+        // Queued behind the cancelled lookup on the read connection's queue and the cache's.
+        XCTAssertEqual(caches.lookupVisitorBlocking("v1"), .found(document))
+        XCTAssertEqual(log.messages(at: .error), [])
+        XCTAssertEqual(log.messages(at: .warning), ["A visitor cache lookup took longer than 50 ms: going on without it"])
+    }
+
     func testTimeoutsThatCannotWorkFallBackToTheDefault() {
         let manager = FSCacheManager(visitorLookupTimeOut: -1, hitCacheLookupTimeout: .nan)
         XCTAssertEqual(manager.visitorLookupTimeOut, 0.2)

@@ -133,6 +133,9 @@ final class CacheService: Sendable {
     private static func document(of visitorId: String, in shared: any VisitorKeepingHitQueue, logger: Logger) async -> Data? {
         do {
             return try await shared.lookUpVisitor(id: visitorId).map { Data($0.document.utf8) }
+        } catch is CancellationError {
+            // Its caller stopped waiting at the lookup timeout, and said so.
+            return nil
         } catch {
             logger.error("The visitor cache could not be read: \(error)", metadata: logger.visitorMetadata(visitorId))
             return nil

@@ -22,7 +22,7 @@ extension Database {
     /// `read` from async code, on the store's queue, cancellable or not.
     package func read<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         guard cancellable else { return try await queued { try self.read(body) } }
-        return try await self.cancellable { call in
+        return try await self.cancellable(on: executor, interrupter: interrupter) { call in
             try self.read { connection in try self.interrupter.running(call, on: connection) { try body(connection) } }
         }
     }
@@ -31,8 +31,20 @@ extension Database {
     @discardableResult
     package func write<T: Sendable>(cancellable: Bool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         guard cancellable else { return try await queued { try self.write(body) } }
-        return try await self.cancellable { call in
+        return try await self.cancellable(on: executor, interrupter: interrupter) { call in
             try self.write { connection in try self.interrupter.running(call, on: connection) { try body(connection) } }
+        }
+    }
+
+    /// `readBesideWrites` from async code: on the read connection's own queue
+    /// (`readerExecutor`), one read after the other as the connection takes them, cancellable as
+    /// `read` is: so that neither a thread of Swift's pool nor a thread waiting for the
+    /// connection's lock blocks.
+    package func readBesideWrites<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await cancellable(on: readerExecutor, interrupter: readerInterrupter) { call in
+            try self.readBesideWrites { connection in
+                try self.readerInterrupter.running(call, on: connection) { try body(connection) }
+            }
         }
     }
 
@@ -45,9 +57,12 @@ extension Database {
         }
     }
 
-    private func cancellable<T: Sendable>(_ work: @escaping @Sendable (StatementInterrupter.Call) throws -> T) async throws -> T {
+    /// `work` on `executor`'s queue, its statements run as `call` of `interrupter`'s connection: a
+    /// cancellation before its turn keeps it from running, one during its statements interrupts
+    /// them.
+    private func cancellable<T: Sendable>(on executor: SerialQueueExecutor, interrupter: StatementInterrupter,
+                                          _ work: @escaping @Sendable (StatementInterrupter.Call) throws -> T) async throws -> T {
         let call = StatementInterrupter.Call()
-        let interrupter = interrupter
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 executor.async {

@@ -43,10 +43,12 @@ package final class Database: @unchecked Sendable {
     /// The store's own serial queue (`executor`'s).
     var queue: DispatchQueue { executor.queue }
     /// The read connection's serial queue: where the awaited reads beside the writes run
-    /// (`FlagshipDatabase.readBesideWrites`), one after the other, as the connection allows.
-    package let readerQueue = StoreThreads.queue("io.flagship.store.reader")
+    /// (`readBesideWrites` from async code), one after the other, as the connection allows.
+    let readerExecutor = SerialQueueExecutor(StoreThreads.queue("io.flagship.store.reader"))
     /// What a cancelled async call's statements are interrupted through.
     let interrupter = StatementInterrupter()
+    /// The same, for the awaited reads beside the writes (`readerExecutor`).
+    let readerInterrupter = StatementInterrupter()
 
     package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws(StoreError) {
         self.path = path
