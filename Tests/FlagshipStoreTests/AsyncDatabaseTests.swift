@@ -3,6 +3,12 @@ import XCTest
 
 import FlagshipStore
 
+/// A read that would run for minutes: what a cancellation must interrupt.
+private let countToTenBillion = """
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
+    SELECT count(*) FROM n
+    """
+
 /// `Database.read` and `write` from async code run on the store's own queue: a statement that
 /// waits for another process's lock holds no thread of Swift's cooperative pool.
 final class AsyncDatabaseTests: StoreTestCase {
@@ -63,26 +69,11 @@ final class AsyncDatabaseTests: StoreTestCase {
     func testACancelledReadIsInterruptedWhileItRuns() async throws {
         let database = try Database(path: url().path)
         defer { database.close() }
-        let started = Locked(false)
-        let long = Task {
-            try await database.read { connection -> Int64? in
-                started.withLock { $0 = true }
-                return try connection.scalar("""
-                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
-                    SELECT count(*) FROM n
-                    """)?.int64
-            }
-        }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let long = try await longRead { try await database.read($0) }
         try await Task.sleep(for: .milliseconds(50))
         let cancelledAt = ContinuousClock.now
         long.cancel()
-        do {
-            _ = try await long.value
-            XCTFail("the read ran to its end")
-        } catch {
-            XCTAssertTrue(error is CancellationError, "\(error)")
-        }
+        await assertCancelled(long, "the read ran to its end")
         XCTAssertLessThan(ContinuousClock.now - cancelledAt, .seconds(2), "stopped at once")
         let next = try await database.read { try $0.scalar("SELECT 41 + 1")?.int64 }
         XCTAssertEqual(next, 42, "the connection serves the next call")
@@ -100,10 +91,7 @@ final class AsyncDatabaseTests: StoreTestCase {
             try await database.write { connection in
                 try connection.execute("INSERT INTO t (x) VALUES (1)")
                 started.withLock { $0 = true }
-                _ = try connection.scalar("""
-                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
-                    SELECT count(*) FROM n
-                    """)
+                _ = try connection.scalar(countToTenBillion)
             }
         }
         while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
@@ -116,12 +104,7 @@ final class AsyncDatabaseTests: StoreTestCase {
         queued.cancel()
         long.cancel()
         for task in [long, queued] {
-            do {
-                try await task.value
-                XCTFail("a cancelled write completed")
-            } catch {
-                XCTAssertTrue(error is CancellationError, "\(error)")
-            }
+            await assertCancelled(task, "a cancelled write completed")
         }
         XCTAssertFalse(ran.withLock { $0 }, "the queued write never ran")
         let count = try await database.read { try $0.scalar("SELECT count(*) FROM t")?.int64 }
@@ -137,18 +120,8 @@ final class AsyncDatabaseTests: StoreTestCase {
         try database.withConnection { _ = try $0.query("PRAGMA journal_mode = WAL") }
         database.openReader()
         try await database.write { try $0.execute("CREATE TABLE t (x INTEGER NOT NULL)") }
-        let started = Locked(false)
         let ran = Locked(false)
-        let long = Task {
-            try await database.readBesideWrites { connection -> Int64? in
-                started.withLock { $0 = true }
-                return try connection.scalar("""
-                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)
-                    SELECT count(*) FROM n
-                    """)?.int64
-            }
-        }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let long = try await longRead { try await database.readBesideWrites($0) }
         let queued = Task {
             try await database.readBesideWrites { connection -> Int64? in
                 ran.withLock { $0 = true }
@@ -161,12 +134,7 @@ final class AsyncDatabaseTests: StoreTestCase {
         queued.cancel()
         long.cancel()
         for task in [long, queued] {
-            do {
-                _ = try await task.value
-                XCTFail("a cancelled read ran to its end")
-            } catch {
-                XCTAssertTrue(error is CancellationError, "\(error)")
-            }
+            await assertCancelled(task, "a cancelled read ran to its end")
         }
         XCTAssertLessThan(ContinuousClock.now - cancelledAt, .seconds(2), "stopped at once")
         XCTAssertFalse(ran.withLock { $0 }, "the queued read never ran")
@@ -188,6 +156,32 @@ final class AsyncDatabaseTests: StoreTestCase {
         }
         let count = try await database.read { try $0.scalar("SELECT count(*) FROM t")?.int64 }
         XCTAssertEqual(count, 2_000)
+    }
+
+    /// A task reading `countToTenBillion` through `read`, returned once its statement runs.
+    private func longRead(
+        _ read: @escaping @Sendable (@escaping @Sendable (Connection) throws -> Int64?) async throws -> Int64?
+    ) async throws -> Task<Int64?, any Error> {
+        let started = Locked(false)
+        let long = Task {
+            try await read { connection in
+                started.withLock { $0 = true }
+                return try connection.scalar(countToTenBillion)?.int64
+            }
+        }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        return long
+    }
+
+    /// Awaits `task`, which must end in `CancellationError`; `message` if it returns.
+    private func assertCancelled<T>(_ task: Task<T, any Error>, _ message: String,
+                                    file: StaticString = #filePath, line: UInt = #line) async {
+        do {
+            _ = try await task.value
+            XCTFail(message, file: file, line: line)
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)", file: file, line: line)
+        }
     }
 }
 

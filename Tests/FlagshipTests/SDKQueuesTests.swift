@@ -30,22 +30,8 @@ final class SDKQueuesTests: XCTestCase {
         let database = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
         defer { database.close() }
         let delegate = ConfinedDelegate(NoHitCache(), label: "io.flagship.cache.hits")
-        let holding = Locked(true)
-        let held = DispatchGroup()
-        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
-        let started = DispatchSemaphore(value: 0)
-        for _ in 0..<spinners {
-            DispatchQueue.global().async(group: held) {
-                started.signal()
-                let end = Date().addingTimeInterval(20)
-                while holding.withLock({ $0 }), Date() < end {}
-            }
-        }
-        defer {
-            holding.withLock { $0 = false }
-            held.wait()
-        }
-        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+        let release = holdTheGlobalPool()
+        defer { release() }
         for (name, queue) in [("store", database.executor.queue), ("callbacks", Flagship.callbacks), ("delegate", delegate.queue)] {
             let ran = DispatchSemaphore(value: 0)
             let asked = Date()
@@ -67,22 +53,8 @@ final class SDKQueuesTests: XCTestCase {
                                          store: store)
         let executor = ThreadExecutor(name: "io.flagship.test.awaiting")
         defer { executor.shutdown() }
-        let holding = Locked(true)
-        let held = DispatchGroup()
-        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
-        let started = DispatchSemaphore(value: 0)
-        for _ in 0..<spinners {
-            DispatchQueue.global().async(group: held) {
-                started.signal()
-                let end = Date().addingTimeInterval(20)
-                while holding.withLock({ $0 }), Date() < end {}
-            }
-        }
-        defer {
-            holding.withLock { $0 = false }
-            held.wait()
-        }
-        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+        let release = holdTheGlobalPool()
+        defer { release() }
 
         let before = store.database.backgroundCheckpoints
         try store.write { try $0.state.setValue("x", forKey: "beside-the-pool", now: 1) }
@@ -153,5 +125,26 @@ final class SDKQueuesTests: XCTestCase {
         wait(for: [done], timeout: 30)
         XCTAssertEqual(seen.withLock { $0 }, Array(0..<1_000))
         XCTAssertEqual(running.withLock { $0.most }, 1, "two callbacks ran at once")
+    }
+
+    /// Sets 2 × cores blocks spinning on the global pool (20 s at most) once one has started;
+    /// returns what ends them and waits for their end.
+    private func holdTheGlobalPool() -> () -> Void {
+        let holding = Locked(true)
+        let held = DispatchGroup()
+        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
+        let started = DispatchSemaphore(value: 0)
+        for _ in 0..<spinners {
+            DispatchQueue.global().async(group: held) {
+                started.signal()
+                let end = Date().addingTimeInterval(20)
+                while holding.withLock({ $0 }), Date() < end {}
+            }
+        }
+        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+        return {
+            holding.withLock { $0 = false }
+            held.wait()
+        }
     }
 }
