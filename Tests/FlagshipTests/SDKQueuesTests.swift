@@ -77,6 +77,19 @@ final class SDKQueuesTests: XCTestCase {
         XCTAssertEqual(try answer.get(), saved)
     }
 
+    /// The deadlines of the waits the SDK bounds (a visitor lookup, an HTTP exchange, `close()`)
+    /// fire on time while long work holds every thread of the global pool.
+    func testADeadlineFiresOnTimeWhileLongWorkHoldsTheGlobalPool() {
+        let release = holdTheGlobalPool()
+        defer { release() }
+        let fired = DispatchSemaphore(value: 0)
+        let asked = DispatchTime.now()
+        DeadlineTimer.shared.schedule(at: asked + .milliseconds(50)) { fired.signal() }
+        XCTAssertEqual(fired.wait(timeout: .now() + 2), .success, "the deadline did not fire while the pool was held")
+        let waited = Double(DispatchTime.now().uptimeNanoseconds - asked.uptimeNanoseconds) / 1e9
+        XCTAssertGreaterThanOrEqual(waited, 0.05)
+    }
+
     /// An app callback that blocks holds its own queue only: the store's writes, a cache
     /// delegate's calls and the reads beside the writes go on meanwhile.
     func testABlockedCallbackHoldsOnlyItsQueue() async throws {

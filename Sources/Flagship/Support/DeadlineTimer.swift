@@ -36,10 +36,11 @@ final class DeadlineTimer: @unchecked Sendable {
     private let timer: any DispatchSourceTimer
 
     init() {
-        // On a global queue: a dispatch source runs its handler one call at a time by itself,
-        // and the actions are short (a continuation resumed, a flag set), so the timer needs no
-        // queue of its own.
-        timer = DispatchSource.makeTimerSource(queue: .global())
+        // On a serial queue of its own, which libdispatch gives a thread at once: on a global
+        // queue, the handler waited for a thread of the global pool, and while CPU work held the
+        // pool a 50 ms deadline had not fired after 4 s (`SDKQueuesTests`), so no wait the SDK
+        // bounds ended on time. The actions are short (a continuation resumed, a flag set).
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "io.flagship.deadlines"))
         timer.setEventHandler { [weak self] in self?.fire() }
         timer.activate()
     }
