@@ -43,7 +43,14 @@ package final class URLSessionTransport: HTTPTransport {
         configuration.urlCredentialStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         exchanges = ExchangeTable()
-        session = URLSession(configuration: configuration, delegate: exchanges, delegateQueue: nil)
+        // The delegate's calls on the SDK's serial queue of short completions: FoundationNetworking's
+        // default delegate queue runs them on a concurrent queue, which waits for a thread of the
+        // global pool, so while the app's work held it no answer arrived (`Completions`).
+        let delegateQueue = OperationQueue()
+        delegateQueue.name = "io.flagship.completions"
+        delegateQueue.maxConcurrentOperationCount = 1
+        delegateQueue.underlyingQueue = Completions.queue
+        session = URLSession(configuration: configuration, delegate: exchanges, delegateQueue: delegateQueue)
     }
 
     deinit {

@@ -2,7 +2,7 @@ import Dispatch
 import FlagshipStore
 
 /// One dispatch timer for every wait the SDK bounds on the wall clock (a visitor lookup, an HTTP
-/// exchange), instead of a timer each.
+/// exchange) and every sleep of its background tasks, instead of a timer each.
 ///
 /// `DispatchQueue.asyncAfter` registers a timer with libdispatch's manager thread for every call
 /// and cannot take it back: at a few thousand visitor lookups a second, the manager thread's
@@ -36,11 +36,10 @@ final class DeadlineTimer: @unchecked Sendable {
     private let timer: any DispatchSourceTimer
 
     init() {
-        // On a serial queue of its own, which libdispatch gives a thread at once: on a global
-        // queue, the handler waited for a thread of the global pool, and while CPU work held the
-        // pool a 50 ms deadline had not fired after 4 s (`SDKQueuesTests`), so no wait the SDK
-        // bounds ended on time. The actions are short (a continuation resumed, a flag set).
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "io.flagship.deadlines"))
+        // On the SDK's serial queue of short completions, which gets a thread even while the
+        // app's work holds the global pool (`Completions`). The actions are short (a
+        // continuation resumed, a flag set).
+        timer = DispatchSource.makeTimerSource(queue: Completions.queue)
         timer.setEventHandler { [weak self] in self?.fire() }
         timer.activate()
     }
