@@ -42,4 +42,54 @@ final class DeadlineTimerTests: XCTestCase {
         timer.schedule(at: .now() - .seconds(1)) { ran.fulfill() }
         wait(for: [ran], timeout: 5)
     }
+
+    // MARK: Sleeping
+
+    /// A sleep of a task that runs on a thread of its own ends on time while long work holds
+    /// every thread of the global pool: `Task.sleep`'s wake-up went through that pool, and such
+    /// a 50 ms sleep lasted 5 s.
+    func testASleepOnAThreadOfItsOwnEndsOnTimeWhileLongWorkHoldsTheGlobalPool() throws {
+        let executor = ThreadExecutor(name: "io.flagship.test.sleeping")
+        defer { executor.shutdown() }
+        let release = holdTheGlobalPool()
+        defer { release() }
+        let timer = DeadlineTimer()
+        let slept = OneShot<Double>()
+        Task(executorPreference: executor) {
+            let asked = DispatchTime.now()
+            try await timer.sleep(for: .milliseconds(50))
+            slept.fulfil(Double(DispatchTime.now().uptimeNanoseconds - asked.uptimeNanoseconds) / 1e9)
+        }
+        let seconds = try XCTUnwrap(slept.value(blockingUntil: .now() + 2), "the sleep did not end within 2 s while the pool was held")
+        XCTAssertGreaterThanOrEqual(seconds, 0.05)
+    }
+
+    /// A cancelled sleep throws `CancellationError` at once, and leaves no action behind; so does
+    /// one begun by a task cancelled already.
+    func testACancelledSleepThrowsAtOnceAndLeavesNothingBehind() async throws {
+        let timer = DeadlineTimer()
+        let sleeping = Task { try await timer.sleep(for: .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(20))
+        let asked = ContinuousClock.now
+        sleeping.cancel()
+        do {
+            try await sleeping.value
+            XCTFail("a cancelled sleep ended without an error")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - asked, .seconds(1))
+
+        let late = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await timer.sleep(for: .seconds(60))
+        }
+        do {
+            try await late.value
+            XCTFail("a sleep begun by a cancelled task ended without an error")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        XCTAssertEqual(timer.pendingCount, 0)
+    }
 }

@@ -55,7 +55,7 @@ struct AppTransport: HTTPTransport {
             return try await withThrowingTaskGroup(of: FSHTTPResponse?.self) { group in
                 group.addTask { try await base.send(request) }
                 group.addTask {
-                    try await Task.sleep(for: left)
+                    try await DeadlineTimer.shared.sleep(for: left)
                     return nil
                 }
                 defer { group.cancelAll() }

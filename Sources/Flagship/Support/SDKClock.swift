@@ -106,7 +106,9 @@ package struct SystemClock: SDKClock {
             try Task.checkCancellation()
             return
         }
-        try await Task.sleep(nanoseconds: UInt64(min(seconds, 86_400) * 1_000_000_000))
+        // On the SDK's timer, not `Task.sleep`: a background task wakes on its own thread even
+        // while the app's work holds the global pool (`DeadlineTimer.sleep`).
+        try await DeadlineTimer.shared.sleep(until: .now() + min(seconds, 86_400))
     }
 
     /// On the SDK's one dispatch timer (`DeadlineTimer`), by the monotonic clock, as `sleep`.
