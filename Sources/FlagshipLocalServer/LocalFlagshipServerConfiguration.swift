@@ -27,6 +27,10 @@ extension LocalFlagshipServer {
         /// answered 503 with `Retry-After: 1` and closed, and counted in
         /// `LocalFlagshipServer.refusedOverBufferLimit`. Default 256 MiB.
         public var maximumBufferedBytes: Int
+        /// Where the answers are made: Swift's global executor (`nil`, the default), or a thread
+        /// of a test's own, so that a test holding every thread of the global pool (on Linux,
+        /// the global executor's too) still gets its answers.
+        package var answeringExecutor: (any TaskExecutor)?
 
         /// A configuration with each setting given; by default `local_env`, `local_api_key`, a
         /// free port, the sample decision, no bucketing file, no record file and no limit.

@@ -19,6 +19,7 @@ final class Responder: Sendable {
     let log: RequestLog
     private let state: Locked<State>
     private let onRequest: (@Sendable (RecordedRequest) -> Void)?
+    private let answeringExecutor: (any TaskExecutor)?
 
     init(configuration: LocalFlagshipServer.Configuration) {
         envId = configuration.envId
@@ -26,6 +27,7 @@ final class Responder: Sendable {
         log = RequestLog(recordFile: configuration.recordFile, recordLimit: configuration.recordLimit)
         state = Locked(State(decision: configuration.decision, bucketingFile: configuration.bucketingFile))
         onRequest = configuration.onRequest
+        answeringExecutor = configuration.answeringExecutor
     }
 
     var decision: DecisionSource {
@@ -59,7 +61,7 @@ final class Responder: Sendable {
             let sources = Sources(decision: state.decision, bucketingFile: state.bucketingFile)
             return (state.lastSequence, state.faults.faults(for: request.route), sources)
         }
-        Task {
+        Task(executorPreference: answeringExecutor) { [self] in
             let (httpReply, outcome) = await answer(request, faults: faults, sources: sources)
             let record = RecordedRequest(sequence: sequence, request: request, outcome: outcome, faults: faults)
             log.append(record)

@@ -139,25 +139,25 @@ final class SDKQueuesTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0 }, Array(0..<1_000))
         XCTAssertEqual(running.withLock { $0.most }, 1, "two callbacks ran at once")
     }
+}
 
-    /// Sets 2 × cores blocks spinning on the global pool (20 s at most) once one has started;
-    /// returns what ends them and waits for their end.
-    private func holdTheGlobalPool() -> () -> Void {
-        let holding = Locked(true)
-        let held = DispatchGroup()
-        let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
-        let started = DispatchSemaphore(value: 0)
-        for _ in 0..<spinners {
-            DispatchQueue.global().async(group: held) {
-                started.signal()
-                let end = Date().addingTimeInterval(20)
-                while holding.withLock({ $0 }), Date() < end {}
-            }
+/// Sets 2 × cores blocks spinning on the global pool (20 s at most) once one has started;
+/// returns what ends them and waits for their end.
+func holdTheGlobalPool() -> () -> Void {
+    let holding = Locked(true)
+    let held = DispatchGroup()
+    let spinners = 2 * max(ProcessInfo.processInfo.activeProcessorCount, 2)
+    let started = DispatchSemaphore(value: 0)
+    for _ in 0..<spinners {
+        DispatchQueue.global().async(group: held) {
+            started.signal()
+            let end = Date().addingTimeInterval(20)
+            while holding.withLock({ $0 }), Date() < end {}
         }
-        XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
-        return {
-            holding.withLock { $0 = false }
-            held.wait()
-        }
+    }
+    XCTAssertEqual(started.wait(timeout: .now() + 5), .success, "the global pool ran none of the long blocks")
+    return {
+        holding.withLock { $0 = false }
+        held.wait()
     }
 }
