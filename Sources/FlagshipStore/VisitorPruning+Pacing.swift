@@ -92,9 +92,11 @@ extension FlagshipDatabase {
             }
         }
 
-        /// A cancelled task's rest ends at once; its work stops before the next batch.
+        /// A cancelled task's rest ends at once; its work stops before the next batch. On the
+        /// SDK's timer, not `Task.sleep`, whose wake-up waits for the global pool
+        /// (`DeadlineTimer.sleep`): a prune goes on while the app's work holds that pool.
         private static func sleep(_ rest: Duration) async {
-            try? await Task.sleep(for: rest)
+            try? await DeadlineTimer.shared.sleep(for: rest)
         }
     }
 }

@@ -77,6 +77,37 @@ final class SDKQueuesTests: XCTestCase {
         XCTAssertEqual(try answer.get(), saved)
     }
 
+    /// A prune's rests between its batches end while long work holds every thread of the global
+    /// pool: they sleep on the SDK's timer. With `Task.sleep`, whose wake-up goes through Swift's
+    /// global executor (on Linux, the global pool's threads), the prune stood still after its
+    /// first batch until the pool was free.
+    func testAPrunesRestsEndWhileLongWorkHoldsTheGlobalPool() throws {
+        let store = try FlagshipDatabase.open(at: directory.file("flagship.sqlite"))
+        defer { store.close() }
+        try store.write { db in
+            for index in 0..<100 {
+                try db.visitors.save(VisitorRecord(visitorId: "old-\(index)", anonymousId: nil, consent: true,
+                                                   document: #"{"version": 1}"#, updatedAt: 1))
+            }
+        }
+        let executor = ThreadExecutor(name: "io.flagship.test.pruning")
+        defer { executor.shutdown() }
+        let release = holdTheGlobalPool()
+        defer { release() }
+
+        let pruned = OneShot<Result<VisitorPrune, any Error>>()
+        Task(executorPreference: executor) {
+            do {
+                pruned.fulfil(.success(try await store.pruneVisitors(notSeenSince: 2, keepingAtMost: nil, batchSize: 10)))
+            } catch {
+                pruned.fulfil(.failure(error))
+            }
+        }
+        let prune = try XCTUnwrap(pruned.value(blockingUntil: .now() + 3), "the prune did not end within 3 s while the pool was held").get()
+        XCTAssertEqual(prune.expired, 100)
+        XCTAssertGreaterThanOrEqual(prune.transactions, 10, "ten batches, with rests between them")
+    }
+
     /// The deadlines of the waits the SDK bounds (a visitor lookup, an HTTP exchange, `close()`)
     /// fire on time while long work holds every thread of the global pool.
     func testADeadlineFiresOnTimeWhileLongWorkHoldsTheGlobalPool() {

@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// An app's ``FSHTTPTransport`` as the SDK's ``HTTPTransport``: what the SDK promises of every

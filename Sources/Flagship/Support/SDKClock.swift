@@ -1,3 +1,4 @@
+import FlagshipStore
 import Foundation
 
 /// The time the SDK reads and waits on: hit ages, expiry, batch intervals, backoff.

@@ -1,5 +1,4 @@
 import Dispatch
-import FlagshipStore
 
 extension DeadlineTimer {
     /// Suspends until `deadline` (the monotonic clock); throws `CancellationError` as soon as the
@@ -11,7 +10,7 @@ extension DeadlineTimer {
     /// tasks, `ThreadExecutor.background`) lasted 5 s, and the batch timer and the sender's
     /// backoff stood still with it. Here the timer resumes the task, which goes on on its own
     /// executor.
-    func sleep(until deadline: DispatchTime) async throws {
+    package func sleep(until deadline: DispatchTime) async throws {
         try Task.checkCancellation()
         let sleep = Sleep()
         try await withTaskCancellationHandler {
@@ -25,7 +24,7 @@ extension DeadlineTimer {
     }
 
     /// `sleep(until:)`, for `duration` from now.
-    func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         let nanoseconds = max(0, duration.components.seconds) * 1_000_000_000 + max(0, duration.components.attoseconds / 1_000_000_000)
         try await sleep(until: .now() + .nanoseconds(Int(min(nanoseconds, 86_400 * 1_000_000_000))))
     }

@@ -1,5 +1,4 @@
 import Dispatch
-import FlagshipStore
 
 /// One dispatch timer for every wait the SDK bounds on the wall clock (a visitor lookup, an HTTP
 /// exchange) and every sleep of its background tasks, instead of a timer each.
@@ -9,12 +8,12 @@ import FlagshipStore
 /// timer heap, the wake-ups it costs and the late no-op firings took about 8% of the server
 /// loop's CPU (callgrind/perf). Here a wait that ends in time is removed from a heap under a
 /// lock, and the one timer source is re-armed only when an earlier deadline arrives.
-final class DeadlineTimer: @unchecked Sendable {
+package final class DeadlineTimer: @unchecked Sendable {
     // `@unchecked`: `timer` (a dispatch source, not `Sendable`) is armed under `state`'s lock only.
-    static let shared = DeadlineTimer()
+    package static let shared = DeadlineTimer()
 
     /// A scheduled action, to cancel once what it bounds has ended.
-    struct Token: Sendable, Hashable {
+    package struct Token: Sendable, Hashable {
         fileprivate let id: UInt64
     }
 
@@ -35,7 +34,7 @@ final class DeadlineTimer: @unchecked Sendable {
     private let state = Locked(State())
     private let timer: any DispatchSourceTimer
 
-    init() {
+    package init() {
         // On the SDK's serial queue of short completions, which gets a thread even while the
         // app's work holds the global pool (`Completions`). The actions are short (a
         // continuation resumed, a flag set).
@@ -47,7 +46,7 @@ final class DeadlineTimer: @unchecked Sendable {
     /// Runs `action` at `deadline` (on the timer's handler, one action after the other), unless
     /// cancelled first.
     @discardableResult
-    func schedule(at deadline: DispatchTime, _ action: @escaping @Sendable () -> Void) -> Token {
+    package func schedule(at deadline: DispatchTime, _ action: @escaping @Sendable () -> Void) -> Token {
         // The timer is (re-)armed under the lock, so a firing that re-arms it for a later deadline
         // cannot overtake this earlier one.
         state.withLock { state -> Token in
@@ -64,7 +63,7 @@ final class DeadlineTimer: @unchecked Sendable {
     }
 
     /// The action will not run (if it has not begun already).
-    func cancel(_ token: Token) {
+    package func cancel(_ token: Token) {
         state.withLock { state in
             state.actions[token.id] = nil
             // Drop cancelled entries at the top at once, so the heap stays as small as the waits.
@@ -95,7 +94,7 @@ final class DeadlineTimer: @unchecked Sendable {
         for action in due { action() }
     }
 
-    var pendingCount: Int {
+    package var pendingCount: Int {
         state.withLock { $0.actions.count }
     }
 

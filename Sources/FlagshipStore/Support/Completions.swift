@@ -12,6 +12,6 @@ import Dispatch
 /// FoundationNetworking's default delegate queue (an `OperationQueue` over a concurrent queue), no
 /// answer came within an exchange's 2 s, so every request of the background sender timed out
 /// (`HeldPoolRequestTests`).
-enum Completions {
-    static let queue = DispatchQueue(label: "io.flagship.completions")
+package enum Completions {
+    package static let queue = DispatchQueue(label: "io.flagship.completions")
 }
