@@ -3,7 +3,8 @@ import XCTest
 @testable import Flagship
 import FlagshipStore
 
-/// The one timer that bounds visitor lookups and HTTP exchanges.
+/// The SDK's one timer: the deadlines of visitor lookups and HTTP exchanges, and the sleeps of its
+/// background tasks.
 final class DeadlineTimerTests: XCTestCase {
     func testActionsRunInDeadlineOrderEvenWhenAnEarlierOneIsScheduledLater() {
         let timer = DeadlineTimer()
@@ -25,13 +26,17 @@ final class DeadlineTimerTests: XCTestCase {
     func testACancelledActionNeverRunsAndLeavesNothingBehind() {
         let timer = DeadlineTimer()
         let ran = Locked(0)
-        let tokens = (0..<1_000).map { _ in timer.schedule(at: .now() + .milliseconds(30)) { ran.withLock { $0 += 1 } } }
+        // Deadlines far enough ahead that scheduling and cancelling all of them ends first,
+        // even under the thread sanitizer on a busy machine (30 ms was once too short there).
+        let deadline = DispatchTime.now() + .milliseconds(400)
+        let tokens = (0..<1_000).map { _ in timer.schedule(at: deadline) { ran.withLock { $0 += 1 } } }
         XCTAssertEqual(timer.pendingCount, 1_000)
         tokens.forEach(timer.cancel)
         XCTAssertEqual(timer.pendingCount, 0)
+        XCTAssertLessThan(DispatchTime.now(), deadline, "cancelling took longer than the deadlines' lead: the test proves nothing")
         // A later action proves the timer went past the cancelled deadlines.
         let after = expectation(description: "after")
-        timer.schedule(at: .now() + .milliseconds(60)) { after.fulfill() }
+        timer.schedule(at: deadline + .milliseconds(50)) { after.fulfill() }
         wait(for: [after], timeout: 5)
         XCTAssertEqual(ran.withLock { $0 }, 0)
     }

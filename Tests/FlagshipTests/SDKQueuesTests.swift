@@ -10,9 +10,10 @@ import XCTest
 /// callbacks', a cache delegate's) each get a thread of their own when they have work: neither
 /// long work on the global pool nor a callback that blocks makes them wait. A serial queue made
 /// to target a concurrent queue would lose that (libdispatch gives a thread at once only to a
-/// serial queue on its default target): tried on 2026-12-02, such a queue got no thread within
-/// 3 s while CPU work held the global pool's, and so did the concurrent queue the store's reads and
-/// checkpoints used until 2026-12-03.
+/// serial queue on its default target). Tried on 2026-12-02: in a probe, such a queue got no
+/// thread for the 3 s the probe waited while CPU work held the global pool, and neither did the
+/// concurrent queue the store's reads and checkpoints used until 2026-12-03. The tests below allow
+/// 2 s for what takes milliseconds when the queue has a thread.
 final class SDKQueuesTests: XCTestCase {
     private var directory: TemporaryDirectory!
 

@@ -23,10 +23,10 @@ extension DeadlineTimer {
         }
     }
 
-    /// `sleep(until:)`, for `duration` from now.
+    /// `sleep(until:)`, for `duration` from now: a negative duration does not wait, and one
+    /// longer than a day waits a day, then returns.
     package func sleep(for duration: Duration) async throws {
-        let nanoseconds = max(0, duration.components.seconds) * 1_000_000_000 + max(0, duration.components.attoseconds / 1_000_000_000)
-        try await sleep(until: .now() + .nanoseconds(Int(min(nanoseconds, 86_400 * 1_000_000_000))))
+        try await sleep(until: .now() + min(max(duration.inSeconds, 0), 86_400))
     }
 }
 
